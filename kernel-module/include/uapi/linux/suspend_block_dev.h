@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * User-space interface of suspend_block.ko: the /dev/suspend_blocker ioctls.
+ *
+ * The ioctl numbers are those of the 2010 "suspend block api" series
+ * (include/linux/suspend_block_dev.h), so programs written for it work
+ * unchanged:
+ *
+ *	fd = open("/dev/suspend_blocker", O_RDWR | O_CLOEXEC);
+ *	ioctl(fd, SUSPEND_BLOCKER_IOCTL_INIT(strlen(name)), name);
+ *	ioctl(fd, SUSPEND_BLOCKER_IOCTL_BLOCK);
+ *	ioctl(fd, SUSPEND_BLOCKER_IOCTL_UNBLOCK);
+ *	close(fd);	(destroys the blocker)
+ *
+ * The name passed to INIT is not NUL-terminated; its length is encoded in
+ * the ioctl number. Errors: EBUSY (second INIT on one fd), ENAMETOOLONG
+ * (len > NAME_MAX), EINVAL (empty name, or a byte outside printable ASCII
+ * 0x21..0x7e other than space, or a double quote or backslash: such names
+ * would corrupt the debugfs table), EFAULT (bad pointer), ENOENT
+ * (BLOCK/UNBLOCK before INIT), EPERM (BLOCK without CAP_BLOCK_SUSPEND),
+ * ENOTTY (unknown ioctl).
+ */
+#ifndef _UAPI_LINUX_SUSPEND_BLOCK_DEV_H
+#define _UAPI_LINUX_SUSPEND_BLOCK_DEV_H
+
+#include <linux/ioctl.h>
+
+#define SUSPEND_BLOCKER_IOCTL_INIT(len)		_IOC(_IOC_WRITE, 's', 0, len)
+#define SUSPEND_BLOCKER_IOCTL_BLOCK		_IO('s', 1)
+#define SUSPEND_BLOCKER_IOCTL_UNBLOCK		_IO('s', 2)
+
+/* Where the module puts the seed's /sys/power/policy and /sys/power/state. */
+#define SUSPEND_BLOCK_SYSFS_DIR		"/sys/kernel/suspend_block"
+/* debugfs files, relative to the debugfs mount point. */
+#define SUSPEND_BLOCK_STATS_FILE	"suspend_blockers"
+#define SUSPEND_BLOCK_EVENTS_FILE	"suspend_blocker_events"
+
+#endif /* _UAPI_LINUX_SUSPEND_BLOCK_DEV_H */
