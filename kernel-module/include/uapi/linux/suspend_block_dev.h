@@ -15,8 +15,9 @@
  * The name passed to INIT is not NUL-terminated; its length is encoded in
  * the ioctl number. Errors: EBUSY (second INIT on one fd), ENAMETOOLONG
  * (len > NAME_MAX), EINVAL (empty name, or a byte outside printable ASCII
- * 0x21..0x7e other than space, or a double quote or backslash: such names
- * would corrupt the debugfs table), EFAULT (bad pointer), ENOENT
+ * 0x20..0x7e, or a double quote or backslash: such names would corrupt the
+ * debugfs table, so they are rejected, never escaped), EFAULT (bad
+ * pointer), ENOENT
  * (BLOCK/UNBLOCK before INIT), EPERM (BLOCK without CAP_BLOCK_SUSPEND),
  * ENOTTY (unknown ioctl).
  */
