@@ -67,7 +67,7 @@ struct suspend_blocking_work {
 	struct work_struct work;
 	struct suspend_blocker suspend_blocker;
 	work_func_t func;
-	spinlock_t lock;
+	spinlock_t lock;	/* protects active */
 	int active;
 };
 

@@ -1,0 +1,484 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * suspend_block.ko core: suspend blockers on today's kernels.
+ *
+ * How suspend blockers map onto the kernel's wakeup machinery
+ * -----------------------------------------------------------
+ * The 2010 series made the suspend path itself ask suspend_is_blocked().
+ * A module cannot patch the suspend path, but mainline grew an equivalent
+ * since then: wakeup sources (drivers/base/power/wakeup.c). While any
+ * wakeup source is active, reading /sys/power/wakeup_count blocks, and
+ * once the count has been written back ("armed"), pm_wakeup_pending()
+ * reports any new or in-progress wakeup event, which makes the freezer,
+ * the device suspend phases and the s2idle loop abort the transition.
+ *
+ * So the module keeps its own blockers, lists and statistics exactly as
+ * the seed does, and while the policy is "opportunistic" it mirrors "at
+ * least one blocker is active" onto a single wakeup source named
+ * "suspend_blockers". The opportunistic worker (policy.c) then suspends
+ * with the same protocol as kernel/power/autosleep.c: read wakeup_count
+ * (waits until no blocker *and no kernel wakeup source* is active), write
+ * it back, pm_suspend(). A blocker activated at any later point aborts
+ * the attempt through pm_wakeup_pending(); suspend_block() also calls
+ * pm_system_wakeup() while a worker-initiated suspend is under way, so
+ * the abort does not depend on the wakeup-count check.
+ *
+ * In the "forced" policy nothing is mirrored: blockers are counted but do
+ * not influence suspend at all, as in the seed.
+ *
+ * One wakeup source instead of one per blocker keeps suspend_blocker_init()
+ * and suspend_blocker_destroy() callable in atomic context, as the seed's
+ * were (its evdev glue calls them under a spinlock); registering a wakeup
+ * source sleeps.
+ */
+
+#define pr_fmt(fmt) "suspend_block: " fmt
+
+#include <linux/device.h>
+#include <linux/module.h>
+#include <linux/pm_wakeup.h>
+#include <linux/seq_file.h>
+#include <linux/spinlock.h>
+#include <linux/string.h>
+#include "sb_internal.h"
+
+/*
+ * sb_lock protects both blocker lists and, for every blocker, its link,
+ * flags and stat; it also protects every static variable below and the
+ * event ring in events.c. It is taken with interrupts disabled because
+ * suspend_block() and suspend_unblock() may be called from hard interrupt
+ * handlers.
+ */
+DEFINE_SPINLOCK(sb_lock);
+static LIST_HEAD(sb_inactive_blockers);
+static LIST_HEAD(sb_active_blockers);
+/* Incremented by every suspend_block(): did anything happen since? */
+static unsigned int sb_current_event_num;
+/* Start of the interval not yet added to the sleep_time of blockers. */
+static ktime_t sb_last_sleep_time_update;
+/* Set just before the system enters a sleep state (pmhooks.c). */
+static bool sb_wait_for_wakeup;
+/* Policy is opportunistic: mirror activity onto sb_ws. */
+static bool sb_mirror;
+/* The worker is attempting a suspend: suspend_is_blocked() is live. */
+static bool sb_enabled;
+/* Between PM_SUSPEND_PREPARE and PM_POST_SUSPEND. */
+static bool sb_suspending;
+/* Active iff sb_mirror and a blocker is active. */
+static struct wakeup_source *sb_ws;
+
+struct suspend_blocker sb_main_blocker;
+struct suspend_blocker sb_unknown_wakeup;
+struct suspend_blocker sb_deleted_blockers;
+
+static void sb_first_active_locked(void)
+{
+	if (sb_mirror)
+		__pm_stay_awake(sb_ws);
+}
+
+static void sb_last_inactive_locked(void)
+{
+	if (sb_mirror)
+		__pm_relax(sb_ws);
+	sb_worker_kick();
+}
+
+static void sb_stat_block_locked(struct suspend_blocker *blocker, ktime_t now)
+{
+	if (sb_wait_for_wakeup) {
+		if (sb_debug_mask & SB_DEBUG_WAKEUP)
+			pr_info("wakeup suspend blocker: %s\n", blocker->name);
+		sb_wait_for_wakeup = false;
+		blocker->stat.wakeup_count++;
+	}
+	if (!(blocker->flags & SBLK_ACTIVE))
+		blocker->stat.last_time = now;
+}
+
+static void sb_stat_unblock_locked(struct suspend_blocker *blocker,
+				   ktime_t now)
+{
+	ktime_t duration;
+
+	if (!(blocker->flags & SBLK_ACTIVE))
+		return;
+	blocker->stat.count++;
+	duration = ktime_sub(now, blocker->stat.last_time);
+	blocker->stat.total_time = ktime_add(blocker->stat.total_time, duration);
+	if (ktime_after(duration, blocker->stat.max_time))
+		blocker->stat.max_time = duration;
+	blocker->stat.last_time = now;
+	if (blocker->flags & SBLK_PREVENTING_SUSPEND) {
+		duration = ktime_sub(now, sb_last_sleep_time_update);
+		blocker->stat.prevent_suspend_time =
+			ktime_add(blocker->stat.prevent_suspend_time, duration);
+		blocker->flags &= ~SBLK_PREVENTING_SUSPEND;
+	}
+}
+
+/*
+ * Charge the time since the last update to every active blocker that was
+ * preventing a requested suspend, then mark them all as preventing (@done
+ * false: suspend is requested) or not (@done true: "main" is active, so
+ * nothing is requested).
+ */
+static void sb_update_sleep_wait_stats_locked(bool done, ktime_t now)
+{
+	struct suspend_blocker *blocker;
+	ktime_t elapsed = ktime_sub(now, sb_last_sleep_time_update);
+
+	list_for_each_entry(blocker, &sb_active_blockers, link) {
+		if (blocker->flags & SBLK_PREVENTING_SUSPEND)
+			blocker->stat.prevent_suspend_time =
+				ktime_add(blocker->stat.prevent_suspend_time,
+					  elapsed);
+		if (done)
+			blocker->flags &= ~SBLK_PREVENTING_SUSPEND;
+		else
+			blocker->flags |= SBLK_PREVENTING_SUSPEND;
+	}
+	sb_last_sleep_time_update = now;
+}
+
+static void sb_stat_destroy_locked(struct suspend_blocker *blocker)
+{
+	struct suspend_blocker *del = &sb_deleted_blockers;
+
+	if (!blocker->stat.count)
+		return;
+	del->stat.count += blocker->stat.count;
+	del->stat.total_time = ktime_add(del->stat.total_time,
+					 blocker->stat.total_time);
+	del->stat.prevent_suspend_time =
+		ktime_add(del->stat.prevent_suspend_time,
+			  blocker->stat.prevent_suspend_time);
+	/* The seed sums max_time too: it bounds the worst single holder. */
+	del->stat.max_time = ktime_add(del->stat.max_time,
+				       blocker->stat.max_time);
+}
+
+/**
+ * suspend_blocker_init() - initialise a suspend blocker
+ * @blocker:	The suspend blocker to initialise.
+ * @name:	The name shown in debugfs ``suspend_blockers`` and in the event
+ *		log. It is not copied.
+ *
+ * The blocker starts inactive with zeroed statistics. @blocker and @name
+ * must stay valid until suspend_blocker_destroy() has been called.
+ *
+ * Context: any context; does not sleep.
+ */
+void suspend_blocker_init(struct suspend_blocker *blocker, const char *name)
+{
+	unsigned long irqflags;
+
+	if (WARN_ON(!name))
+		name = "(null)";
+	if (sb_debug_mask & SB_DEBUG_SUSPEND_BLOCKER)
+		pr_info("%s name=%s\n", __func__, name);
+
+	memset(&blocker->stat, 0, sizeof(blocker->stat));
+	blocker->name = name;
+	blocker->name_len = strlen(name);
+	blocker->flags = SBLK_INITIALIZED;
+
+	spin_lock_irqsave(&sb_lock, irqflags);
+	list_add(&blocker->link, &sb_inactive_blockers);
+	spin_unlock_irqrestore(&sb_lock, irqflags);
+}
+EXPORT_SYMBOL_GPL(suspend_blocker_init);
+
+/**
+ * suspend_blocker_destroy() - destroy a suspend blocker
+ * @blocker:	The suspend blocker to destroy.
+ *
+ * An active blocker is deactivated first (its running activation is
+ * counted), then its statistics are folded into the
+ * ``deleted_suspend_blockers`` entry. Destroying the last active blocker
+ * lets opportunistic suspend proceed. Destroying an uninitialised blocker
+ * is a bug and only warns.
+ *
+ * Context: any context; does not sleep.
+ */
+void suspend_blocker_destroy(struct suspend_blocker *blocker)
+{
+	unsigned long irqflags;
+	bool was_active;
+	ktime_t now;
+
+	if (WARN_ON(!(blocker->flags & SBLK_INITIALIZED)))
+		return;
+	if (sb_debug_mask & SB_DEBUG_SUSPEND_BLOCKER)
+		pr_info("%s name=%s\n", __func__,
+			blocker->name);
+
+	now = ktime_get();
+	spin_lock_irqsave(&sb_lock, irqflags);
+	was_active = blocker->flags & SBLK_ACTIVE;
+	if (was_active) {
+		sb_stat_unblock_locked(blocker, now);
+		sb_event_locked(SB_EV_UNBLOCK, now, blocker->name,
+				blocker->name_len);
+	}
+	sb_stat_destroy_locked(blocker);
+	blocker->flags &= ~(SBLK_INITIALIZED | SBLK_ACTIVE | SBLK_PREVENTING_SUSPEND);
+	list_del_init(&blocker->link);
+	if (was_active && list_empty(&sb_active_blockers))
+		sb_last_inactive_locked();
+	spin_unlock_irqrestore(&sb_lock, irqflags);
+}
+EXPORT_SYMBOL_GPL(suspend_blocker_destroy);
+
+/**
+ * suspend_block() - block opportunistic suspend
+ * @blocker:	The suspend blocker to activate.
+ *
+ * Activates @blocker. Calls do not nest: blocking an active blocker only
+ * updates the wakeup statistics. If the opportunistic worker is suspending
+ * the system, the suspend is aborted (unless the platform has already
+ * entered the sleep state, in which case it wakes as usual).
+ *
+ * Context: any context, including hard interrupt handlers.
+ */
+void suspend_block(struct suspend_blocker *blocker)
+{
+	unsigned long irqflags;
+	ktime_t now;
+
+	if (WARN_ON(!(blocker->flags & SBLK_INITIALIZED)))
+		return;
+
+	now = ktime_get();
+	spin_lock_irqsave(&sb_lock, irqflags);
+	sb_stat_block_locked(blocker, now);
+	if (!(blocker->flags & SBLK_ACTIVE)) {
+		if (list_empty(&sb_active_blockers))
+			sb_first_active_locked();
+		blocker->flags |= SBLK_ACTIVE;
+		list_move(&blocker->link, &sb_active_blockers);
+		sb_event_locked(SB_EV_BLOCK, now, blocker->name,
+				blocker->name_len);
+		if (sb_enabled && sb_suspending)
+			pm_system_wakeup();
+	}
+	if (sb_debug_mask & SB_DEBUG_SUSPEND_BLOCKER)
+		pr_info("%s: %s\n", __func__, blocker->name);
+
+	sb_current_event_num++;
+	if (blocker == &sb_main_blocker)
+		sb_update_sleep_wait_stats_locked(true, now);
+	else if (!(sb_main_blocker.flags & SBLK_ACTIVE))
+		sb_update_sleep_wait_stats_locked(false, now);
+	spin_unlock_irqrestore(&sb_lock, irqflags);
+}
+EXPORT_SYMBOL_GPL(suspend_block);
+
+/**
+ * suspend_unblock() - allow opportunistic suspend again
+ * @blocker:	The suspend blocker to deactivate.
+ *
+ * Deactivates @blocker; unblocking an inactive blocker does nothing. When
+ * no other blocker is active, the opportunistic worker (if the policy is
+ * opportunistic and a sleep state is requested) suspends the system.
+ *
+ * Context: any context, including hard interrupt handlers.
+ */
+void suspend_unblock(struct suspend_blocker *blocker)
+{
+	unsigned long irqflags;
+	ktime_t now;
+
+	if (WARN_ON(!(blocker->flags & SBLK_INITIALIZED)))
+		return;
+
+	now = ktime_get();
+	spin_lock_irqsave(&sb_lock, irqflags);
+	if (sb_debug_mask & SB_DEBUG_SUSPEND_BLOCKER)
+		pr_info("%s: %s\n", __func__, blocker->name);
+	if (blocker->flags & SBLK_ACTIVE) {
+		sb_stat_unblock_locked(blocker, now);
+		blocker->flags &= ~SBLK_ACTIVE;
+		list_move(&blocker->link, &sb_inactive_blockers);
+		sb_event_locked(SB_EV_UNBLOCK, now, blocker->name,
+				blocker->name_len);
+		if (list_empty(&sb_active_blockers))
+			sb_last_inactive_locked();
+	}
+	if (blocker == &sb_main_blocker)
+		sb_update_sleep_wait_stats_locked(false, now);
+	spin_unlock_irqrestore(&sb_lock, irqflags);
+}
+EXPORT_SYMBOL_GPL(suspend_unblock);
+
+/**
+ * suspend_blocker_is_active() - test whether a blocker is active
+ * @blocker:	The suspend blocker to check.
+ *
+ * Context: any context.
+ * Return: true if @blocker is active.
+ */
+bool suspend_blocker_is_active(struct suspend_blocker *blocker)
+{
+	WARN_ON(!(blocker->flags & SBLK_INITIALIZED));
+	return !!(READ_ONCE(blocker->flags) & SBLK_ACTIVE);
+}
+EXPORT_SYMBOL_GPL(suspend_blocker_is_active);
+
+/**
+ * suspend_is_blocked() - should the suspend under way be aborted?
+ *
+ * For compatibility with code that calls it in forced suspends, this
+ * returns false unless the opportunistic worker is suspending the system,
+ * exactly as in the seed.
+ *
+ * Context: any context.
+ * Return: true if the worker is suspending and a blocker is active.
+ */
+bool suspend_is_blocked(void)
+{
+	if (!READ_ONCE(sb_enabled))
+		return false;
+	return !list_empty(&sb_active_blockers);
+}
+EXPORT_SYMBOL_GPL(suspend_is_blocked);
+
+/* True if any blocker, "main" included, is active. */
+bool sb_any_active(void)
+{
+	unsigned long irqflags;
+	bool ret;
+
+	spin_lock_irqsave(&sb_lock, irqflags);
+	ret = !list_empty(&sb_active_blockers);
+	spin_unlock_irqrestore(&sb_lock, irqflags);
+	return ret;
+}
+
+unsigned int sb_event_num(void)
+{
+	return READ_ONCE(sb_current_event_num);
+}
+
+/* Called just before the platform enters the sleep state (pmhooks.c). */
+void sb_note_enter_suspend(void)
+{
+	unsigned long irqflags;
+
+	spin_lock_irqsave(&sb_lock, irqflags);
+	sb_wait_for_wakeup = true;
+	spin_unlock_irqrestore(&sb_lock, irqflags);
+}
+
+void sb_set_suspend_blockers_enabled(bool on)
+{
+	unsigned long irqflags;
+
+	spin_lock_irqsave(&sb_lock, irqflags);
+	sb_enabled = on;
+	spin_unlock_irqrestore(&sb_lock, irqflags);
+}
+
+void sb_set_suspend_in_progress(bool on)
+{
+	unsigned long irqflags;
+
+	spin_lock_irqsave(&sb_lock, irqflags);
+	sb_suspending = on;
+	spin_unlock_irqrestore(&sb_lock, irqflags);
+}
+
+/**
+ * sb_core_set_mirror() - start or stop mirroring blockers onto sb_ws
+ * @on:	true for the opportunistic policy.
+ *
+ * Context: process context.
+ */
+void sb_core_set_mirror(bool on)
+{
+	unsigned long irqflags;
+
+	spin_lock_irqsave(&sb_lock, irqflags);
+	if (on != sb_mirror && !list_empty(&sb_active_blockers)) {
+		if (on)
+			__pm_stay_awake(sb_ws);
+		else
+			__pm_relax(sb_ws);
+	}
+	sb_mirror = on;
+	spin_unlock_irqrestore(&sb_lock, irqflags);
+}
+
+static void sb_print_blocker_stat(struct seq_file *m,
+				  struct suspend_blocker *blocker, ktime_t now)
+{
+	unsigned int count = blocker->stat.count;
+	ktime_t active_time = 0;
+	ktime_t total_time = blocker->stat.total_time;
+	ktime_t max_time = blocker->stat.max_time;
+	ktime_t prevent_suspend_time = blocker->stat.prevent_suspend_time;
+
+	if (blocker->flags & SBLK_ACTIVE) {
+		ktime_t add_time = ktime_sub(now, blocker->stat.last_time);
+
+		count++;
+		active_time = add_time;
+		total_time = ktime_add(total_time, add_time);
+		if (blocker->flags & SBLK_PREVENTING_SUSPEND)
+			prevent_suspend_time =
+				ktime_add(prevent_suspend_time,
+					  ktime_sub(now,
+						    sb_last_sleep_time_update));
+		if (ktime_after(add_time, max_time))
+			max_time = add_time;
+	}
+
+	seq_printf(m, "\"%s\"\t%u\t%u\t%lld\t%lld\t%lld\t%lld\t%lld\n",
+		   blocker->name, count, blocker->stat.wakeup_count,
+		   ktime_to_ns(active_time), ktime_to_ns(total_time),
+		   ktime_to_ns(prevent_suspend_time), ktime_to_ns(max_time),
+		   ktime_to_ns(blocker->stat.last_time));
+}
+
+/**
+ * sb_stats_show_locked() - print the seed's statistics table
+ * @m:	The seq_file to print to.
+ *
+ * Context: sb_lock held.
+ */
+void sb_stats_show_locked(struct seq_file *m)
+{
+	struct suspend_blocker *blocker;
+	ktime_t now = ktime_get();
+
+	list_for_each_entry(blocker, &sb_inactive_blockers, link)
+		sb_print_blocker_stat(m, blocker, now);
+	list_for_each_entry(blocker, &sb_active_blockers, link)
+		sb_print_blocker_stat(m, blocker, now);
+}
+
+int sb_core_init(void)
+{
+	sb_ws = wakeup_source_register(NULL, "suspend_blockers");
+	if (!sb_ws)
+		return -ENOMEM;
+
+	sb_last_sleep_time_update = ktime_get();
+	suspend_blocker_init(&sb_main_blocker, "main");
+	suspend_block(&sb_main_blocker);
+	suspend_blocker_init(&sb_unknown_wakeup, "unknown_wakeups");
+	suspend_blocker_init(&sb_deleted_blockers, "deleted_suspend_blockers");
+	return 0;
+}
+
+void sb_core_exit(void)
+{
+	sb_core_set_mirror(false);
+	suspend_blocker_destroy(&sb_deleted_blockers);
+	suspend_blocker_destroy(&sb_unknown_wakeup);
+	suspend_blocker_destroy(&sb_main_blocker);
+	WARN_ON(!list_empty(&sb_active_blockers));
+	WARN_ON(!list_empty(&sb_inactive_blockers));
+	wakeup_source_unregister(sb_ws);
+	sb_ws = NULL;
+}

@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The event log: debugfs suspend_blocker_events.
+ *
+ * Every state change the rig cares about (a blocker activated or released,
+ * a suspend attempted, the sleep state entered and left, pm_suspend()
+ * returning) is recorded with its CLOCK_BOOTTIME timestamp in a ring of
+ * fixed-size records. Each open file has its own cursor, starting at the
+ * oldest record still held; a reader that falls behind gets one "lost"
+ * line saying how many records were overwritten before it could read them.
+ *
+ * Line format (one record a line, tab-separated):
+ *
+ *	SEQ	T_NS	TYPE	ARG
+ *
+ * SEQ counts records from 0 at module load; T_NS is CLOCK_BOOTTIME in ns;
+ * ARG is a quoted blocker name for block/unblock (a name longer than
+ * SB_EVENT_ARG_LEN - 1 bytes is cut and followed by '+' after the closing
+ * quote), a state name for suspend/enter/exit, an errno-style return code
+ * for resume/abort, "POLICY STATE" for policy, and for lost the number of
+ * records lost (its SEQ is the first one lost).
+ */
+
+#define pr_fmt(fmt) "suspend_block: " fmt
+
+#include <linux/debugfs.h>
+#include <linux/fs.h>
+#include <linux/log2.h>
+#include <linux/module.h>
+#include <linux/poll.h>
+#include <linux/slab.h>
+#include <linux/timekeeping.h>
+#include <linux/uaccess.h>
+#include <linux/vmalloc.h>
+#include <linux/wait.h>
+#include "sb_internal.h"
+
+#define SB_EVENT_ARG_LEN	62
+#define SB_READ_BATCH		32
+/* Longest formatted line: 20 + 20 + 13 + "+" + quotes + arg + 4 separators. */
+#define SB_LINE_MAX		(64 + SB_EVENT_ARG_LEN + 8)
+
+struct sb_event_rec {
+	u64 seq;
+	s64 t_ns;
+	u8 type;
+	u8 len;			/* bytes used in arg */
+	u8 truncated;
+	char arg[SB_EVENT_ARG_LEN];
+};
+
+static unsigned int event_log_size = 4096;
+module_param(event_log_size, uint, 0444);
+MODULE_PARM_DESC(event_log_size,
+		 "Records kept in the event log (rounded up to a power of 2)");
+
+static const char * const sb_event_names[SB_EV_NR] = {
+	[SB_EV_BLOCK]	= "block",
+	[SB_EV_UNBLOCK]	= "unblock",
+	[SB_EV_SUSPEND]	= "suspend",
+	[SB_EV_ENTER]	= "enter",
+	[SB_EV_EXIT]	= "exit",
+	[SB_EV_RESUME]	= "resume",
+	[SB_EV_ABORT]	= "abort",
+	[SB_EV_POLICY]	= "policy",
+};
+
+/* The ring and sb_ev_next are protected by sb_lock (core.c). */
+static struct sb_event_rec *sb_ring;
+static unsigned int sb_ring_mask;
+static u64 sb_ev_next;
+static DECLARE_WAIT_QUEUE_HEAD(sb_ev_wait);
+static struct dentry *sb_ev_dentry;
+
+/**
+ * sb_event_locked() - append a record to the event log
+ * @type:	What happened.
+ * @mono:	When, on CLOCK_MONOTONIC (converted to CLOCK_BOOTTIME here).
+ * @arg:	The argument text, not necessarily NUL-terminated.
+ * @len:	Its length.
+ *
+ * Context: sb_lock held, any context.
+ */
+void sb_event_locked(enum sb_event_type type, ktime_t mono, const char *arg,
+		     unsigned int len)
+{
+	struct sb_event_rec *rec;
+
+	if (!sb_ring)
+		return;
+	rec = &sb_ring[sb_ev_next & sb_ring_mask];
+	rec->seq = sb_ev_next++;
+	rec->t_ns = ktime_to_ns(ktime_mono_to_any(mono, TK_OFFS_BOOT));
+	rec->type = type;
+	rec->truncated = len > SB_EVENT_ARG_LEN;
+	rec->len = min_t(unsigned int, len, SB_EVENT_ARG_LEN);
+	memcpy(rec->arg, arg, rec->len);
+	if (wq_has_sleeper(&sb_ev_wait))
+		wake_up_interruptible(&sb_ev_wait);
+}
+
+/**
+ * sb_event() - append a record, taking sb_lock
+ * @type:	What happened.
+ * @arg:	NUL-terminated argument text.
+ *
+ * Context: any context.
+ */
+void sb_event(enum sb_event_type type, const char *arg)
+{
+	unsigned long irqflags;
+	ktime_t now = ktime_get();
+
+	spin_lock_irqsave(&sb_lock, irqflags);
+	sb_event_locked(type, now, arg, strlen(arg));
+	spin_unlock_irqrestore(&sb_lock, irqflags);
+}
+
+/**
+ * sb_event_int() - append a record whose argument is a number
+ * @type:	What happened.
+ * @val:	The argument.
+ *
+ * Context: any context.
+ */
+void sb_event_int(enum sb_event_type type, int val)
+{
+	char buf[16];
+
+	snprintf(buf, sizeof(buf), "%d", val);
+	sb_event(type, buf);
+}
+
+struct sb_ev_reader {
+	u64 cursor;		/* next SEQ this reader will see */
+	struct sb_event_rec batch[SB_READ_BATCH];
+};
+
+static int sb_ev_open(struct inode *inode, struct file *file)
+{
+	struct sb_ev_reader *r;
+	unsigned long irqflags;
+
+	r = kzalloc(sizeof(*r), GFP_KERNEL);
+	if (!r)
+		return -ENOMEM;
+	spin_lock_irqsave(&sb_lock, irqflags);
+	if (sb_ev_next > sb_ring_mask + 1)
+		r->cursor = sb_ev_next - (sb_ring_mask + 1);
+	spin_unlock_irqrestore(&sb_lock, irqflags);
+	file->private_data = r;
+	return nonseekable_open(inode, file);
+}
+
+static int sb_ev_release(struct inode *inode, struct file *file)
+{
+	kfree(file->private_data);
+	return 0;
+}
+
+static bool sb_ev_available(struct sb_ev_reader *r)
+{
+	unsigned long irqflags;
+	bool ret;
+
+	spin_lock_irqsave(&sb_lock, irqflags);
+	ret = r->cursor < sb_ev_next;
+	spin_unlock_irqrestore(&sb_lock, irqflags);
+	return ret;
+}
+
+/*
+ * Copy up to @max records from the ring into the reader's batch. Returns
+ * the number copied; *@lost is set to the number of records overwritten
+ * before this reader got to them (and the cursor skips them).
+ */
+static unsigned int sb_ev_fetch(struct sb_ev_reader *r, unsigned int max,
+				u64 *lost, u64 *lost_seq)
+{
+	unsigned long irqflags;
+	unsigned int n = 0;
+	u64 oldest = 0;
+
+	spin_lock_irqsave(&sb_lock, irqflags);
+	if (sb_ev_next > sb_ring_mask + 1)
+		oldest = sb_ev_next - (sb_ring_mask + 1);
+	*lost = 0;
+	if (r->cursor < oldest) {
+		*lost = oldest - r->cursor;
+		*lost_seq = r->cursor;
+		r->cursor = oldest;
+	}
+	while (n < max && r->cursor < sb_ev_next) {
+		r->batch[n++] = sb_ring[r->cursor & sb_ring_mask];
+		r->cursor++;
+	}
+	spin_unlock_irqrestore(&sb_lock, irqflags);
+	return n;
+}
+
+static int sb_ev_format(char *buf, size_t size, const struct sb_event_rec *rec)
+{
+	const char *name = rec->type < SB_EV_NR ? sb_event_names[rec->type] :
+			   "unknown";
+
+	if (rec->type == SB_EV_BLOCK || rec->type == SB_EV_UNBLOCK)
+		return scnprintf(buf, size, "%llu\t%lld\t%s\t\"%.*s\"%s\n",
+				 rec->seq, rec->t_ns, name, rec->len, rec->arg,
+				 rec->truncated ? "+" : "");
+	return scnprintf(buf, size, "%llu\t%lld\t%s\t%.*s\n", rec->seq,
+			 rec->t_ns, name, rec->len, rec->arg);
+}
+
+static ssize_t sb_ev_read(struct file *file, char __user *ubuf, size_t count,
+			  loff_t *ppos)
+{
+	struct sb_ev_reader *r = file->private_data;
+	unsigned int n, i, max;
+	u64 lost, lost_seq = 0;
+	size_t done = 0;
+	char *kbuf;
+	int ret;
+
+	if (count < SB_LINE_MAX)
+		return -EINVAL;
+
+	while (!sb_ev_available(r)) {
+		if (file->f_flags & O_NONBLOCK)
+			return -EAGAIN;
+		ret = wait_event_interruptible(sb_ev_wait, sb_ev_available(r));
+		if (ret)
+			return ret;
+	}
+
+	max = min_t(size_t, count / SB_LINE_MAX, SB_READ_BATCH);
+	kbuf = kmalloc(max * SB_LINE_MAX, GFP_KERNEL);
+	if (!kbuf)
+		return -ENOMEM;
+	n = sb_ev_fetch(r, max, &lost, &lost_seq);
+	if (lost) {
+		done += scnprintf(kbuf, SB_LINE_MAX, "%llu\t%lld\tlost\t%llu\n",
+				  lost_seq, ktime_get_boottime_ns(), lost);
+		/* keep room for the lost line: push the last record back */
+		if (n == max) {
+			n--;
+			r->cursor--;
+		}
+	}
+	for (i = 0; i < n; i++)
+		done += sb_ev_format(kbuf + done, SB_LINE_MAX, &r->batch[i]);
+
+	if (copy_to_user(ubuf, kbuf, done))
+		ret = -EFAULT;
+	else
+		ret = done;
+	kfree(kbuf);
+	return ret;
+}
+
+static __poll_t sb_ev_poll(struct file *file, poll_table *wait)
+{
+	struct sb_ev_reader *r = file->private_data;
+
+	poll_wait(file, &sb_ev_wait, wait);
+	return sb_ev_available(r) ? EPOLLIN | EPOLLRDNORM : 0;
+}
+
+static const struct file_operations sb_ev_fops = {
+	.owner		= THIS_MODULE,
+	.open		= sb_ev_open,
+	.release	= sb_ev_release,
+	.read		= sb_ev_read,
+	.poll		= sb_ev_poll,
+	.llseek		= no_llseek,
+};
+
+/**
+ * sb_events_init() - allocate the ring and create the debugfs file
+ * @dir:	debugfs directory (NULL: the debugfs root).
+ *
+ * Context: process context.
+ * Return: 0 or -ENOMEM.
+ */
+int sb_events_init(struct dentry *dir)
+{
+	unsigned int size = roundup_pow_of_two(clamp(event_log_size, 64U,
+						     1U << 20));
+	struct sb_event_rec *ring;
+	unsigned long irqflags;
+
+	ring = vzalloc(array_size(size, sizeof(*ring)));
+	if (!ring)
+		return -ENOMEM;
+	spin_lock_irqsave(&sb_lock, irqflags);
+	sb_ring_mask = size - 1;
+	sb_ring = ring;
+	spin_unlock_irqrestore(&sb_lock, irqflags);
+	sb_ev_dentry = debugfs_create_file("suspend_blocker_events", 0400, dir,
+					   NULL, &sb_ev_fops);
+	return 0;
+}
+
+void sb_events_exit(void)
+{
+	struct sb_event_rec *ring;
+	unsigned long irqflags;
+
+	debugfs_remove(sb_ev_dentry);
+	spin_lock_irqsave(&sb_lock, irqflags);
+	ring = sb_ring;
+	sb_ring = NULL;
+	spin_unlock_irqrestore(&sb_lock, irqflags);
+	vfree(ring);
+}

@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * suspend_block.ko: the 2010 suspend block API (version 5) as a module.
+ *
+ * The parts are initialised in dependency order and torn down in reverse:
+ * core (blockers and the wakeup source) -> event log -> statistics ->
+ * PM hooks -> policy and worker -> /dev/suspend_blocker.
+ */
+
+#define pr_fmt(fmt) "suspend_block: " fmt
+
+#include <linux/module.h>
+#include "sb_internal.h"
+
+int sb_debug_mask = SB_DEBUG_EXIT_SUSPEND | SB_DEBUG_WAKEUP |
+		    SB_DEBUG_USER_STATE | SB_DEBUG_FAILURE;
+module_param_named(debug_mask, sb_debug_mask, int, 0644);
+MODULE_PARM_DESC(debug_mask,
+		 "1: exit suspend, 2: wakeup blocker, 4: user state, 8: suspend, 16: every blocker, 32: ioctl failures");
+
+static int __init sb_init(void)
+{
+	int ret;
+
+	ret = sb_core_init();
+	if (ret)
+		return ret;
+	ret = sb_events_init(NULL);
+	if (ret)
+		goto core_exit;
+	sb_stats_init(NULL);
+	ret = sb_pmhooks_init();
+	if (ret)
+		goto events_exit;
+	ret = sb_policy_init();
+	if (ret)
+		goto pmhooks_exit;
+	ret = sb_userdev_init();
+	if (ret)
+		goto policy_exit;
+	pr_info("loaded: policy forced, %s\n",
+		"see /sys/kernel/suspend_block");
+	return 0;
+
+policy_exit:
+	sb_policy_exit();
+pmhooks_exit:
+	sb_pmhooks_exit();
+events_exit:
+	sb_stats_exit();
+	sb_events_exit();
+core_exit:
+	sb_core_exit();
+	return ret;
+}
+
+static void __exit sb_exit(void)
+{
+	sb_userdev_exit();
+	sb_policy_exit();
+	sb_pmhooks_exit();
+	sb_stats_exit();
+	sb_events_exit();
+	sb_core_exit();
+}
+
+module_init(sb_init);
+module_exit(sb_exit);
+
+MODULE_DESCRIPTION("Suspend blockers and opportunistic suspend (suspend block api v5)");
+MODULE_AUTHOR("sbrig developers");
+MODULE_LICENSE("GPL");
+MODULE_VERSION("0.1.0");

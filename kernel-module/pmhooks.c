@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Where a suspend really is: a PM notifier brackets the whole transition
+ * and the noirq callbacks of a small platform device mark the moment the
+ * platform enters and leaves the sleep state.
+ *
+ * The seed patched suspend_enter() to note "about to enter" just before
+ * suspend_ops->enter() and to skip it when a blocker was active. A module
+ * gets closest with a device's suspend_noirq callback: it runs for s2idle
+ * and suspend-to-RAM alike, after all ordinary device callbacks. Our
+ * device registers last, so its suspend_noirq is among the first noirq
+ * callbacks and its resume_noirq among the last; the gap to the real
+ * enter is the other devices' noirq callbacks.
+ */
+
+#define pr_fmt(fmt) "suspend_block: " fmt
+
+#include <linux/platform_device.h>
+#include <linux/suspend.h>
+#include "sb_internal.h"
+
+static struct platform_device *sb_pdev;
+
+static int sb_pm_notify(struct notifier_block *nb, unsigned long action,
+			void *unused)
+{
+	switch (action) {
+	case PM_SUSPEND_PREPARE:
+		sb_set_suspend_in_progress(true);
+		break;
+	case PM_POST_SUSPEND:
+		sb_set_suspend_in_progress(false);
+		break;
+	}
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block sb_pm_nb = {
+	.notifier_call = sb_pm_notify,
+};
+
+static int sb_suspend_noirq(struct device *dev)
+{
+	if (suspend_is_blocked()) {
+		if (sb_debug_mask & SB_DEBUG_SUSPEND)
+			pr_info("suspend blocked in noirq phase\n");
+		return -EBUSY;
+	}
+	sb_note_enter_suspend();
+	sb_event(SB_EV_ENTER, sb_state_name(pm_suspend_target_state));
+	return 0;
+}
+
+static int sb_resume_noirq(struct device *dev)
+{
+	sb_event(SB_EV_EXIT, sb_state_name(pm_suspend_target_state));
+	return 0;
+}
+
+static const struct dev_pm_ops sb_pm_ops = {
+	.suspend_noirq	= sb_suspend_noirq,
+	.resume_noirq	= sb_resume_noirq,
+};
+
+static struct platform_driver sb_pdrv = {
+	.driver = {
+		.name	= "suspend_block",
+		.pm	= &sb_pm_ops,
+	},
+};
+
+int sb_pmhooks_init(void)
+{
+	int ret;
+
+	ret = platform_driver_register(&sb_pdrv);
+	if (ret)
+		return ret;
+	sb_pdev = platform_device_register_simple("suspend_block",
+						  PLATFORM_DEVID_NONE, NULL, 0);
+	if (IS_ERR(sb_pdev)) {
+		ret = PTR_ERR(sb_pdev);
+		goto unregister_driver;
+	}
+	ret = register_pm_notifier(&sb_pm_nb);
+	if (ret)
+		goto unregister_device;
+	return 0;
+
+unregister_device:
+	platform_device_unregister(sb_pdev);
+unregister_driver:
+	platform_driver_unregister(&sb_pdrv);
+	return ret;
+}
+
+void sb_pmhooks_exit(void)
+{
+	unregister_pm_notifier(&sb_pm_nb);
+	platform_device_unregister(sb_pdev);
+	platform_driver_unregister(&sb_pdrv);
+}

@@ -1,0 +1,508 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Policy, requested state and the opportunistic suspend worker.
+ *
+ * The seed added /sys/power/policy and changed /sys/power/state. A module
+ * cannot add files to /sys/power (power_kobj is not exported), so the two
+ * live in /sys/kernel/suspend_block/:
+ *
+ *	seed				this module
+ *	/sys/power/policy		/sys/kernel/suspend_block/policy
+ *	/sys/power/state (opportunistic) /sys/kernel/suspend_block/state
+ *	-				/sys/kernel/suspend_block/requested
+ *
+ * /sys/power/state itself is left exactly as mainline has it. In the
+ * forced policy our state file is a pass-through to it. In the
+ * opportunistic policy, writing a sleep state to our state file returns at
+ * once and the worker below enters that state whenever no blocker and no
+ * kernel wakeup source is active, again after every wakeup; writing "on"
+ * activates the "main" blocker, which stops it. Leaving the opportunistic
+ * policy requests "on" first, as the seed does.
+ *
+ * The worker follows kernel/power/autosleep.c: it reads
+ * /sys/power/wakeup_count, which blocks until no wakeup event is in
+ * progress, writes the value back to arm the wakeup-event check, then
+ * calls pm_suspend(). It goes through the sysfs files because
+ * pm_get_wakeup_count() and pm_save_wakeup_count() are not exported.
+ */
+
+#define pr_fmt(fmt) "suspend_block: " fmt
+
+#include <linux/fs.h>
+#include <linux/kobject.h>
+#include <linux/kthread.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/sched/signal.h>
+#include <linux/string.h>
+#include <linux/suspend.h>
+#include <linux/sysfs.h>
+#include <linux/wait.h>
+#include "sb_internal.h"
+
+#define SB_SYS_STATE		"/sys/power/state"
+#define SB_SYS_MEM_SLEEP	"/sys/power/mem_sleep"
+#define SB_SYS_WAKEUP_COUNT	"/sys/power/wakeup_count"
+#define SB_STATE_LEN		16
+#define SB_BACKOFF_MIN_MS	10
+#define SB_BACKOFF_MAX_MS	1000
+
+enum sb_policy {
+	SB_POLICY_FORCED,
+	SB_POLICY_OPPORTUNISTIC,
+};
+
+static const char * const sb_policy_names[] = {
+	[SB_POLICY_FORCED]		= "forced",
+	[SB_POLICY_OPPORTUNISTIC]	= "opportunistic",
+};
+
+/* What the opportunistic policy accepts: "on", then the sleep states. */
+static const char * const sb_request_names[] = {
+	"on", "freeze", "standby", "mem",
+};
+
+/*
+ * sb_policy_lock protects sb_policy (written only under it; the worker and
+ * sysfs readers read it with READ_ONCE), sb_requested and sb_armed, and
+ * serialises policy and state changes.
+ */
+static DEFINE_MUTEX(sb_policy_lock);
+static int sb_policy = SB_POLICY_FORCED;
+static char sb_requested[SB_STATE_LEN] = "mem";
+
+static struct kobject *sb_kobj;
+static struct task_struct *sb_worker_task;
+static DECLARE_WAIT_QUEUE_HEAD(sb_worker_wait);
+/* Bumped by every kick: lets the worker's back-off end early. */
+static atomic_t sb_kick_gen = ATOMIC_INIT(0);
+/* The worker armed the wakeup-count check. */
+static bool sb_armed;
+
+/**
+ * sb_worker_kick() - make the worker re-evaluate
+ *
+ * Context: any context.
+ */
+void sb_worker_kick(void)
+{
+	atomic_inc(&sb_kick_gen);
+	wake_up(&sb_worker_wait);
+}
+
+/* Also interrupt a worker blocked reading wakeup_count. */
+static void sb_worker_interrupt(void)
+{
+	sb_worker_kick();
+	if (sb_worker_task)
+		send_sig(SIGUSR1, sb_worker_task, 1);
+}
+
+/**
+ * sb_state_name() - the kernel's name for a sleep state
+ * @state:	A suspend_state_t.
+ *
+ * Return: "s2idle", "shallow" or "deep" (the /sys/power/mem_sleep names),
+ * "on", or "unknown".
+ */
+const char *sb_state_name(suspend_state_t state)
+{
+	switch (state) {
+	case PM_SUSPEND_ON:
+		return "on";
+	case PM_SUSPEND_TO_IDLE:
+		return "s2idle";
+	case PM_SUSPEND_STANDBY:
+		return "shallow";
+	case PM_SUSPEND_MEM:
+		return "deep";
+	default:
+		return "unknown";
+	}
+}
+
+static ssize_t sb_file_read(const char *path, char *buf, size_t size)
+{
+	struct file *file;
+	loff_t pos = 0;
+	ssize_t n;
+
+	file = filp_open(path, O_RDONLY, 0);
+	if (IS_ERR(file))
+		return PTR_ERR(file);
+	n = kernel_read(file, buf, size - 1, &pos);
+	filp_close(file, NULL);
+	buf[n > 0 ? n : 0] = '\0';
+	return n;
+}
+
+static ssize_t sb_file_write(const char *path, const char *buf, size_t len)
+{
+	struct file *file;
+	loff_t pos = 0;
+	ssize_t n;
+
+	file = filp_open(path, O_WRONLY, 0);
+	if (IS_ERR(file))
+		return PTR_ERR(file);
+	n = kernel_write(file, buf, len, &pos);
+	filp_close(file, NULL);
+	return n;
+}
+
+/* Is @name (a word of /sys/power/state) currently available? */
+static bool sb_state_available(const char *name)
+{
+	char buf[64], *p = buf, *tok;
+
+	if (sb_file_read(SB_SYS_STATE, buf, sizeof(buf)) <= 0)
+		return false;
+	while ((tok = strsep(&p, "\n ")))
+		if (*tok && !strcmp(tok, name))
+			return true;
+	return false;
+}
+
+/* Map a requested state name to a suspend_state_t, as mainline does. */
+static int sb_resolve_state(const char *name, suspend_state_t *state)
+{
+	char buf[64], *open, *close;
+
+	if (!strcmp(name, "freeze")) {
+		*state = PM_SUSPEND_TO_IDLE;
+		return 0;
+	}
+	if (!strcmp(name, "standby")) {
+		*state = PM_SUSPEND_STANDBY;
+		return 0;
+	}
+	if (strcmp(name, "mem"))
+		return -EINVAL;
+	/* "mem" means whatever /sys/power/mem_sleep selects. */
+	*state = PM_SUSPEND_MEM;
+	if (sb_file_read(SB_SYS_MEM_SLEEP, buf, sizeof(buf)) <= 0)
+		return 0;
+	open = strchr(buf, '[');
+	close = open ? strchr(open, ']') : NULL;
+	if (!close)
+		return 0;
+	*close = '\0';
+	if (!strcmp(open + 1, "s2idle"))
+		*state = PM_SUSPEND_TO_IDLE;
+	else if (!strcmp(open + 1, "shallow"))
+		*state = PM_SUSPEND_STANDBY;
+	return 0;
+}
+
+static int sb_wakeup_count_read(unsigned int *count)
+{
+	char buf[24];
+	ssize_t n;
+
+	n = sb_file_read(SB_SYS_WAKEUP_COUNT, buf, sizeof(buf));
+	if (n < 0)
+		return n;
+	return kstrtouint(strim(buf), 10, count);
+}
+
+/* Context: sb_policy_lock held. */
+static bool sb_wakeup_count_arm(unsigned int count)
+{
+	char buf[16];
+	int len = snprintf(buf, sizeof(buf), "%u", count);
+
+	sb_armed = sb_file_write(SB_SYS_WAKEUP_COUNT, buf, len) == len;
+	return sb_armed;
+}
+
+/*
+ * Turn the wakeup-event check off again so that a forced suspend is not
+ * aborted by wakeup sources because of an arming we did: saving a count
+ * that can never match clears events_check_enabled.
+ * Context: sb_policy_lock held.
+ */
+static void sb_wakeup_count_disarm(void)
+{
+	if (!sb_armed)
+		return;
+	sb_file_write(SB_SYS_WAKEUP_COUNT, "4294967295", 10);
+	sb_armed = false;
+}
+
+static bool sb_should_try(void)
+{
+	return READ_ONCE(sb_policy) == SB_POLICY_OPPORTUNISTIC &&
+	       !sb_any_active();
+}
+
+/* Log the policy and requested state. Context: sb_policy_lock held. */
+static void sb_policy_event_locked(void)
+{
+	char buf[40];
+
+	snprintf(buf, sizeof(buf), "%s %s", sb_policy_names[sb_policy],
+		 sb_requested);
+	sb_event(SB_EV_POLICY, buf);
+}
+
+/* Context: sb_policy_lock held. */
+static void sb_request_locked(const char *name)
+{
+	if (sb_debug_mask & SB_DEBUG_USER_STATE)
+		pr_info("request_suspend_state: %s -> %s\n", sb_requested,
+			name);
+	strscpy(sb_requested, name, sizeof(sb_requested));
+	if (!strcmp(name, "on"))
+		suspend_block(&sb_main_blocker);
+	else
+		suspend_unblock(&sb_main_blocker);
+	sb_policy_event_locked();
+	sb_worker_kick();
+}
+
+/* One opportunistic suspend attempt; returns pm_suspend()'s result. */
+static int sb_try_suspend(unsigned int *entry_num)
+{
+	char requested[SB_STATE_LEN], arg[40];
+	suspend_state_t state;
+	unsigned int count;
+	int ret;
+
+	ret = sb_wakeup_count_read(&count);
+	if (ret == -EINTR || ret == -ERESTARTSYS)
+		return -EAGAIN;
+	if (ret)
+		pr_warn_once("cannot read %s (%d): suspending without the wakeup-event check\n",
+			     SB_SYS_WAKEUP_COUNT, ret);
+	if (!sb_should_try())
+		return -EAGAIN;
+
+	mutex_lock(&sb_policy_lock);
+	strscpy(requested, sb_requested, sizeof(requested));
+	if (sb_policy != SB_POLICY_OPPORTUNISTIC ||
+	    sb_resolve_state(requested, &state) ||
+	    (!ret && !sb_wakeup_count_arm(count))) {
+		/* policy changed, or a wakeup event came in since the read */
+		mutex_unlock(&sb_policy_lock);
+		return -EAGAIN;
+	}
+	mutex_unlock(&sb_policy_lock);
+
+	*entry_num = sb_event_num();
+	sb_set_suspend_blockers_enabled(true);
+	if (suspend_is_blocked()) {
+		sb_set_suspend_blockers_enabled(false);
+		return -EAGAIN;
+	}
+	snprintf(arg, sizeof(arg), "%s %s", requested, sb_state_name(state));
+	if (sb_debug_mask & SB_DEBUG_SUSPEND)
+		pr_info("enter suspend (%s)\n", arg);
+	sb_event(SB_EV_SUSPEND, arg);
+	ret = pm_suspend(state);
+	sb_set_suspend_blockers_enabled(false);
+	sb_event_int(ret ? SB_EV_ABORT : SB_EV_RESUME, ret);
+	if (sb_debug_mask & SB_DEBUG_EXIT_SUSPEND)
+		pr_info("exit suspend, ret = %d\n", ret);
+	return ret;
+}
+
+/* Sleep @ms, or less if something kicks the worker. */
+static void sb_worker_backoff(unsigned int ms)
+{
+	int gen = atomic_read(&sb_kick_gen);
+
+	wait_event_interruptible_timeout(sb_worker_wait,
+					 kthread_should_stop() ||
+					 atomic_read(&sb_kick_gen) != gen,
+					 msecs_to_jiffies(ms));
+}
+
+static int sb_worker_fn(void *unused)
+{
+	unsigned int backoff_ms = 0;
+
+	allow_signal(SIGUSR1);
+	while (!kthread_should_stop()) {
+		unsigned int entry_num;
+		int ret;
+
+		flush_signals(current);
+		if (backoff_ms)
+			sb_worker_backoff(backoff_ms);
+		wait_event_interruptible(sb_worker_wait,
+					 kthread_should_stop() ||
+					 sb_should_try());
+		if (kthread_should_stop() || !sb_should_try())
+			continue;
+
+		entry_num = sb_event_num();
+		ret = sb_try_suspend(&entry_num);
+		if (ret == -EAGAIN)
+			continue;
+		if (sb_event_num() == entry_num) {
+			if (sb_debug_mask & SB_DEBUG_SUSPEND)
+				pr_info("pm_suspend returned with no event\n");
+			suspend_block(&sb_unknown_wakeup);
+			suspend_unblock(&sb_unknown_wakeup);
+		}
+		/* Back off only while suspend keeps failing for no reason. */
+		if (ret && sb_event_num() == entry_num + 1)
+			backoff_ms = clamp(backoff_ms * 2, SB_BACKOFF_MIN_MS,
+					   SB_BACKOFF_MAX_MS);
+		else
+			backoff_ms = 0;
+	}
+	return 0;
+}
+
+static ssize_t policy_show(struct kobject *kobj, struct kobj_attribute *attr,
+			   char *buf)
+{
+	int cur = READ_ONCE(sb_policy);
+	int i, len = 0;
+
+	for (i = 0; i < ARRAY_SIZE(sb_policy_names); i++)
+		len += sysfs_emit_at(buf, len, i == cur ? "[%s] " : "%s ",
+				     sb_policy_names[i]);
+	buf[len - 1] = '\n';
+	return len;
+}
+
+static ssize_t policy_store(struct kobject *kobj, struct kobj_attribute *attr,
+			    const char *buf, size_t n)
+{
+	int i = sysfs_match_string(sb_policy_names, buf);
+
+	if (i < 0)
+		return -EINVAL;
+	mutex_lock(&sb_policy_lock);
+	if (i != sb_policy) {
+		if (sb_policy == SB_POLICY_OPPORTUNISTIC) {
+			sb_request_locked("on");
+			sb_core_set_mirror(false);
+			sb_worker_interrupt();
+		}
+		WRITE_ONCE(sb_policy, i);
+		if (i == SB_POLICY_OPPORTUNISTIC)
+			sb_core_set_mirror(true);
+		else
+			sb_wakeup_count_disarm();
+		sb_policy_event_locked();
+		sb_worker_kick();
+	}
+	mutex_unlock(&sb_policy_lock);
+	return n;
+}
+
+static ssize_t state_show(struct kobject *kobj, struct kobj_attribute *attr,
+			  char *buf)
+{
+	char states[64], *p = states, *tok;
+	ssize_t n;
+	int len = 0;
+
+	n = sb_file_read(SB_SYS_STATE, states, sizeof(states));
+	if (n < 0)
+		return n;
+	if (READ_ONCE(sb_policy) == SB_POLICY_FORCED)
+		return sysfs_emit(buf, "%s\n", strim(states));
+	len = sysfs_emit_at(buf, len, "on");
+	while ((tok = strsep(&p, "\n ")))
+		if (*tok && strcmp(tok, "disk"))
+			len += sysfs_emit_at(buf, len, " %s", tok);
+	len += sysfs_emit_at(buf, len, "\n");
+	return len;
+}
+
+static ssize_t state_store(struct kobject *kobj, struct kobj_attribute *attr,
+			   const char *buf, size_t n)
+{
+	ssize_t ret;
+	int i;
+
+	mutex_lock(&sb_policy_lock);
+	if (sb_policy == SB_POLICY_FORCED) {
+		mutex_unlock(&sb_policy_lock);
+		/* Exactly what /sys/power/state does, with its errors. */
+		ret = sb_file_write(SB_SYS_STATE, buf, n);
+		return ret < 0 ? ret : n;
+	}
+	i = sysfs_match_string(sb_request_names, buf);
+	if (i < 0) {
+		ret = -EINVAL;
+	} else if (i > 0 && !sb_state_available(sb_request_names[i])) {
+		ret = -ENODEV;
+	} else {
+		sb_request_locked(sb_request_names[i]);
+		ret = n;
+	}
+	mutex_unlock(&sb_policy_lock);
+	return ret;
+}
+
+static ssize_t requested_show(struct kobject *kobj,
+			      struct kobj_attribute *attr, char *buf)
+{
+	ssize_t ret;
+
+	mutex_lock(&sb_policy_lock);
+	ret = sysfs_emit(buf, "%s\n", sb_requested);
+	mutex_unlock(&sb_policy_lock);
+	return ret;
+}
+
+static struct kobj_attribute sb_policy_attr = __ATTR_RW(policy);
+static struct kobj_attribute sb_state_attr = __ATTR_RW(state);
+static struct kobj_attribute sb_requested_attr = __ATTR_RO(requested);
+
+static struct attribute *sb_attrs[] = {
+	&sb_policy_attr.attr,
+	&sb_state_attr.attr,
+	&sb_requested_attr.attr,
+	NULL,
+};
+
+static const struct attribute_group sb_attr_group = {
+	.attrs = sb_attrs,
+};
+
+int sb_policy_init(void)
+{
+	int ret;
+
+	sb_kobj = kobject_create_and_add("suspend_block", kernel_kobj);
+	if (!sb_kobj)
+		return -ENOMEM;
+	ret = sysfs_create_group(sb_kobj, &sb_attr_group);
+	if (ret)
+		goto put_kobj;
+	sb_worker_task = kthread_run(sb_worker_fn, NULL, "suspend_block");
+	if (IS_ERR(sb_worker_task)) {
+		ret = PTR_ERR(sb_worker_task);
+		sb_worker_task = NULL;
+		goto put_kobj;
+	}
+	return 0;
+
+put_kobj:
+	kobject_put(sb_kobj);
+	return ret;
+}
+
+void sb_policy_exit(void)
+{
+	/* No more policy writes once the files are gone. */
+	kobject_put(sb_kobj);
+	mutex_lock(&sb_policy_lock);
+	if (sb_policy == SB_POLICY_OPPORTUNISTIC)
+		sb_request_locked("on");
+	WRITE_ONCE(sb_policy, SB_POLICY_FORCED);
+	sb_core_set_mirror(false);
+	mutex_unlock(&sb_policy_lock);
+	sb_worker_interrupt();
+	kthread_stop(sb_worker_task);
+	sb_worker_task = NULL;
+	mutex_lock(&sb_policy_lock);
+	sb_wakeup_count_disarm();
+	mutex_unlock(&sb_policy_lock);
+}

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Private interfaces between the parts of suspend_block.ko.
+ *
+ * core.c	blockers, the lists, the statistics and the one lock
+ * policy.c	policy/state in sysfs and the opportunistic suspend worker
+ * pmhooks.c	PM notifier and noirq callbacks: where a suspend really is
+ * userdev.c	/dev/suspend_blocker
+ * stats.c	debugfs suspend_blockers
+ * events.c	debugfs suspend_blocker_events, the event ring
+ * work.c	suspend-blocking work
+ * main.c	module init/exit, in dependency order
+ */
+#ifndef _SB_INTERNAL_H
+#define _SB_INTERNAL_H
+
+#include <linux/bits.h>
+#include <linux/suspend.h>
+#include <linux/suspend_blocker.h>
+
+/* Flag bits in struct suspend_blocker::flags, as in the seed. */
+#define SBLK_INITIALIZED		BIT(8)
+#define SBLK_ACTIVE			BIT(9)
+#define SBLK_PREVENTING_SUSPEND		BIT(10)
+
+/* Debug mask bits (module parameter debug_mask), as in the seed. */
+enum {
+	SB_DEBUG_EXIT_SUSPEND	= 1U << 0,
+	SB_DEBUG_WAKEUP		= 1U << 1,
+	SB_DEBUG_USER_STATE	= 1U << 2,
+	SB_DEBUG_SUSPEND	= 1U << 3,
+	SB_DEBUG_SUSPEND_BLOCKER = 1U << 4,
+	SB_DEBUG_FAILURE	= 1U << 5,
+};
+
+extern int sb_debug_mask;
+
+/* core.c */
+extern spinlock_t sb_lock;
+extern struct suspend_blocker sb_main_blocker;
+extern struct suspend_blocker sb_unknown_wakeup;
+extern struct suspend_blocker sb_deleted_blockers;
+int sb_core_init(void);
+void sb_core_exit(void);
+void sb_core_set_mirror(bool on);
+bool sb_any_active(void);
+unsigned int sb_event_num(void);
+void sb_note_enter_suspend(void);
+void sb_set_suspend_blockers_enabled(bool on);
+void sb_set_suspend_in_progress(bool on);
+void sb_stats_show_locked(struct seq_file *m);
+
+/* events.c */
+enum sb_event_type {
+	SB_EV_BLOCK,
+	SB_EV_UNBLOCK,
+	SB_EV_SUSPEND,		/* worker calls pm_suspend() */
+	SB_EV_ENTER,		/* last device suspended: entering the state */
+	SB_EV_EXIT,		/* first device resume after the state */
+	SB_EV_RESUME,		/* pm_suspend() returned 0 */
+	SB_EV_ABORT,		/* pm_suspend() returned an error */
+	SB_EV_POLICY,		/* policy or requested state changed */
+	SB_EV_NR,
+};
+
+int sb_events_init(struct dentry *dir);
+void sb_events_exit(void);
+void sb_event_locked(enum sb_event_type type, ktime_t mono,
+		     const char *arg, unsigned int len);
+void sb_event(enum sb_event_type type, const char *arg);
+void sb_event_int(enum sb_event_type type, int val);
+
+/* stats.c */
+int sb_stats_init(struct dentry *dir);
+void sb_stats_exit(void);
+
+/* policy.c */
+int sb_policy_init(void);
+void sb_policy_exit(void);
+void sb_worker_kick(void);
+const char *sb_state_name(suspend_state_t state);
+
+/* pmhooks.c */
+int sb_pmhooks_init(void);
+void sb_pmhooks_exit(void);
+
+/* userdev.c */
+int sb_userdev_init(void);
+void sb_userdev_exit(void);
+bool sb_name_valid(const char *name, size_t len);
+
+#endif /* _SB_INTERNAL_H */
