@@ -29,6 +29,8 @@ static int sb_stats_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(sb_stats);
 
+static struct dentry *sb_stats_dentry;
+
 /**
  * sb_stats_init() - create debugfs suspend_blockers
  * @dir:	debugfs directory (NULL: the debugfs root, as in the seed).
@@ -36,8 +38,6 @@ DEFINE_SHOW_ATTRIBUTE(sb_stats);
  * Context: process context.
  * Return: 0; debugfs failures are not fatal.
  */
-static struct dentry *sb_stats_dentry;
-
 int sb_stats_init(struct dentry *dir)
 {
 	sb_stats_dentry = debugfs_create_file("suspend_blockers", 0444, dir,

@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * sb_test.ko: a test-only kernel client of suspend_block.ko.
+ *
+ * It plays the kernel drivers of the tests: it blocks suspend from a hard
+ * interrupt (an hrtimer), holds a mainline wakeup source, blocks on the
+ * Nth resume (as a keypad driver does on its wake interrupt), runs
+ * suspend-blocking work, keeps a task unfreezable, and times the API
+ * against mainline's wakeup-source calls. Everything is driven through
+ * /sys/kernel/debug/sb_test/; write "help" to any file to see nothing:
+ * the commands are listed at each file's handler below.
+ */
+
+#include <linux/debugfs.h>
+#include <linux/delay.h>
+#include <linux/device.h>
+#include <linux/hrtimer.h>
+#include <linux/ktime.h>
+#include <linux/module.h>
+#include <linux/pm_wakeup.h>
+#include <linux/sched.h>
+#include <linux/suspend.h>
+#include <linux/suspend_blocker.h>
+#include <linux/uaccess.h>
+#include <linux/wait.h>
+
+static struct dentry *dir;
+static struct suspend_blocker blocker;	/* "sb_test" */
+static struct suspend_blocker resume_blocker;	/* "sb_test_resume" */
+static struct suspend_blocker bench_blocker;	/* "sb_test_bench" */
+static struct wakeup_source *ws;	/* "sb_test_ws" */
+static struct wakeup_source *bench_ws;	/* "sb_test_bench_ws" */
+static struct hrtimer timer;
+static bool timer_blocks;		/* what the timer does */
+static atomic_t hold_after_resumes = ATOMIC_INIT(0);
+static bool refuse_release;
+static DECLARE_WAIT_QUEUE_HEAD(refuse_wait);
+static atomic_t refusing = ATOMIC_INIT(0);
+static struct suspend_blocking_work sbwork;	/* "sb_test_work" */
+static unsigned int work_ms;
+static atomic_t work_runs = ATOMIC_INIT(0);
+static u64 bench_sb_ns, bench_ws_ns, bench_iters;
+
+static enum hrtimer_restart timer_fn(struct hrtimer *t)
+{
+	if (timer_blocks)
+		suspend_block(&blocker);
+	else
+		suspend_unblock(&blocker);
+	return HRTIMER_NORESTART;
+}
+
+static int pm_notify(struct notifier_block *nb, unsigned long action,
+		     void *unused)
+{
+	if (action == PM_POST_SUSPEND &&
+	    atomic_read(&hold_after_resumes) > 0 &&
+	    atomic_dec_and_test(&hold_after_resumes))
+		suspend_block(&resume_blocker);
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block pm_nb = { .notifier_call = pm_notify };
+
+static void work_fn(struct work_struct *w)
+{
+	msleep(READ_ONCE(work_ms));
+	atomic_inc(&work_runs);
+}
+
+/* Time @n block/unblock pairs and @n stay_awake/relax pairs, interleaved. */
+static void run_bench(u64 n)
+{
+	u64 i, t0, t1, t2, sb = 0, wsn = 0;
+	unsigned int round;
+
+	for (round = 0; round < 16; round++) {
+		preempt_disable();
+		t0 = ktime_get_ns();
+		for (i = 0; i < n / 16; i++) {
+			suspend_block(&bench_blocker);
+			suspend_unblock(&bench_blocker);
+		}
+		t1 = ktime_get_ns();
+		for (i = 0; i < n / 16; i++) {
+			__pm_stay_awake(bench_ws);
+			__pm_relax(bench_ws);
+		}
+		t2 = ktime_get_ns();
+		preempt_enable();
+		sb += t1 - t0;
+		wsn += t2 - t1;
+		cond_resched();
+	}
+	bench_iters = (n / 16) * 16;
+	bench_sb_ns = sb;
+	bench_ws_ns = wsn;
+}
+
+/* Parse "WORD [NUMBER]" from user space. */
+static int get_cmd(const char __user *ubuf, size_t len, char *word,
+		   size_t wlen, u64 *num)
+{
+	char buf[64];
+	int n;
+
+	if (len >= sizeof(buf))
+		return -EINVAL;
+	if (copy_from_user(buf, ubuf, len))
+		return -EFAULT;
+	buf[len] = '\0';
+	*num = 0;
+	n = sscanf(buf, "%15s %llu", word, num);
+	return n >= 1 ? 0 : -EINVAL;
+}
+
+/*
+ * ctl: block | unblock | block_after_ms N | unblock_after_ms N |
+ *      ws_on | ws_off | ws_event_ms N | hold_after_resumes N |
+ *      release_resume | release_refuse | work_queue MS | work_schedule MS |
+ *      work_cancel | bench N
+ */
+static ssize_t ctl_write(struct file *f, const char __user *ubuf, size_t len,
+			 loff_t *ppos)
+{
+	char word[16];
+	u64 num;
+	int ret = get_cmd(ubuf, len, word, sizeof(word), &num);
+
+	if (ret)
+		return ret;
+	if (!strcmp(word, "block")) {
+		suspend_block(&blocker);
+	} else if (!strcmp(word, "unblock")) {
+		suspend_unblock(&blocker);
+	} else if (!strcmp(word, "block_after_ms") ||
+		   !strcmp(word, "unblock_after_ms")) {
+		timer_blocks = word[0] == 'b';
+		hrtimer_start(&timer, ms_to_ktime(num), HRTIMER_MODE_REL_HARD);
+	} else if (!strcmp(word, "ws_on")) {
+		__pm_stay_awake(ws);
+	} else if (!strcmp(word, "ws_off")) {
+		__pm_relax(ws);
+	} else if (!strcmp(word, "ws_event_ms")) {
+		pm_wakeup_ws_event(ws, num, false);
+	} else if (!strcmp(word, "hold_after_resumes")) {
+		atomic_set(&hold_after_resumes, num);
+	} else if (!strcmp(word, "release_resume")) {
+		suspend_unblock(&resume_blocker);
+	} else if (!strcmp(word, "release_refuse")) {
+		WRITE_ONCE(refuse_release, true);
+		wake_up(&refuse_wait);
+	} else if (!strcmp(word, "work_queue")) {
+		WRITE_ONCE(work_ms, num);
+		queue_suspend_blocking_work(system_long_wq, &sbwork);
+	} else if (!strcmp(word, "work_schedule")) {
+		WRITE_ONCE(work_ms, num);
+		schedule_suspend_blocking_work(&sbwork);
+	} else if (!strcmp(word, "work_cancel")) {
+		ret = cancel_suspend_blocking_work_sync(&sbwork);
+		pr_info("sb_test: work_cancel returned %d\n", ret);
+	} else if (!strcmp(word, "bench")) {
+		if (num < 16 || num > 100000000)
+			return -ERANGE;
+		run_bench(num);
+	} else {
+		return -EINVAL;
+	}
+	return len;
+}
+
+static ssize_t ctl_read(struct file *f, char __user *ubuf, size_t len,
+			loff_t *ppos)
+{
+	char buf[256];
+	int n;
+
+	n = scnprintf(buf, sizeof(buf),
+		      "blocker %d\nresume_blocker %d\nwork_blocker %d\nwork_runs %d\nis_blocked %d\nrefusing %d\nbench_iters %llu\nbench_sb_ns %llu\nbench_ws_ns %llu\n",
+		      suspend_blocker_is_active(&blocker),
+		      suspend_blocker_is_active(&resume_blocker),
+		      suspend_blocker_is_active(&sbwork.suspend_blocker),
+		      atomic_read(&work_runs), suspend_is_blocked(),
+		      atomic_read(&refusing), bench_iters, bench_sb_ns,
+		      bench_ws_ns);
+	return simple_read_from_buffer(ubuf, len, ppos, buf, n);
+}
+
+static const struct file_operations ctl_fops = {
+	.owner	= THIS_MODULE,
+	.write	= ctl_write,
+	.read	= ctl_read,
+	.llseek	= default_llseek,
+};
+
+/* Reading "refuse" sleeps uninterruptibly (unfreezable) until released. */
+static ssize_t refuse_read(struct file *f, char __user *ubuf, size_t len,
+			   loff_t *ppos)
+{
+	WRITE_ONCE(refuse_release, false);
+	atomic_inc(&refusing);
+	wait_event(refuse_wait, READ_ONCE(refuse_release));
+	atomic_dec(&refusing);
+	return 0;
+}
+
+static const struct file_operations refuse_fops = {
+	.owner	= THIS_MODULE,
+	.read	= refuse_read,
+	.llseek	= default_llseek,
+};
+
+static int __init sb_test_init(void)
+{
+	int ret;
+
+	ws = wakeup_source_register(NULL, "sb_test_ws");
+	bench_ws = wakeup_source_register(NULL, "sb_test_bench_ws");
+	if (!ws || !bench_ws) {
+		ret = -ENOMEM;
+		goto unregister_ws;
+	}
+	suspend_blocker_init(&blocker, "sb_test");
+	suspend_blocker_init(&resume_blocker, "sb_test_resume");
+	suspend_blocker_init(&bench_blocker, "sb_test_bench");
+	suspend_blocking_work_init(&sbwork, work_fn, "sb_test_work");
+	hrtimer_init(&timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_HARD);
+	timer.function = timer_fn;
+	ret = register_pm_notifier(&pm_nb);
+	if (ret)
+		goto destroy;
+	dir = debugfs_create_dir("sb_test", NULL);
+	debugfs_create_file("ctl", 0600, dir, NULL, &ctl_fops);
+	debugfs_create_file("refuse", 0400, dir, NULL, &refuse_fops);
+	return 0;
+
+destroy:
+	suspend_blocking_work_destroy(&sbwork);
+	suspend_blocker_destroy(&bench_blocker);
+	suspend_blocker_destroy(&resume_blocker);
+	suspend_blocker_destroy(&blocker);
+unregister_ws:
+	wakeup_source_unregister(bench_ws);
+	wakeup_source_unregister(ws);
+	return ret;
+}
+
+static void __exit sb_test_exit(void)
+{
+	debugfs_remove_recursive(dir);
+	WRITE_ONCE(refuse_release, true);
+	wake_up(&refuse_wait);
+	unregister_pm_notifier(&pm_nb);
+	hrtimer_cancel(&timer);
+	suspend_blocking_work_destroy(&sbwork);
+	suspend_blocker_destroy(&bench_blocker);
+	suspend_blocker_destroy(&resume_blocker);
+	suspend_blocker_destroy(&blocker);
+	wakeup_source_unregister(bench_ws);
+	wakeup_source_unregister(ws);
+}
+
+module_init(sb_test_init);
+module_exit(sb_test_exit);
+MODULE_DESCRIPTION("Test client of suspend_block.ko (tests only)");
+MODULE_LICENSE("GPL");
