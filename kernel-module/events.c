@@ -95,7 +95,11 @@ void sb_event_locked(enum sb_event_type type, ktime_t mono, const char *arg,
 	rec->truncated = len > SB_EVENT_ARG_LEN;
 	rec->len = min_t(unsigned int, len, SB_EVENT_ARG_LEN);
 	memcpy(rec->arg, arg, rec->len);
-	if (wq_has_sleeper(&sb_ev_wait))
+	/*
+	 * No barrier needed: readers evaluate their wait condition under
+	 * sb_lock, which we hold, after queueing themselves.
+	 */
+	if (waitqueue_active(&sb_ev_wait))
 		wake_up_interruptible(&sb_ev_wait);
 }
 

@@ -110,7 +110,7 @@ static int get_cmd(const char __user *ubuf, size_t len, char *word,
 		return -EFAULT;
 	buf[len] = '\0';
 	*num = 0;
-	n = sscanf(buf, "%15s %llu", word, num);
+	n = sscanf(buf, "%31s %llu", word, num);
 	return n >= 1 ? 0 : -EINVAL;
 }
 
@@ -123,7 +123,7 @@ static int get_cmd(const char __user *ubuf, size_t len, char *word,
 static ssize_t ctl_write(struct file *f, const char __user *ubuf, size_t len,
 			 loff_t *ppos)
 {
-	char word[16];
+	char word[32];
 	u64 num;
 	int ret = get_cmd(ubuf, len, word, sizeof(word), &num);
 
