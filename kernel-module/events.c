@@ -35,19 +35,9 @@
 #include <linux/wait.h>
 #include "sb_internal.h"
 
-#define SB_EVENT_ARG_LEN	62
 #define SB_READ_BATCH		32
 /* Longest formatted line: 20 + 20 + 13 + "+" + quotes + arg + 4 separators. */
 #define SB_LINE_MAX		(64 + SB_EVENT_ARG_LEN + 8)
-
-struct sb_event_rec {
-	u64 seq;
-	s64 t_ns;
-	u8 type;
-	u8 len;			/* bytes used in arg */
-	u8 truncated;
-	char arg[SB_EVENT_ARG_LEN];
-};
 
 static unsigned int event_log_size = 4096;
 module_param(event_log_size, uint, 0444);
@@ -65,42 +55,39 @@ static const char * const sb_event_names[SB_EV_NR] = {
 	[SB_EV_POLICY]	= "policy",
 };
 
-/* The ring and sb_ev_next are protected by sb_lock (core.c). */
-static struct sb_event_rec *sb_ring;
-static unsigned int sb_ring_mask;
-static u64 sb_ev_next;
-static DECLARE_WAIT_QUEUE_HEAD(sb_ev_wait);
+/*
+ * The ring, sb_ev_next and sb_offs_boot are protected by sb_lock (core.c);
+ * sb_event_locked() in sb_internal.h writes them.
+ */
+struct sb_event_rec *sb_ring;
+unsigned int sb_ring_mask;
+u64 sb_ev_next;
+ktime_t sb_offs_boot;
+DECLARE_WAIT_QUEUE_HEAD(sb_ev_wait);
 static struct dentry *sb_ev_dentry;
 
 /**
- * sb_event_locked() - append a record to the event log
- * @type:	What happened.
- * @mono:	When, on CLOCK_MONOTONIC (converted to CLOCK_BOOTTIME here).
- * @arg:	The argument text, not necessarily NUL-terminated.
- * @len:	Its length.
+ * sb_events_resync_clock() - refresh the CLOCK_BOOTTIME offset
  *
- * Context: sb_lock held, any context.
+ * Records store CLOCK_MONOTONIC plus a cached boot offset (reading the
+ * kernel's offset costs a call on every block/unblock). The offset only
+ * changes when the system resumes, so this runs at load, from a syscore
+ * resume callback (suspend-to-RAM: right after timekeeping resumes) and
+ * from the resume_noirq callback (s2idle). Records written in between by
+ * IRQF_NO_SUSPEND handlers carry the pre-suspend offset.
+ *
+ * Context: any context.
  */
-void sb_event_locked(enum sb_event_type type, ktime_t mono, const char *arg,
-		     unsigned int len)
+void sb_events_resync_clock(void)
 {
-	struct sb_event_rec *rec;
+	unsigned long irqflags;
+	ktime_t mono, boot;
 
-	if (!sb_ring)
-		return;
-	rec = &sb_ring[sb_ev_next & sb_ring_mask];
-	rec->seq = sb_ev_next++;
-	rec->t_ns = ktime_to_ns(ktime_mono_to_any(mono, TK_OFFS_BOOT));
-	rec->type = type;
-	rec->truncated = len > SB_EVENT_ARG_LEN;
-	rec->len = min_t(unsigned int, len, SB_EVENT_ARG_LEN);
-	memcpy(rec->arg, arg, rec->len);
-	/*
-	 * No barrier needed: readers evaluate their wait condition under
-	 * sb_lock, which we hold, after queueing themselves.
-	 */
-	if (waitqueue_active(&sb_ev_wait))
-		wake_up_interruptible(&sb_ev_wait);
+	boot = ktime_get_boottime();
+	mono = ktime_get();
+	spin_lock_irqsave(&sb_lock, irqflags);
+	sb_offs_boot = ktime_sub(boot, mono);
+	spin_unlock_irqrestore(&sb_lock, irqflags);
 }
 
 /**
@@ -202,16 +189,17 @@ static unsigned int sb_ev_fetch(struct sb_ev_reader *r, unsigned int max,
 	return n;
 }
 
-static int sb_ev_format(char *buf, size_t size, const struct sb_event_rec *rec)
+static int sb_ev_format(char *buf, size_t size, u64 seq,
+			const struct sb_event_rec *rec)
 {
 	const char *name = rec->type < SB_EV_NR ? sb_event_names[rec->type] :
 			   "unknown";
 
 	if (rec->type == SB_EV_BLOCK || rec->type == SB_EV_UNBLOCK)
 		return scnprintf(buf, size, "%llu\t%lld\t%s\t\"%.*s\"%s\n",
-				 rec->seq, rec->t_ns, name, rec->len, rec->arg,
+				 seq, rec->t_ns, name, rec->len, rec->arg,
 				 rec->truncated ? "+" : "");
-	return scnprintf(buf, size, "%llu\t%lld\t%s\t%.*s\n", rec->seq,
+	return scnprintf(buf, size, "%llu\t%lld\t%s\t%.*s\n", seq,
 			 rec->t_ns, name, rec->len, rec->arg);
 }
 
@@ -220,7 +208,7 @@ static ssize_t sb_ev_read(struct file *file, char __user *ubuf, size_t count,
 {
 	struct sb_ev_reader *r = file->private_data;
 	unsigned int n, i, max;
-	u64 lost, lost_seq = 0;
+	u64 lost, lost_seq = 0, first_seq;
 	size_t done = 0;
 	char *kbuf;
 	int ret;
@@ -241,6 +229,7 @@ static ssize_t sb_ev_read(struct file *file, char __user *ubuf, size_t count,
 	if (!kbuf)
 		return -ENOMEM;
 	n = sb_ev_fetch(r, max, &lost, &lost_seq);
+	first_seq = r->cursor - n;
 	if (lost) {
 		done += scnprintf(kbuf, SB_LINE_MAX, "%llu\t%lld\tlost\t%llu\n",
 				  lost_seq, ktime_get_boottime_ns(), lost);
@@ -251,7 +240,8 @@ static ssize_t sb_ev_read(struct file *file, char __user *ubuf, size_t count,
 		}
 	}
 	for (i = 0; i < n; i++)
-		done += sb_ev_format(kbuf + done, SB_LINE_MAX, &r->batch[i]);
+		done += sb_ev_format(kbuf + done, SB_LINE_MAX, first_seq + i,
+				     &r->batch[i]);
 
 	if (copy_to_user(ubuf, kbuf, done))
 		ret = -EFAULT;
@@ -299,6 +289,7 @@ int sb_events_init(struct dentry *dir)
 	sb_ring_mask = size - 1;
 	sb_ring = ring;
 	spin_unlock_irqrestore(&sb_lock, irqflags);
+	sb_events_resync_clock();
 	sb_ev_dentry = debugfs_create_file("suspend_blocker_events", 0400, dir,
 					   NULL, &sb_ev_fops);
 	return 0;

@@ -17,6 +17,7 @@
 
 #include <linux/platform_device.h>
 #include <linux/suspend.h>
+#include <linux/syscore_ops.h>
 #include "sb_internal.h"
 
 static struct platform_device *sb_pdev;
@@ -53,9 +54,20 @@ static int sb_suspend_noirq(struct device *dev)
 
 static int sb_resume_noirq(struct device *dev)
 {
+	sb_events_resync_clock();
 	sb_event(SB_EV_EXIT, sb_state_name(pm_suspend_target_state));
 	return 0;
 }
+
+/* Suspend-to-RAM: runs right after timekeeping has resumed. */
+static void sb_syscore_resume(void)
+{
+	sb_events_resync_clock();
+}
+
+static struct syscore_ops sb_syscore_ops = {
+	.resume = sb_syscore_resume,
+};
 
 static const struct dev_pm_ops sb_pm_ops = {
 	.suspend_noirq	= sb_suspend_noirq,
@@ -85,6 +97,7 @@ int sb_pmhooks_init(void)
 	ret = register_pm_notifier(&sb_pm_nb);
 	if (ret)
 		goto unregister_device;
+	register_syscore_ops(&sb_syscore_ops);
 	return 0;
 
 unregister_device:
@@ -96,6 +109,7 @@ unregister_driver:
 
 void sb_pmhooks_exit(void)
 {
+	unregister_syscore_ops(&sb_syscore_ops);
 	unregister_pm_notifier(&sb_pm_nb);
 	platform_device_unregister(sb_pdev);
 	platform_driver_unregister(&sb_pdrv);

@@ -15,7 +15,10 @@
 #define _SB_INTERNAL_H
 
 #include <linux/bits.h>
+#include <linux/ktime.h>
+#include <linux/string.h>
 #include <linux/suspend.h>
+#include <linux/wait.h>
 #include <linux/suspend_blocker.h>
 
 /* Flag bits in struct suspend_blocker::flags, as in the seed. */
@@ -63,12 +66,61 @@ enum sb_event_type {
 	SB_EV_NR,
 };
 
+#define SB_EVENT_ARG_LEN	52
+
+/* One event-log record: 64 bytes. The SEQ is its position in the ring. */
+struct sb_event_rec {
+	s64 t_ns;		/* CLOCK_BOOTTIME */
+	u8 type;		/* enum sb_event_type */
+	u8 len;			/* bytes used in arg */
+	u8 truncated;		/* arg was cut to SB_EVENT_ARG_LEN */
+	char arg[SB_EVENT_ARG_LEN];
+};
+
+extern struct sb_event_rec *sb_ring;
+extern unsigned int sb_ring_mask;
+extern u64 sb_ev_next;
+extern ktime_t sb_offs_boot;
+extern struct wait_queue_head sb_ev_wait;
+
 int sb_events_init(struct dentry *dir);
 void sb_events_exit(void);
-void sb_event_locked(enum sb_event_type type, ktime_t mono,
-		     const char *arg, unsigned int len);
+void sb_events_resync_clock(void);
 void sb_event(enum sb_event_type type, const char *arg);
 void sb_event_int(enum sb_event_type type, int val);
+
+/**
+ * sb_event_locked() - append a record to the event log
+ * @type:	What happened.
+ * @mono:	When, on CLOCK_MONOTONIC.
+ * @arg:	The argument text, not necessarily NUL-terminated.
+ * @len:	Its length.
+ *
+ * Inline because block/unblock call it every time: the log must not make
+ * the API slower than mainline's wakeup sources.
+ *
+ * Context: sb_lock held, any context.
+ */
+static inline void sb_event_locked(enum sb_event_type type, ktime_t mono,
+				   const char *arg, unsigned int len)
+{
+	struct sb_event_rec *rec;
+
+	if (unlikely(!sb_ring))
+		return;
+	rec = &sb_ring[sb_ev_next++ & sb_ring_mask];
+	rec->t_ns = ktime_to_ns(ktime_add(mono, sb_offs_boot));
+	rec->type = type;
+	rec->truncated = len > SB_EVENT_ARG_LEN;
+	rec->len = rec->truncated ? SB_EVENT_ARG_LEN : len;
+	memcpy(rec->arg, arg, rec->len);
+	/*
+	 * No barrier needed: readers evaluate their wait condition under
+	 * sb_lock, which we hold, after queueing themselves.
+	 */
+	if (waitqueue_active(&sb_ev_wait))
+		wake_up_interruptible(&sb_ev_wait);
+}
 
 /* stats.c */
 int sb_stats_init(struct dentry *dir);

@@ -239,8 +239,12 @@ static bool word_in_list(const char *list, const char *word)
 /* ------------------------------------------------------------------ */
 /* Signals: handlers only set flags                                    */
 
-static volatile sig_atomic_t sb_quit_sig;	/* SIGINT/SIGTERM received */
-static volatile sig_atomic_t sb_quit_forward;	/* ... sent by a process */
+/*
+ * Set by the handler, which only runs inside sb_wait(): everywhere else
+ * our signals are blocked, so these need no further care.
+ */
+static volatile sig_atomic_t sb_quit_sig;	/* last SIGINT/SIGTERM */
+static volatile sig_atomic_t sb_forward_count;	/* ... sent by a process */
 
 static const int sb_signals[] = { SIGINT, SIGTERM, SIGCHLD };
 static struct sigaction sb_old_act[ARRAY_SIZE(sb_signals)];
@@ -254,7 +258,8 @@ static void sb_on_signal(int sig, siginfo_t *si, void *uc)
 		return;		/* only to end the ppoll() in hold_while_cmd() */
 	sb_quit_sig = sig;
 	/* From the tty the child got it too: only forward kill(2)s. */
-	sb_quit_forward = si->si_code == SI_USER || si->si_code == SI_QUEUE;
+	if (si->si_code == SI_USER || si->si_code == SI_QUEUE)
+		sb_forward_count++;
 }
 
 /*
@@ -953,8 +958,9 @@ static int exit_status(int status)
 /* Run CMD while holding; forward SIGINT/SIGTERM sent to us by kill(2). */
 static int hold_while_cmd(struct sb_args *a)
 {
-	int status, forwarded = 0;
+	sig_atomic_t forwarded = 0;
 	pid_t pid, r;
+	int status;
 
 	fflush(NULL);
 	pid = fork();
@@ -972,10 +978,9 @@ static int hold_while_cmd(struct sb_args *a)
 			sb_err("hold: waitpid: %s", strerror(errno));
 			return SB_EXIT_RUNTIME;
 		}
-		if (sb_quit_sig && !forwarded) {
-			forwarded = 1;
-			if (sb_quit_forward)
-				kill(pid, sb_quit_sig);
+		if (sb_forward_count != forwarded) {
+			forwarded = sb_forward_count;
+			kill(pid, sb_quit_sig);
 		}
 		if (sb_wait(NULL, 0, NULL) < 0 && errno != EINTR) {
 			sb_err("ppoll: %s", strerror(errno));

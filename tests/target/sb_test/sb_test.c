@@ -19,6 +19,7 @@
 #include <linux/module.h>
 #include <linux/pm_wakeup.h>
 #include <linux/sched.h>
+#include <linux/sort.h>
 #include <linux/suspend.h>
 #include <linux/suspend_blocker.h>
 #include <linux/uaccess.h>
@@ -39,7 +40,7 @@ static atomic_t refusing = ATOMIC_INIT(0);
 static struct suspend_blocking_work sbwork;	/* "sb_test_work" */
 static unsigned int work_ms;
 static atomic_t work_runs = ATOMIC_INIT(0);
-static u64 bench_sb_ns, bench_ws_ns, bench_iters;
+static u64 bench_sb_ps, bench_ws_ps, bench_iters;
 
 static enum hrtimer_restart timer_fn(struct hrtimer *t)
 {
@@ -68,33 +69,67 @@ static void work_fn(struct work_struct *w)
 	atomic_inc(&work_runs);
 }
 
-/* Time @n block/unblock pairs and @n stay_awake/relax pairs, interleaved. */
+#define BENCH_ROUNDS	64
+
+static int cmp_u64(const void *a, const void *b)
+{
+	u64 x = *(const u64 *)a, y = *(const u64 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Time @n block/unblock pairs and @n stay_awake/relax pairs, in
+ * BENCH_ROUNDS rounds that alternate which goes first. Each round's
+ * per-pair cost is kept and the median is reported, so a round disturbed
+ * by the host (TCG shares its cores) does not skew the figure.
+ */
 static void run_bench(u64 n)
 {
-	u64 i, t0, t1, t2, sb = 0, wsn = 0;
+	static u64 sb[BENCH_ROUNDS], wsr[BENCH_ROUNDS];
+	u64 i, t0, t1, t2, per = n / BENCH_ROUNDS;
 	unsigned int round;
 
-	for (round = 0; round < 16; round++) {
+	for (round = 0; round < BENCH_ROUNDS; round++) {
 		preempt_disable();
-		t0 = ktime_get_ns();
-		for (i = 0; i < n / 16; i++) {
-			suspend_block(&bench_blocker);
-			suspend_unblock(&bench_blocker);
+		if (round & 1) {
+			t0 = ktime_get_ns();
+			for (i = 0; i < per; i++) {
+				__pm_stay_awake(bench_ws);
+				__pm_relax(bench_ws);
+			}
+			t1 = ktime_get_ns();
+			for (i = 0; i < per; i++) {
+				suspend_block(&bench_blocker);
+				suspend_unblock(&bench_blocker);
+			}
+			t2 = ktime_get_ns();
+			wsr[round] = (t1 - t0) * 1000 / per;
+			sb[round] = (t2 - t1) * 1000 / per;
+		} else {
+			t0 = ktime_get_ns();
+			for (i = 0; i < per; i++) {
+				suspend_block(&bench_blocker);
+				suspend_unblock(&bench_blocker);
+			}
+			t1 = ktime_get_ns();
+			for (i = 0; i < per; i++) {
+				__pm_stay_awake(bench_ws);
+				__pm_relax(bench_ws);
+			}
+			t2 = ktime_get_ns();
+			sb[round] = (t1 - t0) * 1000 / per;
+			wsr[round] = (t2 - t1) * 1000 / per;
 		}
-		t1 = ktime_get_ns();
-		for (i = 0; i < n / 16; i++) {
-			__pm_stay_awake(bench_ws);
-			__pm_relax(bench_ws);
-		}
-		t2 = ktime_get_ns();
 		preempt_enable();
-		sb += t1 - t0;
-		wsn += t2 - t1;
 		cond_resched();
 	}
-	bench_iters = (n / 16) * 16;
-	bench_sb_ns = sb;
-	bench_ws_ns = wsn;
+	sort(sb, BENCH_ROUNDS, sizeof(u64), cmp_u64, NULL);
+	sort(wsr, BENCH_ROUNDS, sizeof(u64), cmp_u64, NULL);
+	bench_iters = per * BENCH_ROUNDS;
+	/* medians, in picoseconds per pair */
+	bench_sb_ps = sb[BENCH_ROUNDS / 2];
+	bench_ws_ps = wsr[BENCH_ROUNDS / 2];
 }
 
 /* Parse "WORD [NUMBER]" from user space. */
@@ -160,7 +195,7 @@ static ssize_t ctl_write(struct file *f, const char __user *ubuf, size_t len,
 		ret = cancel_suspend_blocking_work_sync(&sbwork);
 		pr_info("sb_test: work_cancel returned %d\n", ret);
 	} else if (!strcmp(word, "bench")) {
-		if (num < 16 || num > 100000000)
+		if (num < BENCH_ROUNDS || num > 100000000)
 			return -ERANGE;
 		run_bench(num);
 	} else {
@@ -176,13 +211,13 @@ static ssize_t ctl_read(struct file *f, char __user *ubuf, size_t len,
 	int n;
 
 	n = scnprintf(buf, sizeof(buf),
-		      "blocker %d\nresume_blocker %d\nwork_blocker %d\nwork_runs %d\nis_blocked %d\nrefusing %d\nbench_iters %llu\nbench_sb_ns %llu\nbench_ws_ns %llu\n",
+		      "blocker %d\nresume_blocker %d\nwork_blocker %d\nwork_runs %d\nis_blocked %d\nrefusing %d\nbench_iters %llu\nbench_sb_pair_ps %llu\nbench_ws_pair_ps %llu\n",
 		      suspend_blocker_is_active(&blocker),
 		      suspend_blocker_is_active(&resume_blocker),
 		      suspend_blocker_is_active(&sbwork.suspend_blocker),
 		      atomic_read(&work_runs), suspend_is_blocked(),
-		      atomic_read(&refusing), bench_iters, bench_sb_ns,
-		      bench_ws_ns);
+		      atomic_read(&refusing), bench_iters, bench_sb_ps,
+		      bench_ws_ps);
 	return simple_read_from_buffer(ubuf, len, ppos, buf, n);
 }
 
