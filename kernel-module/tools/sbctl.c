@@ -303,10 +303,38 @@ static void signals_restore(void)
 	sigprocmask(SIG_SETMASK, &sb_old_mask, NULL);
 }
 
-/* ppoll() with our signals deliverable; -1/EINTR when one arrived. */
+/*
+ * ppoll() runs the handler of a pending signal only when it returns EINTR,
+ * i.e. when no fd is ready. With a fd that is always ready (a flood of
+ * input or events) a signal would wait forever: let it in explicitly.
+ */
+static void deliver_pending(void)
+{
+	static const struct timespec zero;
+	sigset_t pending;
+	size_t i;
+
+	if (sigpending(&pending))
+		return;
+	for (i = 0; i < ARRAY_SIZE(sb_signals); i++) {
+		if (sigismember(&pending, sb_signals[i])) {
+			ppoll(NULL, 0, &zero, &sb_wait_mask);
+			return;
+		}
+	}
+}
+
+/*
+ * ppoll() with our signals deliverable: -1/EINTR when one arrived. After a
+ * return > 0 the caller still checks the flags: a signal may have come too.
+ */
 static int sb_wait(struct pollfd *fds, nfds_t nfds, const struct timespec *t)
 {
-	return ppoll(fds, nfds, t, &sb_wait_mask);
+	int n = ppoll(fds, nfds, t, &sb_wait_mask);
+
+	if (n > 0)
+		deliver_pending();
+	return n;
 }
 
 static int64_t now_ns(void)
