@@ -93,12 +93,13 @@ class VmPool:
                     artifacts = build_all(arch)
                     vm = Vm(arch, artifacts)
                     vm.start()
+                    self.vms[arch] = vm
                 except (BuildError, VmError) as exc:
                     kind = "build" if isinstance(exc, BuildError) else "boot"
                     self.errors[arch] = f"{arch} {kind} failed:\n{exc}"
                     progress(self.errors[arch])
-                    pytest.fail(self.errors[arch], pytrace=False)
-            self.vms[arch] = vm
+            if arch in self.errors:
+                pytest.fail(self.errors[arch], pytrace=False)
         return self.vms[arch]
 
     def check(self, vm: Vm) -> None:

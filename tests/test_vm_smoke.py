@@ -119,8 +119,10 @@ def test_s2idle_woken_by_rtc_alarm(vm):
 @pytest.mark.arch("armhf")
 def test_s2idle_woken_by_powerdown_key(vm):
     """QMP system_powerdown presses the gpio-keys key that the patched DTB
-    marks wakeup-source; pm_debug_messages shows when s2idle is entered."""
-    vm.run_ok("echo 1 > /sys/power/pm_debug_messages")
+    marks wakeup-source. pm_debug_messages (KERN_DEBUG, so console loglevel
+    8) shows when the guest is really in s2idle."""
+    printk = vm.read_file("/proc/sys/kernel/printk").split()
+    vm.run_ok("echo 1 > /sys/power/pm_debug_messages; echo 8 > /proc/sys/kernel/printk")
     try:
         mark = vm.console_mark()
         pending = vm.run_async("echo freeze > /sys/power/state; echo back $?")
@@ -130,4 +132,5 @@ def test_s2idle_woken_by_powerdown_key(vm):
         assert pending.wait(30) == (0, "back 0\n")
         vm.wait_console(r"PM: resume from suspend-to-idle", 10, since=mark)
     finally:
-        vm.run("echo 0 > /sys/power/pm_debug_messages")
+        vm.run(f"echo 0 > /sys/power/pm_debug_messages; "
+               f"echo {printk[0]} > /proc/sys/kernel/printk")

@@ -14,6 +14,8 @@ reported as missing):
 * ``tests/target/sb_test`` -- ``sb_test.ko``, linked against
   ``kernel-module``'s ``Module.symvers`` via ``KBUILD_EXTRA_SYMBOLS``
 
+``SBRIG_VM_MODULES=tests/vm/hello,kernel-module`` builds only a subset.
+
 Static programs: every ``tests/target/*.c`` and ``kernel-module/tools/*.c``
 is one program, named after the file, built with
 ``<cc> -static -O2 -Wall -Werror -I kernel-module/include/uapi``. A source
@@ -46,6 +48,10 @@ MODULE_DIRS: list[tuple[str, str | None]] = [
     ("kernel-module", None),
     ("tests/target/sb_test", "kernel-module"),
 ]
+if os.environ.get("SBRIG_VM_MODULES"):
+    # for engineers iterating on one module: a comma-separated subset
+    _only = os.environ["SBRIG_VM_MODULES"].split(",")
+    MODULE_DIRS = [m for m in MODULE_DIRS if m[0] in _only]
 
 #: Directories whose *.c files are each one static target program.
 PROGRAM_DIRS = ["tests/target", "kernel-module/tools"]

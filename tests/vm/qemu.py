@@ -307,6 +307,8 @@ class Vm:
         self._filter = KmsgFilter()
         self._serial_closed = False
         self._bg_count = 0
+        self.panicked = False       # the console showed a kernel panic
+        self._outstanding: list[Pending] = []
 
     def _serial_reader(self, sock: socket.socket, log) -> None:
         dec = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -323,6 +325,8 @@ class Vm:
                     self._raw += text
                     self._clean += clean
                     self.kmsg += kmsg
+                    if any("Kernel panic - not syncing" in k for k in kmsg):
+                        self.panicked = True
                     self._cond.notify_all()
         except OSError:
             pass
@@ -363,7 +367,8 @@ class Vm:
         return found[0]
 
     def _alive_locked(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None and not self._serial_closed
+        return (self.proc is not None and self.proc.poll() is None
+                and not self._serial_closed and not self.panicked)
 
     def _wait_for(self, check, timeout: float, what: str) -> None:
         end = time.monotonic() + timeout
@@ -371,8 +376,9 @@ class Vm:
             while not check():
                 if not self._alive_locked():
                     rc = self.proc.poll() if self.proc else None
-                    raise VmError(f"{what}: QEMU ({self.name}) is gone (exit {rc})"
-                                  + self._tail_msg())
+                    why = ("the guest kernel panicked" if self.panicked else
+                           f"QEMU ({self.name}) is gone (exit {rc})")
+                    raise VmError(f"{what}: {why}" + self._tail_msg())
                 left = end - time.monotonic()
                 if left <= 0:
                     raise VmTimeout(f"{what} (timeout {timeout} s)" + self._tail_msg())
@@ -474,9 +480,9 @@ class Vm:
         with self._cond:
             return self._alive_locked()
 
-    def shutdown(self, timeout: float = 30.0) -> None:
+    def shutdown(self, timeout: float = 15.0) -> None:
         """Power the guest off (``poweroff -f``), then QMP ``quit``, then kill."""
-        if self.proc and self.proc.poll() is None:
+        if self.is_alive():
             try:
                 if self.query_status() == "suspended":
                     self.system_wakeup()
@@ -484,8 +490,8 @@ class Vm:
                 self.proc.wait(timeout=timeout)
             except (OSError, VmError, QmpError, subprocess.TimeoutExpired):
                 try:
-                    self.qmp("quit")
-                    self.proc.wait(timeout=10)
+                    self.qmp("quit", timeout=5)
+                    self.proc.wait(timeout=5)
                 except (OSError, VmError, QmpError, subprocess.TimeoutExpired):
                     pass
         self.kill()
@@ -514,25 +520,73 @@ class Vm:
         return self.start()
 
     def ensure_healthy(self, timeout: float = 20.0) -> bool:
-        """Make the VM usable for the next test: wake it if suspended,
-        interrupt a stuck shell, reboot if needed. Returns True if rebooted."""
+        """Make the VM usable for the next test: wake it if a test left it
+        asleep, interrupt a command still running, reboot if QEMU died, the
+        kernel panicked or nothing else helped. Returns True if it rebooted."""
         try:
             if not self.is_alive():
-                raise VmError("dead")
+                raise VmError("QEMU gone" if not self.panicked else "kernel panic")
             if self.query_status() == "suspended":
                 self.system_wakeup()
                 self.wait_status("running", timeout)
-            self.run("true", timeout=timeout)
-            return False
-        except (VmError, QmpError, OSError):
-            pass
-        try:
-            self.interrupt(timeout)
-            return False
-        except (VmError, QmpError, OSError):
-            progress(f"{self.name}: unhealthy, rebooting")
-            self.restart()
-            return True
+            if self._busy() and self._maybe_asleep():
+                self.wake_any()
+                self._wait_for(lambda: not self._busy(), 5,
+                               "commands still running after waking the guest")
+        except (VmError, QmpError, OSError) as exc:
+            progress(f"{self.name}: health check: {str(exc).splitlines()[0]}")
+        for action in (None, self.interrupt):
+            try:
+                if not self.is_alive():
+                    break
+                busy = self._busy()
+                if action is None and busy:
+                    continue
+                if action:
+                    progress(f"{self.name}: interrupting {busy}")
+                    action(timeout)
+                self.run("true", timeout=timeout)
+                with self._cond:
+                    self._outstanding.clear()
+                return False
+            except (VmError, QmpError, OSError) as exc:
+                progress(f"{self.name}: health check: {str(exc).splitlines()[0]}")
+        progress(f"{self.name}: unhealthy, rebooting")
+        self.restart()
+        return True
+
+    def _busy(self) -> list[str]:
+        """Commands sent with run_async whose end has not been seen."""
+        busy = []
+        with self._cond:
+            for p in self._outstanding:
+                try:
+                    if not p._check():
+                        busy.append(p.cmd)
+                except VmError:  # its shell exited: it is over
+                    pass
+        return busy
+
+    def _maybe_asleep(self) -> bool:
+        """The last PM message on the console is a suspend entry."""
+        with self._cond:
+            for line in reversed(self.kmsg):
+                if "PM: suspend entry" in line:
+                    return True
+                if "PM: suspend exit" in line:
+                    return False
+        return False
+
+    def wake_any(self) -> None:
+        """Wake the guest from whatever sleep a test may have left it in:
+        amd64 system_wakeup (S3) and a key press (S3, s2idle if the
+        keyboard may wake); armhf the gpio-keys power key (s2idle)."""
+        if self.arch == "amd64":
+            if self.query_status() == "suspended":
+                self.system_wakeup()
+            self.send_key()
+        else:
+            self.system_powerdown()
 
     # ---------------------------------------------------------- commands --
     def run_async(self, cmd: str) -> Pending:
@@ -551,6 +605,8 @@ class Vm:
         check_syntax(line)
         with self._cond:
             p = Pending(self, cmd, token, len(self._clean))
+            self._outstanding = [q for q in self._outstanding if q.result is None]
+            self._outstanding.append(p)
         self._send(line)
         return p
 
