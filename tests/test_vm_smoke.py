@@ -40,9 +40,15 @@ def test_shell_protocol(vm):
     data = bytes(range(256)) * 8
     vm.write_file("/tmp/smoke.bin", data)
     assert vm.read_file("/tmp/smoke.bin", binary=True) == data
-    bg = vm.start_bg("echo started; sleep 0.2; exit 4")
+    bg = vm.start_bg("echo started; sleep 0.5; exit 4")
+    assert bg.wait_output("^start", 30) == "started\n"
     assert bg.wait(30) == 4
+    assert not bg.running
     assert bg.output() == "started\n"
+    bg = vm.start_bg("sleep 100")
+    assert bg.running
+    bg.kill()
+    assert bg.wait(30) == 143  # 128 + SIGTERM
 
 
 def test_static_programs_installed(vm):

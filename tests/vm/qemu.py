@@ -244,8 +244,28 @@ class BgProcess:
     def log(self) -> str:
         return self.base + ".log"
 
+    @property
     def running(self) -> bool:
+        """True while the command has not ended (a property, not a method)."""
         return self.vm.run(f"[ ! -e {self.base}.rc ]")[0] == 0
+
+    def wait_output(self, pattern: str, timeout: float = DEFAULT_TIMEOUT) -> str:
+        """Wait until the output so far matches ``pattern`` (an extended
+        regex for the guest's ``grep -E``); return the output. Raises
+        VmError if the command ends without printing it, VmTimeout."""
+        q = shlex.quote(pattern)
+        cmd = (f"while ! grep -qE {q} {self.log}; do [ -e {self.base}.rc ] && break; "
+               f"usleep 20000; done; grep -qE {q} {self.log}")
+        try:
+            rc, _ = self.vm.run(cmd, timeout=timeout)
+        except VmTimeout:
+            self.vm.interrupt()
+            raise
+        out = self.output()
+        if rc != 0:
+            raise VmError(f"background command {self.cmd!r} ended without printing "
+                          f"{pattern!r}; its output:\n{out}")
+        return out
 
     def wait(self, timeout: float = DEFAULT_TIMEOUT) -> int:
         """Wait for the process to end and return its exit status."""
