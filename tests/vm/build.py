@@ -86,6 +86,7 @@ def _linux_source_mod(series: str) -> Path:
     top = f"linux-source-{series}"
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=".modpost-src-"))
+    tmp.chmod(0o755)
     try:
         run_cmd(["tar", "-xJf", str(tarball), "-C", str(tmp), "--strip-components=1",
                  f"{top}/scripts/mod", f"{top}/include/linux/license.h",

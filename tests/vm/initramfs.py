@@ -70,7 +70,9 @@ for m in $(cat /etc/sbrig/boot-modules); do modprobe "$m" || echo "init: modprob
 cmdline=" $(cat /proc/cmdline) "
 case "$cmdline" in *" sb.load "*)
 	for m in @PROJECT_KMODS@; do
-		if modprobe -n "$m" 2>/dev/null; then modprobe "$m" || echo "init: modprobe $m failed"; fi
+		if [ -e "/lib/modules/$(uname -r)/extra/$m.ko" ]; then
+			modprobe "$m" || echo "init: modprobe $m failed"
+		fi
 	done;;
 esac
 case "$cmdline" in

@@ -213,6 +213,7 @@ def fetch(arch: str) -> Kernel:
             progress(f"{arch}: unpacking kernel {kver} ({version})")
             KERNELS.mkdir(parents=True, exist_ok=True)
             tmp = Path(tempfile.mkdtemp(dir=KERNELS, prefix=f".{arch}.partial-"))
+            tmp.chmod(0o755)
             try:
                 for deb in debs:
                     run_cmd(["dpkg-deb", "-x", str(deb), str(tmp)],
@@ -247,6 +248,7 @@ def fetch_deb_tree(pkg: str, deb_arch: str, dest: Path) -> Path:
     deb = download(pkg, deb_arch, version)
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.partial-"))
+    tmp.chmod(0o755)
     try:
         run_cmd(["dpkg-deb", "-x", str(deb), str(tmp)], what=f"unpack {deb.name}")
         (tmp / ".sbrig-unpacked").write_text(deb.name + "\n")

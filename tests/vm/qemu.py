@@ -424,11 +424,11 @@ class Vm:
         self.qemu_log = base.with_suffix(".qemu.log")
         for kind in ("console", "qmp", "qemu"):
             link = LOGS / f"{self.name}-latest.{kind}.log"
-            try:
-                link.unlink()
-            except FileNotFoundError:
+            try:  # best effort: another run may be doing the same
+                link.unlink(missing_ok=True)
+                link.symlink_to(base.with_suffix(f".{kind}.log").name)
+            except OSError:
                 pass
-            link.symlink_to(base.with_suffix(f".{kind}.log").name)
 
         self._reset_console()
         self._tmp = tempfile.mkdtemp(prefix=f"sbrig-{self.name}-")
