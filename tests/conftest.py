@@ -8,7 +8,8 @@ Fixtures:
   uses one, the VM is checked (woken if left suspended, shell resynced,
   rebooted if dead). Modules are NOT loaded at boot: load them in your
   fixtures (``vm.load_module("suspend_block")``).
-* ``vm`` -- parametrized over the arches: ``test_x[amd64]``, ``test_x[armhf]``.
+* ``vm`` -- parametrized over the arches: ``test_x[amd64]``, ``test_x[armhf]``
+  (``--vm-arch amd64`` on the pytest command line keeps only that arch).
 * ``vm_pool`` -- the session's pool, ``vm_pool.get(arch)``.
 
 Markers (for tests using ``vm``):
@@ -36,6 +37,11 @@ if _REPO not in sys.path:
 from tests.vm.build import build_all  # noqa: E402
 from tests.vm.common import ARCHES, BuildError, progress  # noqa: E402
 from tests.vm.qemu import Vm, VmError  # noqa: E402
+
+
+def pytest_addoption(parser):
+    parser.addoption("--vm-arch", action="append", choices=list(ARCHES),
+                     help="run VM tests only on this guest arch (repeatable)")
 
 
 def pytest_configure(config):
@@ -66,7 +72,11 @@ test_arches.__test__ = False  # not a test, despite the name
 
 def pytest_generate_tests(metafunc):
     if "vm" in metafunc.fixturenames:
-        metafunc.parametrize("vm", test_arches(metafunc), indirect=True)
+        arches = test_arches(metafunc)
+        only = metafunc.config.getoption("--vm-arch")
+        if only:
+            arches = [a for a in arches if a in only]
+        metafunc.parametrize("vm", arches, indirect=True)
 
 
 class VmPool:

@@ -94,7 +94,8 @@ def lookup_abi(arch: str) -> str:
     m = re.search(rf"linux-image-(\d+\.\d+\.\d+-\d+)-{spec.flavour}\b", out)
     if not m:
         raise BuildError(f"cannot find the kernel ABI in `apt-cache depends "
-                         f"{meta}` (run apt-get update?):\n{out}")
+                         f"{meta}` (needs `dpkg --add-architecture "
+                         f"{spec.deb_arch}` and apt-get update):\n{out}")
     return m.group(1)
 
 

@@ -709,12 +709,16 @@ class Vm:
         return self.run_ok("dmesg")
 
     # --------------------------------------------------------------- QMP --
-    def qmp(self, command: str, timeout: float = 30.0, **args: Any) -> Any:
-        """Execute a QMP command (``-`` in argument names may be written
-        ``_``) and return its result."""
+    def qmp(self, command: str, arguments: dict | None = None, *,
+            timeout: float = 30.0, **args: Any) -> Any:
+        """Execute a QMP command and return its result. Arguments come as
+        keywords (``vm.qmp("input-send-event", events=[...])``) or, for
+        names with dashes, as a dict (``arguments={"command-line": ...}``).
+        Raises QmpError if QEMU answers with an error."""
         if not self.qmp_client:
             raise VmError(f"{self.name} is not running")
-        return self.qmp_client.execute(command, args or None, timeout=timeout)
+        merged = dict(arguments or {}, **args)
+        return self.qmp_client.execute(command, merged or None, timeout=timeout)
 
     def qmp_mark(self) -> int:
         """Index for ``wait_qmp_event(since=...)``: only later events count."""
