@@ -31,6 +31,7 @@ command prints dmesg-like text.
 from __future__ import annotations
 
 import base64
+import bisect
 import codecs
 import ctypes
 import os
@@ -112,6 +113,55 @@ class KmsgFilter:
         clean.append(rest)
         self._pending = hold
         return "".join(clean), kmsg
+
+
+class TextLog:
+    """Append-only text kept as chunks (appending never copies it all);
+    positions are absolute character offsets."""
+
+    def __init__(self) -> None:
+        self._chunks: list[str] = []
+        self._starts: list[int] = []
+        self.length = 0
+
+    def append(self, text: str) -> None:
+        if text:
+            self._starts.append(self.length)
+            self._chunks.append(text)
+            self.length += len(text)
+            if len(self._chunks) > 4096:
+                self._compact()
+
+    def _compact(self) -> None:
+        """Merge all but the newest chunks into blocks of about 64 KiB."""
+        old, keep = self._chunks[:-256], self._chunks[-256:]
+        keep_starts = self._starts[-256:]
+        chunks: list[str] = []
+        starts: list[int] = []
+        pos = 0
+        block: list[str] = []
+        block_len = 0
+        for c in old:
+            block.append(c)
+            block_len += len(c)
+            if block_len >= 65536:
+                chunks.append("".join(block))
+                starts.append(pos)
+                pos += block_len
+                block, block_len = [], 0
+        if block:
+            chunks.append("".join(block))
+            starts.append(pos)
+        self._chunks = chunks + keep
+        self._starts = starts + keep_starts
+
+    def since(self, pos: int) -> str:
+        """Text from absolute position ``pos`` to the end."""
+        pos = max(0, pos)
+        if pos >= self.length:
+            return ""
+        i = max(0, bisect.bisect_right(self._starts, pos) - 1)
+        return "".join(self._chunks[i:])[pos - self._starts[i]:]
 
 
 # ---------------------------------------------------------------- helpers --
@@ -202,22 +252,41 @@ class Pending:
         self.vm, self.cmd, self.token, self.start = vm, cmd, token, start
         self._begin = f"SBB_{token}\n"
         self._end = re.compile(rf"\nSBE_{token} (\d+)\n")
+        self._scanned = start      # shell text before this was searched
+        self._out_at: int | None = None   # where the output starts
         self.result: tuple[int, str] | None = None
 
     def _check(self) -> bool:
+        """Look for the markers in shell text that arrived since the last
+        look (with an overlap for markers split across reads)."""
         if self.result is not None:
             return True
-        text = self.vm._clean
-        b = text.find(self._begin, self.start)
-        m = self._end.search(text, b + len(self._begin)) if b >= 0 else None
-        if not m:
-            if text.find(SHELL_EXITED_MARKER, self.start) >= 0:
-                raise VmError(f"the guest shell exited while running {self.cmd!r} "
-                              "(syntax error? exit? Ctrl-C?); init started a new one"
-                              + self.vm._tail_msg())
+        log = self.vm._clean
+        if log.length == self._scanned:
             return False
-        self.result = (int(m.group(1)), text[b + len(self._begin):m.start()])
+        base = max(self.start, self._scanned - 64)
+        text = log.since(base)
+        self._scanned = log.length
+        if self._out_at is None:
+            i = text.find(self._begin)
+            if i < 0:
+                self._check_exited(text)
+                return False
+            self._out_at = base + i + len(self._begin)
+        lo = max(base, self._out_at)
+        m = self._end.search(text, lo - base)
+        if not m:
+            self._check_exited(text)
+            return False
+        out = log.since(self._out_at)[:base + m.start() - self._out_at]
+        self.result = (int(m.group(1)), out)
         return True
+
+    def _check_exited(self, text: str) -> None:
+        if SHELL_EXITED_MARKER in text:
+            raise VmError(f"the guest shell exited while running {self.cmd!r} "
+                          "(syntax error? exit? Ctrl-C?); init started a new one"
+                          + self.vm._tail_msg())
 
     def done(self) -> bool:
         with self.vm._cond:
@@ -321,8 +390,8 @@ class Vm:
 
     # ------------------------------------------------------------ console --
     def _reset_console(self) -> None:
-        self._raw = ""              # everything the console printed
-        self._clean = ""            # same minus kernel log lines
+        self._raw = TextLog()       # everything the console printed
+        self._clean = TextLog()     # same minus kernel log lines
         self.kmsg: list[str] = []   # kernel log lines seen on the console
         self._filter = KmsgFilter()
         self._serial_closed = False
@@ -342,8 +411,8 @@ class Vm:
                 text = dec.decode(data)
                 clean, kmsg = self._filter.feed(text)
                 with self._cond:
-                    self._raw += text
-                    self._clean += clean
+                    self._raw.append(text)
+                    self._clean.append(clean)
                     self.kmsg += kmsg
                     if any("Kernel panic - not syncing" in k for k in kmsg):
                         self.panicked = True
@@ -359,27 +428,28 @@ class Vm:
     def console_tail(self, chars: int = 3000) -> str:
         """The last ``chars`` characters the console printed (raw)."""
         with self._cond:
-            return self._raw[-chars:]
+            return self._raw.since(self._raw.length - chars)
 
     def console_mark(self) -> int:
         """Position in the raw console text, for wait_console(since=...)."""
         with self._cond:
-            return len(self._raw)
+            return self._raw.length
 
     def console_text(self, since: int = 0) -> str:
         with self._cond:
-            return self._raw[since:]
+            return self._raw.since(since)
 
     def wait_console(self, pattern: str, timeout: float = DEFAULT_TIMEOUT,
                      since: int | None = None) -> re.Match:
         """Wait until the raw console (from ``since``, default: now) matches
-        the regex ``pattern``; return the match."""
+        the regex ``pattern``; return the match (its positions are relative
+        to ``since``)."""
         start = self.console_mark() if since is None else since
         rx = re.compile(pattern)
         found: list[re.Match] = []
 
         def check() -> bool:
-            m = rx.search(self._raw, start)
+            m = rx.search(self._raw.since(start))
             if m:
                 found.append(m)
             return bool(m)
@@ -406,7 +476,7 @@ class Vm:
 
     def _tail_msg(self) -> str:
         return (f"\n--- console tail ({self.name}; full log {self.console_log}) ---\n"
-                f"{self._raw[-3000:]}\n--- end of console tail ---")
+                f"{self._raw.since(self._raw.length - 3000)}\n--- end of console tail ---")
 
     def _send(self, data: str) -> None:
         if not self._serial:
@@ -463,7 +533,7 @@ class Vm:
             threading.Thread(target=self._serial_reader, name=f"{self.name}-serial",
                              args=(ser, open(self.console_log, "ab")), daemon=True).start()
             self.qmp_client = QmpClient(qmp, self.qmp_log)
-            self._wait_for(lambda: READY_MARKER in self._raw, self.boot_timeout,
+            self._wait_for(lambda: READY_MARKER in self._raw.since(0), self.boot_timeout,
                            f"{self.name} did not boot to /init's ready marker")
             self.run("true", timeout=60)
         except BaseException:
@@ -624,7 +694,7 @@ class Vm:
                 f"printf '\\n%s_%s %d\\n' SBE {token} $?\n")
         check_syntax(line)
         with self._cond:
-            p = Pending(self, cmd, token, len(self._clean))
+            p = Pending(self, cmd, token, self._clean.length)
             self._outstanding = [q for q in self._outstanding if q.result is None]
             self._outstanding.append(p)
         self._send(line)
