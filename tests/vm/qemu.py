@@ -14,8 +14,10 @@ socket. Every byte of the console goes to ``build/logs/<name>.console.log``
 and every QMP message to ``<name>.qmp.log``.
 
 Command protocol: the guest runs with ``sbrig.harness`` on its command line,
-so /init sets the console ``stty -echo -onlcr`` and the shell prompts are
-empty. A command is sent as::
+so /init sets the console ``stty -echo -onlcr`` and runs a non-interactive
+shell (no prompts, no job control; restarted by init if it exits). Each
+command is first parsed by the host's busybox (``sh -n``: an unterminated
+quote would swallow every later command) and then sent as::
 
     printf '%s_%s\\n' SBB <token>; { <cmd>
     } </dev/null; printf '\\n%s_%s %d\\n' SBE <token> $?
