@@ -16,6 +16,7 @@
 #include <linux/device.h>
 #include <linux/hrtimer.h>
 #include <linux/ktime.h>
+#include <linux/math64.h>
 #include <linux/module.h>
 #include <linux/pm_wakeup.h>
 #include <linux/sched.h>
@@ -87,7 +88,7 @@ static int cmp_u64(const void *a, const void *b)
 static void run_bench(u64 n)
 {
 	static u64 sb[BENCH_ROUNDS], wsr[BENCH_ROUNDS];
-	u64 i, t0, t1, t2, per = n / BENCH_ROUNDS;
+	u64 i, t0, t1, t2, per = div_u64(n, BENCH_ROUNDS);
 	unsigned int round;
 
 	for (round = 0; round < BENCH_ROUNDS; round++) {
@@ -104,8 +105,8 @@ static void run_bench(u64 n)
 				suspend_unblock(&bench_blocker);
 			}
 			t2 = ktime_get_ns();
-			wsr[round] = (t1 - t0) * 1000 / per;
-			sb[round] = (t2 - t1) * 1000 / per;
+			wsr[round] = div64_u64((t1 - t0) * 1000, per);
+			sb[round] = div64_u64((t2 - t1) * 1000, per);
 		} else {
 			t0 = ktime_get_ns();
 			for (i = 0; i < per; i++) {
@@ -118,8 +119,8 @@ static void run_bench(u64 n)
 				__pm_relax(bench_ws);
 			}
 			t2 = ktime_get_ns();
-			sb[round] = (t1 - t0) * 1000 / per;
-			wsr[round] = (t2 - t1) * 1000 / per;
+			sb[round] = div64_u64((t1 - t0) * 1000, per);
+			wsr[round] = div64_u64((t2 - t1) * 1000, per);
 		}
 		preempt_enable();
 		cond_resched();

@@ -1,0 +1,155 @@
+"""Talking to suspend_block.ko on a test VM: parsers and small helpers.
+
+The parsers are strict: a line that does not have the documented shape
+raises ValueError naming the line, so a format regression fails the tests
+instead of being skipped over.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+
+SYSFS = "/sys/kernel/suspend_block"
+STATS = "/sys/kernel/debug/suspend_blockers"
+EVENTS = "/sys/kernel/debug/suspend_blocker_events"
+CTL = "/sys/kernel/debug/sb_test/ctl"
+REFUSE = "/sys/kernel/debug/sb_test/refuse"
+
+STATS_HEADER = ("name\tcount\twake_count\tactive_since\ttotal_time\t"
+                "sleep_time\tmax_time\tlast_change")
+BUILTIN = ("main", "unknown_wakeups", "deleted_suspend_blockers")
+EBUSY = 16
+
+
+@dataclass(frozen=True)
+class Stat:
+    name: str
+    count: int
+    wake_count: int
+    active_since: int
+    total_time: int
+    sleep_time: int
+    max_time: int
+    last_change: int
+
+    @property
+    def active(self) -> bool:
+        return self.active_since > 0
+
+
+_STAT_RE = re.compile(r'^"([^"\t\n]*)"\t(\d+)\t(\d+)\t(-?\d+)\t(-?\d+)\t(-?\d+)'
+                      r'\t(-?\d+)\t(-?\d+)$')
+
+
+def parse_stats(text: str) -> dict[str, Stat]:
+    """Parse debugfs suspend_blockers; the header must be exactly the
+    seed's. Names must be unique (the tests create unique names)."""
+    lines = text.replace("\r", "").rstrip("\n").split("\n")
+    if lines[0] != STATS_HEADER:
+        raise ValueError(f"stats header is {lines[0]!r}, want {STATS_HEADER!r}")
+    out: dict[str, Stat] = {}
+    for no, line in enumerate(lines[1:], 2):
+        m = _STAT_RE.match(line)
+        if not m:
+            raise ValueError(f"stats line {no} malformed: {line!r}")
+        name = m.group(1)
+        if name in out:
+            raise ValueError(f"stats line {no}: duplicate name {name!r}")
+        out[name] = Stat(name, *map(int, m.groups()[1:]))
+    return out
+
+
+@dataclass(frozen=True)
+class Event:
+    seq: int
+    t_ns: int
+    type: str
+    arg: str
+
+    @property
+    def name(self) -> str:
+        """The blocker name of a block/unblock record (quotes removed)."""
+        return self.arg.strip('"').rstrip('"+')
+
+
+EVENT_TYPES = {"block", "unblock", "suspend", "enter", "exit", "resume",
+               "abort", "policy", "lost"}
+_EVENT_RE = re.compile(r"^(\d+)\t(\d+)\t([a-z]+)\t(.*)$")
+
+
+def parse_events(text: str) -> list[Event]:
+    out = []
+    for no, line in enumerate(text.replace("\r", "").splitlines(), 1):
+        m = _EVENT_RE.match(line)
+        if not m or m.group(3) not in EVENT_TYPES:
+            raise ValueError(f"event line {no} malformed: {line!r}")
+        ev = Event(int(m.group(1)), int(m.group(2)), m.group(3), m.group(4))
+        if ev.type in ("block", "unblock") and not re.fullmatch(r'"[^"]*"\+?', ev.arg):
+            raise ValueError(f"event line {no}: name not quoted: {line!r}")
+        out.append(ev)
+    return out
+
+
+def stats(vm) -> dict[str, Stat]:
+    return parse_stats(vm.run_ok(f"cat {STATS}"))
+
+
+def events(vm) -> list[Event]:
+    """Every record the log still holds (a fresh reader, drained)."""
+    return parse_events(vm.run_ok("evread drain"))
+
+
+def events_after(vm, seq: int) -> list[Event]:
+    return [e for e in events(vm) if e.seq > seq]
+
+
+def last_seq(vm) -> int:
+    evs = events(vm)
+    return evs[-1].seq if evs else -1
+
+
+def ctl(vm, cmd: str) -> None:
+    vm.run_ok(f"echo {shlex.quote(cmd)} > {CTL}")
+
+
+def ctl_state(vm) -> dict[str, int]:
+    out = {}
+    for line in vm.run_ok(f"cat {CTL}").splitlines():
+        key, _, val = line.strip().partition(" ")
+        out[key] = int(val)
+    return out
+
+
+def sysfs(vm, name: str) -> str:
+    return vm.run_ok(f"cat {SYSFS}/{name}").strip()
+
+
+def write_sysfs(vm, name: str, value: str) -> tuple[int, str]:
+    """Write with the shell; returns (exit code, output). busybox prints
+    'write error: <strerror>' on failure."""
+    return vm.run(f"echo {shlex.quote(value)} > {SYSFS}/{name}")
+
+
+def reload(vm, test_module: bool = True, **params) -> None:
+    """Fresh statistics: unload both modules (if loaded) and load them."""
+    vm.run("rmmod sb_test 2>/dev/null; rmmod suspend_block 2>/dev/null; true")
+    vm.load_module("suspend_block", **params)
+    if test_module:
+        vm.load_module("sb_test")
+
+
+def sbprobe(vm, *ops: str, timeout: float = 30) -> list[tuple[str, str]]:
+    """Run sbprobe; returns [(op, "rc=0" | "errno=ENAME"), ...]."""
+    out = vm.run_ok("sbprobe " + " ".join(shlex.quote(o) for o in ops),
+                    timeout=timeout)
+    res = []
+    for line in out.replace("\r", "").splitlines():
+        op, _, result = line.rpartition(" ")
+        res.append((op, result))
+    return res
+
+
+def sbprobe_results(vm, *ops: str) -> list[str]:
+    return [r for _, r in sbprobe(vm, *ops)]

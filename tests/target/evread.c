@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * evread - read debugfs suspend_blocker_events the way a slow reader would
+ *
+ *	evread [-b BYTES] [-p MS] PHASE...
+ *
+ * Opens the event log once, then for each PHASE: "drain" reads with
+ * O_NONBLOCK until EAGAIN and prints every line; "poll" waits up to -p MS
+ * (default 2000) for POLLIN and prints "poll=1" or "poll=0"; "wait" reads
+ * a line from stdin (so a test can make events happen meanwhile);
+ * "small" issues one read with a buffer of -b BYTES and prints the result
+ * or "errno=N". Lines are printed as read; stdout is flushed after each
+ * phase. Exit status: 0, 1 on an unexpected error, 2 on bad usage.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define EVENTS "/sys/kernel/debug/suspend_blocker_events"
+
+static int drain(int fd)
+{
+	char buf[8192];
+	ssize_t n;
+
+	for (;;) {
+		n = read(fd, buf, sizeof(buf));
+		if (n < 0 && errno == EAGAIN)
+			return 0;
+		if (n <= 0) {
+			fprintf(stderr, "evread: read: %s\n",
+				n ? strerror(errno) : "EOF");
+			return 1;
+		}
+		fwrite(buf, 1, n, stdout);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	size_t small = 64;
+	int poll_ms = 2000, opt, fd, i, ret = 0;
+	char line[256];
+
+	while ((opt = getopt(argc, argv, "b:p:h")) != -1) {
+		switch (opt) {
+		case 'b':
+			small = strtoul(optarg, NULL, 0);
+			break;
+		case 'p':
+			poll_ms = atoi(optarg);
+			break;
+		default:
+			fprintf(stderr, "usage: evread [-b BYTES] [-p MS] drain|poll|wait|small...\n");
+			return opt == 'h' ? 0 : 2;
+		}
+	}
+	fd = open(EVENTS, O_RDONLY | O_NONBLOCK);
+	if (fd < 0) {
+		perror("evread: " EVENTS);
+		return 1;
+	}
+	for (i = optind; i < argc && !ret; i++) {
+		if (!strcmp(argv[i], "drain")) {
+			ret = drain(fd);
+		} else if (!strcmp(argv[i], "poll")) {
+			struct pollfd p = { .fd = fd, .events = POLLIN };
+
+			printf("poll=%d\n", poll(&p, 1, poll_ms) == 1 &&
+			       (p.revents & POLLIN));
+		} else if (!strcmp(argv[i], "wait")) {
+			if (!fgets(line, sizeof(line), stdin))
+				line[0] = '\0';
+		} else if (!strcmp(argv[i], "small")) {
+			char *buf = malloc(small);
+			ssize_t n = buf ? read(fd, buf, small) : -1;
+
+			if (n < 0)
+				printf("errno=%d\n", errno);
+			else
+				printf("read=%zd\n", n);
+			free(buf);
+		} else {
+			fprintf(stderr, "evread: unknown phase '%s'\n", argv[i]);
+			ret = 2;
+		}
+		fflush(stdout);
+	}
+	close(fd);
+	return ret;
+}
