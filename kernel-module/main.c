@@ -3,7 +3,8 @@
  * suspend_block.ko: the 2010 suspend block API (version 5) as a module.
  *
  * The parts are initialised in dependency order and torn down in reverse:
- * core (blockers and the wakeup source) -> event log -> statistics ->
+ * event log -> core (blockers, the wakeup source, "main" blocked) ->
+ * statistics ->
  * PM hooks -> policy and worker -> /dev/suspend_blocker.
  */
 
@@ -22,16 +23,16 @@ static int __init sb_init(void)
 {
 	int ret;
 
-	ret = sb_core_init();
-	if (ret)
-		return ret;
 	ret = sb_events_init(NULL);
 	if (ret)
-		goto core_exit;
+		return ret;
+	ret = sb_core_init();
+	if (ret)
+		goto events_exit;
 	sb_stats_init(NULL);
 	ret = sb_pmhooks_init();
 	if (ret)
-		goto events_exit;
+		goto stats_exit;
 	ret = sb_policy_init();
 	if (ret)
 		goto pmhooks_exit;
@@ -46,11 +47,11 @@ policy_exit:
 	sb_policy_exit();
 pmhooks_exit:
 	sb_pmhooks_exit();
-events_exit:
+stats_exit:
 	sb_stats_exit();
-	sb_events_exit();
-core_exit:
 	sb_core_exit();
+events_exit:
+	sb_events_exit();
 	return ret;
 }
 
@@ -60,8 +61,8 @@ static void __exit sb_exit(void)
 	sb_policy_exit();
 	sb_pmhooks_exit();
 	sb_stats_exit();
-	sb_events_exit();
 	sb_core_exit();
+	sb_events_exit();
 }
 
 module_init(sb_init);

@@ -7,7 +7,8 @@
  * Opens the event log once, then for each PHASE: "drain" reads with
  * O_NONBLOCK until EAGAIN and prints every line; "poll" waits up to -p MS
  * (default 2000) for POLLIN and prints "poll=1" or "poll=0"; "wait" reads
- * a line from stdin (so a test can make events happen meanwhile);
+ * a line from stdin and "sleep:MS" sleeps (so a test can make events
+ * happen meanwhile);
  * "small" issues one read with a buffer of -b BYTES and prints the result
  * or "errno=N". Lines are printed as read; stdout is flushed after each
  * phase. Exit status: 0, 1 on an unexpected error, 2 on bad usage.
@@ -55,7 +56,7 @@ int main(int argc, char **argv)
 			poll_ms = atoi(optarg);
 			break;
 		default:
-			fprintf(stderr, "usage: evread [-b BYTES] [-p MS] drain|poll|wait|small...\n");
+			fprintf(stderr, "usage: evread [-b BYTES] [-p MS] drain|poll|wait|sleep:MS|small...\n");
 			return opt == 'h' ? 0 : 2;
 		}
 	}
@@ -75,6 +76,8 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "wait")) {
 			if (!fgets(line, sizeof(line), stdin))
 				line[0] = '\0';
+		} else if (!strncmp(argv[i], "sleep:", 6)) {
+			usleep(atoi(argv[i] + 6) * 1000);
 		} else if (!strcmp(argv[i], "small")) {
 			char *buf = malloc(small);
 			ssize_t n = buf ? read(fd, buf, small) : -1;

@@ -1,0 +1,231 @@
+"""suspend_block.ko driving real suspends in QEMU.
+
+amd64 (``-M pc``): ``mem`` is ACPI S3; QEMU reports SUSPEND/WAKEUP on QMP and
+``query-status`` says "suspended", so the host sees the sleep from outside.
+Wakeups come from QMP (a key on the PS/2 keyboard, or system_wakeup).
+
+armhf (``-M virt``): only s2idle (``freeze``) exists; wakeups come from the
+PL031 RTC alarm and the gpio-keys power key (QMP system_powerdown), and the
+sleep is seen in the kernel's console messages and our event log.
+
+To get the shell back after an opportunistic cycle, sb_test.ko blocks
+suspend on the Nth resume from its PM notifier, as a keypad driver would on
+its wake interrupt (user space could not win that race reliably).
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import sbtarget as sb
+
+MS = 1_000_000
+
+
+def _sleep_state(vm) -> str:
+    return "mem" if vm.arch == "amd64" else "freeze"
+
+
+def _kernel_state(vm) -> str:
+    return "deep" if vm.arch == "amd64" else "s2idle"
+
+
+@pytest.fixture
+def target(vm):
+    sb.reload(vm)
+    yield vm
+    vm.run("echo on > /sys/kernel/suspend_block/state 2>/dev/null; "
+           f"echo release_resume > {sb.CTL} 2>/dev/null; "
+           "echo forced > /sys/kernel/suspend_block/policy 2>/dev/null; true")
+
+
+def _wait_sleep(vm, since_console: int, since_qmp: int, nth: int = 1,
+                timeout: float = 60) -> None:
+    """Wait until the target has entered its sleep state the nth time
+    since the marks."""
+    if vm.arch == "amd64":
+        for _ in range(nth):
+            ev = vm.wait_qmp_event("SUSPEND", timeout=timeout, since=since_qmp)
+            since_qmp = vm.qmp_events.index(ev) + 1
+        vm.wait_status("suspended", timeout=timeout)
+    else:
+        end = time.monotonic() + timeout
+        while vm.console_text(since_console).count("PM: suspend entry") < nth:
+            if time.monotonic() > end:
+                raise AssertionError("no s2idle entry seen:\n"
+                                     + vm.console_tail())
+            time.sleep(0.05)
+
+
+def _wake(vm, how: str = "key") -> None:
+    if vm.arch == "amd64":
+        mark = vm.qmp_mark()
+        if how == "key":
+            vm.send_key()
+        else:
+            vm.system_wakeup()
+        vm.wait_qmp_event("WAKEUP", timeout=30, since=mark)
+    else:
+        vm.qmp("system_powerdown")
+
+
+def test_forced_policy_ignores_blockers(target):
+    vm = target
+    bg = vm.start_bg("sbprobe open init:forced-hold block sleep:60000")
+    _wait_stats(vm, lambda st: "forced-hold" in st and st["forced-hold"].active)
+    if vm.arch == "armhf":
+        vm.run_ok("echo 0 > /sys/class/rtc/rtc0/wakealarm; "
+                  "echo +3 > /sys/class/rtc/rtc0/wakealarm")
+    cmark, qmark = vm.console_mark(), vm.qmp_mark()
+    pending = vm.run_async(f"echo {_sleep_state(vm)} > {sb.SYSFS}/state")
+    _wait_sleep(vm, cmark, qmark)
+    if vm.arch == "amd64":
+        _wake(vm, "system_wakeup")
+    rc, out = pending.wait(timeout=60)
+    assert rc == 0, out
+    evs = sb.events(vm)
+    kinds = [(e.type, e.arg) for e in evs if e.type in ("enter", "exit")]
+    assert kinds[-2:] == [("enter", _kernel_state(vm)), ("exit", _kernel_state(vm))]
+    # the forced suspend went through /sys/power/state, not the worker
+    assert not any(e.type == "suspend" for e in evs)
+    assert sb.stats(vm)["forced-hold"].active
+    bg.kill()
+    bg.wait()
+
+
+def test_opportunistic_cycle_counts_unknown_wakeups(target):
+    """Release "main" -> suspend -> wake with nothing blocking ->
+    unknown_wakeups -> suspend again -> wake -> a driver blocks."""
+    vm = target
+    sb.ctl(vm, "hold_after_resumes 2")
+    seq0 = sb.last_seq(vm)
+    if vm.arch == "armhf":
+        vm.run_ok("echo 0 > /sys/class/rtc/rtc0/wakealarm; "
+                  "echo +4 > /sys/class/rtc/rtc0/wakealarm")
+    cmark, qmark = vm.console_mark(), vm.qmp_mark()
+    pending = vm.run_async(f"echo opportunistic > {sb.SYSFS}/policy; "
+                           f"echo {_sleep_state(vm)} > {sb.SYSFS}/state")
+    _wait_sleep(vm, cmark, qmark, nth=1)
+    if vm.arch == "amd64":
+        _wake(vm, "key")                  # a key on the PS/2 keyboard
+    # (armhf: the RTC alarm wakes it)
+    _wait_sleep(vm, cmark, qmark, nth=2)  # nothing blocked: back to sleep
+    _wake(vm, "system_wakeup" if vm.arch == "amd64" else "key")
+    rc, out = pending.wait(timeout=90)
+    assert rc == 0, out
+
+    st = sb.stats(vm)
+    assert st["unknown_wakeups"].count == 1
+    assert st["unknown_wakeups"].wake_count == 1
+    assert st["sb_test_resume"].active
+    assert st["sb_test_resume"].wake_count == 1
+    assert not st["main"].active
+
+    evs = sb.events_after(vm, seq0)
+    seq = [e.type for e in evs if e.type in
+           ("suspend", "enter", "exit", "resume")]
+    assert seq == ["suspend", "enter", "exit", "resume"] * 2
+    first_suspend = next(e for e in evs if e.type == "suspend")
+    assert first_suspend.arg == f"{_sleep_state(vm)} {_kernel_state(vm)}"
+    unknown = [e for e in evs if e.type == "block" and e.name == "unknown_wakeups"]
+    assert len(unknown) == 1
+    # the re-suspend follows the unknown wakeup at once
+    resume1 = [e for e in evs if e.type == "resume"][0]
+    suspend2 = [e for e in evs if e.type == "suspend"][1]
+    assert suspend2.t_ns - resume1.t_ns < 2000 * MS
+    assert sb.sysfs(vm, "policy") == "forced [opportunistic]"
+
+
+def test_block_during_freezing_aborts_the_suspend(target):
+    """A task refuses to freeze (sleeping uninterruptibly in sb_test); a
+    block from a hard interrupt must abort the freezer long before its
+    20 s timeout."""
+    vm = target
+    refuser = vm.start_bg(f"cat {sb.REFUSE}")
+    _wait_ctl(vm, "refusing", 1)
+    seq0 = sb.last_seq(vm)
+    sb.ctl(vm, "block_after_ms 300")
+    pending = vm.run_async(f"echo opportunistic > {sb.SYSFS}/policy; "
+                           f"echo {_sleep_state(vm)} > {sb.SYSFS}/state")
+    rc, out = pending.wait(timeout=30)
+    assert rc == 0, out
+    _wait_stats(vm, lambda st: st["sb_test"].active)
+    vm.run_ok(f"echo on > {sb.SYSFS}/state")
+    evs = sb.events_after(vm, seq0)
+    abort = _wait_event(vm, seq0, "abort")
+    block = next(e for e in evs if e.type == "block" and e.name == "sb_test")
+    suspend = next(e for e in evs if e.type == "suspend")
+    assert suspend.seq < block.seq < abort.seq
+    assert abort.arg == f"-{sb.EBUSY}"
+    latency_ms = (abort.t_ns - block.t_ns) / MS
+    print(f"abort latency {latency_ms:.2f} ms (block -> pm_suspend returned)")
+    assert latency_ms < 1000, "abort waited for the freezer timeout"
+    assert not any(e.type == "enter" for e in evs if e.seq > suspend.seq)
+    assert "Freezing of tasks aborted" in vm.dmesg() or \
+        "Freezing user space processes failed" in vm.dmesg()
+    sb.ctl(vm, "unblock")
+    sb.ctl(vm, "release_refuse")
+    refuser.wait(timeout=30)
+
+
+def test_kernel_wakeup_source_keeps_opportunistic_suspend_off(target):
+    vm = target
+    sb.ctl(vm, "ws_on")
+    sb.ctl(vm, "hold_after_resumes 1")
+    seq0 = sb.last_seq(vm)
+    qmark = vm.qmp_mark()
+    vm.run_ok(f"echo opportunistic > {sb.SYSFS}/policy; "
+              f"echo {_sleep_state(vm)} > {sb.SYSFS}/state")
+    vm.run_ok("usleep 1000000")
+    assert [e for e in sb.events_after(vm, seq0) if e.type == "suspend"] == []
+    if vm.arch == "amd64":
+        assert vm.query_status() == "running"
+        assert [e for e in vm.qmp_events[qmark:] if e.get("event") == "SUSPEND"] == []
+    else:
+        vm.run_ok("echo 0 > /sys/class/rtc/rtc0/wakealarm; "
+                  "echo +3 > /sys/class/rtc/rtc0/wakealarm")
+    cmark, qmark = vm.console_mark(), vm.qmp_mark()
+    pending = vm.run_async(f"echo ws_off > {sb.CTL}")
+    _wait_sleep(vm, cmark, qmark)
+    if vm.arch == "amd64":
+        _wake(vm, "system_wakeup")
+    rc, out = pending.wait(timeout=60)
+    assert rc == 0, out
+    evs = sb.events_after(vm, seq0)
+    assert [e.type for e in evs if e.type in ("suspend", "resume")] == \
+        ["suspend", "resume"]
+    assert sb.stats(vm)["sb_test_resume"].active
+
+
+# ---------------------------------------------------------------- helpers --
+
+def _wait_stats(vm, cond, timeout: float = 15.0):
+    end = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < end:
+        last = sb.stats(vm)
+        if cond(last):
+            return last
+        vm.run_ok("usleep 50000")
+    raise AssertionError(f"condition not met within {timeout}s; stats: {last}")
+
+
+def _wait_ctl(vm, key: str, value: int, timeout: float = 15.0) -> None:
+    end = time.monotonic() + timeout
+    while sb.ctl_state(vm)[key] != value:
+        if time.monotonic() > end:
+            raise AssertionError(f"sb_test {key} != {value}: {sb.ctl_state(vm)}")
+        vm.run_ok("usleep 50000")
+
+
+def _wait_event(vm, seq0: int, kind: str, timeout: float = 15.0) -> sb.Event:
+    end = time.monotonic() + timeout
+    while True:
+        evs = [e for e in sb.events_after(vm, seq0) if e.type == kind]
+        if evs:
+            return evs[0]
+        if time.monotonic() > end:
+            raise AssertionError(f"no {kind} event: {sb.events_after(vm, seq0)}")
+        vm.run_ok("usleep 50000")
