@@ -332,3 +332,19 @@ def _wait_until(vm, cond, timeout: float = 15.0):
             return last
         vm.run_ok("usleep 50000")
     raise AssertionError(f"condition not met within {timeout}s; stats: {last}")
+
+
+# ------------------------------------------------------------------ sbctl --
+
+def test_sbctl_on_the_target(target):
+    out = target.run_ok(f"sbctl hold cli-hold -- cat {sb.STATS}")
+    st = sb.parse_stats(out)
+    assert st["cli-hold"].active
+    assert "cli-hold" not in sb.stats(target)       # released on exit
+    listing = target.run_ok("sbctl list --active")
+    assert "main" in listing and "unknown_wakeups" not in listing
+    target.run_ok("sbctl policy opportunistic")
+    assert sb.sysfs(target, "policy") == "forced [opportunistic]"
+    rc, _ = target.run("sbctl policy sometimes")
+    assert rc == 2
+    assert target.run("sbctl hold code-x -- sh -c 'exit 5'")[0] == 5

@@ -1,0 +1,43 @@
+# sbrig top-level Makefile. The two commands of the README:
+#
+#   make demo    set up (Debian packages, kernels) and run the main job
+#   make test    set up and run the whole test suite
+#
+# Everything built or downloaded goes under build/ (kept between runs).
+PY     ?= /usr/bin/python3
+PYTEST ?= $(PY) -m pytest
+KSRC   := build/linux-source-6.1
+
+all: demo
+
+deps:
+	.ci/install-deps
+
+# checkpatch.pl, kernel-doc and friends from Debian's linux-source-6.1.
+$(KSRC)/scripts/checkpatch.pl:
+	mkdir -p build
+	tar -C build -xf /usr/src/linux-source-6.1.tar.xz \
+		linux-source-6.1/scripts/checkpatch.pl \
+		linux-source-6.1/scripts/kernel-doc \
+		linux-source-6.1/scripts/spelling.txt \
+		linux-source-6.1/scripts/const_structs.checkpatch
+	touch $@
+
+demo: deps
+	$(PY) rig/demo/module_demo.py
+
+# The suite: host tests, then the target (QEMU) tests on amd64 and armhf,
+# then the kernel style checks (checkpatch --strict, kernel-doc, sparse).
+test: deps $(KSRC)/scripts/checkpatch.pl
+	$(PY) -m tests.vm build amd64
+	$(MAKE) -C kernel-module check KSRC=$(CURDIR)/$(KSRC) \
+		KDIR=$$(ls -d $(CURDIR)/build/kernels/amd64/usr/src/linux-headers-*-amd64 | head -1)
+	$(PYTEST) -v -rfE tests
+
+bench: deps
+	$(PY) tests/bench/bench_module.py
+
+clean:
+	rm -rf build
+
+.PHONY: all deps demo test bench clean
