@@ -153,3 +153,17 @@ def sbprobe(vm, *ops: str, timeout: float = 30) -> list[tuple[str, str]]:
 
 def sbprobe_results(vm, *ops: str) -> list[str]:
     return [r for _, r in sbprobe(vm, *ops)]
+
+
+def wait_stats(vm, cond, timeout: float = 15.0) -> dict[str, Stat]:
+    """Poll the statistics until cond(stats) holds (an observable state,
+    with a timeout; no fixed sleeps). Returns the stats that satisfied it."""
+    import time
+    end = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < end:
+        last = stats(vm)
+        if cond(last):
+            return last
+        vm.run_ok("usleep 50000")
+    raise AssertionError(f"condition not met within {timeout}s; stats: {last}")

@@ -44,7 +44,7 @@ def test_stats_arithmetic_for_a_user_blocker(target):
     # Hold the fd open across the read: run sbprobe in the background.
     bg = target.start_bg("sbprobe open init:stats-a block sleep:300 unblock "
                          "block sleep:100 unblock block sleep:50000")
-    _wait_until(target, lambda st: "stats-a" in st and st["stats-a"].count >= 3
+    sb.wait_stats(target, lambda st: "stats-a" in st and st["stats-a"].count >= 3
                 and st["stats-a"].active)
     st = sb.stats(target)["stats-a"]
     # two finished activations + the running one
@@ -73,7 +73,7 @@ def test_block_and_unblock_do_not_nest(target):
     # one unblock after three blocks: inactive, one activation counted
     bg = target.start_bg("sbprobe open init:nest2 block block unblock "
                          "sleep:50000")
-    _wait_until(target, lambda st: "nest2" in st and st["nest2"].count == 1
+    sb.wait_stats(target, lambda st: "nest2" in st and st["nest2"].count == 1
                 and not st["nest2"].active)
     bg.kill()
     bg.wait()
@@ -81,7 +81,7 @@ def test_block_and_unblock_do_not_nest(target):
 
 def test_blocker_lives_while_any_dup_of_its_fd_lives(target):
     bg = target.start_bg("sbprobe open init:dupd block dup sleep:50000")
-    _wait_until(target, lambda st: "dupd" in st and st["dupd"].active)
+    sb.wait_stats(target, lambda st: "dupd" in st and st["dupd"].active)
     bg.kill()
     bg.wait()
     assert "dupd" not in sb.stats(target)
@@ -163,7 +163,7 @@ def test_on_holds_main_and_leaving_opportunistic_requests_on(target):
     sb.write_sysfs(target, "policy", "opportunistic")
     # a user blocker keeps the system up while "main" is released
     bg = target.start_bg("sbprobe open init:keepup block sleep:60000")
-    _wait_until(target, lambda st: "keepup" in st and st["keepup"].active)
+    sb.wait_stats(target, lambda st: "keepup" in st and st["keepup"].active)
     assert sb.write_sysfs(target, "state", "mem")[0] == 0
     st = sb.stats(target)
     assert not st["main"].active
@@ -178,7 +178,7 @@ def test_on_holds_main_and_leaving_opportunistic_requests_on(target):
 def test_sleep_time_accrues_only_while_suspend_is_requested(target):
     sb.write_sysfs(target, "policy", "opportunistic")
     bg = target.start_bg("sbprobe open init:sleepy block sleep:60000")
-    _wait_until(target, lambda st: "sleepy" in st and st["sleepy"].active)
+    sb.wait_stats(target, lambda st: "sleepy" in st and st["sleepy"].active)
     st = sb.stats(target)["sleepy"]
     assert st.sleep_time == 0          # "on" requested: nothing prevented
     sb.write_sysfs(target, "state", "mem")   # now it prevents suspend
@@ -197,10 +197,10 @@ def test_sleep_time_accrues_only_while_suspend_is_requested(target):
 
 def test_block_from_hard_interrupt_context(target):
     sb.ctl(target, "block_after_ms 50")
-    _wait_until(target, lambda st: st["sb_test"].active)
+    sb.wait_stats(target, lambda st: st["sb_test"].active)
     assert sb.ctl_state(target)["blocker"] == 1
     sb.ctl(target, "unblock_after_ms 10")
-    _wait_until(target, lambda st: not st["sb_test"].active
+    sb.wait_stats(target, lambda st: not st["sb_test"].active
                 and st["sb_test"].count == 1)
     assert "WARNING" not in target.dmesg()
 
@@ -208,7 +208,7 @@ def test_block_from_hard_interrupt_context(target):
 def test_suspend_blocking_work_blocks_while_pending_or_running(target):
     sb.ctl(target, "work_queue 400")
     assert sb.ctl_state(target)["work_blocker"] == 1
-    _wait_until(target, lambda st: st["sb_test_work"].count == 1
+    sb.wait_stats(target, lambda st: st["sb_test_work"].count == 1
                 and not st["sb_test_work"].active, timeout=20)
     assert sb.ctl_state(target)["work_runs"] == 1
     assert sb.stats(target)["sb_test_work"].max_time >= 400 * MS
@@ -285,7 +285,7 @@ def test_event_log_poll_and_nonblocking_read(target):
 
 def test_unload_refused_while_a_blocker_fd_is_open(target):
     bg = target.start_bg("sbprobe open init:pinned block sleep:60000")
-    _wait_until(target, lambda st: "pinned" in st)
+    sb.wait_stats(target, lambda st: "pinned" in st)
     target.run_ok("rmmod sb_test")
     assert int(target.run_ok("cat /sys/module/suspend_block/refcnt")) >= 1
     rc, out = target.run("rmmod suspend_block")
@@ -316,22 +316,6 @@ def test_unload_while_worker_waits_for_a_mainline_wakeup_source(target):
     dmesg = target.dmesg()
     assert "BUG" not in dmesg and "WARNING" not in dmesg
     sb.reload(target)
-
-
-# ---------------------------------------------------------------- helpers --
-
-def _wait_until(vm, cond, timeout: float = 15.0):
-    """Poll the statistics until cond(stats) holds (observable state, with
-    a timeout; no fixed sleeps)."""
-    import time
-    end = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < end:
-        last = sb.stats(vm)
-        if cond(last):
-            return last
-        vm.run_ok("usleep 50000")
-    raise AssertionError(f"condition not met within {timeout}s; stats: {last}")
 
 
 # ------------------------------------------------------------------ sbctl --

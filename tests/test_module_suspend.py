@@ -74,7 +74,7 @@ def _wake(vm, how: str = "key") -> None:
 def test_forced_policy_ignores_blockers(target):
     vm = target
     bg = vm.start_bg("sbprobe open init:forced-hold block sleep:60000")
-    _wait_stats(vm, lambda st: "forced-hold" in st and st["forced-hold"].active)
+    sb.wait_stats(vm, lambda st: "forced-hold" in st and st["forced-hold"].active)
     if vm.arch == "armhf":
         vm.run_ok("echo 0 > /sys/class/rtc/rtc0/wakealarm; "
                   "echo +3 > /sys/class/rtc/rtc0/wakealarm")
@@ -151,7 +151,7 @@ def test_block_during_freezing_aborts_the_suspend(target):
                            f"echo {_sleep_state(vm)} > {sb.SYSFS}/state")
     rc, out = pending.wait(timeout=30)
     assert rc == 0, out
-    _wait_stats(vm, lambda st: st["sb_test"].active)
+    sb.wait_stats(vm, lambda st: st["sb_test"].active)
     vm.run_ok(f"echo on > {sb.SYSFS}/state")
     evs = sb.events_after(vm, seq0)
     abort = _wait_event(vm, seq0, "abort")
@@ -200,17 +200,6 @@ def test_kernel_wakeup_source_keeps_opportunistic_suspend_off(target):
 
 
 # ---------------------------------------------------------------- helpers --
-
-def _wait_stats(vm, cond, timeout: float = 15.0):
-    end = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < end:
-        last = sb.stats(vm)
-        if cond(last):
-            return last
-        vm.run_ok("usleep 50000")
-    raise AssertionError(f"condition not met within {timeout}s; stats: {last}")
-
 
 def _wait_ctl(vm, key: str, value: int, timeout: float = 15.0) -> None:
     end = time.monotonic() + timeout
