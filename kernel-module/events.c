@@ -15,7 +15,7 @@
  *
  * SEQ counts records from 0 at module load; T_NS is CLOCK_BOOTTIME in ns;
  * ARG is a quoted blocker name for block/unblock (a name longer than
- * SB_EVENT_ARG_LEN - 1 bytes is cut and followed by '+' after the closing
+ * SB_EVENT_ARG_LEN bytes is cut and followed by '+' after the closing
  * quote), a state name for suspend/enter/exit, an errno-style return code
  * for resume/abort, "POLICY STATE" for policy, and for lost the number of
  * records lost (its SEQ is the first one lost).
