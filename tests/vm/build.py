@@ -40,7 +40,8 @@ from pathlib import Path
 
 from . import kernels
 from .common import (BINDIR, CACHE, MODBUILD, REPO, BuildError,
-                     arch_spec, build_lock, progress, run_cmd)
+                     arch_spec, build_lock, populate_atomically, progress,
+                     run_cmd)
 
 #: (repo-relative module dir, repo-relative dir whose Module.symvers it needs)
 MODULE_DIRS: list[tuple[str, str | None]] = [
@@ -84,22 +85,11 @@ def _linux_source_mod(series: str) -> Path:
         raise BuildError(f"{tarball} missing: apt-get install linux-source-{series}")
     progress(f"extracting scripts/mod from {tarball.name} (~10 s)")
     top = f"linux-source-{series}"
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=".modpost-src-"))
-    tmp.chmod(0o755)
-    try:
-        run_cmd(["tar", "-xJf", str(tarball), "-C", str(tmp), "--strip-components=1",
-                 f"{top}/scripts/mod", f"{top}/include/linux/license.h",
-                 f"{top}/include/linux/mod_devicetable.h"],
-                what="extract scripts/mod from linux-source")
-        (tmp / ".complete").write_text("")
-        if dest.exists():
-            shutil.rmtree(dest)
-        os.replace(tmp, dest)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return dest
+    return populate_atomically(dest, ".complete", lambda tmp: run_cmd(
+        ["tar", "-xJf", str(tarball), "-C", str(tmp), "--strip-components=1",
+         f"{top}/scripts/mod", f"{top}/include/linux/license.h",
+         f"{top}/include/linux/mod_devicetable.h"],
+        what="extract scripts/mod from linux-source"))
 
 
 def _offsets_header(asm: str) -> str:

@@ -11,8 +11,10 @@ import contextlib
 import fcntl
 import os
 import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,3 +131,25 @@ def build_lock(name: str):
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def populate_atomically(dest: Path, stamp: str, fill, stamp_text: str = "") -> Path:
+    """Create directory ``dest`` by calling ``fill(tmp)`` on a sibling temp
+    directory, then write ``tmp/stamp`` and rename it into place, so an
+    interrupted run never leaves a half-filled ``dest``. Returns ``dest``
+    at once if ``dest/stamp`` already exists."""
+    if (dest / stamp).exists():
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.partial-"))
+    tmp.chmod(0o755)
+    try:
+        fill(tmp)
+        (tmp / stamp).write_text(stamp_text)
+        if dest.exists():
+            shutil.rmtree(dest)
+        os.replace(tmp, dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return dest

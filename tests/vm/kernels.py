@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .common import (CACHE, KERNELS, ArchSpec, BuildError, arch_spec,
-                     build_lock, progress, run_cmd)
+                     build_lock, populate_atomically, progress, run_cmd)
 
 DEBS = CACHE / "debs"
 STAMP = ".sbrig-kernel.json"
@@ -247,16 +247,8 @@ def fetch_deb_tree(pkg: str, deb_arch: str, dest: Path) -> Path:
         return dest
     version = lookup_version(f"{pkg}:{deb_arch}")
     deb = download(pkg, deb_arch, version)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.partial-"))
-    tmp.chmod(0o755)
-    try:
-        run_cmd(["dpkg-deb", "-x", str(deb), str(tmp)], what=f"unpack {deb.name}")
-        (tmp / ".sbrig-unpacked").write_text(deb.name + "\n")
-        if dest.exists():
-            shutil.rmtree(dest)
-        os.replace(tmp, dest)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return dest
+    return populate_atomically(
+        dest, ".sbrig-unpacked",
+        lambda tmp: run_cmd(["dpkg-deb", "-x", str(deb), str(tmp)],
+                            what=f"unpack {deb.name}"),
+        deb.name + "\n")
