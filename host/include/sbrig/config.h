@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/**
+ * DOC: rig description (rig/<name>.conf)
+ *
+ * One INI file per rig, parsed with libinih by one table of keys with range
+ * checks; every error names file:line and the key. The format is documented
+ * in host/man/sbrig.conf.5. The same table applies ``section.key=value``
+ * overrides from the command line (sbrig_config_set()).
+ */
+#ifndef SBRIG_CONFIG_H
+#define SBRIG_CONFIG_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <sbrig/records.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SBRIG_MAX_KEYS 16
+#define SBRIG_URI_MAX 256
+
+/**
+ * struct sbrig_line_cfg - one GPIO line of the rig
+ * @name: rig name of the line ("power", "volume-up", "charger", "marker")
+ * @chip: gpiochip path (/dev/gpiochip0), name (gpiochip0) or label
+ * @offset: line offset on the chip
+ * @active_low: the line is active when low
+ * @present: the line is configured (false: not wired on this rig)
+ */
+struct sbrig_line_cfg {
+	char name[SBRIG_ID_MAX];
+	char chip[64];
+	unsigned int offset;
+	bool active_low;
+	bool present;
+};
+
+/**
+ * struct sbrig_config - a parsed rig description
+ * @path: file it was loaded from
+ * @sha256: SHA-256 of the file's bytes, lowercase hex (provenance)
+ * @name: rig name ([rig] name)
+ * @keys: keypad keys ([key:NAME] sections), in file order
+ * @nkeys: entries used in @keys
+ * @charger: charger switch output ([charger])
+ * @marker: marker input from the target ([marker])
+ * @power_uri: libiio context URI ([power] uri: local:, ip:host[:port])
+ * @power_device: IIO device name or id ([power] device, e.g. ina226)
+ * @shunt_uohm: shunt resistor ([power] shunt_uohm; 0 = keep the device's)
+ * @sample_rate_hz: requested sampling rate (0 = device default)
+ * @buffer_samples: samples per IIO buffer refill
+ * @target_uri: target link URI ([target] uri: serial:/dev/ttyS1[:BAUD],
+ *	tcp:HOST:PORT)
+ * @press_ms: default key press duration ([timing] press_ms)
+ * @settle_ms: default settle time ([timing] settle_ms)
+ * @ping_interval_ms: clock ping period on the target link
+ * @link_timeout_ms: no frame for this long = link down, reconnect
+ */
+struct sbrig_config {
+	char path[PATH_MAX];
+	char sha256[65];
+	char name[64];
+	struct sbrig_line_cfg keys[SBRIG_MAX_KEYS];
+	unsigned int nkeys;
+	struct sbrig_line_cfg charger;
+	struct sbrig_line_cfg marker;
+	char power_uri[SBRIG_URI_MAX];
+	char power_device[64];
+	uint32_t shunt_uohm;
+	uint32_t sample_rate_hz;
+	uint32_t buffer_samples;
+	char target_uri[SBRIG_URI_MAX];
+	uint32_t press_ms;
+	uint32_t settle_ms;
+	uint32_t ping_interval_ms;
+	uint32_t link_timeout_ms;
+};
+
+/**
+ * sbrig_config_load() - parse a rig description
+ * @path: the .conf file
+ * @cfg: filled in (defaults first, then the file); caller-owned storage
+ *
+ * Return: 0, or -errno with sbrig_errmsg() naming "path:line: key: why".
+ */
+int sbrig_config_load(const char *path, struct sbrig_config *cfg);
+
+/**
+ * sbrig_config_set() - apply one "section.key=value" override
+ * @cfg: a loaded config
+ * @assignment: e.g. "power.uri=ip:localhost" or "key:power.offset=3"
+ *
+ * Uses the same key table and range checks as the file parser.
+ *
+ * Return: 0, or -errno with sbrig_errmsg() naming the assignment.
+ */
+int sbrig_config_set(struct sbrig_config *cfg, const char *assignment);
+
+/**
+ * sbrig_config_line() - find a configured output or input line by name
+ * @cfg: a loaded config
+ * @name: key name, "charger" or "marker"
+ *
+ * Return: the line (owned by @cfg), or NULL if no such line is present.
+ */
+const struct sbrig_line_cfg *sbrig_config_line(const struct sbrig_config *cfg,
+					       const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SBRIG_CONFIG_H */

@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/**
+ * DOC: supply measurement (libiio)
+ *
+ * An INA2xx-class sensor reached through a libiio context URI: ``local:``
+ * (ina2xx-adc on the rig host) or ``ip:host[:port]`` (iiod). Raw values are
+ * converted with the channels' scale attributes. Buffered capture runs in
+ * its own thread, which hands samples to the caller through a queue and an
+ * eventfd, so the caller's poll() loop never blocks on the sensor.
+ *
+ * Sample times come from the IIO timestamp channel (set to CLOCK_MONOTONIC
+ * on local: contexts). A sample later than 1.5 nominal periods after the
+ * previous one is a gap: it is reported as a struct sbrig_gap and counted,
+ * never bridged silently.
+ */
+#ifndef SBRIG_POWER_H
+#define SBRIG_POWER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <sbrig/records.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct sbrig_power;
+
+/**
+ * struct sbrig_power_opts - how to open the sensor
+ * @device: IIO device name or id ("ina226")
+ * @shunt_uohm: shunt to program (0 = keep the device's setting)
+ * @sample_rate_hz: rate to request (0 = keep the device's)
+ * @buffer_samples: samples per buffer refill (0 = a default)
+ */
+struct sbrig_power_opts {
+	const char *device;
+	uint32_t shunt_uohm;
+	uint32_t sample_rate_hz;
+	uint32_t buffer_samples;
+};
+
+/**
+ * struct sbrig_power_info - what the sensor is and how it is set up
+ * @uri: context URI
+ * @device: IIO device name
+ * @sample_rate_hz: the rate the device reports
+ * @shunt_uohm: the shunt the device uses
+ * @has_timestamp: the buffer has a timestamp channel
+ */
+struct sbrig_power_info {
+	char uri[256];
+	char device[64];
+	double sample_rate_hz;
+	uint32_t shunt_uohm;
+	bool has_timestamp;
+};
+
+/**
+ * struct sbrig_power_stats - capture counters since sbrig_power_start()
+ * @samples: samples delivered
+ * @gaps: gaps detected
+ * @missing: samples the gaps stand for
+ * @overruns: samples the queue to the caller had to drop (caller too slow)
+ */
+struct sbrig_power_stats {
+	uint64_t samples;
+	uint64_t gaps;
+	uint64_t missing;
+	uint64_t overruns;
+};
+
+/**
+ * sbrig_power_new() - open a sensor
+ * @uri: libiio context URI
+ * @opts: device and settings
+ *
+ * Return: a new object the caller frees with sbrig_power_free(), or NULL
+ * with errno set and sbrig_errmsg() naming the URI/device/attribute.
+ */
+struct sbrig_power *sbrig_power_new(const char *uri,
+				    const struct sbrig_power_opts *opts);
+
+/** sbrig_power_free() - stop capturing and close; NULL ok */
+void sbrig_power_free(struct sbrig_power *pwr);
+
+/** sbrig_power_get_info() - fill @info; Return: 0 or -errno */
+int sbrig_power_get_info(struct sbrig_power *pwr,
+			 struct sbrig_power_info *info);
+
+/**
+ * sbrig_power_read_now() - one reading through the channel attributes
+ * @pwr: the sensor (not capturing)
+ * @s: out; t_ns is the host time of the read
+ *
+ * Return: 0 or -errno.
+ */
+int sbrig_power_read_now(struct sbrig_power *pwr, struct sbrig_sample *s);
+
+/** sbrig_power_start() - start the capture thread; Return: 0 or -errno */
+int sbrig_power_start(struct sbrig_power *pwr);
+
+/**
+ * sbrig_power_stop() - stop the capture thread (joins it)
+ * @pwr: the sensor
+ *
+ * Samples already queued stay readable. Return: 0, or the -errno that
+ * ended the capture thread early (device vanished, ...).
+ */
+int sbrig_power_stop(struct sbrig_power *pwr);
+
+/**
+ * sbrig_power_fd() - eventfd readable while samples, gaps or an error wait
+ *
+ * Return: an fd owned by @pwr (valid from sbrig_power_new() on).
+ */
+int sbrig_power_fd(struct sbrig_power *pwr);
+
+/**
+ * sbrig_power_read() - take queued samples without blocking
+ * @pwr: the sensor
+ * @s: out array
+ * @max: its size
+ * @gaps: out array for gaps (may be NULL if @max_gaps is 0)
+ * @max_gaps: its size
+ * @ngaps: out: gaps stored
+ *
+ * Gaps are in time order with the samples; a gap's t_ns/next_t_ns are
+ * those of the samples around it.
+ *
+ * Return: samples stored (0: none queued), or the -errno that stopped the
+ * capture thread (once all queued samples have been read).
+ */
+ssize_t sbrig_power_read(struct sbrig_power *pwr, struct sbrig_sample *s,
+			 size_t max, struct sbrig_gap *gaps, size_t max_gaps,
+			 size_t *ngaps);
+
+/** sbrig_power_get_stats() - counters; Return: 0 or -errno */
+int sbrig_power_get_stats(struct sbrig_power *pwr,
+			  struct sbrig_power_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SBRIG_POWER_H */
