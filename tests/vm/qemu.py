@@ -366,12 +366,17 @@ class Vm:
     ``Vm(arch)`` builds what is missing (``tests.vm.build.build_all``) unless
     ``artifacts`` is given. ``extra_cmdline`` is appended to the kernel
     command line (e.g. ``"sb.load"`` makes /init load the project's modules).
+    ``extra_qemu_args`` are appended to QEMU's command line after the
+    console and QMP wiring, so a further ``-serial`` is the guest's second
+    UART (ttyS1 on amd64): e.g. ``["-serial", "tcp:127.0.0.1:PORT,server=on,
+    wait=off"]`` gives a ser2net-style raw TCP port to it.
     The VM boots in ``start()`` (or on entering a ``with`` block).
     """
 
     def __init__(self, arch: str, artifacts: Any = None, *, extra_cmdline: str = "",
                  memory_mb: int = MEMORY_MB, name: str | None = None,
-                 boot_timeout: float = BOOT_TIMEOUT) -> None:
+                 boot_timeout: float = BOOT_TIMEOUT,
+                 extra_qemu_args: list[str] | None = None) -> None:
         self.spec = arch_spec(arch)
         self.arch = arch
         if artifacts is None:
@@ -380,6 +385,7 @@ class Vm:
         self.artifacts = artifacts
         self.kver: str = artifacts.kernel.kver
         self.extra_cmdline = extra_cmdline
+        self.extra_qemu_args = list(extra_qemu_args or [])
         self.memory_mb = memory_mb
         self.boot_timeout = boot_timeout
         self.name = name or arch
@@ -520,6 +526,7 @@ class Vm:
         argv += ["-chardev", f"socket,id=con0,path={ser_path}", "-serial", "chardev:con0",
                  "-chardev", f"socket,id=qmp0,path={qmp_path}",
                  "-mon", "chardev=qmp0,mode=control"]
+        argv += self.extra_qemu_args
         self.argv = argv
         progress(f"{self.name}: booting {self.kver} (log {self.console_log})")
         t0 = time.monotonic()
