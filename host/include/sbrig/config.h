@@ -92,7 +92,7 @@ int sbrig_config_load(const char *path, struct sbrig_config *cfg);
 /**
  * sbrig_config_set() - apply one "section.key=value" override
  * @cfg: a loaded config
- * @assignment: e.g. "power.uri=ip:localhost" or "key:power.offset=3"
+ * @assignment: e.g. "power.uri=ip:localhost" or "key:power.line=3"
  *
  * Uses the same key table and range checks as the file parser.
  *

@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Unit tests for the rig description parser (lib/config.c): the example
+ * rigs in rig/, every kind of error from tests/fixtures/config/bad_*.conf,
+ * and command-line overrides through the same key table.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <sbrig/config.h>
+#include <sbrig/sbrig.h>
+
+#include "sha256.h"
+
+static const char *fixtures(void)
+{
+	const char *f = getenv("SBRIG_FIXTURES");
+
+	return f ? f : "../../tests/fixtures";
+}
+
+static void fixture_path(char *buf, size_t len, const char *rel)
+{
+	snprintf(buf, len, "%s/%s", fixtures(), rel);
+}
+
+static void load_ok(const char *rel, struct sbrig_config *cfg)
+{
+	char path[PATH_MAX];
+	int ret;
+
+	fixture_path(path, sizeof(path), rel);
+	ret = sbrig_config_load(path, cfg);
+	if (ret)
+		fail_msg("%s: %d %s", path, ret, sbrig_errmsg());
+}
+
+static void beaglebone_rig(void **state)
+{
+	struct sbrig_config *cfg = malloc(sizeof(*cfg));
+	const struct sbrig_line_cfg *l;
+
+	load_ok("../../rig/beaglebone.conf", cfg);
+	assert_string_equal(cfg->name, "beaglebone");
+	assert_int_equal(cfg->nkeys, 3);
+	assert_string_equal(cfg->keys[0].name, "power");
+	assert_string_equal(cfg->keys[0].chip, "/dev/gpiochip2");
+	assert_int_equal(cfg->keys[0].offset, 2);
+	assert_true(cfg->keys[0].present);
+	assert_string_equal(cfg->keys[2].name, "volume-down");
+	assert_true(cfg->charger.present);
+	assert_int_equal(cfg->charger.offset, 4);
+	assert_true(cfg->marker.present);
+	assert_string_equal(cfg->marker.chip, "/dev/gpiochip1");
+	assert_int_equal(cfg->marker.offset, 28);
+	assert_string_equal(cfg->power_uri, "local:");
+	assert_string_equal(cfg->power_device, "ina226");
+	assert_int_equal(cfg->shunt_uohm, 100000);
+	assert_string_equal(cfg->target_uri, "serial:/dev/ttyUSB0:115200");
+	l = sbrig_config_line(cfg, "volume-up");
+	assert_non_null(l);
+	assert_int_equal(l->offset, 3);
+	assert_ptr_equal(sbrig_config_line(cfg, "marker"), &cfg->marker);
+	assert_null(sbrig_config_line(cfg, "home"));
+	free(cfg);
+}
+
+static void virtual_rig_has_no_lines(void **state)
+{
+	struct sbrig_config *cfg = malloc(sizeof(*cfg));
+
+	load_ok("../../rig/virtual.conf", cfg);
+	assert_string_equal(cfg->name, "virtual");
+	assert_int_equal(cfg->nkeys, 0);
+	assert_false(cfg->charger.present);
+	assert_false(cfg->marker.present);
+	assert_null(sbrig_config_line(cfg, "charger"));
+	assert_null(sbrig_config_line(cfg, "marker"));
+	assert_string_equal(cfg->power_uri, "ip:127.0.0.1:30431");
+	assert_string_equal(cfg->target_uri, "tcp:127.0.0.1:30430");
+	free(cfg);
+}
+
+static void defaults_and_hash(void **state)
+{
+	char path[PATH_MAX], hex[SBRIG_SHA256_HEX_LEN];
+	struct sbrig_config *cfg = malloc(sizeof(*cfg));
+	const char *text = "# only a comment\n[timing]\n";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/minimal.conf",
+		 getenv("SBRIG_TMPDIR") ? getenv("SBRIG_TMPDIR") : "/tmp");
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	assert_int_equal(sbrig_config_load(path, cfg), 0);
+	assert_string_equal(cfg->name, "minimal");	/* from the file name */
+	assert_string_equal(cfg->path, path);
+	assert_string_equal(cfg->power_device, "ina226");
+	assert_int_equal(cfg->buffer_samples, 256);
+	assert_int_equal(cfg->press_ms, 100);
+	assert_int_equal(cfg->settle_ms, 1000);
+	assert_int_equal(cfg->ping_interval_ms, 1000);
+	assert_int_equal(cfg->link_timeout_ms, 3000);
+	assert_int_equal(cfg->shunt_uohm, 0);
+	assert_int_equal(cfg->sample_rate_hz, 0);
+	assert_string_equal(cfg->power_uri, "");
+	assert_string_equal(cfg->target_uri, "");
+	sbrig_sha256_hex(text, strlen(text), hex);
+	assert_string_equal(cfg->sha256, hex);
+	free(cfg);
+}
+
+struct bad_case {
+	const char *file;
+	int err;
+	const char *msg;	/* after "PATH:" */
+};
+
+static const struct bad_case bad_cases[] = {
+	{ "bad_chip_without_line.conf", EINVAL, "3: [charger]: chip without line" },
+	{ "bad_line_without_chip.conf", EINVAL, "4: [key:power]: line without chip" },
+	{ "bad_unknown_section.conf", EINVAL, "3: [powr]: unknown section" },
+	{ "bad_empty_unknown_section.conf", EINVAL, "3: [bogus]: unknown section" },
+	{ "bad_unknown_key.conf", EINVAL, "4: power.url: unknown key" },
+	{ "bad_number.conf", EINVAL, "2: timing.press_ms: '10x': not a decimal number" },
+	{ "bad_range.conf", EINVAL, "3: timing.press_ms: '0': out of range (1..60000)" },
+	{ "bad_overflow.conf", EINVAL, "2: timing.press_ms: '99999999999999999999999': out of range" },
+	{ "bad_scheme.conf", EINVAL, "2: power.uri: 'usb:1.2.3': unknown scheme (expected local: or ip:HOST[:PORT])" },
+	{ "bad_tcp_no_port.conf", EINVAL, "2: target.uri: 'tcp:localhost': expected tcp:HOST:PORT" },
+	{ "bad_serial_path.conf", EINVAL, "2: target.uri: 'serial:ttyUSB0': expected serial:/dev/TTY[:BAUD]" },
+	{ "bad_duplicate_key.conf", EINVAL, "4: [key:power]: duplicate key (first at line 1)" },
+	{ "bad_duplicate_section.conf", EINVAL, "3: [rig]: duplicate section" },
+	{ "bad_key_twice.conf", EINVAL, "3: rig.name: set twice" },
+	{ "bad_syntax.conf", EINVAL, "3: syntax error" },
+	{ "bad_bool.conf", EINVAL, "4: charger.active_low: 'maybe': not a boolean" },
+	{ "bad_same_line.conf", EINVAL, " a and charger both use gpiochip0 line 3" },
+	{ "bad_no_section.conf", EINVAL, "1: name: key outside of any section" },
+	{ "bad_timeout.conf", EINVAL, " timing.link_timeout_ms (3000) must exceed timing.ping_interval_ms (5000)" },
+	{ "bad_key_name.conf", EINVAL, "3: [key:a b]: key name must be" },
+	{ "bad_long_line.conf", EINVAL, "2: line longer than" },
+	{ "bad_empty_key.conf", EINVAL, "1: [key:vol]: needs chip and line" },
+	{ "no_such_file.conf", ENOENT, " No such file or directory" },
+};
+
+static void bad_configs(void **state)
+{
+	struct sbrig_config *cfg = malloc(sizeof(*cfg));
+	size_t i;
+
+	for (i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
+		const struct bad_case *c = &bad_cases[i];
+		char path[PATH_MAX], want[PATH_MAX + 200];
+		int ret;
+
+		snprintf(path, sizeof(path), "%s/config/%s", fixtures(), c->file);
+		ret = sbrig_config_load(path, cfg);
+		snprintf(want, sizeof(want), "%s:%s", path, c->msg);
+		if (ret != -c->err || strncmp(sbrig_errmsg(), want, strlen(want)))
+			fail_msg("%s: got %d '%s', want %d '%s...'", c->file,
+				 ret, sbrig_errmsg(), -c->err, want);
+	}
+	free(cfg);
+}
+
+static void overrides(void **state)
+{
+	struct sbrig_config *cfg = malloc(sizeof(*cfg));
+	struct sbrig_config *before = malloc(sizeof(*before));
+
+	load_ok("../../rig/beaglebone.conf", cfg);
+	assert_int_equal(sbrig_config_set(cfg, "power.uri=ip:rig-host:30431"), 0);
+	assert_string_equal(cfg->power_uri, "ip:rig-host:30431");
+	assert_int_equal(sbrig_config_set(cfg, "key:power.line=7"), 0);
+	assert_int_equal(cfg->keys[0].offset, 7);
+	assert_int_equal(sbrig_config_set(cfg, "marker.active_low=yes"), 0);
+	assert_true(cfg->marker.active_low);
+	assert_int_equal(sbrig_config_set(cfg, "timing.press_ms=250"), 0);
+	assert_int_equal(cfg->press_ms, 250);
+	assert_int_equal(sbrig_config_set(cfg, "target.uri="), 0);
+	assert_string_equal(cfg->target_uri, "");
+
+	*before = *cfg;
+	assert_int_equal(sbrig_config_set(cfg, "timing.press_ms=0"), -EINVAL);
+	assert_string_equal(sbrig_errmsg(),
+		"override 'timing.press_ms=0': timing.press_ms: '0': out of range (1..60000)");
+	assert_int_equal(sbrig_config_set(cfg, "power.url=local:"), -EINVAL);
+	assert_string_equal(sbrig_errmsg(),
+		"override 'power.url=local:': power.url: unknown key");
+	assert_int_equal(sbrig_config_set(cfg, "press_ms=5"), -EINVAL);
+	assert_int_equal(sbrig_config_set(cfg, "timing.press_ms"), -EINVAL);
+	assert_int_equal(sbrig_config_set(cfg, "key:home.line=1"), -ENOENT);
+	/* same table, same cross checks: a line used twice */
+	assert_int_equal(sbrig_config_set(cfg, "charger.line=3"), -EINVAL);
+	assert_non_null(strstr(sbrig_errmsg(), "volume-up and charger both use"));
+	assert_int_equal(sbrig_config_set(cfg, "timing.link_timeout_ms=500"),
+			 -EINVAL);
+	/* a failed override changes nothing */
+	assert_memory_equal(before, cfg, sizeof(*cfg));
+	free(before);
+	free(cfg);
+}
+
+static void virtual_rig_cannot_add_lines(void **state)
+{
+	struct sbrig_config *cfg = malloc(sizeof(*cfg));
+
+	load_ok("../../rig/virtual.conf", cfg);
+	assert_int_equal(sbrig_config_set(cfg, "charger.line=3"), -ENOENT);
+	assert_non_null(strstr(sbrig_errmsg(), "[charger]: not in the rig description"));
+	free(cfg);
+}
+
+/* Random byte damage to a good file: an error with a location, never a crash. */
+static void mutated_files_fail_cleanly(void **state)
+{
+	struct sbrig_config *cfg = malloc(sizeof(*cfg));
+	char src[PATH_MAX], dst[PATH_MAX], buf[4096];
+	unsigned int seed = 1, i, j;
+	size_t n;
+	FILE *f;
+
+	fixture_path(src, sizeof(src), "../../rig/beaglebone.conf");
+	f = fopen(src, "r");
+	assert_non_null(f);
+	n = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	snprintf(dst, sizeof(dst), "%s/mutated.conf",
+		 getenv("SBRIG_TMPDIR") ? getenv("SBRIG_TMPDIR") : "/tmp");
+	for (i = 0; i < 500; i++) {
+		char copy[sizeof(buf)];
+		int ret;
+
+		memcpy(copy, buf, n);
+		for (j = 0; j < 1 + i % 8; j++)
+			copy[rand_r(&seed) % n] = (char)rand_r(&seed);
+		f = fopen(dst, "w");
+		assert_non_null(f);
+		fwrite(copy, 1, n, f);
+		fclose(f);
+		ret = sbrig_config_load(dst, cfg);
+		if (ret)
+			assert_true(!strncmp(sbrig_errmsg(), dst, strlen(dst)));
+	}
+	free(cfg);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(beaglebone_rig),
+		cmocka_unit_test(virtual_rig_has_no_lines),
+		cmocka_unit_test(defaults_and_hash),
+		cmocka_unit_test(bad_configs),
+		cmocka_unit_test(overrides),
+		cmocka_unit_test(virtual_rig_cannot_add_lines),
+		cmocka_unit_test(mutated_files_fail_cleanly),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
