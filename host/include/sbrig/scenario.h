@@ -1,22 +1,30 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /**
- * DOC: scenarios (rig/scenarios/*.scn)
+ * DOC: scenarios (rig/scenarios/NAME.scn)
  *
  * A scenario is a list of declarative steps, one per line, parsed into a
- * flat program that one engine executes (sbrigd). The language is
- * documented in rig/scenarios/README.md:
+ * flat program that one engine executes (sbrigd). The language (kept in
+ * sync with rig/scenarios/README.md):
  *
+ *	name NAME			(optional, once, before the first step)
  *	settle DURATION
- *	press KEY [DURATION]
+ *	press KEY [DURATION]		(default: the rig's press_ms)
  *	plug | unplug
  *	hold "BLOCKER" DURATION		(via the target agent)
  *	burn DURATION			(target CPU load, via the agent)
  *	wait event TYPE ["ARG"] [timeout DURATION]
  *	wait edge LINE rising|falling [timeout DURATION]
- *	repeat N ... end
+ *	repeat N ... end		(N 1..1000000, nested at most 8 deep)
  *
- * DURATION is an integer with a unit: ns, us, ms, s. Errors name
- * file:line:column.
+ * DURATION is a non-negative integer with a unit: ns, us, ms, s (above 0
+ * for press, hold, burn and timeout; a wait's default timeout is 10 s).
+ * TYPE is an event type of the module's log: block unblock suspend enter
+ * exit resume abort policy lost; "ARG" must equal the event's argument
+ * (blocker name, state, return code) for the wait to end. KEY, LINE and
+ * NAME are 1-31 characters of A-Z a-z 0-9 _ - . ; "BLOCKER" and "ARG" are
+ * double-quoted, may hold spaces but no tabs or quotes. '#' starts a
+ * comment outside quotes; blank lines are ignored. Errors name
+ * file:line:column and what was expected there.
  */
 #ifndef SBRIG_SCENARIO_H
 #define SBRIG_SCENARIO_H

@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Unit tests for the scenario parser (lib/scenario.c): the example
+ * scenarios in rig/scenarios/, every step kind, loop matching, and the
+ * file:line:col of each kind of error.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <sbrig/sbrig.h>
+#include <sbrig/scenario.h>
+
+static const char *fixtures(void)
+{
+	const char *f = getenv("SBRIG_FIXTURES");
+
+	return f ? f : "../../tests/fixtures";
+}
+
+static struct sbrig_scenario *parse_ok(const char *text)
+{
+	struct sbrig_scenario *sc = sbrig_scenario_parse(text, "t.scn");
+
+	if (!sc)
+		fail_msg("'%s': %s", text, sbrig_errmsg());
+	return sc;
+}
+
+static void durations(void **state)
+{
+	int64_t ns;
+
+	assert_int_equal(sbrig_parse_duration("250ms", &ns), 0);
+	assert_int_equal(ns, 250000000);
+	assert_int_equal(sbrig_parse_duration("2s", &ns), 0);
+	assert_int_equal(ns, 2000000000);
+	assert_int_equal(sbrig_parse_duration("10us", &ns), 0);
+	assert_int_equal(ns, 10000);
+	assert_int_equal(sbrig_parse_duration("5ns", &ns), 0);
+	assert_int_equal(ns, 5);
+	assert_int_equal(sbrig_parse_duration("0s", &ns), 0);
+	assert_int_equal(ns, 0);
+	assert_int_equal(sbrig_parse_duration("9223372036s", &ns), 0);
+	assert_int_equal(sbrig_parse_duration("9223372037s", &ns), -EINVAL);
+	assert_int_equal(sbrig_parse_duration("99999999999999999999ns", &ns), -EINVAL);
+	assert_int_equal(sbrig_parse_duration("10", &ns), -EINVAL);
+	assert_non_null(strstr(sbrig_errmsg(), "missing unit"));
+	assert_int_equal(sbrig_parse_duration("10m", &ns), -EINVAL);
+	assert_non_null(strstr(sbrig_errmsg(), "unknown unit"));
+	assert_int_equal(sbrig_parse_duration("-1s", &ns), -EINVAL);
+	assert_int_equal(sbrig_parse_duration("", &ns), -EINVAL);
+	assert_int_equal(sbrig_parse_duration("1.5s", &ns), -EINVAL);
+	assert_int_equal(sbrig_parse_duration("1 s", &ns), -EINVAL);
+}
+
+static void every_step(void **state)
+{
+	struct sbrig_scenario *sc = parse_ok(
+		"# comment\n"
+		"\n"
+		"name all-steps   # trailing comment\n"
+		"settle 1s\n"
+		"press power\n"
+		"press volume-up 250ms\n"
+		"plug\n"
+		"unplug\n"
+		"hold \"rig agent\" 2s\n"
+		"burn 10ms\n"
+		"wait event suspend\n"
+		"wait event block \"keypad-scan\" timeout 3s\n"
+		"wait edge marker rising timeout 500ms\n"
+		"\twait edge marker falling\r\n");
+	struct sbrig_step *s = sc->steps;
+
+	assert_string_equal(sc->name, "all-steps");
+	assert_string_equal(sc->path, "t.scn");
+	assert_int_equal(strlen(sc->sha256), 64);
+	assert_int_equal(sc->nsteps, 11);
+	assert_int_equal(s[0].op, SBRIG_STEP_SETTLE);
+	assert_int_equal(s[0].duration_ns, 1000000000);
+	assert_int_equal(s[0].line, 4);
+	assert_int_equal(s[1].op, SBRIG_STEP_PRESS);
+	assert_string_equal(s[1].name, "power");
+	assert_int_equal(s[1].duration_ns, 0);	/* rig default */
+	assert_int_equal(s[2].duration_ns, 250000000);
+	assert_int_equal(s[3].op, SBRIG_STEP_PLUG);
+	assert_int_equal(s[4].op, SBRIG_STEP_UNPLUG);
+	assert_int_equal(s[5].op, SBRIG_STEP_HOLD);
+	assert_string_equal(s[5].name, "rig agent");
+	assert_int_equal(s[5].duration_ns, 2000000000);
+	assert_int_equal(s[6].op, SBRIG_STEP_BURN);
+	assert_int_equal(s[7].op, SBRIG_STEP_WAIT_EVENT);
+	assert_string_equal(s[7].name, "suspend");
+	assert_string_equal(s[7].arg, "");
+	assert_int_equal(s[7].timeout_ns, 0);
+	assert_string_equal(s[8].name, "block");
+	assert_string_equal(s[8].arg, "keypad-scan");
+	assert_int_equal(s[8].timeout_ns, 3000000000);
+	assert_int_equal(s[9].op, SBRIG_STEP_WAIT_EDGE);
+	assert_string_equal(s[9].name, "marker");
+	assert_true(s[9].rising);
+	assert_int_equal(s[9].timeout_ns, 500000000);
+	assert_false(s[10].rising);
+	assert_int_equal(s[10].line, 14);
+	sbrig_scenario_free(sc);
+}
+
+static void nested_repeats_match(void **state)
+{
+	char path[PATH_MAX];
+	struct sbrig_scenario *sc;
+
+	snprintf(path, sizeof(path), "%s/scenarios/good_nested.scn", fixtures());
+	sc = sbrig_scenario_load(path);
+	assert_non_null(sc);
+	/* 0 repeat 2, 1 repeat 3, 2 press, 3 end, 4 settle, 5 end */
+	assert_int_equal(sc->nsteps, 6);
+	assert_string_equal(sc->name, "good_nested");	/* no name directive */
+	assert_int_equal(sc->steps[0].op, SBRIG_STEP_REPEAT);
+	assert_int_equal(sc->steps[0].count, 2);
+	assert_int_equal(sc->steps[0].match, 5);
+	assert_int_equal(sc->steps[5].match, 0);
+	assert_int_equal(sc->steps[1].count, 3);
+	assert_int_equal(sc->steps[1].match, 3);
+	assert_int_equal(sc->steps[3].op, SBRIG_STEP_END);
+	assert_int_equal(sc->steps[3].match, 1);
+	sbrig_scenario_free(sc);
+}
+
+static void example_scenarios_parse(void **state)
+{
+	char dir[PATH_MAX], path[PATH_MAX * 2];
+	struct dirent *de;
+	unsigned int n = 0;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s/../../rig/scenarios", fixtures());
+	d = opendir(dir);
+	assert_non_null(d);
+	while ((de = readdir(d))) {
+		struct sbrig_scenario *sc;
+		size_t len = strlen(de->d_name);
+
+		if (len < 5 || strcmp(de->d_name + len - 4, ".scn"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		sc = sbrig_scenario_load(path);
+		if (!sc)
+			fail_msg("%s", sbrig_errmsg());
+		assert_true(sc->nsteps > 0);
+		sbrig_scenario_free(sc);
+		n++;
+	}
+	closedir(d);
+	assert_true(n >= 3);
+}
+
+struct bad {
+	const char *text;
+	const char *msg;	/* after "t.scn:" */
+};
+
+static const struct bad bad_cases[] = {
+	{ "dance 1s\n", "1:1: expected a step (settle press plug unplug hold burn wait repeat end), got 'dance'" },
+	{ "settle\n", "1:7: expected a duration with a unit" },
+	{ "settle 10\n", "1:8: expected a duration with a unit" },
+	{ "  settle 1h\n", "1:10: expected a duration with a unit" },
+	{ "settle 1s 2s\n", "1:11: expected end of line, got '2s'" },
+	{ "press\n", "1:6: expected a key name" },
+	{ "press \"power\"\n", "1:7: expected a key name" },
+	{ "press power 0ms\n", "1:13: expected a duration above 0" },
+	{ "plug now\n", "1:6: expected end of line, got 'now'" },
+	{ "hold main 1s\n", "1:6: expected a blocker name in double quotes" },
+	{ "hold \"main 1s\n", "1:6: expected a closing '\"'" },
+	{ "hold \"\" 1s\n", "1:6: expected a blocker name in double quotes" },
+	{ "hold \"main\"1s\n", "1:12: expected a space after the quoted name" },
+	{ "hold \"main\"\n", "1:12: expected a duration" },
+	{ "burn\n", "1:5: expected a duration" },
+	{ "wait\n", "1:5: expected 'event' or 'edge'" },
+	{ "wait for 1s\n", "1:6: expected 'event' or 'edge'" },
+	{ "wait event wakeup\n", "1:12: expected an event type" },
+	{ "wait event block \"x\" timeout\n", "1:29: expected a duration" },
+	{ "wait event block \"x\" after 1s\n", "1:22: expected end of line, got 'after'" },
+	{ "wait edge marker up\n", "1:18: expected 'rising' or 'falling'" },
+	{ "wait edge\n", "1:10: expected a line name" },
+	{ "repeat\n", "1:7: expected a count (1-1000000)" },
+	{ "repeat 0\nend\n", "1:8: expected a count" },
+	{ "repeat -1\nend\n", "1:8: expected a count" },
+	{ "repeat 1000001\nend\n", "1:8: expected a count" },
+	{ "end\n", "1:1: 'end' without 'repeat'" },
+	{ "settle 1s\nrepeat 2\n  settle 1s\n", "2:1: 'repeat' without 'end'" },
+	{ "repeat 1\nrepeat 1\nrepeat 1\nrepeat 1\nrepeat 1\nrepeat 1\nrepeat 1\nrepeat 1\n"
+	  "  repeat 1\n", "9:3: expected at most 8 nested repeats" },
+	{ "settle 1s\nname late\n", "2:1: expected 'name' once, before the first step" },
+	{ "name a\nname b\n", "2:1: expected 'name' once" },
+	{ "name\n", "1:5: expected a scenario name" },
+	{ "name \"x\"\n", "1:6: expected a scenario name" },
+	{ "settle\x01 1s\n", "1:7: control character 0x01" },
+	{ "a b c d e f g h i j k l m n o p q\n", "1:33: expected end of line (too many words)" },
+	{ "", " no steps" },
+	{ "# only comments\n\n", " no steps" },
+};
+
+static void errors_name_line_and_column(void **state)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
+		struct sbrig_scenario *sc;
+		char want[300];
+
+		errno = 0;
+		sc = sbrig_scenario_parse(bad_cases[i].text, "t.scn");
+		snprintf(want, sizeof(want), "t.scn:%s", bad_cases[i].msg);
+		if (sc || errno != EINVAL ||
+		    strncmp(sbrig_errmsg(), want, strlen(want)))
+			fail_msg("'%s': got %p errno %d '%s', want '%s'",
+				 bad_cases[i].text, (void *)sc, errno,
+				 sbrig_errmsg(), want);
+	}
+}
+
+static void file_errors(void **state)
+{
+	char path[PATH_MAX], want[PATH_MAX + 64];
+
+	snprintf(path, sizeof(path), "%s/scenarios/bad_duration.scn", fixtures());
+	assert_null(sbrig_scenario_load(path));
+	assert_int_equal(errno, EINVAL);
+	snprintf(want, sizeof(want), "%s:4:15: expected a duration with a unit (e.g. 250ms, 2s)", path);
+	assert_string_equal(sbrig_errmsg(), want);
+
+	snprintf(path, sizeof(path), "%s/scenarios/bad_unclosed.scn", fixtures());
+	assert_null(sbrig_scenario_load(path));
+	snprintf(want, sizeof(want), "%s:2:1: 'repeat' without 'end'", path);
+	assert_string_equal(sbrig_errmsg(), want);
+
+	assert_null(sbrig_scenario_load("/nonexistent/x.scn"));
+	assert_int_equal(errno, ENOENT);
+	assert_string_equal(sbrig_errmsg(),
+			    "/nonexistent/x.scn: No such file or directory");
+	sbrig_scenario_free(NULL);
+}
+
+static void random_text(void **state)
+{
+	static const char *const words[] = {
+		"settle", "press", "plug", "unplug", "hold", "burn", "wait",
+		"event", "edge", "repeat", "end", "timeout", "rising", "falling",
+		"\"x y\"", "\"", "1s", "0ms", "3", "power", "name", "#", "\n",
+		"\t", "block", "99999999999999999999s", "\r",
+	};
+	unsigned int seed = 3, i, j;
+	char text[512];
+
+	for (i = 0; i < 20000; i++) {
+		struct sbrig_scenario *sc;
+		size_t n = 0;
+
+		for (j = 0; j < 1 + i % 40; j++) {
+			const char *w = words[rand_r(&seed) % (sizeof(words) / sizeof(words[0]))];
+
+			n += snprintf(text + n, sizeof(text) - n, "%s ", w);
+			if (n >= sizeof(text) - 1)
+				break;
+		}
+		sc = sbrig_scenario_parse(text, "fuzz");
+		if (sc) {
+			size_t k;
+
+			for (k = 0; k < sc->nsteps; k++)
+				if (sc->steps[k].op == SBRIG_STEP_REPEAT)
+					assert_int_equal(sc->steps[sc->steps[k].match].match, k);
+		} else {
+			assert_int_equal(errno, EINVAL);
+			assert_true(!strncmp(sbrig_errmsg(), "fuzz:", 5));
+		}
+		sbrig_scenario_free(sc);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(durations),
+		cmocka_unit_test(every_step),
+		cmocka_unit_test(nested_repeats_match),
+		cmocka_unit_test(example_scenarios_parse),
+		cmocka_unit_test(errors_name_line_and_column),
+		cmocka_unit_test(file_errors),
+		cmocka_unit_test(random_text),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
