@@ -1,0 +1,837 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * link.c - the host end of the target link (see sbrig/link.h and
+ * host/doc/link-protocol.md).
+ *
+ * Layers, bottom up:
+ *
+ *  - transports (link-serial.c, link-tcp.c): an ops table chosen by URI
+ *    prefix; open (possibly in progress), read, write, close;
+ *  - framing: received bytes are cut into lines; each line is decoded by
+ *    proto.c (the frame may follow a kernel message on the same line);
+ *  - the session: a small state machine
+ *
+ *	DOWN --reconnect timer--> CONNECTING --open--> HELLO_SENT
+ *	HELLO_SENT --agent HELLO--> UP; any state --timeout/EOF--> DOWN
+ *
+ *    which acknowledges events cumulatively, asks for retransmission when
+ *    a seq is skipped or a BEAT says more was sent than arrived, pings
+ *    for the clock model and retries commands until their R arrives.
+ *
+ * Everything the caller sees goes through a queue of struct
+ * sbrig_link_msg; the link never blocks and never calls back.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sbrig/link.h>
+#include <sbrig/proto.h>
+
+#include "internal.h"
+#include "link-transport.h"
+
+#define MS			1000000LL
+#define RX_MAX			(2 * SBRIG_PROTO_FRAME_MAX)
+#define TX_MAX			(64 * 1024)
+#define CMD_MAX			64
+#define PING_MAX		4
+#define ACK_EVERY		32
+#define RECONNECT_MAX_FACTOR	8
+
+enum link_state {
+	LINK_DOWN,
+	LINK_CONNECTING,
+	LINK_HELLO_SENT,
+	LINK_UP,
+};
+
+struct pending_cmd {
+	uint32_t cmd_id;
+	char text[SBRIG_PROTO_FRAME_MAX / 2];
+	int64_t sent_ns;	/* 0: not sent on this connection */
+};
+
+struct ping {
+	uint64_t token;
+	int64_t sent_ns;
+};
+
+struct sbrig_link {
+	char *uri;
+	struct sbrig_link_opts opts;
+	const struct link_transport_ops *ops;
+	void *tr;			/* transport state */
+	enum link_state state;
+	bool ever_connected;
+
+	int64_t reconnect_at_ns;
+	int64_t reconnect_delay_ns;
+	int64_t last_rx_ns;		/* last valid frame */
+	int64_t opened_ns;
+	int64_t hello_sent_ns;
+	int64_t next_ping_ns;
+	int64_t last_resend_ns;
+	uint64_t last_resend_seq;
+	uint64_t acked_seq_plus1;	/* 0: nothing acknowledged yet */
+
+	char rx[RX_MAX];
+	size_t rx_len;
+	bool rx_discard;		/* in an oversize line */
+	char tx[TX_MAX];
+	size_t tx_len;
+
+	struct pending_cmd cmds[CMD_MAX];
+	unsigned int n_cmds;
+	uint32_t next_cmd_id;
+
+	struct ping pings[PING_MAX];
+	uint64_t next_token;
+
+	struct sbrig_clock *clock;
+	struct sbrig_link_status st;
+
+	struct sbrig_link_msg *q;	/* ring of decoded messages */
+	size_t q_cap, q_head, q_len;
+};
+
+/* ------------------------------------------------------------- queue -- */
+
+static struct sbrig_link_msg *q_push(struct sbrig_link *l,
+				     enum sbrig_link_msg_type type)
+{
+	struct sbrig_link_msg *m;
+
+	if (l->q_len == l->q_cap) {
+		size_t cap = l->q_cap ? l->q_cap * 2 : 64, i;
+		struct sbrig_link_msg *n = calloc(cap, sizeof(*n));
+
+		if (!n) {
+			sbrig_err("link %s: out of memory, message dropped",
+				  l->uri);
+			return NULL;
+		}
+		for (i = 0; i < l->q_len; i++)
+			n[i] = l->q[(l->q_head + i) % l->q_cap];
+		free(l->q);
+		l->q = n;
+		l->q_cap = cap;
+		l->q_head = 0;
+	}
+	m = &l->q[(l->q_head + l->q_len++) % l->q_cap];
+	memset(m, 0, sizeof(*m));
+	m->type = type;
+	return m;
+}
+
+int sbrig_link_next(struct sbrig_link *l, struct sbrig_link_msg *msg)
+{
+	if (!l->q_len)
+		return 0;
+	*msg = l->q[l->q_head];
+	l->q_head = (l->q_head + 1) % l->q_cap;
+	l->q_len--;
+	return 1;
+}
+
+/* ---------------------------------------------------------- transmit -- */
+
+static void send_msg(struct sbrig_link *l, const struct sbrig_proto_msg *m)
+{
+	char buf[SBRIG_PROTO_FRAME_MAX + 1];
+	int n;
+
+	if (l->state < LINK_HELLO_SENT)
+		return;
+	n = sbrig_proto_encode(m, buf, sizeof(buf));
+	if (n < 0) {
+		sbrig_warn("link %s: cannot encode %s frame", l->uri,
+			   sbrig_proto_type_name(m->type));
+		return;
+	}
+	if (l->tx_len + (size_t)n > sizeof(l->tx)) {
+		/* the target does not read: drop, retries will recover */
+		sbrig_dbg("link %s: transmit buffer full", l->uri);
+		return;
+	}
+	memcpy(l->tx + l->tx_len, buf, (size_t)n);
+	l->tx_len += (size_t)n;
+}
+
+static void send_hello(struct sbrig_link *l, int64_t now)
+{
+	struct sbrig_proto_msg m = { .type = SBRIG_PROTO_H_HELLO };
+
+	m.hhello.proto = SBRIG_PROTO_VERSION;
+	snprintf(m.hhello.boot_id, sizeof(m.hhello.boot_id), "%s",
+		 l->st.boot_id);
+	m.hhello.next_seq = l->st.next_seq;
+	send_msg(l, &m);
+	l->hello_sent_ns = now;
+}
+
+static void send_ack(struct sbrig_link *l)
+{
+	struct sbrig_proto_msg m = { .type = SBRIG_PROTO_H_ACK };
+
+	if (!l->st.next_seq || l->acked_seq_plus1 == l->st.next_seq)
+		return;
+	m.ack.seq = l->st.next_seq - 1;
+	send_msg(l, &m);
+	l->acked_seq_plus1 = l->st.next_seq;
+}
+
+/* Ask for a retransmission from next_seq, at most once per retry period. */
+static void request_resend(struct sbrig_link *l, int64_t now)
+{
+	struct sbrig_proto_msg m = { .type = SBRIG_PROTO_H_RESEND };
+
+	if (l->last_resend_seq == l->st.next_seq &&
+	    now - l->last_resend_ns < (int64_t)l->opts.cmd_retry_ms * MS)
+		return;
+	m.ack.seq = l->st.next_seq;
+	send_msg(l, &m);
+	l->last_resend_seq = l->st.next_seq;
+	l->last_resend_ns = now;
+	l->st.resends++;
+}
+
+static void send_cmds(struct sbrig_link *l, int64_t now)
+{
+	struct sbrig_proto_msg m = { .type = SBRIG_PROTO_H_CMD };
+	const char *p;
+	unsigned int i;
+
+	if (l->state != LINK_UP)
+		return;
+	for (i = 0; i < l->n_cmds; i++) {
+		struct pending_cmd *c = &l->cmds[i];
+
+		if (c->sent_ns &&
+		    now - c->sent_ns < (int64_t)l->opts.cmd_retry_ms * MS)
+			continue;
+		m.cmd.cmd_id = c->cmd_id;
+		p = c->text;
+		sbrig_proto_token(&p, m.cmd.verb, sizeof(m.cmd.verb));
+		while (*p == ' ')
+			p++;
+		snprintf(m.cmd.args, sizeof(m.cmd.args), "%s", p);
+		send_msg(l, &m);
+		c->sent_ns = now;
+	}
+}
+
+static void send_ping(struct sbrig_link *l, int64_t now)
+{
+	struct sbrig_proto_msg m = { .type = SBRIG_PROTO_H_PING };
+	struct ping *slot = &l->pings[l->next_token % PING_MAX];
+
+	m.ping.token = ++l->next_token;
+	slot = &l->pings[m.ping.token % PING_MAX];
+	slot->token = m.ping.token;
+	send_msg(l, &m);
+	/* stamp after queuing: flush happens right after, in this call */
+	slot->sent_ns = now;
+	l->next_ping_ns = now + (int64_t)l->opts.ping_interval_ms * MS;
+}
+
+static int flush_tx(struct sbrig_link *l)
+{
+	ssize_t n;
+
+	while (l->tx_len) {
+		n = l->ops->write(l->tr, l->tx, l->tx_len);
+		if (n < 0)
+			return (int)n;
+		if (n == 0)
+			break;
+		memmove(l->tx, l->tx + n, l->tx_len - (size_t)n);
+		l->tx_len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ session -- */
+
+static void link_down(struct sbrig_link *l, int64_t now, const char *why)
+{
+	struct sbrig_link_msg *m;
+	int64_t max = (int64_t)l->opts.reconnect_ms * MS * RECONNECT_MAX_FACTOR;
+
+	if (l->tr)
+		l->ops->close(l->tr);
+	l->tr = NULL;
+	if (l->state == LINK_UP) {
+		m = q_push(l, SBRIG_LINK_DOWN);
+		if (m)
+			snprintf(m->text, sizeof(m->text), "%s", why);
+		sbrig_info("link %s down: %s", l->uri, why);
+	}
+	sbrig_dbg("link %s: closed (%s)", l->uri, why);
+	l->state = LINK_DOWN;
+	l->st.connected = false;
+	l->rx_len = 0;
+	l->rx_discard = false;
+	l->tx_len = 0;
+	l->reconnect_at_ns = now + l->reconnect_delay_ns;
+	l->reconnect_delay_ns *= 2;
+	if (l->reconnect_delay_ns > max)
+		l->reconnect_delay_ns = max;
+}
+
+static void on_open(struct sbrig_link *l, int64_t now)
+{
+	unsigned int i;
+
+	l->state = LINK_HELLO_SENT;
+	l->opened_ns = now;
+	l->last_rx_ns = now;
+	if (l->ever_connected)
+		l->st.reconnects++;
+	l->ever_connected = true;
+	for (i = 0; i < l->n_cmds; i++)
+		l->cmds[i].sent_ns = 0;
+	l->acked_seq_plus1 = 0;
+	send_hello(l, now);
+}
+
+static void handle_hello(struct sbrig_link *l, const struct sbrig_proto_msg *p,
+			 int64_t now)
+{
+	struct sbrig_link_msg *m;
+	bool unsolicited = l->state == LINK_UP;
+	bool changed = strcmp(p->hello.boot_id, l->st.boot_id) != 0;
+	bool new_boot = changed && l->st.boot_id[0];
+
+	if (changed) {
+		if (new_boot)
+			l->st.reboots++;
+		snprintf(l->st.boot_id, sizeof(l->st.boot_id), "%s",
+			 p->hello.boot_id);
+		l->st.next_seq = 0;
+		l->acked_seq_plus1 = 0;
+		sbrig_clock_reset(l->clock);
+	}
+	m = q_push(l, SBRIG_LINK_HELLO);
+	if (m) {
+		snprintf(m->hello.boot_id, sizeof(m->hello.boot_id), "%s",
+			 p->hello.boot_id);
+		snprintf(m->hello.agent, sizeof(m->hello.agent), "%s",
+			 p->hello.agent);
+		snprintf(m->hello.kernel, sizeof(m->hello.kernel), "%s",
+			 p->hello.kernel);
+		snprintf(m->hello.module, sizeof(m->hello.module), "%s",
+			 p->hello.module);
+		m->hello.new_boot = new_boot;
+	}
+	if (unsolicited) {
+		/* the agent restarted: tell it where we are (it streams only
+		 * after a host HELLO) */
+		l->state = LINK_HELLO_SENT;
+		send_hello(l, now);
+		return;
+	}
+	l->state = LINK_UP;
+	l->st.connected = true;
+	l->reconnect_delay_ns = (int64_t)l->opts.reconnect_ms * MS;
+	l->next_ping_ns = now;
+	send_cmds(l, now);
+}
+
+static void handle_ev(struct sbrig_link *l, const struct sbrig_proto_msg *p,
+		      int64_t now)
+{
+	struct sbrig_link_msg *m;
+	struct sbrig_event *e;
+
+	if (p->ev.seq < l->st.next_seq)
+		return;			/* duplicate (retransmission) */
+	if (p->ev.seq > l->st.next_seq) {
+		request_resend(l, now);	/* go back: drop until it arrives */
+		return;
+	}
+	l->st.next_seq++;
+	m = q_push(l, SBRIG_LINK_EVENT);
+	if (!m)
+		return;
+	e = &m->event;
+	e->seq = p->ev.seq;
+	e->target_t_ns = p->ev.t_ns;
+	snprintf(e->boot_id, sizeof(e->boot_id), "%s", l->st.boot_id);
+	snprintf(e->type, sizeof(e->type), "%s", p->ev.type);
+	snprintf(e->arg, sizeof(e->arg), "%s", p->ev.arg);
+	e->cut = p->ev.cut;
+	if (sbrig_clock_to_host(l->clock, e->target_t_ns, &e->host_t_ns,
+				&e->uncert_ns)) {
+		e->host_t_ns = 0;
+		e->uncert_ns = -1;
+	}
+	if (!strcmp(e->type, "lost"))
+		l->st.events_lost += strtoull(e->arg, NULL, 10);
+	if (l->st.next_seq - l->acked_seq_plus1 >= ACK_EVERY)
+		send_ack(l);
+}
+
+static void handle_gap(struct sbrig_link *l, const struct sbrig_proto_msg *p,
+		       int64_t now)
+{
+	struct sbrig_link_msg *m;
+
+	if (p->gap.to_seq < l->st.next_seq)
+		return;			/* already past it */
+	if (p->gap.from_seq > l->st.next_seq) {
+		request_resend(l, now);
+		return;
+	}
+	m = q_push(l, SBRIG_LINK_GAP);
+	if (m) {
+		m->gap.from_seq = l->st.next_seq;
+		m->gap.to_seq = p->gap.to_seq;
+	}
+	l->st.events_lost += p->gap.to_seq + 1 - l->st.next_seq;
+	l->st.next_seq = p->gap.to_seq + 1;
+}
+
+static void handle_reply(struct sbrig_link *l, const struct sbrig_proto_msg *p)
+{
+	struct sbrig_link_msg *m;
+	unsigned int i;
+	bool known = false;
+
+	if (p->type == SBRIG_PROTO_T_R) {
+		for (i = 0; i < l->n_cmds; i++) {
+			if (l->cmds[i].cmd_id != p->reply.cmd_id)
+				continue;
+			l->cmds[i] = l->cmds[--l->n_cmds];
+			known = true;
+			break;
+		}
+		if (!known)
+			return;		/* a duplicate reply to a retry */
+	}
+	m = q_push(l, p->type == SBRIG_PROTO_T_R ? SBRIG_LINK_REPLY :
+						   SBRIG_LINK_DONE);
+	if (!m)
+		return;
+	m->cmd_id = p->reply.cmd_id;
+	m->err = -p->reply.err;
+	snprintf(m->text, sizeof(m->text), "%s", p->reply.text);
+}
+
+static void handle_st(struct sbrig_link *l, const struct sbrig_proto_msg *p)
+{
+	struct sbrig_link_msg *m;
+	struct sbrig_blocker_stats *s;
+	unsigned int i;
+
+	for (i = 0; i < l->n_cmds; i++)
+		if (l->cmds[i].cmd_id == p->st.cmd_id)
+			break;
+	if (i == l->n_cmds)
+		return;			/* rows of a snapshot already answered */
+	m = q_push(l, SBRIG_LINK_STATS);
+	if (!m)
+		return;
+	m->snapshot = p->st.cmd_id;
+	m->index = p->st.idx;
+	m->count = p->st.n;
+	s = &m->stats;
+	snprintf(s->name, sizeof(s->name), "%s", p->st.name);
+	s->count = p->st.count;
+	s->wake_count = p->st.wake_count;
+	s->active_since_ns = p->st.active_since;
+	s->total_time_ns = p->st.total_time;
+	s->sleep_time_ns = p->st.sleep_time;
+	s->max_time_ns = p->st.max_time;
+	s->last_change_ns = p->st.last_change;
+}
+
+static void handle_pong(struct sbrig_link *l, const struct sbrig_proto_msg *p,
+			int64_t now)
+{
+	struct ping *slot = &l->pings[p->pong.token % PING_MAX];
+	struct sbrig_link_msg *m;
+	int ret;
+
+	if (slot->token != p->pong.token || !slot->sent_ns)
+		return;			/* stale or duplicate */
+	ret = sbrig_clock_add_ping(l->clock, slot->sent_ns, now,
+				   p->pong.t_boot_ns);
+	m = q_push(l, SBRIG_LINK_CLOCK);
+	if (m) {
+		m->clock.host_send_ns = slot->sent_ns;
+		m->clock.host_recv_ns = now;
+		m->clock.target_ns = p->pong.t_boot_ns;
+		m->clock.retained = ret == 0;
+	}
+	slot->sent_ns = 0;
+}
+
+static void handle_frame(struct sbrig_link *l, const struct sbrig_proto_msg *p,
+			 int64_t now)
+{
+	if (l->state < LINK_HELLO_SENT)
+		return;
+	if (p->type != SBRIG_PROTO_T_HELLO && l->state != LINK_UP)
+		return;			/* nothing counts before HELLO */
+	switch (p->type) {
+	case SBRIG_PROTO_T_HELLO:
+		handle_hello(l, p, now);
+		break;
+	case SBRIG_PROTO_T_EV:
+		handle_ev(l, p, now);
+		break;
+	case SBRIG_PROTO_T_GAP:
+		handle_gap(l, p, now);
+		break;
+	case SBRIG_PROTO_T_BEAT:
+		if (p->beat.next_seq > l->st.next_seq)
+			request_resend(l, now);
+		send_ack(l);
+		break;
+	case SBRIG_PROTO_T_R:
+	case SBRIG_PROTO_T_D:
+		handle_reply(l, p);
+		break;
+	case SBRIG_PROTO_T_ST:
+		handle_st(l, p);
+		break;
+	case SBRIG_PROTO_T_PONG:
+		handle_pong(l, p, now);
+		break;
+	default:
+		break;
+	}
+}
+
+static void handle_line(struct sbrig_link *l, const char *line, size_t len,
+			int64_t now)
+{
+	struct sbrig_proto_msg p;
+	size_t off = 0;
+	int ret;
+
+	ret = sbrig_proto_decode(line, len, true, &p, &off);
+	if (ret == 0) {
+		l->st.noise_bytes += len + 1;
+		return;
+	}
+	l->st.noise_bytes += off;
+	if (ret < 0) {
+		l->st.frames_bad++;
+		sbrig_dbg("link %s: bad frame (%s): %.*s", l->uri,
+			  ret == SBRIG_PROTO_EVERSION ? "version" : "crc/syntax",
+			  (int)(len > 200 ? 200 : len), line);
+		/* whatever it was, something may be missing now */
+		if (l->state == LINK_UP)
+			request_resend(l, now);
+		return;
+	}
+	l->st.frames_ok++;
+	l->last_rx_ns = now;
+	handle_frame(l, &p, now);
+}
+
+static int do_read(struct sbrig_link *l, int64_t now)
+{
+	char buf[4096];
+	ssize_t n;
+	size_t i;
+
+	for (;;) {
+		n = l->ops->read(l->tr, buf, sizeof(buf));
+		if (n < 0)
+			return (int)n;
+		if (n == 0)
+			return 0;
+		for (i = 0; i < (size_t)n; i++) {
+			char c = buf[i];
+
+			if (c == '\n') {
+				if (l->rx_discard) {
+					l->rx_discard = false;
+					l->st.noise_bytes++;
+				} else {
+					handle_line(l, l->rx, l->rx_len, now);
+				}
+				l->rx_len = 0;
+				continue;
+			}
+			if (l->rx_discard) {
+				l->st.noise_bytes++;
+				continue;
+			}
+			if (l->rx_len == SBRIG_PROTO_FRAME_MAX) {
+				/* oversize: keep only the tail that may still
+				 * hold a frame after a long kernel message */
+				size_t keep = SBRIG_PROTO_FRAME_MAX / 2;
+				char *at = memmem(l->rx + keep, l->rx_len - keep,
+						  "@sb", 3);
+
+				if (!at) {
+					l->st.noise_bytes += l->rx_len;
+					l->rx_len = 0;
+				} else {
+					size_t drop = (size_t)(at - l->rx);
+
+					l->st.noise_bytes += drop;
+					memmove(l->rx, at, l->rx_len - drop);
+					l->rx_len -= drop;
+					if (l->rx_len == SBRIG_PROTO_FRAME_MAX) {
+						l->st.frames_bad++;
+						l->rx_len = 0;
+						l->rx_discard = true;
+						l->st.noise_bytes++;
+						continue;
+					}
+				}
+			}
+			l->rx[l->rx_len++] = c;
+		}
+	}
+}
+
+/* ---------------------------------------------------------------- API -- */
+
+static const struct link_transport_ops *const transports[] = {
+	&link_serial_ops,
+	&link_tcp_ops,
+};
+
+int link_transport_lookup(const char *uri,
+			  const struct link_transport_ops **ops)
+{
+	size_t i, n;
+
+	for (i = 0; i < SBRIG_ARRAY_SIZE(transports); i++) {
+		n = strlen(transports[i]->prefix);
+		if (!strncmp(uri, transports[i]->prefix, n)) {
+			*ops = transports[i];
+			return 0;
+		}
+	}
+	return sbrig_set_error(-EINVAL,
+			       "link %s: unknown URI (want serial:DEV[:BAUD] or tcp:HOST:PORT)",
+			       uri);
+}
+
+struct sbrig_link *sbrig_link_new(const char *uri,
+				  const struct sbrig_link_opts *opts)
+{
+	struct sbrig_link *l;
+	int ret;
+
+	l = calloc(1, sizeof(*l));
+	if (!l) {
+		sbrig_set_error(-ENOMEM, "link %s: out of memory", uri);
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (opts)
+		l->opts = *opts;
+	if (!l->opts.ping_interval_ms)
+		l->opts.ping_interval_ms = 1000;
+	if (!l->opts.timeout_ms)
+		l->opts.timeout_ms = 3000;
+	if (!l->opts.reconnect_ms)
+		l->opts.reconnect_ms = 500;
+	if (!l->opts.cmd_retry_ms)
+		l->opts.cmd_retry_ms = 1000;
+	l->reconnect_delay_ns = (int64_t)l->opts.reconnect_ms * MS;
+	l->uri = strdup(uri);
+	l->clock = sbrig_clock_new();
+	if (!l->uri || !l->clock) {
+		ret = -ENOMEM;
+		sbrig_set_error(ret, "link %s: out of memory", uri);
+		goto err_free;
+	}
+	ret = link_transport_lookup(uri, &l->ops);
+	if (ret)
+		goto err_free;
+	ret = l->ops->check(uri);
+	if (ret)
+		goto err_free;
+	/* ids survive a host restart without colliding with the agent's
+	 * memory of recent commands */
+	l->next_cmd_id = (uint32_t)(sbrig_now_ns() / 1000) * 2654435761u;
+	if (!l->next_cmd_id)
+		l->next_cmd_id = 1;
+	l->state = LINK_DOWN;
+	l->reconnect_at_ns = 0;
+	return l;
+
+err_free:
+	sbrig_link_free(l);
+	errno = -ret;
+	return NULL;
+}
+
+void sbrig_link_free(struct sbrig_link *l)
+{
+	if (!l)
+		return;
+	if (l->tr)
+		l->ops->close(l->tr);
+	sbrig_clock_free(l->clock);
+	free(l->q);
+	free(l->uri);
+	free(l);
+}
+
+int sbrig_link_pollfd(struct sbrig_link *l, struct pollfd *pfd)
+{
+	if (l->state == LINK_DOWN || !l->tr)
+		return 0;
+	pfd->fd = l->ops->fd(l->tr);
+	pfd->events = POLLIN;
+	pfd->revents = 0;
+	if (l->state == LINK_CONNECTING || l->tx_len)
+		pfd->events |= POLLOUT;
+	return pfd->fd >= 0;
+}
+
+int64_t sbrig_link_deadline(struct sbrig_link *l)
+{
+	int64_t d, retry = (int64_t)l->opts.cmd_retry_ms * MS;
+	unsigned int i;
+
+	switch (l->state) {
+	case LINK_DOWN:
+		return l->reconnect_at_ns;
+	case LINK_CONNECTING:
+		return l->opened_ns + (int64_t)l->opts.timeout_ms * MS;
+	case LINK_HELLO_SENT:
+		d = l->hello_sent_ns + retry;
+		break;
+	case LINK_UP:
+	default:
+		d = l->next_ping_ns;
+		for (i = 0; i < l->n_cmds; i++)
+			if (l->cmds[i].sent_ns + retry < d)
+				d = l->cmds[i].sent_ns + retry;
+		break;
+	}
+	if (l->last_rx_ns + (int64_t)l->opts.timeout_ms * MS < d)
+		d = l->last_rx_ns + (int64_t)l->opts.timeout_ms * MS;
+	return d;
+}
+
+static void try_open(struct sbrig_link *l, int64_t now)
+{
+	int ret;
+
+	ret = l->ops->open(l->uri, &l->tr);
+	if (ret < 0) {
+		sbrig_dbg("link: %s", sbrig_errmsg());
+		l->tr = NULL;
+		link_down(l, now, sbrig_errmsg());
+		return;
+	}
+	l->opened_ns = now;
+	if (ret == 0) {
+		l->state = LINK_CONNECTING;
+		return;
+	}
+	on_open(l, now);
+}
+
+int sbrig_link_process(struct sbrig_link *l, short revents, int64_t now)
+{
+	int ret;
+
+	if (l->state == LINK_DOWN) {
+		if (now >= l->reconnect_at_ns)
+			try_open(l, now);
+		if (l->state == LINK_DOWN)
+			return 0;
+	}
+	if (l->state == LINK_CONNECTING) {
+		if (!(revents & (POLLOUT | POLLERR | POLLHUP))) {
+			if (now - l->opened_ns >= (int64_t)l->opts.timeout_ms * MS)
+				link_down(l, now, "connect timed out");
+			return 0;
+		}
+		ret = l->ops->connected(l->tr);
+		if (ret < 0) {
+			link_down(l, now, sbrig_errmsg());
+			return 0;
+		}
+		if (ret == 0)
+			return 0;
+		on_open(l, now);
+		revents = 0;
+	}
+	if (revents & (POLLIN | POLLERR | POLLHUP)) {
+		ret = do_read(l, now);
+		if (ret < 0) {
+			link_down(l, now, sbrig_errmsg());
+			return 0;
+		}
+	}
+	if (now - l->last_rx_ns >= (int64_t)l->opts.timeout_ms * MS) {
+		link_down(l, now, "timeout: the agent is silent");
+		return 0;
+	}
+	if (l->state == LINK_HELLO_SENT &&
+	    now - l->hello_sent_ns >= (int64_t)l->opts.cmd_retry_ms * MS)
+		send_hello(l, now);
+	if (l->state == LINK_UP) {
+		send_cmds(l, now);
+		if (now >= l->next_ping_ns)
+			send_ping(l, now);
+	}
+	if (flush_tx(l) < 0)
+		link_down(l, now, sbrig_errmsg());
+	return 0;
+}
+
+int sbrig_link_command(struct sbrig_link *l, const char *cmd,
+		       uint32_t *cmd_id)
+{
+	struct pending_cmd *c;
+	char verb[16];
+	const char *p = cmd;
+	size_t i;
+
+	if (l->n_cmds == CMD_MAX)
+		return sbrig_set_error(-ENOBUFS, "link %s: %u commands pending",
+				       l->uri, CMD_MAX);
+	if (strlen(cmd) >= sizeof(c->text))
+		return sbrig_set_error(-EINVAL, "link %s: command too long",
+				       l->uri);
+	for (i = 0; cmd[i]; i++)
+		if ((unsigned char)cmd[i] < 0x20 || (unsigned char)cmd[i] > 0x7e)
+			return sbrig_set_error(-EINVAL,
+					       "link %s: command has a control byte at %zu",
+					       l->uri, i);
+	if (sbrig_proto_token(&p, verb, sizeof(verb)) != 1)
+		return sbrig_set_error(-EINVAL, "link %s: bad verb in '%s'",
+				       l->uri, cmd);
+	for (i = 0; verb[i]; i++)
+		if (verb[i] < 'a' || verb[i] > 'z')
+			return sbrig_set_error(-EINVAL,
+					       "link %s: bad verb '%s'", l->uri,
+					       verb);
+	c = &l->cmds[l->n_cmds++];
+	memset(c, 0, sizeof(*c));
+	c->cmd_id = l->next_cmd_id++;
+	if (!l->next_cmd_id)
+		l->next_cmd_id = 1;
+	snprintf(c->text, sizeof(c->text), "%s", cmd);
+	if (cmd_id)
+		*cmd_id = c->cmd_id;
+	return 0;
+}
+
+void sbrig_link_get_status(struct sbrig_link *l, struct sbrig_link_status *st)
+{
+	*st = l->st;
+}
+
+struct sbrig_clock *sbrig_link_clock(struct sbrig_link *l)
+{
+	return l->clock;
+}
