@@ -1,0 +1,682 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * capture.c - capture directories (format: host/doc/capture-format.md).
+ *
+ * Each data file is append-only text with a header line; rows are built in
+ * a per-file userspace buffer and written when it fills, when
+ * sbrig_capture_sync() finds a second has passed (then also fdatasync'd)
+ * and at close. A flush that fails part-way cuts the file back to where
+ * the flush started, so a file on disk always ends at a row boundary,
+ * except after a kill -9 in the middle of a write(), which readers
+ * tolerate (a last line without its newline is ignored).
+ *
+ * meta.ini is never appended to: it is rebuilt from memory, written to
+ * meta.ini.tmp, fsync'd and renamed over the old one, so it is always
+ * either the previous or the new complete version.
+ *
+ * The first write error fails the capture: its -errno and a message naming
+ * the file are kept and returned by every later call; close still writes
+ * what it can (the other files, meta.ini with the error).
+ *
+ * Not thread-safe: one thread owns a capture.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sbrig/capture.h>
+
+#include "internal.h"
+
+#define CAP_FORMAT_VERSION 1
+#define CAP_BUF_SIZE (64 * 1024)
+/* longest row: a few numbers plus two escaped names (4x: \xHH) */
+#define CAP_ROW_MAX (256 + 8 * SBRIG_NAME_MAX)
+#define CAP_SYNC_NS 1000000000LL
+
+enum cap_file_id {
+	F_SAMPLES,
+	F_GAPS,
+	F_EDGES,
+	F_STIMULI,
+	F_EVENTS,
+	F_STATS,
+	F_CLOCK,
+	F_NR,
+};
+
+static const struct {
+	const char *name;
+	const char *header;
+	const char *counter;	/* key in meta.ini [end] */
+} cap_files[F_NR] = {
+	[F_SAMPLES] = { "samples.tsv",
+		"t_ns\tcurrent_uA\tbus_uV\tshunt_nV\tpower_uW", "samples" },
+	[F_GAPS] = { "gaps.tsv", "t_ns\tnext_t_ns\tmissing", "gaps" },
+	[F_EDGES] = { "edges.tsv", "t_ns\tline\tedge\tseqno", "edges" },
+	[F_STIMULI] = { "stimuli.tsv", "t_ns\twhat\targ", "stimuli" },
+	[F_EVENTS] = { "events.tsv",
+		"host_t_ns\tuncert_ns\ttarget_t_ns\tboot_id\tseq\ttype\targ\tcut",
+		"events" },
+	[F_STATS] = { "stats.tsv",
+		"t_ns\tname\tcount\twake_count\tactive_since_ns\ttotal_time_ns\t"
+		"sleep_time_ns\tmax_time_ns\tlast_change_ns", "stats" },
+	[F_CLOCK] = { "clock.tsv",
+		"host_send_ns\thost_recv_ns\ttarget_ns\tretained", "clock" },
+};
+
+/**
+ * struct cap_file - one data file
+ * @fd: open for appending
+ * @buf: rows not yet written
+ * @len: bytes in @buf
+ * @size: bytes on disk (complete rows)
+ * @rows: rows accepted so far (the header not counted)
+ * @dirty: written since the last fdatasync
+ */
+struct cap_file {
+	int fd;
+	char *buf;
+	size_t len;
+	off_t size;
+	uint64_t rows;
+	bool dirty;
+};
+
+/**
+ * struct sbrig_capture - an open capture directory
+ * @dir: its path
+ * @dirfd: the directory, for openat/renameat/fsync
+ * @files: the data files
+ * @meta: meta.ini's [capture], [provenance] and [target] sections as text
+ * @meta_len: bytes in @meta
+ * @meta_cap: allocated
+ * @last_sync_ns: host time of the last sync
+ * @err: first error (0 = none)
+ * @errmsg: its message (sbrig_errmsg() is per call, this stays)
+ */
+struct sbrig_capture {
+	char dir[PATH_MAX];
+	int dirfd;
+	struct cap_file files[F_NR];
+	char *meta;
+	size_t meta_len, meta_cap;
+	int64_t last_sync_ns;
+	int err;
+	char errmsg[512];
+};
+
+/* ---- errors -------------------------------------------------------------- */
+
+static int SBRIG_PRINTF(3, 4)
+cap_fail(struct sbrig_capture *cap, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!cap->err) {
+		cap->err = err;
+		va_start(ap, fmt);
+		vsnprintf(cap->errmsg, sizeof(cap->errmsg), fmt, ap);
+		va_end(ap);
+		sbrig_err("capture failed: %s", cap->errmsg);
+	}
+	return sbrig_set_error(cap->err, "%s", cap->errmsg);
+}
+
+/* A failed capture refuses further rows with its first error. */
+static int cap_check(struct sbrig_capture *cap)
+{
+	if (!cap->err)
+		return 0;
+	return sbrig_set_error(cap->err, "%s", cap->errmsg);
+}
+
+/* ---- text ---------------------------------------------------------------- */
+
+/*
+ * Text fields are escaped so a row stays one line of tab-separated
+ * columns: backslash, tab, newline and carriage return become \\ \t \n \r,
+ * other control bytes \xHH. Returns the bytes written to @out (which has
+ * room for 4 * strlen(@s) + 1).
+ */
+static size_t escape(char *out, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	char *o = out;
+
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		switch (c) {
+		case '\\': *o++ = '\\'; *o++ = '\\'; break;
+		case '\t': *o++ = '\\'; *o++ = 't'; break;
+		case '\n': *o++ = '\\'; *o++ = 'n'; break;
+		case '\r': *o++ = '\\'; *o++ = 'r'; break;
+		default:
+			if (c < ' ' || c == 0x7f) {
+				*o++ = '\\';
+				*o++ = 'x';
+				*o++ = hex[c >> 4];
+				*o++ = hex[c & 15];
+			} else {
+				*o++ = (char)c;
+			}
+		}
+	}
+	*o = '\0';
+	return (size_t)(o - out);
+}
+
+/* An escaped copy of a bounded field in a static-size buffer. */
+#define ESC(buf, field) (escape(buf, (field)), buf)
+
+/* ---- data files ---------------------------------------------------------- */
+
+static int flush_file(struct sbrig_capture *cap, enum cap_file_id id)
+{
+	struct cap_file *f = &cap->files[id];
+	size_t done = 0;
+	ssize_t n;
+
+	while (done < f->len) {
+		n = write(f->fd, f->buf + done, f->len - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			int err = n < 0 ? errno : EIO;
+
+			/* keep the file at a row boundary */
+			if (done && ftruncate(f->fd, f->size))
+				sbrig_warn("%s/%s: cannot cut a partial row: %s",
+					   cap->dir, cap_files[id].name,
+					   strerror(errno));
+			f->len = 0;
+			return cap_fail(cap, -err, "%s/%s: write: %s", cap->dir,
+					cap_files[id].name, strerror(err));
+		}
+		done += (size_t)n;
+	}
+	f->size += (off_t)f->len;
+	f->len = 0;
+	f->dirty = true;
+	return 0;
+}
+
+/* Appends one formatted row (the newline is added here). */
+static int SBRIG_PRINTF(3, 4)
+add_row(struct sbrig_capture *cap, enum cap_file_id id, const char *fmt, ...)
+{
+	struct cap_file *f = &cap->files[id];
+	va_list ap;
+	int n, ret;
+
+	ret = cap_check(cap);
+	if (ret)
+		return ret;
+	if (CAP_BUF_SIZE - f->len < CAP_ROW_MAX) {
+		ret = flush_file(cap, id);
+		if (ret)
+			return ret;
+	}
+	va_start(ap, fmt);
+	n = vsnprintf(f->buf + f->len, CAP_BUF_SIZE - f->len - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= CAP_BUF_SIZE - f->len - 1)
+		return sbrig_set_error(-EOVERFLOW, "%s/%s: row too long",
+				       cap->dir, cap_files[id].name);
+	f->len += (size_t)n;
+	f->buf[f->len++] = '\n';
+	f->rows++;
+	return 0;
+}
+
+/* ---- meta.ini ------------------------------------------------------------ */
+
+static int SBRIG_PRINTF(2, 3) meta_add(struct sbrig_capture *cap,
+				       const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(cap->meta + cap->meta_len,
+			      cap->meta_cap - cap->meta_len, fmt, ap);
+		va_end(ap);
+		if (n < 0)
+			return -EINVAL;
+		if ((size_t)n < cap->meta_cap - cap->meta_len)
+			break;
+		{
+			size_t ncap = 2 * cap->meta_cap + (size_t)n;
+			char *m = realloc(cap->meta, ncap);
+
+			if (!m)
+				return -ENOMEM;
+			cap->meta = m;
+			cap->meta_cap = ncap;
+		}
+	}
+	cap->meta_len += (size_t)n;
+	return 0;
+}
+
+/* "key = value\n" with the value escaped like a text column. */
+static int meta_kv(struct sbrig_capture *cap, const char *key, const char *v)
+{
+	char *esc = malloc(4 * strlen(v) + 1);
+	int ret;
+
+	if (!esc)
+		return -ENOMEM;
+	escape(esc, v);
+	ret = meta_add(cap, "%s = %s\n", key, esc);
+	free(esc);
+	return ret;
+}
+
+static int write_all(int fd, const char *buf, size_t len)
+{
+	ssize_t n;
+
+	while (len) {
+		n = write(fd, buf, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Writes meta.ini atomically: @meta plus @tail. Return 0 or -errno. */
+static int write_meta_file(struct sbrig_capture *cap, const char *tail)
+{
+	int fd, ret;
+
+	fd = openat(cap->dirfd, "meta.ini.tmp",
+		    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		ret = -errno;
+		goto fail;
+	}
+	ret = write_all(fd, cap->meta, cap->meta_len);
+	if (!ret && tail)
+		ret = write_all(fd, tail, strlen(tail));
+	if (!ret && fsync(fd))
+		ret = -errno;
+	close(fd);
+	if (ret)
+		goto fail;
+	if (renameat(cap->dirfd, "meta.ini.tmp", cap->dirfd, "meta.ini")) {
+		ret = -errno;
+		goto fail;
+	}
+	if (fsync(cap->dirfd)) {
+		ret = -errno;
+		goto fail;
+	}
+	return 0;
+fail:
+	unlinkat(cap->dirfd, "meta.ini.tmp", 0);
+	return ret;
+}
+
+static int write_meta(struct sbrig_capture *cap, const char *tail)
+{
+	int ret = write_meta_file(cap, tail);
+
+	if (ret)
+		return cap_fail(cap, ret, "%s/meta.ini: %s", cap->dir,
+				strerror(-ret));
+	return 0;
+}
+
+static void iso8601_now(char *buf, size_t len, int64_t *realtime_ns)
+{
+	struct timespec ts;
+	struct tm tm;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%09ldZ",
+		 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+		 tm.tm_min, tm.tm_sec, ts.tv_nsec);
+	*realtime_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int meta_begin(struct sbrig_capture *cap,
+		      const struct sbrig_provenance *prov)
+{
+	char created[64];
+	int64_t realtime_ns;
+	int ret;
+
+	iso8601_now(created, sizeof(created), &realtime_ns);
+	ret = meta_add(cap, "[capture]\nformat = sbrig-capture\nversion = %d\n"
+		       "created = %s\ncreated_realtime_ns = %" PRId64 "\n"
+		       "created_monotonic_ns = %" PRId64 "\n\n[provenance]\n",
+		       CAP_FORMAT_VERSION, created, realtime_ns, sbrig_now_ns());
+	ret = ret ?: meta_kv(cap, "rig_name", prov->rig_name);
+	ret = ret ?: meta_kv(cap, "rig_config", prov->rig_config);
+	ret = ret ?: meta_kv(cap, "rig_sha256", prov->rig_sha256);
+	ret = ret ?: meta_kv(cap, "host_version", prov->host_version);
+	ret = ret ?: meta_kv(cap, "git_sha", prov->git_sha);
+	ret = ret ?: meta_kv(cap, "scenario", prov->scenario);
+	ret = ret ?: meta_kv(cap, "scenario_sha256", prov->scenario_sha256);
+	ret = ret ?: meta_kv(cap, "power_uri", prov->power_uri);
+	ret = ret ?: meta_kv(cap, "target_uri", prov->target_uri);
+	return ret;
+}
+
+/* ---- life cycle ---------------------------------------------------------- */
+
+static int make_dir(const char *dir)
+{
+	struct dirent *de;
+	DIR *d;
+
+	if (!mkdir(dir, 0755))
+		return 0;
+	if (errno != EEXIST)
+		return sbrig_set_error(-errno, "%s: mkdir: %s", dir,
+				       strerror(errno));
+	d = opendir(dir);
+	if (!d)
+		return sbrig_set_error(-errno, "%s: %s", dir, strerror(errno));
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+			closedir(d);
+			return sbrig_set_error(-EEXIST,
+				"%s: exists and is not empty", dir);
+		}
+	closedir(d);
+	return 0;
+}
+
+static void cap_free(struct sbrig_capture *cap)
+{
+	unsigned int i;
+
+	for (i = 0; i < F_NR; i++) {
+		if (cap->files[i].fd >= 0)
+			close(cap->files[i].fd);
+		free(cap->files[i].buf);
+	}
+	if (cap->dirfd >= 0)
+		close(cap->dirfd);
+	free(cap->meta);
+	free(cap);
+}
+
+struct sbrig_capture *sbrig_capture_new(const char *dir,
+					const struct sbrig_provenance *prov)
+{
+	struct sbrig_capture *cap;
+	unsigned int i;
+	int ret;
+
+	cap = calloc(1, sizeof(*cap));
+	if (!cap) {
+		ret = sbrig_set_error(-ENOMEM, "%s: out of memory", dir);
+		goto fail;
+	}
+	cap->dirfd = -1;
+	for (i = 0; i < F_NR; i++)
+		cap->files[i].fd = -1;
+	if (strlen(dir) >= sizeof(cap->dir)) {
+		ret = sbrig_set_error(-ENAMETOOLONG, "%s: path too long", dir);
+		goto free_cap;
+	}
+	snprintf(cap->dir, sizeof(cap->dir), "%s", dir);
+	ret = make_dir(dir);
+	if (ret)
+		goto free_cap;
+	cap->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (cap->dirfd < 0) {
+		ret = sbrig_set_error(-errno, "%s: %s", dir, strerror(errno));
+		goto free_cap;
+	}
+	for (i = 0; i < F_NR; i++) {
+		struct cap_file *f = &cap->files[i];
+
+		f->buf = malloc(CAP_BUF_SIZE);
+		if (!f->buf) {
+			ret = sbrig_set_error(-ENOMEM, "%s: out of memory", dir);
+			goto free_cap;
+		}
+		f->fd = openat(cap->dirfd, cap_files[i].name,
+			       O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC,
+			       0644);
+		if (f->fd < 0) {
+			ret = sbrig_set_error(-errno, "%s/%s: %s", dir,
+					      cap_files[i].name, strerror(errno));
+			goto free_cap;
+		}
+		f->len = (size_t)snprintf(f->buf, CAP_BUF_SIZE, "%s\n",
+					  cap_files[i].header);
+		ret = flush_file(cap, i);
+		if (ret)
+			goto free_cap;
+	}
+	ret = meta_begin(cap, prov);
+	if (ret) {
+		ret = sbrig_set_error(ret, "%s: out of memory", dir);
+		goto free_cap;
+	}
+	ret = write_meta(cap, NULL);	/* also makes the entries durable */
+	if (ret)
+		goto free_cap;
+	cap->last_sync_ns = sbrig_now_ns();
+	return cap;
+
+free_cap:
+	cap_free(cap);
+fail:
+	errno = -ret;
+	return NULL;
+}
+
+int sbrig_capture_set_target(struct sbrig_capture *cap, const char *boot_id,
+			     const char *kernel, const char *module,
+			     const char *agent)
+{
+	int ret = cap_check(cap);
+
+	if (ret)
+		return ret;
+	ret = meta_add(cap, "\n[target]\n");
+	ret = ret ?: meta_kv(cap, "boot_id", boot_id);
+	ret = ret ?: meta_kv(cap, "kernel", kernel);
+	ret = ret ?: meta_kv(cap, "module", module);
+	ret = ret ?: meta_kv(cap, "agent", agent);
+	ret = ret ?: meta_add(cap, "seen_monotonic_ns = %" PRId64 "\n",
+			      sbrig_now_ns());
+	if (ret)
+		return cap_fail(cap, ret, "%s/meta.ini: out of memory", cap->dir);
+	return write_meta(cap, NULL);
+}
+
+int sbrig_capture_add_samples(struct sbrig_capture *cap,
+			      const struct sbrig_sample *s, size_t n)
+{
+	size_t i;
+	int ret;
+
+	for (i = 0; i < n; i++) {
+		ret = add_row(cap, F_SAMPLES, "%" PRId64 "\t%" PRId32 "\t%" PRId32
+			      "\t%" PRId32 "\t%" PRId64, s[i].t_ns,
+			      s[i].current_uA, s[i].bus_uV, s[i].shunt_nV,
+			      s[i].power_uW);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+int sbrig_capture_add_gap(struct sbrig_capture *cap,
+			  const struct sbrig_gap *gap)
+{
+	return add_row(cap, F_GAPS, "%" PRId64 "\t%" PRId64 "\t%" PRIu64,
+		       gap->t_ns, gap->next_t_ns, gap->missing);
+}
+
+int sbrig_capture_add_edge(struct sbrig_capture *cap,
+			   const struct sbrig_edge *edge)
+{
+	char line[4 * sizeof(edge->line)];
+	char l[sizeof(edge->line) + 1];
+
+	snprintf(l, sizeof(l), "%.*s", (int)sizeof(edge->line) - 1, edge->line);
+	return add_row(cap, F_EDGES, "%" PRId64 "\t%s\t%s\t%" PRIu64,
+		       edge->t_ns, ESC(line, l),
+		       edge->rising ? "rising" : "falling", edge->seqno);
+}
+
+int sbrig_capture_add_stimulus(struct sbrig_capture *cap,
+			       const struct sbrig_stimulus *st)
+{
+	char what[4 * sizeof(st->what)], arg[4 * sizeof(st->arg)];
+	char w[sizeof(st->what) + 1], a[sizeof(st->arg) + 1];
+
+	snprintf(w, sizeof(w), "%.*s", (int)sizeof(st->what) - 1, st->what);
+	snprintf(a, sizeof(a), "%.*s", (int)sizeof(st->arg) - 1, st->arg);
+	return add_row(cap, F_STIMULI, "%" PRId64 "\t%s\t%s", st->t_ns,
+		       ESC(what, w), ESC(arg, a));
+}
+
+int sbrig_capture_add_event(struct sbrig_capture *cap,
+			    const struct sbrig_event *ev)
+{
+	char boot[4 * sizeof(ev->boot_id)], type[4 * sizeof(ev->type)];
+	char arg[4 * sizeof(ev->arg)];
+	char b[sizeof(ev->boot_id) + 1], t[sizeof(ev->type) + 1];
+	char a[sizeof(ev->arg) + 1];
+
+	snprintf(b, sizeof(b), "%.*s", (int)sizeof(ev->boot_id) - 1, ev->boot_id);
+	snprintf(t, sizeof(t), "%.*s", (int)sizeof(ev->type) - 1, ev->type);
+	snprintf(a, sizeof(a), "%.*s", (int)sizeof(ev->arg) - 1, ev->arg);
+	return add_row(cap, F_EVENTS, "%" PRId64 "\t%" PRId64 "\t%" PRId64
+		       "\t%s\t%" PRIu64 "\t%s\t%s\t%d", ev->host_t_ns,
+		       ev->uncert_ns, ev->target_t_ns, ESC(boot, b), ev->seq,
+		       ESC(type, t), ESC(arg, a), ev->cut ? 1 : 0);
+}
+
+int sbrig_capture_add_stats(struct sbrig_capture *cap, int64_t t_ns,
+			    const struct sbrig_blocker_stats *row)
+{
+	char name[4 * sizeof(row->name)], nm[sizeof(row->name) + 1];
+
+	snprintf(nm, sizeof(nm), "%.*s", (int)sizeof(row->name) - 1, row->name);
+	return add_row(cap, F_STATS, "%" PRId64 "\t%s\t%" PRIu64 "\t%" PRIu64
+		       "\t%" PRId64 "\t%" PRId64 "\t%" PRId64 "\t%" PRId64
+		       "\t%" PRId64, t_ns, ESC(name, nm), row->count,
+		       row->wake_count, row->active_since_ns,
+		       row->total_time_ns, row->sleep_time_ns,
+		       row->max_time_ns, row->last_change_ns);
+}
+
+int sbrig_capture_add_clock(struct sbrig_capture *cap, int64_t host_send_ns,
+			    int64_t host_recv_ns, int64_t target_ns,
+			    int retained)
+{
+	return add_row(cap, F_CLOCK, "%" PRId64 "\t%" PRId64 "\t%" PRId64 "\t%d",
+		       host_send_ns, host_recv_ns, target_ns, retained ? 1 : 0);
+}
+
+/* Writes every buffer and fdatasyncs what was written. */
+static int sync_all(struct sbrig_capture *cap)
+{
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < F_NR; i++) {
+		struct cap_file *f = &cap->files[i];
+
+		if (f->len) {
+			ret = flush_file(cap, i);
+			if (ret)
+				return ret;
+		}
+		if (f->dirty) {
+			if (fdatasync(f->fd))
+				return cap_fail(cap, -errno, "%s/%s: fdatasync: %s",
+						cap->dir, cap_files[i].name,
+						strerror(errno));
+			f->dirty = false;
+		}
+	}
+	return 0;
+}
+
+int sbrig_capture_sync(struct sbrig_capture *cap, int64_t now_ns)
+{
+	int ret = cap_check(cap);
+
+	if (ret || now_ns - cap->last_sync_ns < CAP_SYNC_NS)
+		return ret;
+	cap->last_sync_ns = now_ns;
+	return sync_all(cap);
+}
+
+int sbrig_capture_close(struct sbrig_capture *cap, const char *status)
+{
+	unsigned int i;
+	char *tail, *esc;
+	size_t off = 0, size = 4096;
+	int ret;
+
+	if (!cap)
+		return 0;
+	if (!cap->err)
+		sync_all(cap);
+	else	/* a failed file stays as it is; save the others */
+		for (i = 0; i < F_NR; i++)
+			if (cap->files[i].len && !flush_file(cap, i))
+				fdatasync(cap->files[i].fd);
+
+	tail = malloc(size);
+	esc = malloc(4 * (strlen(status) + sizeof(cap->errmsg)) + 1);
+	if (tail && esc) {
+		off += snprintf(tail + off, size - off,
+				"\n[end]\nstatus = %s\nclosed_monotonic_ns = %" PRId64
+				"\n", ESC(esc, status), sbrig_now_ns());
+		if (cap->err)
+			off += snprintf(tail + off, size - off,
+					"error = %s\nerrno = %d\n",
+					ESC(esc, cap->errmsg), -cap->err);
+		for (i = 0; i < F_NR && off < size; i++)
+			off += snprintf(tail + off, size - off, "%s = %" PRIu64 "\n",
+					cap_files[i].counter, cap->files[i].rows);
+		/* a failed capture still gets its [end] if meta.ini can be written */
+		ret = write_meta_file(cap, tail);
+		if (ret)
+			cap_fail(cap, ret, "%s/meta.ini: %s", cap->dir,
+				 strerror(-ret));
+	} else {
+		cap_fail(cap, -ENOMEM, "%s/meta.ini: out of memory", cap->dir);
+	}
+	free(esc);
+	free(tail);
+	ret = cap->err;
+	if (ret)
+		sbrig_set_error(ret, "%s", cap->errmsg);
+	cap_free(cap);
+	return ret;
+}
+
+const char *sbrig_capture_dir(const struct sbrig_capture *cap)
+{
+	return cap->dir;
+}

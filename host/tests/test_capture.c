@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Unit tests for capture directories (lib/capture.c): headers and rows of
+ * every file, escaping, buffering until sync, atomic meta.ini, and a write
+ * error (EFBIG from RLIMIT_FSIZE, as ENOSPC would be) that fails the
+ * capture with a message naming the file and leaves earlier rows whole.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <sbrig/capture.h>
+#include <sbrig/sbrig.h>
+
+static void tmp_path(char *buf, size_t len, const char *name)
+{
+	const char *t = getenv("SBRIG_TMPDIR");
+
+	snprintf(buf, len, "%s/%s", t ? t : "/tmp", name);
+}
+
+/* The whole file as a string (caller frees). */
+static char *slurp(const char *dir, const char *name)
+{
+	char path[PATH_MAX];
+	char *buf;
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "r");
+	if (!f)
+		fail_msg("%s: cannot open", path);
+	buf = malloc(1 << 22);
+	n = fread(buf, 1, (1 << 22) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+static const struct sbrig_provenance prov = {
+	.rig_name = "virtual",
+	.rig_config = "rig/virtual.conf",
+	.rig_sha256 = "ab12",
+	.host_version = "v0-test",
+	.git_sha = "deadbeef",
+	.scenario = "rig/scenarios/keypress.scn",
+	.scenario_sha256 = "cd34",
+	.power_uri = "ip:127.0.0.1:30431",
+	.target_uri = "tcp:127.0.0.1:30430",
+};
+
+static void files_headers_and_rows(void **state)
+{
+	char dir[PATH_MAX];
+	struct sbrig_capture *cap;
+	struct sbrig_sample s[2] = {
+		{ 1000, 12345, 5000000, 1234500, 61725 },
+		{ 2000, -5, 4999000, -500, 0 },
+	};
+	struct sbrig_gap gap = { 2000, 5000, 2 };
+	struct sbrig_edge edge = { .t_ns = 3000, .line = "marker",
+				   .rising = true, .seqno = 7 };
+	struct sbrig_stimulus st = { .t_ns = 2500, .what = "press",
+				     .arg = "power" };
+	struct sbrig_event ev = { .host_t_ns = 4000, .uncert_ns = 150,
+				  .target_t_ns = 5012345678, .seq = 1,
+				  .boot_id = "b-1", .type = "block",
+				  .arg = "tab\there\nnl\\bs\x01", .cut = true };
+	struct sbrig_blocker_stats row = { .name = "rig agent", .count = 5,
+		.wake_count = 0, .active_since_ns = 0, .total_time_ns = 7000,
+		.sleep_time_ns = 0, .max_time_ns = 2500,
+		.last_change_ns = 90000000000 };
+	char *t;
+
+	tmp_path(dir, sizeof(dir), "cap-rows");
+	cap = sbrig_capture_new(dir, &prov);
+	if (!cap)
+		fail_msg("%s", sbrig_errmsg());
+	assert_string_equal(sbrig_capture_dir(cap), dir);
+	assert_int_equal(sbrig_capture_set_target(cap, "b-1", "6.1.0-18-amd64",
+						  "0.1", "0.1"), 0);
+	assert_int_equal(sbrig_capture_add_samples(cap, s, 2), 0);
+	assert_int_equal(sbrig_capture_add_gap(cap, &gap), 0);
+	assert_int_equal(sbrig_capture_add_edge(cap, &edge), 0);
+	assert_int_equal(sbrig_capture_add_stimulus(cap, &st), 0);
+	assert_int_equal(sbrig_capture_add_event(cap, &ev), 0);
+	assert_int_equal(sbrig_capture_add_stats(cap, 4500, &row), 0);
+	assert_int_equal(sbrig_capture_add_clock(cap, 100, 300, 5000000200, 1), 0);
+	assert_int_equal(sbrig_capture_close(cap, "complete"), 0);
+
+	t = slurp(dir, "samples.tsv");
+	assert_string_equal(t, "t_ns\tcurrent_uA\tbus_uV\tshunt_nV\tpower_uW\n"
+			       "1000\t12345\t5000000\t1234500\t61725\n"
+			       "2000\t-5\t4999000\t-500\t0\n");
+	free(t);
+	t = slurp(dir, "gaps.tsv");
+	assert_string_equal(t, "t_ns\tnext_t_ns\tmissing\n2000\t5000\t2\n");
+	free(t);
+	t = slurp(dir, "edges.tsv");
+	assert_string_equal(t, "t_ns\tline\tedge\tseqno\n3000\tmarker\trising\t7\n");
+	free(t);
+	t = slurp(dir, "stimuli.tsv");
+	assert_string_equal(t, "t_ns\twhat\targ\n2500\tpress\tpower\n");
+	free(t);
+	t = slurp(dir, "events.tsv");
+	assert_string_equal(t,
+		"host_t_ns\tuncert_ns\ttarget_t_ns\tboot_id\tseq\ttype\targ\tcut\n"
+		"4000\t150\t5012345678\tb-1\t1\tblock\ttab\\there\\nnl\\\\bs\\x01\t1\n");
+	free(t);
+	t = slurp(dir, "stats.tsv");
+	assert_string_equal(t,
+		"t_ns\tname\tcount\twake_count\tactive_since_ns\ttotal_time_ns\t"
+		"sleep_time_ns\tmax_time_ns\tlast_change_ns\n"
+		"4500\trig agent\t5\t0\t0\t7000\t0\t2500\t90000000000\n");
+	free(t);
+	t = slurp(dir, "clock.tsv");
+	assert_string_equal(t, "host_send_ns\thost_recv_ns\ttarget_ns\tretained\n"
+			       "100\t300\t5000000200\t1\n");
+	free(t);
+	t = slurp(dir, "meta.ini");
+	assert_non_null(strstr(t, "[capture]\nformat = sbrig-capture\nversion = 1\n"));
+	assert_non_null(strstr(t, "\ncreated_monotonic_ns = "));
+	assert_non_null(strstr(t, "\n[provenance]\nrig_name = virtual\n"));
+	assert_non_null(strstr(t, "\nscenario_sha256 = cd34\n"));
+	assert_non_null(strstr(t, "\n[target]\nboot_id = b-1\nkernel = 6.1.0-18-amd64\n"));
+	assert_non_null(strstr(t, "\n[end]\nstatus = complete\n"));
+	assert_non_null(strstr(t, "\nsamples = 2\ngaps = 1\nedges = 1\nstimuli = 1\n"
+				  "events = 1\nstats = 1\nclock = 1\n"));
+	assert_null(strstr(t, "error ="));
+	free(t);
+}
+
+static void rows_wait_for_sync(void **state)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 16];
+	struct sbrig_capture *cap;
+	struct sbrig_sample s = { 1, 2, 3, 4, 5 };
+	struct stat st0, st;
+	int64_t now = sbrig_now_ns();
+
+	tmp_path(dir, sizeof(dir), "cap-sync");
+	cap = sbrig_capture_new(dir, &prov);
+	assert_non_null(cap);
+	snprintf(path, sizeof(path), "%s/samples.tsv", dir);
+	assert_int_equal(stat(path, &st0), 0);
+	assert_int_equal(sbrig_capture_add_samples(cap, &s, 1), 0);
+	assert_int_equal(sbrig_capture_sync(cap, now), 0);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_size, st0.st_size);	/* still buffered */
+	assert_int_equal(sbrig_capture_sync(cap, now + 2000000000LL), 0);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_size, st0.st_size + strlen("1\t2\t3\t4\t5\n"));
+	assert_int_equal(sbrig_capture_close(cap, "aborted"), 0);
+	/* meta.ini.tmp never stays behind */
+	snprintf(path, sizeof(path), "%s/meta.ini.tmp", dir);
+	assert_int_equal(access(path, F_OK), -1);
+	assert_int_equal(sbrig_capture_close(NULL, "x"), 0);
+}
+
+static void existing_directory(void **state)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 16];
+	struct sbrig_capture *cap;
+	FILE *f;
+
+	tmp_path(dir, sizeof(dir), "cap-empty");
+	assert_int_equal(mkdir(dir, 0755), 0);
+	cap = sbrig_capture_new(dir, &prov);	/* empty: fine */
+	assert_non_null(cap);
+	assert_int_equal(sbrig_capture_close(cap, "complete"), 0);
+
+	tmp_path(dir, sizeof(dir), "cap-full");
+	assert_int_equal(mkdir(dir, 0755), 0);
+	snprintf(path, sizeof(path), "%s/x", dir);
+	f = fopen(path, "w");
+	fclose(f);
+	errno = 0;
+	assert_null(sbrig_capture_new(dir, &prov));
+	assert_int_equal(errno, EEXIST);
+	assert_non_null(strstr(sbrig_errmsg(), "exists and is not empty"));
+
+	assert_null(sbrig_capture_new("/nonexistent/dir/cap", &prov));
+	assert_int_equal(errno, ENOENT);
+	assert_non_null(strstr(sbrig_errmsg(), "/nonexistent/dir/cap: mkdir"));
+}
+
+/*
+ * The child runs with a 64 KiB file size limit: samples.tsv hits it, the
+ * capture fails with EFBIG naming the file, later appends get the same
+ * error, close still writes meta.ini. Exit status = first failed check.
+ */
+static int efbig_child(const char *dir)
+{
+	struct rlimit rl = { 64 * 1024, 64 * 1024 };
+	struct sbrig_capture *cap;
+	struct sbrig_event ev = { .type = "block", .arg = "x" };
+	int ret = 0, i;
+
+	signal(SIGXFSZ, SIG_IGN);
+	if (setrlimit(RLIMIT_FSIZE, &rl))
+		return 2;
+	cap = sbrig_capture_new(dir, &prov);
+	if (!cap)
+		return 3;
+	for (i = 0; i < 100000 && !ret; i++) {
+		struct sbrig_sample s = { 1000000000000LL + i, 123456, 5000000,
+					  1234560, 617280 };
+
+		ret = sbrig_capture_add_samples(cap, &s, 1);
+		if (!ret)
+			ret = sbrig_capture_sync(cap, sbrig_now_ns() + i * 10000000LL);
+	}
+	if (ret != -EFBIG)
+		return 4;
+	if (!strstr(sbrig_errmsg(), "samples.tsv: write: File too large"))
+		return 5;
+	if (sbrig_capture_add_event(cap, &ev) != -EFBIG)
+		return 6;
+	if (!strstr(sbrig_errmsg(), "samples.tsv"))
+		return 7;
+	if (sbrig_capture_sync(cap, sbrig_now_ns() + 10000000000LL) != -EFBIG)
+		return 8;
+	if (sbrig_capture_close(cap, "failed: disk") != -EFBIG)
+		return 9;
+	return 0;
+}
+
+static void write_error_fails_cleanly(void **state)
+{
+	char dir[PATH_MAX];
+	char *t, *line, *save = NULL;
+	unsigned int rows = 0;
+	int status;
+	pid_t pid;
+
+	tmp_path(dir, sizeof(dir), "cap-efbig");
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid)
+		_exit(efbig_child(dir));
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+
+	/* every row on disk is whole */
+	t = slurp(dir, "samples.tsv");
+	assert_true(strlen(t) <= 64 * 1024);
+	assert_int_equal(t[strlen(t) - 1], '\n');
+	for (line = strtok_r(t, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save), rows++) {
+		long long a, b, c, d, e;
+		char extra;
+
+		if (!rows)
+			continue;
+		assert_int_equal(sscanf(line, "%lld\t%lld\t%lld\t%lld\t%lld%c",
+					&a, &b, &c, &d, &e, &extra), 5);
+		assert_int_equal(a, 1000000000000LL + rows - 1);
+	}
+	assert_true(rows > 100);
+	free(t);
+	t = slurp(dir, "meta.ini");
+	assert_non_null(strstr(t, "\n[end]\nstatus = failed: disk\n"));
+	assert_non_null(strstr(t, "samples.tsv: write: File too large"));
+	assert_non_null(strstr(t, "\nerrno = 27\n"));
+	free(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(files_headers_and_rows),
+		cmocka_unit_test(rows_wait_for_sync),
+		cmocka_unit_test(existing_directory),
+		cmocka_unit_test(write_error_fails_cleanly),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
