@@ -1,0 +1,883 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * power.c - supply measurement through libiio (Linux ina2xx-adc, or an
+ * iiod / libiio-protocol server of one).
+ *
+ * The model. The device (default "ina226") has the channels ina2xx-adc
+ * gives it: voltage0 (shunt), voltage1 (bus), power2, current3 and
+ * timestamp. Raw values become sbrig units through each channel's scale
+ * (IIO base units: mV, mA, mW) and offset. The driver declares all four
+ * as u16, but the INA226's shunt voltage and current registers are two's
+ * complement, so those two are read as signed 16-bit (a reverse current is
+ * negative here, not 65535 LSB). libiio shows the shared sysfs files
+ * in_shunt_resistor (ohm), in_sampling_frequency and in_oversampling_ratio
+ * as pseudo-channels "shunt"/"resistor", "sampling"/"frequency" and
+ * "oversampling"/"ratio"; the rate is set through the conversion times and
+ * averaging (ina2xx-adc refuses writes to the frequency), and the nominal
+ * period is computed from them, not from the rounded integer frequency.
+ *
+ * Capture runs in its own thread: iio_buffer_refill() blocks on the
+ * sensor, samples are demultiplexed with iio_channel_convert() at each
+ * channel's offset in the buffer step, and pushed to a bounded queue
+ * (power->lock) with one eventfd write per buffer. The caller's poll()
+ * loop only ever takes what is queued. sbrig_power_stop() cancels the
+ * buffer (iio_buffer_cancel) and joins the thread.
+ *
+ * Sample times. The IIO timestamp channel is required for capture: without
+ * it neither sample times nor gaps can be known (host arrival times of
+ * whole buffers would bridge every drop), so sbrig_power_start() fails
+ * with -ENOTSUP; sbrig_power_read_now() still works (host time of the
+ * read). On local: contexts current_timestamp_clock is set to "monotonic"
+ * first, and the timestamps are host CLOCK_MONOTONIC as they are. On other
+ * contexts (ip:) the timestamps are on the remote host's clock (we still
+ * ask for its monotonic clock, which does not step): each buffer's arrival
+ * time A (local, after refill returns) and its last sample's timestamp T
+ * give A - T = offset + d, where d >= 0 is the delay from the remote's
+ * timestamp to our wake-up (buffer hand-over, network, scheduling). The
+ * offset used is the minimum of A - T over all buffers so far, so mapped
+ * times are late by the smallest delay seen (typically well under a
+ * millisecond on a LAN, it cannot be measured from here) and never early;
+ * drift between the two clocks is not modelled (tens of ppm: ~50 us per
+ * minute), and the estimate can only move earlier, by at most the first
+ * buffers' extra delay. Gap detection uses the raw remote timestamps,
+ * which the mapping does not disturb.
+ *
+ * Gaps: a sample more than 1.5 nominal periods after the previous one
+ * closes a gap (sbrig_power_gap()); it is queued in order between the two
+ * samples and counted. If the caller falls so far behind that the queue is
+ * full, samples are dropped and counted as overruns, and a gap record
+ * spanning them is queued before the next sample that fits, so the data
+ * the caller sees is never silently bridged.
+ *
+ * A vanished device (refill error: ENODEV, EPIPE when an iiod connection
+ * closes, ...) ends the thread; its -errno and message (naming URI and
+ * device) are returned by sbrig_power_read() once the queue is drained.
+ */
+#include <errno.h>
+#include <iio.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sbrig/power.h>
+
+#include "internal.h"
+#include "power-internal.h"
+
+#define DEFAULT_BUFFER_SAMPLES	256
+#define MIN_QUEUE_ITEMS		8192
+
+enum power_chan {
+	CH_SHUNT,
+	CH_BUS,
+	CH_POWER,
+	CH_CURRENT,
+	CH_TS,
+	CH_COUNT,
+};
+
+static const char *const chan_ids[CH_COUNT] = {
+	[CH_SHUNT] = "voltage0",
+	[CH_BUS] = "voltage1",
+	[CH_POWER] = "power2",
+	[CH_CURRENT] = "current3",
+	[CH_TS] = "timestamp",
+};
+
+static const unsigned int ina226_ct_us[] = {
+	140, 204, 332, 588, 1100, 2116, 4156, 8244,
+};
+static const unsigned int ina226_avg[] = {
+	1, 4, 16, 64, 128, 256, 512, 1024,
+};
+
+struct power_item {
+	bool is_gap;
+	union {
+		struct sbrig_sample s;
+		struct sbrig_gap g;
+	};
+};
+
+struct sbrig_power {
+	char uri[256];
+	char devname[64];
+	struct iio_context *ctx;
+	struct iio_device *dev;
+	bool remote;			/* timestamps on another host's clock */
+	struct iio_channel *ch[CH_COUNT];
+	double scale[CH_COUNT];
+	double offset[CH_COUNT];
+	double rate_hz;
+	int64_t period_ns;
+	uint32_t shunt_uohm;
+	size_t buffer_samples;
+	int efd;
+
+	/* capture thread: started/stopped by the caller's thread only */
+	pthread_t thread;
+	bool running;
+	atomic_bool stopping;
+	struct iio_buffer *buf;
+
+	/* capture-thread-only state */
+	struct sbrig_clockmap clock;
+	bool have_prev;
+	int64_t prev_ts_ns;		/* raw timestamp of the last sample */
+
+	/*
+	 * lock protects the queue (q, q_cap, q_head, q_len, q_dropped,
+	 * q_last_t_ns), stats, and the thread's end (ended, thread_err,
+	 * thread_msg).
+	 */
+	pthread_mutex_t lock;
+	struct power_item *q;
+	size_t q_cap, q_head, q_len;
+	uint64_t q_dropped;		/* overrun samples not yet in a gap */
+	int64_t q_last_t_ns;		/* last sample queued */
+	struct sbrig_power_stats stats;
+	bool ended;
+	int thread_err;
+	char thread_msg[512];
+};
+
+/* ---- pure helpers (power-internal.h) ---------------------------------- */
+
+bool sbrig_power_gap(int64_t prev_t_ns, int64_t t_ns, int64_t period_ns,
+		     uint64_t *missing)
+{
+	int64_t dt = t_ns - prev_t_ns;
+	int64_t n;
+
+	if (period_ns <= 0 || 2 * dt <= 3 * period_ns)
+		return false;
+	n = (dt + period_ns / 2) / period_ns - 1;
+	*missing = n < 1 ? 1 : (uint64_t)n;
+	return true;
+}
+
+int64_t sbrig_power_scale(int64_t raw, double offset, double scale,
+			  double factor)
+{
+	return llround(((double)raw + offset) * scale * factor);
+}
+
+void sbrig_power_pick_timing(double rate_hz, unsigned int *ct_us,
+			     unsigned int *avg)
+{
+	double best = INFINITY;
+	size_t i, j;
+
+	*ct_us = ina226_ct_us[0];
+	*avg = ina226_avg[0];
+	for (i = 0; i < SBRIG_ARRAY_SIZE(ina226_avg); i++) {
+		for (j = 0; j < SBRIG_ARRAY_SIZE(ina226_ct_us); j++) {
+			double f = 1e6 / (2.0 * ina226_ct_us[j] * ina226_avg[i]);
+			double d = fabs(log(f / rate_hz));
+
+			if (d < best) {
+				best = d;
+				*ct_us = ina226_ct_us[j];
+				*avg = ina226_avg[i];
+			}
+		}
+	}
+}
+
+void sbrig_clockmap_update(struct sbrig_clockmap *map, int64_t arrival_ns,
+			   int64_t last_ts_ns)
+{
+	int64_t off = arrival_ns - last_ts_ns;
+
+	if (!map->valid || off < map->offset_ns) {
+		map->offset_ns = off;
+		map->valid = true;
+	}
+}
+
+/* ---- libiio edge: errors become -errno + a message once ---------------- */
+
+static int iio_fail(struct sbrig_power *pwr, int err, const char *what)
+{
+	char buf[128];
+
+	if (err >= 0)
+		err = -EIO;
+	iio_strerror(-err, buf, sizeof(buf));
+	return sbrig_set_error(err, "%s: %s: %s: %s", pwr->uri,
+			       pwr->devname[0] ? pwr->devname : "?", what, buf);
+}
+
+static struct iio_channel *pseudo_chan(struct sbrig_power *pwr,
+				       const char *id, const char *attr)
+{
+	struct iio_channel *ch = iio_device_find_channel(pwr->dev, id, false);
+
+	return ch && iio_channel_find_attr(ch, attr) ? ch : NULL;
+}
+
+static int chan_write(struct sbrig_power *pwr, struct iio_channel *ch,
+		      const char *attr, const char *val)
+{
+	char what[96];
+	ssize_t ret = iio_channel_attr_write(ch, attr, val);
+
+	if (ret < 0) {
+		snprintf(what, sizeof(what), "write %s %s = %s",
+			 iio_channel_get_id(ch), attr, val);
+		return iio_fail(pwr, (int)ret, what);
+	}
+	return 0;
+}
+
+static int chan_read_double(struct sbrig_power *pwr, struct iio_channel *ch,
+			    const char *attr, double *val)
+{
+	char what[96];
+	int ret = iio_channel_attr_read_double(ch, attr, val);
+
+	if (ret < 0) {
+		snprintf(what, sizeof(what), "read %s %s",
+			 iio_channel_get_id(ch), attr);
+		return iio_fail(pwr, ret, what);
+	}
+	return 0;
+}
+
+static int program_shunt(struct sbrig_power *pwr, uint32_t uohm)
+{
+	struct iio_channel *ch = pseudo_chan(pwr, "shunt", "resistor");
+	double ohm;
+	char val[32];
+	int ret;
+
+	if (!ch) {
+		if (uohm)
+			return sbrig_set_error(-ENOTSUP,
+				"%s: %s: no shunt resistor attribute",
+				pwr->uri, pwr->devname);
+		return 0;
+	}
+	if (uohm) {
+		/* in_shunt_resistor is in ohms (iio fixpoint, 6 decimals) */
+		snprintf(val, sizeof(val), "%u.%06u", uohm / 1000000,
+			 uohm % 1000000);
+		ret = chan_write(pwr, ch, "resistor", val);
+		if (ret)
+			return ret;
+	}
+	ret = chan_read_double(pwr, ch, "resistor", &ohm);
+	if (ret)
+		return ret;
+	pwr->shunt_uohm = (uint32_t)llround(ohm * 1e6);
+	return 0;
+}
+
+static int program_rate(struct sbrig_power *pwr, uint32_t rate_hz)
+{
+	struct iio_channel *ratio = pseudo_chan(pwr, "oversampling", "ratio");
+	struct iio_channel *v[2] = { pwr->ch[CH_SHUNT], pwr->ch[CH_BUS] };
+	unsigned int ct_us, avg;
+	char val[32];
+	int i, ret;
+
+	/* ina2xx-adc: the rate follows conversion times and averaging */
+	sbrig_power_pick_timing(rate_hz, &ct_us, &avg);
+	if (!ratio || !iio_channel_find_attr(v[0], "integration_time") ||
+	    !iio_channel_find_attr(v[1], "integration_time"))
+		return sbrig_set_error(-ENOTSUP,
+			"%s: %s: cannot set the rate (no integration_time/oversampling_ratio)",
+			pwr->uri, pwr->devname);
+	snprintf(val, sizeof(val), "%u", avg);
+	ret = chan_write(pwr, ratio, "ratio", val);
+	if (ret)
+		return ret;
+	snprintf(val, sizeof(val), "0.%06u", ct_us);
+	for (i = 0; i < 2; i++) {
+		ret = chan_write(pwr, v[i], "integration_time", val);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* The rate the device really uses: from its timing if it shows it. */
+static int read_rate(struct sbrig_power *pwr)
+{
+	struct iio_channel *ratio = pseudo_chan(pwr, "oversampling", "ratio");
+	struct iio_channel *freq = pseudo_chan(pwr, "sampling", "frequency");
+	double t_s[2], avg, hz;
+	int ret;
+
+	if (ratio && iio_channel_find_attr(pwr->ch[CH_SHUNT], "integration_time") &&
+	    iio_channel_find_attr(pwr->ch[CH_BUS], "integration_time")) {
+		ret = chan_read_double(pwr, pwr->ch[CH_SHUNT], "integration_time",
+				       &t_s[0]);
+		if (!ret)
+			ret = chan_read_double(pwr, pwr->ch[CH_BUS],
+					       "integration_time", &t_s[1]);
+		if (!ret)
+			ret = chan_read_double(pwr, ratio, "ratio", &avg);
+		if (ret)
+			return ret;
+		pwr->period_ns = llround((t_s[0] + t_s[1]) * avg * 1e9);
+	} else if (freq) {
+		ret = chan_read_double(pwr, freq, "frequency", &hz);
+		if (ret)
+			return ret;
+		pwr->period_ns = hz > 0 ? llround(1e9 / hz) : 0;
+	} else {
+		pwr->period_ns = 0;
+	}
+	if (pwr->period_ns <= 0)
+		return sbrig_set_error(-ENOTSUP,
+			"%s: %s: sampling rate unknown", pwr->uri, pwr->devname);
+	pwr->rate_hz = 1e9 / (double)pwr->period_ns;
+	return 0;
+}
+
+static int read_scales(struct sbrig_power *pwr)
+{
+	int c, ret;
+
+	for (c = 0; c < CH_TS; c++) {
+		pwr->scale[c] = 1.0;
+		pwr->offset[c] = 0.0;
+		if (iio_channel_find_attr(pwr->ch[c], "scale")) {
+			ret = chan_read_double(pwr, pwr->ch[c], "scale",
+					       &pwr->scale[c]);
+			if (ret)
+				return ret;
+		}
+		if (iio_channel_find_attr(pwr->ch[c], "offset")) {
+			ret = chan_read_double(pwr, pwr->ch[c], "offset",
+					       &pwr->offset[c]);
+			if (ret)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+/* Ask for CLOCK_MONOTONIC timestamps; required on local: contexts. */
+static int set_timestamp_clock(struct sbrig_power *pwr)
+{
+	char val[32] = "";
+	ssize_t ret;
+
+	if (!iio_device_find_attr(pwr->dev, "current_timestamp_clock")) {
+		if (pwr->remote)
+			return 0;
+		return sbrig_set_error(-ENOTSUP,
+			"%s: %s: no current_timestamp_clock: timestamps would not be CLOCK_MONOTONIC",
+			pwr->uri, pwr->devname);
+	}
+	ret = iio_device_attr_write(pwr->dev, "current_timestamp_clock",
+				    "monotonic");
+	if (ret >= 0)
+		ret = iio_device_attr_read(pwr->dev, "current_timestamp_clock",
+					   val, sizeof(val));
+	if (pwr->remote)
+		return 0;	/* mapped by the offset estimate anyway */
+	if (ret < 0)
+		return iio_fail(pwr, (int)ret, "set current_timestamp_clock");
+	if (strncmp(val, "monotonic", 9) || (val[9] && val[9] != '\n'))
+		return sbrig_set_error(-EIO,
+			"%s: %s: current_timestamp_clock is '%s', not monotonic",
+			pwr->uri, pwr->devname, val);
+	return 0;
+}
+
+struct sbrig_power *sbrig_power_new(const char *uri,
+				    const struct sbrig_power_opts *opts)
+{
+	const char *devname = opts && opts->device ? opts->device : "ina226";
+	struct sbrig_power *pwr;
+	const char *ctxname;
+	int c, ret;
+
+	if (!uri || !*uri) {
+		errno = EINVAL;
+		sbrig_set_error(-EINVAL, "power: no libiio URI");
+		return NULL;
+	}
+	pwr = calloc(1, sizeof(*pwr));
+	if (!pwr) {
+		errno = ENOMEM;
+		sbrig_set_error(-ENOMEM, "%s: out of memory", uri);
+		return NULL;
+	}
+	pwr->efd = -1;
+	snprintf(pwr->uri, sizeof(pwr->uri), "%s", uri);
+	snprintf(pwr->devname, sizeof(pwr->devname), "%s", devname);
+	ret = pthread_mutex_init(&pwr->lock, NULL);
+	if (ret) {
+		ret = sbrig_set_error(-ret, "%s: mutex", uri);
+		goto err_free;
+	}
+	pwr->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (pwr->efd < 0) {
+		ret = sbrig_set_error(-errno, "%s: eventfd: %s", uri,
+				      strerror(errno));
+		goto err_mutex;
+	}
+
+	pwr->ctx = iio_create_context_from_uri(uri);
+	if (!pwr->ctx) {
+		ret = errno ? -errno : -EIO;
+		sbrig_set_error(ret, "%s: cannot create libiio context: %s",
+				uri, strerror(-ret));
+		goto err_efd;
+	}
+	ctxname = iio_context_get_name(pwr->ctx);
+	pwr->remote = !ctxname || strcmp(ctxname, "local");
+
+	pwr->dev = iio_context_find_device(pwr->ctx, devname);
+	if (!pwr->dev) {
+		ret = sbrig_set_error(-ENODEV, "%s: no IIO device '%s'", uri,
+				      devname);
+		goto err_ctx;
+	}
+	if (iio_device_get_name(pwr->dev))
+		snprintf(pwr->devname, sizeof(pwr->devname), "%s",
+			 iio_device_get_name(pwr->dev));
+	for (c = 0; c < CH_COUNT; c++) {
+		pwr->ch[c] = iio_device_find_channel(pwr->dev, chan_ids[c], false);
+		if (!pwr->ch[c] && c != CH_TS) {
+			ret = sbrig_set_error(-ENODEV,
+				"%s: %s: no channel %s (not an ina2xx-adc device?)",
+				uri, pwr->devname, chan_ids[c]);
+			goto err_ctx;
+		}
+	}
+
+	ret = program_shunt(pwr, opts ? opts->shunt_uohm : 0);
+	if (!ret && opts && opts->sample_rate_hz)
+		ret = program_rate(pwr, opts->sample_rate_hz);
+	if (!ret)
+		ret = read_rate(pwr);
+	if (!ret)
+		ret = read_scales(pwr);
+	if (ret)
+		goto err_ctx;
+
+	pwr->buffer_samples = opts && opts->buffer_samples ?
+			      opts->buffer_samples : DEFAULT_BUFFER_SAMPLES;
+	pwr->q_cap = 4 * pwr->buffer_samples;
+	if (pwr->q_cap < 2 * (size_t)pwr->rate_hz)
+		pwr->q_cap = 2 * (size_t)pwr->rate_hz;
+	if (pwr->q_cap < MIN_QUEUE_ITEMS)
+		pwr->q_cap = MIN_QUEUE_ITEMS;
+	pwr->q = calloc(pwr->q_cap, sizeof(*pwr->q));
+	if (!pwr->q) {
+		ret = sbrig_set_error(-ENOMEM, "%s: out of memory", uri);
+		goto err_ctx;
+	}
+	return pwr;
+
+err_ctx:
+	iio_context_destroy(pwr->ctx);
+err_efd:
+	close(pwr->efd);
+err_mutex:
+	pthread_mutex_destroy(&pwr->lock);
+err_free:
+	free(pwr);
+	errno = -ret;
+	return NULL;
+}
+
+void sbrig_power_free(struct sbrig_power *pwr)
+{
+	if (!pwr)
+		return;
+	sbrig_power_stop(pwr);
+	free(pwr->q);
+	iio_context_destroy(pwr->ctx);
+	close(pwr->efd);
+	pthread_mutex_destroy(&pwr->lock);
+	free(pwr);
+}
+
+int sbrig_power_get_info(struct sbrig_power *pwr,
+			 struct sbrig_power_info *info)
+{
+	if (!pwr || !info)
+		return sbrig_set_error(-EINVAL, "power: get_info: NULL");
+	memset(info, 0, sizeof(*info));
+	snprintf(info->uri, sizeof(info->uri), "%s", pwr->uri);
+	snprintf(info->device, sizeof(info->device), "%s", pwr->devname);
+	info->sample_rate_hz = pwr->rate_hz;
+	info->shunt_uohm = pwr->shunt_uohm;
+	info->has_timestamp = pwr->ch[CH_TS] &&
+			      iio_channel_is_scan_element(pwr->ch[CH_TS]);
+	return 0;
+}
+
+/* Shunt voltage and current registers are two's complement (see top). */
+static int64_t raw_value(enum power_chan c, int64_t raw)
+{
+	if ((c == CH_SHUNT || c == CH_CURRENT) && raw >= 0x8000 && raw <= 0xffff)
+		return raw - 0x10000;
+	return raw;
+}
+
+static void fill_sample(struct sbrig_power *pwr, const int64_t raw[CH_TS],
+			struct sbrig_sample *s)
+{
+	s->shunt_nV = (int32_t)sbrig_power_scale(raw_value(CH_SHUNT, raw[CH_SHUNT]),
+			pwr->offset[CH_SHUNT], pwr->scale[CH_SHUNT], 1e6);
+	s->bus_uV = (int32_t)sbrig_power_scale(raw[CH_BUS], pwr->offset[CH_BUS],
+			pwr->scale[CH_BUS], 1e3);
+	s->power_uW = sbrig_power_scale(raw[CH_POWER], pwr->offset[CH_POWER],
+			pwr->scale[CH_POWER], 1e3);
+	s->current_uA = (int32_t)sbrig_power_scale(
+			raw_value(CH_CURRENT, raw[CH_CURRENT]),
+			pwr->offset[CH_CURRENT], pwr->scale[CH_CURRENT], 1e3);
+}
+
+int sbrig_power_read_now(struct sbrig_power *pwr, struct sbrig_sample *s)
+{
+	int64_t raw[CH_TS];
+	long long v;
+	int c, ret;
+
+	if (!pwr || !s)
+		return sbrig_set_error(-EINVAL, "power: read_now: NULL");
+	if (pwr->running)
+		return sbrig_set_error(-EBUSY, "%s: %s: capturing", pwr->uri,
+				       pwr->devname);
+	for (c = 0; c < CH_TS; c++) {
+		ret = iio_channel_attr_read_longlong(pwr->ch[c], "raw", &v);
+		if (ret < 0) {
+			char what[64];
+
+			snprintf(what, sizeof(what), "read %s raw", chan_ids[c]);
+			return iio_fail(pwr, ret, what);
+		}
+		raw[c] = v;
+	}
+	fill_sample(pwr, raw, s);
+	s->t_ns = sbrig_now_ns();
+	return 0;
+}
+
+/* ---- the queue --------------------------------------------------------- */
+
+static void q_put(struct sbrig_power *pwr, const struct power_item *it)
+{
+	pwr->q[(pwr->q_head + pwr->q_len) % pwr->q_cap] = *it;
+	pwr->q_len++;
+}
+
+/* Called with pwr->lock held. */
+static void queue_sample(struct sbrig_power *pwr, const struct sbrig_sample *s)
+{
+	struct power_item it = { .is_gap = false };
+
+	if (pwr->q_dropped) {
+		if (pwr->q_len + 2 > pwr->q_cap)
+			goto drop;
+		it.is_gap = true;
+		it.g.t_ns = pwr->q_last_t_ns;
+		it.g.next_t_ns = s->t_ns;
+		it.g.missing = pwr->q_dropped;
+		q_put(pwr, &it);
+		pwr->q_dropped = 0;
+		it.is_gap = false;
+	}
+	if (pwr->q_len == pwr->q_cap)
+		goto drop;
+	it.s = *s;
+	q_put(pwr, &it);
+	pwr->q_last_t_ns = s->t_ns;
+	return;
+drop:
+	pwr->q_dropped++;
+	pwr->stats.overruns++;
+}
+
+/* Called with pwr->lock held. */
+static void queue_gap(struct sbrig_power *pwr, const struct sbrig_gap *g)
+{
+	struct power_item it = { .is_gap = true, .g = *g };
+
+	pwr->stats.gaps++;
+	pwr->stats.missing += g->missing;
+	if (pwr->q_dropped || pwr->q_len == pwr->q_cap) {
+		/* folded into the overrun gap that comes next */
+		pwr->q_dropped += g->missing;
+		return;
+	}
+	q_put(pwr, &it);
+}
+
+static void notify(struct sbrig_power *pwr)
+{
+	uint64_t one = 1;
+
+	if (write(pwr->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		sbrig_warn("%s: eventfd write: %s", pwr->uri, strerror(errno));
+}
+
+/* ---- the capture thread ------------------------------------------------ */
+
+static void thread_end(struct sbrig_power *pwr, int err)
+{
+	pthread_mutex_lock(&pwr->lock);
+	pwr->ended = true;
+	pwr->thread_err = err;
+	if (err)
+		snprintf(pwr->thread_msg, sizeof(pwr->thread_msg), "%s",
+			 sbrig_errmsg());
+	pthread_mutex_unlock(&pwr->lock);
+	notify(pwr);
+}
+
+static void *capture_thread(void *arg)
+{
+	struct sbrig_power *pwr = arg;
+	ptrdiff_t off[CH_COUNT];
+	int64_t raw[CH_TS];
+	int c, err = 0;
+
+	while (!atomic_load(&pwr->stopping)) {
+		ssize_t ret = iio_buffer_refill(pwr->buf);
+		int64_t arrival = sbrig_now_ns(), ts = 0;
+		char *start, *end, *p;
+		ptrdiff_t step;
+
+		if (atomic_load(&pwr->stopping))
+			break;
+		if (ret < 0) {
+			err = iio_fail(pwr, (int)ret, "capture: buffer refill");
+			break;
+		}
+		start = iio_buffer_start(pwr->buf);
+		end = iio_buffer_end(pwr->buf);
+		step = iio_buffer_step(pwr->buf);
+		for (c = 0; c < CH_COUNT; c++)
+			off[c] = (char *)iio_buffer_first(pwr->buf, pwr->ch[c]) -
+				 start;
+		if (step <= 0 || end - start < step)
+			continue;
+		if (pwr->remote) {
+			iio_channel_convert(pwr->ch[CH_TS], &ts,
+					    end - step + off[CH_TS]);
+			sbrig_clockmap_update(&pwr->clock, arrival, ts);
+		}
+
+		pthread_mutex_lock(&pwr->lock);
+		for (p = start; p + step <= end; p += step) {
+			struct sbrig_sample s;
+			struct sbrig_gap g;
+
+			for (c = 0; c < CH_TS; c++) {
+				uint16_t v = 0;
+
+				/* all four are 16-bit on ina2xx-adc */
+				iio_channel_convert(pwr->ch[c], &v, p + off[c]);
+				raw[c] = v;
+			}
+			iio_channel_convert(pwr->ch[CH_TS], &ts, p + off[CH_TS]);
+			fill_sample(pwr, raw, &s);
+			s.t_ns = ts + (pwr->remote ? pwr->clock.offset_ns : 0);
+			if (pwr->have_prev &&
+			    sbrig_power_gap(pwr->prev_ts_ns, ts, pwr->period_ns,
+					    &g.missing)) {
+				g.t_ns = pwr->prev_ts_ns +
+					 (pwr->remote ? pwr->clock.offset_ns : 0);
+				g.next_t_ns = s.t_ns;
+				queue_gap(pwr, &g);
+			}
+			pwr->have_prev = true;
+			pwr->prev_ts_ns = ts;
+			queue_sample(pwr, &s);
+		}
+		pthread_mutex_unlock(&pwr->lock);
+		notify(pwr);
+	}
+	thread_end(pwr, err);
+	return NULL;
+}
+
+static int check_channel_formats(struct sbrig_power *pwr)
+{
+	int c;
+
+	for (c = 0; c < CH_COUNT; c++) {
+		const struct iio_data_format *f =
+			iio_channel_get_data_format(pwr->ch[c]);
+		unsigned int want = c == CH_TS ? 64 : 16;
+
+		if (!iio_channel_is_scan_element(pwr->ch[c]) ||
+		    f->length != want || f->repeat > 1)
+			return sbrig_set_error(-ENOTSUP,
+				"%s: %s: channel %s is not a %u-bit scan element",
+				pwr->uri, pwr->devname, chan_ids[c], want);
+	}
+	return 0;
+}
+
+int sbrig_power_start(struct sbrig_power *pwr)
+{
+	unsigned int i, n;
+	int c, ret;
+
+	if (!pwr)
+		return sbrig_set_error(-EINVAL, "power: start: NULL");
+	if (pwr->running)
+		return sbrig_set_error(-EBUSY, "%s: %s: already capturing",
+				       pwr->uri, pwr->devname);
+	if (!pwr->ch[CH_TS] || !iio_channel_is_scan_element(pwr->ch[CH_TS]))
+		return sbrig_set_error(-ENOTSUP,
+			"%s: %s: no timestamp channel: sample times and gaps cannot be known",
+			pwr->uri, pwr->devname);
+	ret = check_channel_formats(pwr);
+	if (ret)
+		return ret;
+	ret = set_timestamp_clock(pwr);
+	if (ret)
+		return ret;
+
+	n = iio_device_get_channels_count(pwr->dev);
+	for (i = 0; i < n; i++)
+		iio_channel_disable(iio_device_get_channel(pwr->dev, i));
+	for (c = 0; c < CH_COUNT; c++)
+		iio_channel_enable(pwr->ch[c]);
+
+	pwr->buf = iio_device_create_buffer(pwr->dev, pwr->buffer_samples,
+					    false);
+	if (!pwr->buf)
+		return iio_fail(pwr, -errno, "create buffer");
+
+	pthread_mutex_lock(&pwr->lock);
+	pwr->q_head = pwr->q_len = 0;
+	pwr->q_dropped = 0;
+	memset(&pwr->stats, 0, sizeof(pwr->stats));
+	pwr->ended = false;
+	pwr->thread_err = 0;
+	pwr->thread_msg[0] = '\0';
+	pthread_mutex_unlock(&pwr->lock);
+	pwr->have_prev = false;
+	pwr->clock.valid = false;
+	atomic_store(&pwr->stopping, false);
+
+	ret = pthread_create(&pwr->thread, NULL, capture_thread, pwr);
+	if (ret) {
+		iio_buffer_destroy(pwr->buf);
+		pwr->buf = NULL;
+		return sbrig_set_error(-ret, "%s: %s: pthread_create: %s",
+				       pwr->uri, pwr->devname, strerror(ret));
+	}
+	pwr->running = true;
+	return 0;
+}
+
+int sbrig_power_stop(struct sbrig_power *pwr)
+{
+	struct timespec until;
+	int64_t wait_ns;
+	int err;
+
+	if (!pwr || !pwr->running)
+		return 0;
+	atomic_store(&pwr->stopping, true);
+	/*
+	 * Let a refill under way finish (the thread then sees @stopping):
+	 * cancelling one makes libiio print errors. Cancel only if it
+	 * takes longer than two buffers' worth of samples (cap 0.5 s).
+	 */
+	wait_ns = (int64_t)(2e9 * (double)pwr->buffer_samples / pwr->rate_hz);
+	if (wait_ns > 500000000)
+		wait_ns = 500000000;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += (until.tv_nsec + wait_ns) / 1000000000;
+	until.tv_nsec = (until.tv_nsec + wait_ns) % 1000000000;
+	if (pthread_timedjoin_np(pwr->thread, NULL, &until)) {
+		iio_buffer_cancel(pwr->buf);
+		pthread_join(pwr->thread, NULL);
+	}
+	iio_buffer_destroy(pwr->buf);
+	pwr->buf = NULL;
+	pwr->running = false;
+
+	pthread_mutex_lock(&pwr->lock);
+	err = pwr->thread_err;
+	if (err)
+		sbrig_set_error(err, "%s", pwr->thread_msg);
+	pthread_mutex_unlock(&pwr->lock);
+	return err;
+}
+
+int sbrig_power_fd(struct sbrig_power *pwr)
+{
+	return pwr ? pwr->efd : -EINVAL;
+}
+
+ssize_t sbrig_power_read(struct sbrig_power *pwr, struct sbrig_sample *s,
+			 size_t max, struct sbrig_gap *gaps, size_t max_gaps,
+			 size_t *ngaps)
+{
+	size_t n = 0, ng = 0;
+	uint64_t cnt;
+	ssize_t ret;
+
+	if (ngaps)
+		*ngaps = 0;
+	if (!pwr || (!s && max))
+		return sbrig_set_error(-EINVAL, "power: read: NULL");
+	if (read(pwr->efd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
+		return sbrig_set_error(-errno, "%s: eventfd read: %s",
+				       pwr->uri, strerror(errno));
+
+	pthread_mutex_lock(&pwr->lock);
+	while (pwr->q_len) {
+		struct power_item *it = &pwr->q[pwr->q_head];
+
+		if (it->is_gap) {
+			if (gaps && ng == max_gaps && max_gaps)
+				break;	/* delivered by the next call */
+			if (!gaps || !max_gaps) {
+				/* the caller takes no gaps: only counted */
+				if (n)
+					break;
+			} else {
+				gaps[ng++] = it->g;
+			}
+		} else {
+			if (n == max)
+				break;
+			s[n++] = it->s;
+		}
+		pwr->q_head = (pwr->q_head + 1) % pwr->q_cap;
+		pwr->q_len--;
+	}
+	pwr->stats.samples += n;
+	ret = (ssize_t)n;
+	if (pwr->q_len || (pwr->ended && pwr->thread_err))
+		notify(pwr);	/* still something to take: stay readable */
+	if (!n && !ng && !pwr->q_len && pwr->ended && pwr->thread_err)
+		ret = sbrig_set_error(pwr->thread_err, "%s", pwr->thread_msg);
+	pthread_mutex_unlock(&pwr->lock);
+	if (ngaps)
+		*ngaps = ng;
+	return ret;
+}
+
+int sbrig_power_get_stats(struct sbrig_power *pwr,
+			  struct sbrig_power_stats *st)
+{
+	if (!pwr || !st)
+		return sbrig_set_error(-EINVAL, "power: get_stats: NULL");
+	pthread_mutex_lock(&pwr->lock);
+	*st = pwr->stats;
+	pthread_mutex_unlock(&pwr->lock);
+	return 0;
+}

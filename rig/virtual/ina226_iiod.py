@@ -1,0 +1,624 @@
+#!/usr/bin/python3
+"""ina226_iiod.py - an INA226 behind a user-space server of the libiio protocol.
+
+Speaks the text protocol that iiod (libiio 0.x) serves on TCP port 30431,
+so that unmodified ``iio_info -u ip:127.0.0.1:PORT``, ``iio_readdev`` and
+libsbrig's ``ip:`` contexts talk to it as to a real rig host. It presents
+one device, ``iio:device0`` named ``ina226``, with exactly the channels,
+attributes and scales that libiio 0.24 shows for Linux 6.1's ina2xx-adc
+(the XML below was taken from the real driver on i2c-stub):
+
+    voltage0 (shunt, 2.5 uV LSB)  voltage1 (bus, 1.25 mV LSB)
+    power2 (25 x current LSB)     current3 (2.5 uV / shunt LSB)
+    timestamp (s64, ns)           pseudo-channels shunt/resistor (ohm),
+    sampling/frequency, oversampling/ratio, allow/async_readout;
+    device attributes current_timestamp_clock, integration_time_available
+
+Raw values are u16 as the driver declares them (a negative shunt voltage
+or current wraps, as it does on the real driver). The sampling frequency
+follows the chip: 1e6 / ((bus + shunt conversion time) x averaging),
+rounded; writing in_sampling_frequency is refused with EINVAL as on the
+real driver; write the integration times and the oversampling ratio.
+
+Samples are generated in real time: a buffer opened at host time t0
+yields sample k at t0 + k / rate, and READBUF answers only once the last
+requested sample's time has passed. Timestamps follow the device
+attribute current_timestamp_clock like the kernel's (default
+``realtime``; ``monotonic`` = this host's CLOCK_MONOTONIC).
+
+Protocol (one command per line, ``\\r\\n`` ends; every answer starts with
+a decimal integer line, negative = -errno):
+
+    VERSION                  -> "0.24.ina226e"
+    PRINT                    -> len, XML, "\\n"
+    TIMEOUT ms               -> 0
+    OPEN dev n MASK [CYCLIC] -> 0        (MASK: %08x words, last first)
+    READBUF dev len          -> len, MASK line, len bytes of samples
+    CLOSE dev                -> 0
+    READ dev [INPUT ch|DEBUG|BUFFER] attr        -> len, value, "\\n"
+    WRITE dev [INPUT ch|DEBUG|BUFFER] attr len   (then len bytes) -> len
+    GETTRIG dev              -> -ENOENT (no trigger, as ina2xx-adc)
+    SET dev BUFFERS_COUNT n  -> 0
+    EXIT
+
+The power model is pluggable: anything with ``sample(t_ns) -> (current_uA,
+bus_uV)`` (see ConstantModel). The command line uses a ConstantModel set
+at run time through the control socket (``--control PATH``, a Unix stream
+socket, one command per line, each answered by ``ok ...`` or ``error
+...``):
+
+    current_uA N     set the supply current
+    bus_uV N         set the bus voltage
+    drop N           skip the next N samples of every open buffer (a gap)
+    get              "ok current_uA=N bus_uV=N rate_hz=N buffers=N"
+
+Run: ``ina226_iiod.py --port 0 --print-port --control /tmp/ina.sock``
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import math
+import os
+import signal
+import socket
+import socketserver
+import struct
+import sys
+import threading
+import time
+
+DEVICE_ID = "iio:device0"
+DEVICE_NAME = "ina226"
+
+# INA226 constants as Linux's ina2xx-adc uses them.
+SHUNT_LSB_NV = 2500          # 2.5 uV
+BUS_LSB_UV = 1250            # 1.25 mV
+POWER_LSB_FACTOR = 25
+INT_TIMES_US = [140, 204, 332, 588, 1100, 2116, 4156, 8244]
+AVERAGES = [1, 4, 16, 64, 128, 256, 512, 1024]
+
+XML_DTD = (
+    '<?xml version="1.0" encoding="utf-8"?><!DOCTYPE context [<!ELEMENT context '
+    '(device | context-attribute)*><!ELEMENT context-attribute EMPTY><!ELEMENT '
+    'device (channel | attribute | debug-attribute | buffer-attribute)*><!ELEMENT '
+    'channel (scan-element?, attribute*)><!ELEMENT attribute EMPTY><!ELEMENT '
+    'scan-element EMPTY><!ELEMENT debug-attribute EMPTY><!ELEMENT buffer-attribute '
+    'EMPTY><!ATTLIST context name CDATA #REQUIRED version-major CDATA #REQUIRED '
+    'version-minor CDATA #REQUIRED version-git CDATA #REQUIRED description CDATA '
+    '#IMPLIED><!ATTLIST context-attribute name CDATA #REQUIRED value CDATA '
+    '#REQUIRED><!ATTLIST device id CDATA #REQUIRED name CDATA #IMPLIED label CDATA '
+    '#IMPLIED><!ATTLIST channel id CDATA #REQUIRED type (input|output) #REQUIRED '
+    'name CDATA #IMPLIED><!ATTLIST scan-element index CDATA #REQUIRED format CDATA '
+    '#REQUIRED scale CDATA #IMPLIED><!ATTLIST attribute name CDATA #REQUIRED '
+    'filename CDATA #IMPLIED><!ATTLIST debug-attribute name CDATA #REQUIRED>'
+    '<!ATTLIST buffer-attribute name CDATA #REQUIRED>]>')
+
+# (channel id, scan index, storage bytes, signed, attributes)
+SCAN_CHANNELS = [
+    ("voltage0", 0, 2, False, ["integration_time", "raw", "scale"]),
+    ("voltage1", 1, 2, False, ["integration_time", "raw", "scale"]),
+    ("power2", 2, 2, False, ["raw", "scale"]),
+    ("current3", 3, 2, False, ["raw", "scale"]),
+    ("timestamp", 4, 8, True, []),
+]
+# libiio turns the shared in_* files into these pseudo-channels.
+PSEUDO_CHANNELS = [
+    ("shunt", "resistor"),
+    ("sampling", "frequency"),
+    ("oversampling", "ratio"),
+    ("allow", "async_readout"),
+]
+DEVICE_ATTRS = ["current_timestamp_clock", "integration_time_available"]
+BUFFER_ATTRS = ["data_available", "direction"]
+
+
+class ConstantModel:
+    """Supply current and bus voltage that stay put until set."""
+
+    def __init__(self, current_uA: int = 100000, bus_uV: int = 5000000) -> None:
+        self.current_uA = current_uA
+        self.bus_uV = bus_uV
+
+    def sample(self, t_ns: int) -> tuple[int, int]:
+        return self.current_uA, self.bus_uV
+
+    def set(self, name: str, value: int) -> None:
+        if name not in ("current_uA", "bus_uV"):
+            raise KeyError(name)
+        setattr(self, name, value)
+
+
+class IioError(Exception):
+    def __init__(self, err: int) -> None:
+        super().__init__(os.strerror(err))
+        self.err = err
+
+
+def _parse_fixpoint(text: str) -> float:
+    try:
+        v = float(text.strip())
+    except ValueError:
+        raise IioError(errno.EINVAL) from None
+    if not math.isfinite(v):
+        raise IioError(errno.EINVAL)
+    return v
+
+
+class Ina226:
+    """Register-level state of one INA226 as ina2xx-adc shows it."""
+
+    def __init__(self, model, rate_hz: float | None = None) -> None:
+        self.model = model
+        self.lock = threading.Lock()      # protects every field below
+        self.shunt_uohm = 10000
+        self.int_time_us = [1100, 1100]   # shunt, bus (driver default)
+        self.average = 4
+        self.clock = "realtime"
+        self.allow_async = 0
+        self.streams: set[Stream] = set()
+        if rate_hz:
+            self.pick_rate(rate_hz)
+
+    # --- timing -------------------------------------------------------
+    def pick_rate(self, rate_hz: float) -> None:
+        """Choose the conversion time and averaging nearest @rate_hz."""
+        best = None
+        for avg in AVERAGES:
+            for ct in INT_TIMES_US:
+                f = 1e6 / (2 * ct * avg)
+                d = abs(math.log(f / rate_hz))
+                if best is None or d < best[0]:
+                    best = (d, ct, avg)
+        _, ct, avg = best
+        self.int_time_us = [ct, ct]
+        self.average = avg
+
+    def period_ns(self) -> int:
+        return (self.int_time_us[0] + self.int_time_us[1]) * self.average * 1000
+
+    def rate_hz(self) -> int:
+        return round(1e6 / ((self.int_time_us[0] + self.int_time_us[1]) * self.average))
+
+    def now_ns(self) -> int:
+        if self.clock == "monotonic":
+            return time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        if self.clock == "boottime":
+            return time.clock_gettime_ns(time.CLOCK_BOOTTIME)
+        return time.clock_gettime_ns(time.CLOCK_REALTIME)
+
+    # --- conversions (what the chip's registers would hold) ----------
+    def current_lsb_uA(self) -> float:
+        return SHUNT_LSB_NV * 1000.0 / self.shunt_uohm
+
+    def raws(self, t_ns: int) -> tuple[int, int, int, int]:
+        current_uA, bus_uV = self.model.sample(t_ns)
+        shunt_nV = current_uA * self.shunt_uohm / 1000.0
+        power_uW = current_uA * bus_uV / 1e6
+        lsb = self.current_lsb_uA()
+        shunt = round(shunt_nV / SHUNT_LSB_NV)
+        shunt = max(-32768, min(32767, shunt)) & 0xFFFF
+        bus = max(0, min(0x7FFF, round(bus_uV / BUS_LSB_UV)))
+        cur = max(-32768, min(32767, round(current_uA / lsb))) & 0xFFFF
+        pw = max(0, min(0xFFFF, round(abs(power_uW) / (POWER_LSB_FACTOR * lsb))))
+        return shunt, bus, pw, cur
+
+    # --- attributes ----------------------------------------------------
+    def scale(self, chan: str) -> str:
+        if chan == "voltage0":
+            v = SHUNT_LSB_NV / 1e6
+        elif chan == "voltage1":
+            v = BUS_LSB_UV / 1e3
+        elif chan == "current3":
+            v = SHUNT_LSB_NV / self.shunt_uohm
+        else:
+            v = POWER_LSB_FACTOR * SHUNT_LSB_NV / self.shunt_uohm
+        return f"{v:.9f}"
+
+    def read(self, chan: str | None, attr: str) -> str:
+        with self.lock:
+            if chan is None:
+                if attr == "current_timestamp_clock":
+                    return self.clock
+                if attr == "integration_time_available":
+                    return " ".join(f"{t / 1e6:.6f}" for t in INT_TIMES_US)
+                raise IioError(errno.ENOENT)
+            if chan in ("voltage0", "voltage1", "power2", "current3"):
+                if attr == "raw":
+                    idx = ["voltage0", "voltage1", "power2", "current3"].index(chan)
+                    return str(self.raws(self.now_ns())[idx])
+                if attr == "scale":
+                    return self.scale(chan)
+                if attr == "integration_time" and chan.startswith("voltage"):
+                    return f"{self.int_time_us[int(chan[-1])] / 1e6:.6f}"
+            key = (chan, attr)
+            if key == ("shunt", "resistor"):
+                return f"{self.shunt_uohm / 1e6:.9f}"
+            if key == ("sampling", "frequency"):
+                return str(self.rate_hz())
+            if key == ("oversampling", "ratio"):
+                return str(self.average)
+            if key == ("allow", "async_readout"):
+                return str(self.allow_async)
+            raise IioError(errno.ENOENT)
+
+    def write(self, chan: str | None, attr: str, value: str) -> None:
+        with self.lock:
+            timing = (attr == "integration_time" or
+                      (chan, attr) in (("oversampling", "ratio"),
+                                       ("sampling", "frequency"),
+                                       ("shunt", "resistor")) or
+                      attr == "current_timestamp_clock")
+            if timing and self.streams:
+                raise IioError(errno.EBUSY)
+            if chan is None and attr == "current_timestamp_clock":
+                v = value.strip()
+                if v not in ("realtime", "monotonic", "monotonic_raw",
+                             "realtime_coarse", "monotonic_coarse",
+                             "boottime", "tai"):
+                    raise IioError(errno.EINVAL)
+                self.clock = v
+            elif attr == "integration_time" and chan in ("voltage0", "voltage1"):
+                us = round(_parse_fixpoint(value) * 1e6)
+                if us not in INT_TIMES_US:
+                    raise IioError(errno.EINVAL)
+                self.int_time_us[int(chan[-1])] = us
+            elif (chan, attr) == ("oversampling", "ratio"):
+                n = round(_parse_fixpoint(value))
+                if n not in AVERAGES:
+                    raise IioError(errno.EINVAL)
+                self.average = n
+            elif (chan, attr) == ("shunt", "resistor"):
+                uohm = round(_parse_fixpoint(value) * 1e6)
+                if uohm <= 0 or uohm > 0x7FFFFFFF:
+                    raise IioError(errno.EINVAL)
+                self.shunt_uohm = uohm
+            elif (chan, attr) == ("allow", "async_readout"):
+                self.allow_async = 1 if round(_parse_fixpoint(value)) else 0
+            elif (chan, attr) == ("sampling", "frequency"):
+                # ina2xx-adc: the rate follows conversion times x averaging
+                raise IioError(errno.EINVAL)
+            elif attr in ("raw", "scale", "integration_time_available"):
+                raise IioError(errno.EACCES)
+            else:
+                raise IioError(errno.ENOENT)
+
+    def xml(self) -> str:
+        parts = [XML_DTD,
+                 '<context name="local" version-major="0" version-minor="24" '
+                 'version-git="v0.24" description="sbrig ina226_iiod.py: '
+                 'emulated Linux ina2xx-adc" >',
+                 '<context-attribute name="sbrig,emulator" value="ina226_iiod" />',
+                 f'<device id="{DEVICE_ID}" name="{DEVICE_NAME}" >']
+        for cid, idx, size, signed, attrs in SCAN_CHANNELS:
+            fmt = f"le:{'S' if signed else 'U'}{size * 8}/{size * 8}&gt;&gt;0"
+            scale = "" if cid == "timestamp" else f' scale="{float(self.scale(cid)):f}"'
+            parts.append(f'<channel id="{cid}" type="input" >'
+                         f'<scan-element index="{idx}" format="{fmt}"{scale} />')
+            for a in attrs:
+                parts.append(f'<attribute name="{a}" filename="in_{cid}_{a}" />')
+            parts.append("</channel>")
+        for cid, a in PSEUDO_CHANNELS:
+            parts.append(f'<channel id="{cid}" type="input" ><attribute name="{a}" '
+                         f'filename="in_{cid}_{a}" /></channel>')
+        parts += [f'<attribute name="{a}" />' for a in DEVICE_ATTRS]
+        parts += [f'<buffer-attribute name="{a}" />' for a in BUFFER_ATTRS]
+        parts.append("</device></context>")
+        return "".join(parts)
+
+
+class Stream:
+    """One open buffer: a real-time sample clock and the enabled channels."""
+
+    def __init__(self, chip: Ina226, mask: int) -> None:
+        self.chip = chip
+        self.mask = mask
+        self.period_ns = chip.period_ns()
+        self.t0_ns = chip.now_ns()
+        self.next_k = 1          # first conversion ends one period after start
+        self.pending_drop = 0    # guarded by chip.lock
+        fmt, off = "<", 0
+        self.fields = []
+        for cid, idx, size, _signed, _a in SCAN_CHANNELS:
+            if not mask & (1 << idx):
+                continue
+            if off % size:
+                fmt += "x" * (size - off % size)
+                off += size - off % size
+            fmt += "q" if size == 8 else "H"
+            off += size
+            self.fields.append(idx)
+        self.struct = struct.Struct(fmt)
+        self.sample_size = self.struct.size
+
+    def wait_time(self, k: int) -> float:
+        """Seconds until sample @k exists (<= 0: it does)."""
+        return (self.t0_ns + k * self.period_ns - self.chip.now_ns()) / 1e9
+
+    def read(self, nbytes: int, stop: threading.Event) -> bytes:
+        n = nbytes // self.sample_size
+        out = bytearray(n * self.sample_size)
+        chip = self.chip
+        with chip.lock:
+            drop, self.pending_drop = self.pending_drop, 0
+        self.next_k += drop
+        last_k = self.next_k + n - 1
+        while True:
+            dt = self.wait_time(last_k)
+            if dt <= 0:
+                break
+            if stop.wait(min(dt, 0.5)):
+                raise ConnectionAbortedError("server stopping")
+        off = 0
+        with chip.lock:
+            for k in range(self.next_k, last_k + 1):
+                t_ns = self.t0_ns + k * self.period_ns
+                raws = chip.raws(t_ns) + (t_ns,)
+                self.struct.pack_into(out, off, *(raws[i] for i in self.fields))
+                off += self.sample_size
+        self.next_k = last_k + 1
+        return bytes(out)
+
+
+class Server(socketserver.ThreadingMixIn, socketserver.TCPServer):
+    allow_reuse_address = True
+    daemon_threads = True
+
+    def __init__(self, addr, chip: Ina226) -> None:
+        self.chip = chip
+        self.stop = threading.Event()
+        super().__init__(addr, Handler)
+
+
+class Handler(socketserver.StreamRequestHandler):
+    """One client connection (libiio opens one per buffer, plus one)."""
+
+    def setup(self) -> None:
+        super().setup()
+        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.stream: Stream | None = None
+
+    def answer(self, value: int, payload: bytes = b"") -> None:
+        self.wfile.write(b"%d\n" % value + payload)
+        self.wfile.flush()
+
+    def handle(self) -> None:
+        chip = self.server.chip
+        try:
+            while not self.server.stop.is_set():
+                line = self.rfile.readline(4096)
+                if not line:
+                    return
+                words = line.decode("ascii", "replace").split()
+                if not words:
+                    continue
+                if words[0].upper() == "EXIT":
+                    return
+                try:
+                    self.command(chip, words[0].upper(), words[1:])
+                except IioError as e:
+                    self.answer(-e.err)
+        except (ConnectionError, BrokenPipeError, OSError):
+            pass   # client went away, possibly mid-buffer
+        finally:
+            self.close_stream()
+
+    def close_stream(self) -> None:
+        if self.stream:
+            with self.server.chip.lock:
+                self.server.chip.streams.discard(self.stream)
+            self.stream = None
+
+    def check_dev(self, name: str) -> None:
+        if name not in (DEVICE_ID, DEVICE_NAME):
+            raise IioError(errno.ENODEV)
+
+    @staticmethod
+    def attr_target(args: list[str]) -> tuple[str | None, str, list[str]]:
+        """[INPUT ch|DEBUG|BUFFER] attr ... -> (channel, attr, rest)."""
+        if len(args) >= 3 and args[0].upper() in ("INPUT", "OUTPUT"):
+            if args[0].upper() == "OUTPUT":
+                raise IioError(errno.ENOENT)
+            return args[1], args[2], args[3:]
+        if len(args) >= 2 and args[0].upper() in ("DEBUG", "BUFFER"):
+            return args[0].upper(), args[1], args[2:]
+        if args:
+            return None, args[0], args[1:]
+        raise IioError(errno.EINVAL)
+
+    def command(self, chip: Ina226, cmd: str, args: list[str]) -> None:
+        if cmd == "VERSION":
+            self.wfile.write(b"0.24.ina226e\n")
+            self.wfile.flush()
+        elif cmd == "PRINT":
+            xml = chip.xml().encode()
+            self.answer(len(xml), xml + b"\n")
+        elif cmd in ("TIMEOUT", "HELP"):
+            self.answer(0)
+        elif cmd == "OPEN":
+            self.check_dev(args[0])
+            if len(args) < 3 or self.stream:
+                raise IioError(errno.EINVAL if len(args) < 3 else errno.EBUSY)
+            try:
+                mask = int(args[2][-8:], 16)
+            except ValueError:
+                raise IioError(errno.EINVAL) from None
+            if len(args) > 3 or not mask:
+                raise IioError(errno.EINVAL)   # cyclic is for output buffers
+            with chip.lock:
+                self.stream = Stream(chip, mask)
+                chip.streams.add(self.stream)
+            self.answer(0)
+        elif cmd == "CLOSE":
+            self.check_dev(args[0])
+            self.close_stream()
+            self.answer(0)
+        elif cmd == "READBUF":
+            self.check_dev(args[0])
+            if not self.stream:
+                raise IioError(errno.EBADF)
+            want = int(args[1])
+            data = self.stream.read(want, self.server.stop)
+            if not data:
+                raise IioError(errno.EINVAL)
+            self.answer(len(data), b"%08x\n" % self.stream.mask + data)
+        elif cmd == "READ":
+            self.check_dev(args[0])
+            chan, attr, _ = self.attr_target(args[1:])
+            if chan == "DEBUG":
+                raise IioError(errno.ENOENT)
+            if chan == "BUFFER":
+                if attr == "direction":
+                    value = "in"
+                elif attr == "data_available":
+                    value = "0"
+                else:
+                    raise IioError(errno.ENOENT)
+            else:
+                value = chip.read(chan, attr)
+            data = value.encode()
+            self.answer(len(data), data + b"\n")
+        elif cmd == "WRITE":
+            self.check_dev(args[0])
+            chan, attr, rest = self.attr_target(args[1:])
+            if len(rest) != 1:
+                raise IioError(errno.EINVAL)
+            n = int(rest[0])
+            data = self.rfile.read(n)
+            if len(data) < n:
+                raise ConnectionError("short WRITE payload")
+            if chan in ("DEBUG", "BUFFER"):
+                raise IioError(errno.EACCES)
+            chip.write(chan, attr, data.decode("ascii", "replace").rstrip("\0"))
+            self.answer(n)
+        elif cmd == "GETTRIG":
+            self.check_dev(args[0])
+            raise IioError(errno.ENOENT)
+        elif cmd == "SETTRIG":
+            self.check_dev(args[0])
+            if len(args) > 1:
+                raise IioError(errno.ENOENT)
+            self.answer(0)
+        elif cmd == "SET":
+            self.check_dev(args[0])
+            self.answer(0)
+        else:
+            raise IioError(errno.EINVAL)
+
+
+def control_command(chip: Ina226, line: str) -> str:
+    """Apply one control line; return the answer line."""
+    words = line.split()
+    if not words:
+        return "error empty command"
+    cmd = words[0]
+    try:
+        if cmd in ("current_uA", "bus_uV") and len(words) == 2:
+            with chip.lock:
+                chip.model.set(cmd, int(words[1]))
+            return "ok"
+        if cmd == "drop" and len(words) == 2:
+            n = int(words[1])
+            if n < 1:
+                return "error drop needs N >= 1"
+            with chip.lock:
+                for s in chip.streams:
+                    s.pending_drop += n
+                nbuf = len(chip.streams)
+            return f"ok buffers={nbuf}"
+        if cmd == "get" and len(words) == 1:
+            with chip.lock:
+                m = chip.model
+                return (f"ok current_uA={getattr(m, 'current_uA', '?')} "
+                        f"bus_uV={getattr(m, 'bus_uV', '?')} "
+                        f"rate_hz={chip.rate_hz()} buffers={len(chip.streams)}")
+    except (ValueError, KeyError) as e:
+        return f"error {e}"
+    return f"error unknown command {line.strip()!r}"
+
+
+def serve_control(chip: Ina226, path: str, stop: threading.Event) -> threading.Thread:
+    """Accept control connections on Unix socket @path in a thread."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(path)
+    sock.listen(8)
+
+    def client(conn: socket.socket) -> None:
+        with conn, conn.makefile("rw", encoding="ascii", errors="replace") as f:
+            for line in f:
+                f.write(control_command(chip, line) + "\n")
+                f.flush()
+
+    def accept_loop() -> None:
+        sock.settimeout(0.5)
+        while not stop.is_set():
+            try:
+                conn, _ = sock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            conn.settimeout(None)
+            threading.Thread(target=client, args=(conn,), daemon=True).start()
+        sock.close()
+
+    t = threading.Thread(target=accept_loop, daemon=True)
+    t.start()
+    return t
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, default=30431,
+                    help="TCP port (0: any free one; see --print-port)")
+    ap.add_argument("--rate", type=float, default=3571,
+                    help="sampling frequency to start with (Hz); the nearest "
+                         "INA226 setting is used (default 3571: 140 us, no "
+                         "averaging)")
+    ap.add_argument("--clock", default="realtime",
+                    help="initial current_timestamp_clock (kernel default: realtime)")
+    ap.add_argument("--current-uA", type=int, default=100000)
+    ap.add_argument("--bus-uV", type=int, default=5000000)
+    ap.add_argument("--control", metavar="PATH",
+                    help="Unix socket taking current_uA/bus_uV/drop/get commands")
+    ap.add_argument("--print-port", action="store_true",
+                    help="print the bound TCP port on stdout once listening")
+    args = ap.parse_args(argv)
+
+    chip = Ina226(ConstantModel(args.current_uA, args.bus_uV), args.rate)
+    chip.clock = args.clock
+    server = Server((args.host, args.port), chip)
+    if args.control:
+        serve_control(chip, args.control, server.stop)
+
+    def on_term(signum, frame):
+        server.stop.set()
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, on_term)
+    if args.print_port:
+        print(server.server_address[1], flush=True)
+    print(f"ina226_iiod: ip:{args.host}:{server.server_address[1]} "
+          f"rate {chip.rate_hz()} Hz", file=sys.stderr, flush=True)
+    try:
+        server.serve_forever(poll_interval=0.2)
+    finally:
+        server.stop.set()
+        server.server_close()
+        if args.control:
+            try:
+                os.unlink(args.control)
+            except OSError:
+                pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
