@@ -13,6 +13,9 @@ reported as missing):
 * ``kernel-module`` -- ``suspend_block.ko``
 * ``tests/target/sb_test`` -- ``sb_test.ko``, linked against
   ``kernel-module``'s ``Module.symvers`` via ``KBUILD_EXTRA_SYMBOLS``
+* ``tests/target/gpio_sim`` -- ``gpio-sim.ko`` (amd64 only, see
+  MODULE_ARCHES), whose C sources come from linux-source-6.1 and are
+  patched while being copied (LINUX_SOURCE_FILES)
 
 ``SBRIG_VM_MODULES=tests/vm/hello,kernel-module`` builds only a subset.
 
@@ -39,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import kernels
-from .common import (BINDIR, CACHE, MODBUILD, REPO, BuildError,
+from .common import (BINDIR, BUILD, CACHE, MODBUILD, REPO, BuildError,
                      arch_spec, build_lock, populate_atomically, progress,
                      run_cmd)
 
@@ -48,11 +51,35 @@ MODULE_DIRS: list[tuple[str, str | None]] = [
     ("tests/vm/hello", None),
     ("kernel-module", None),
     ("tests/target/sb_test", "kernel-module"),
+    ("tests/target/gpio_sim", None),
 ]
 if os.environ.get("SBRIG_VM_MODULES"):
     # for engineers iterating on one module: a comma-separated subset
     _only = os.environ["SBRIG_VM_MODULES"].split(",")
     MODULE_DIRS = [m for m in MODULE_DIRS if m[0] in _only]
+
+#: Module dirs built only for some arches (default: every arch). armmp
+#: has no irq_sim/gpio-sim support worth patching in: gpio-sim is amd64 only.
+MODULE_ARCHES: dict[str, tuple[str, ...]] = {
+    "tests/target/gpio_sim": ("amd64",),
+}
+
+#: Module dirs whose sources come from linux-source-<series>.tar.xz:
+#: rel dir -> [(path in the tarball, name in the build copy,
+#: [(old, new), ...] replacements that must each match exactly once)].
+LINUX_SOURCE_FILES: dict[str, list[tuple[str, str, list[tuple[str, str]]]]] = {
+    "tests/target/gpio_sim": [
+        ("drivers/gpio/gpio-sim.c", "sim.c", []),
+        ("drivers/gpio/gpiolib.h", "gpiolib.h", []),
+        # IRQ_SIM is off in Debian's config: link it in; irq_to_desc is
+        # not exported to modules (FACTS.md)
+        ("kernel/irq/irq_sim.c", "irq_sim.c",
+         [("handle_simple_irq(irq_to_desc(irqnum));",
+           "generic_handle_irq_safe(irqnum);"),
+          ('#include <linux/irq_sim.h>',
+           '#include <linux/irq_sim.h>\n#include <linux/module.h>')]),
+    ],
+}
 
 #: Directories whose *.c files are each one static target program.
 PROGRAM_DIRS = ["tests/target", "kernel-module/tools"]
@@ -171,9 +198,43 @@ def _dpkg_version(pkg: str) -> str | None:
 
 # --------------------------------------------------------------- modules --
 
-def sync_tree(src: Path, dst: Path) -> None:
+def _linux_source_files(k: kernels.Kernel, rel: str, dst: Path) -> None:
+    """Extract LINUX_SOURCE_FILES[rel] from linux-source into ``dst``,
+    patched; files are rewritten only when their content changes (so kbuild
+    does not rebuild them every time)."""
+    series = kernels.kbuild_series(k.abi)
+    cache = CACHE / f"linux-source-{series}-files"
+    wanted = [src for src, _, _ in LINUX_SOURCE_FILES[rel]]
+    if not all((cache / w).exists() for w in wanted):
+        tarball = Path(f"/usr/src/linux-source-{series}.tar.xz")
+        if not tarball.exists():
+            raise BuildError(f"{tarball} missing (needed by {rel}): "
+                             f"apt-get install linux-source-{series}")
+        progress(f"extracting {len(wanted)} file(s) from {tarball.name} for {rel}")
+        cache.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=cache) as tmp:
+            run_cmd(["tar", "-xJf", str(tarball), "-C", tmp, "--strip-components=1",
+                     *(f"linux-source-{series}/{w}" for w in wanted)],
+                    what=f"extract {rel} sources from linux-source")
+            for w in wanted:
+                (cache / w).parent.mkdir(parents=True, exist_ok=True)
+                os.replace(Path(tmp) / w, cache / w)
+    for src, name, fixes in LINUX_SOURCE_FILES[rel]:
+        text = (cache / src).read_text()
+        for old, new in fixes:
+            if text.count(old) != 1:
+                raise BuildError(f"{rel}: patching {src}: {old!r} found "
+                                 f"{text.count(old)} times, expected once")
+            text = text.replace(old, new)
+        out = dst / name
+        if not out.exists() or out.read_text() != text:
+            out.write_text(text)
+
+
+def sync_tree(src: Path, dst: Path, keep: frozenset[str] = frozenset()) -> None:
     """Mirror source files of ``src`` into ``dst``, copying only changed
-    files (kbuild outputs in ``dst`` are kept; stale sources removed)."""
+    files (kbuild outputs in ``dst`` are kept; stale sources removed, except
+    the ``dst``-relative paths in ``keep``)."""
     dst.mkdir(parents=True, exist_ok=True)
     seen: set[Path] = set()
     for path in src.rglob("*"):
@@ -190,7 +251,8 @@ def sync_tree(src: Path, dst: Path) -> None:
             shutil.copyfile(path, target)
     for path in list(dst.rglob("*")):
         rel = path.relative_to(dst)
-        if path.is_file() and rel not in seen and not _ARTIFACT_RE.search(path.name):
+        if path.is_file() and rel not in seen and str(rel) not in keep \
+                and not _ARTIFACT_RE.search(path.name):
             path.unlink()
 
 
@@ -208,12 +270,17 @@ def build_modules(arch: str, kernel: kernels.Kernel | None = None) -> ModuleBuil
     with build_lock(f"mod-{arch}"):
         prepare_kbuild(k)
         for rel, needs in MODULE_DIRS:
+            if arch not in MODULE_ARCHES.get(rel, (arch,)):
+                continue
             src = REPO / rel
             if not (src / "Kbuild").exists() and not (src / "Makefile").exists():
                 result.missing.append(rel)
                 continue
             dst = MODBUILD / arch / rel
-            sync_tree(src, dst)
+            generated = LINUX_SOURCE_FILES.get(rel, [])
+            sync_tree(src, dst, frozenset(name for _, name, _ in generated))
+            if generated:
+                _linux_source_files(k, rel, dst)
             argv = ["make", "-C", str(k.headers), f"M={dst}", f"-j{os.cpu_count() or 2}",
                     f"ARCH={spec.kernel_arch}"]
             if spec.cross_compile:
@@ -324,3 +391,52 @@ def build_all(arch: str) -> Artifacts:
     progress(f"{arch}: build complete ({len(mods.modules)} module(s), "
              f"{len(progs)} program(s))")
     return Artifacts(arch, k, mods, progs, img, dtb)
+
+
+# ------------------------------------------------- host-interface variant --
+
+#: Debian tools the host-interface guest gets (dynamically linked, copied
+#: with their libraries): libgpiod v2's tools and libiio's.
+HOSTIF_DEBIAN_TOOLS = ["gpiodetect", "gpioset", "gpioget", "gpioinfo", "gpiomon",
+                       "iio_info", "iio_attr", "iio_readdev"]
+
+#: Release build of host/ (libsbrig, sbrigd, sbrig, tools).
+HOST_RELEASE = BUILD / "host" / "release"
+
+
+def build_host_programs() -> list[Path]:
+    """``make -C host -j2`` (release); return its programs: sbrigd, sbrig
+    and every sbrig-* tool that exists (none yet is fine)."""
+    progress("host: make -C host (release)")
+    run_cmd(["make", "-C", str(REPO / "host"), "-j2", f"O={HOST_RELEASE.parent}"],
+            what="host release build")
+    return sorted(p for p in HOST_RELEASE.iterdir()
+                  if p.is_file() and os.access(p, os.X_OK)
+                  and (p.name in ("sbrigd", "sbrig") or p.name.startswith("sbrig-")))
+
+
+def build_hostif(arch: str = "amd64") -> Artifacts:
+    """Artifacts of the host-interface guest: build_all(arch) plus an
+    initramfs variant (``initramfs-hostif.cpio.gz``) with the host programs
+    of build_host_programs() and HOSTIF_DEBIAN_TOOLS, their shared
+    libraries, and gpio-sim. amd64 only: they are binaries of this machine."""
+    from . import initramfs
+
+    if arch != "amd64":
+        raise BuildError(f"the host-interface guest is amd64 only, not {arch}")
+    a = build_all(arch)
+    if "gpio-sim" not in a.modules.modules:
+        raise BuildError("gpio-sim.ko was not built (tests/target/gpio_sim)")
+    tools: list[Path] = []
+    for t in HOSTIF_DEBIAN_TOOLS:
+        found = shutil.which(t)
+        if not found:
+            raise BuildError(f"{t} not found: apt-get install gpiod libiio-utils "
+                             f"(gpiod 2.x from bookworm-backports)")
+        tools.append(Path(found))
+    host = build_host_programs()
+    img = initramfs.build_initramfs(arch, a.kernel, a.modules, a.programs,
+                                    host_programs=tools + host,
+                                    name="initramfs-hostif")
+    progress(f"{arch}: hostif initramfs with {', '.join(p.name for p in host) or 'no sbrig programs'}")
+    return Artifacts(arch, a.kernel, a.modules, a.programs, img, a.dtb)

@@ -11,6 +11,12 @@ Contents:
   the project's built ``.ko`` files in ``extra/``, and ``depmod -b`` output,
   so ``modprobe suspend_block`` works in the guest
 * ``/usr/bin/<prog>`` -- the static target programs
+* optionally (``host_programs``, amd64 only) dynamically linked programs of
+  the build machine (``sbrigd``, ``sbrig``, Debian's ``gpioset``, ...) in
+  ``/usr/bin`` with their shared-library closure from ``ldd`` (libc, the
+  dynamic loader, libgpiod, libiio, libxml2, ...) at the paths ``ldd``
+  names; the host-interface test uses such a variant image
+  (``tests.vm.build.build_hostif``), the default image has none
 * ``/init`` -- mounts proc, sysfs, devtmpfs, devpts, debugfs
   (``/sys/kernel/debug``), tmpfs on /tmp and /run; loads BOOT_KMODS; loads
   the project's modules only when the kernel command line has ``sb.load``
@@ -259,18 +265,57 @@ def _modules_tree(k: kernels.Kernel, mods: ModuleBuild, extra: list[str],
     return dest
 
 
+# --------------------------------------------------------- host programs --
+
+_LDD_LINE = re.compile(r"^\s*(?:(\S+) => )?(/\S+) \(0x[0-9a-f]+\)$")
+
+
+def library_closure(programs: list[Path]) -> list[Path]:
+    """Absolute paths of every shared library (and the dynamic loader) the
+    dynamically linked ``programs`` load, as ``ldd`` resolves them on this
+    machine. Raises BuildError when a library is not found."""
+    libs: list[Path] = []
+    for prog in programs:
+        out = run_cmd(["ldd", str(prog)], what=f"ldd {prog}").stdout.decode()
+        for line in out.splitlines():
+            if "not found" in line:
+                raise BuildError(f"ldd {prog}: {line.strip()}")
+            m = _LDD_LINE.match(line)
+            if m and Path(m.group(2)) not in libs:
+                libs.append(Path(m.group(2)))
+    return libs
+
+
+def _add_host_programs(cpio: Cpio, arch: str, programs: list[Path]) -> None:
+    """Put ``programs`` in usr/bin and their libraries at ldd's paths (the
+    file content of each symlink chain's end under the name ldd printed)."""
+    if programs and arch != "amd64":
+        raise BuildError(f"{arch}: host programs are amd64 binaries of the build "
+                         f"machine; only the amd64 guest can run them")
+    for prog in programs:
+        cpio.file(f"usr/bin/{prog.name}", prog.read_bytes(), 0o755)
+    for lib in library_closure(programs):
+        name = str(lib).lstrip("/")
+        if not cpio.has(name):
+            cpio.file(name, lib.resolve().read_bytes(), 0o755)
+
+
 # ------------------------------------------------------------- initramfs --
 
 def build_initramfs(arch: str, k: kernels.Kernel, mods: ModuleBuild,
-                    programs: list[Path], extra_kmods: list[str] = ()) -> Path:
-    """Write ``build/images/<arch>/initramfs.cpio.gz`` and return its path.
+                    programs: list[Path], extra_kmods: list[str] = (),
+                    host_programs: list[Path] = (),
+                    name: str = "initramfs") -> Path:
+    """Write ``build/images/<arch>/<name>.cpio.gz`` and return its path.
 
     ``extra_kmods`` adds Debian kernel modules to KMODS[arch].
+    ``host_programs`` adds dynamically linked programs of this machine with
+    their shared libraries (amd64 only; see the module docstring).
     """
     out_dir = IMAGES / arch
     out_dir.mkdir(parents=True, exist_ok=True)
-    out = out_dir / "initramfs.cpio.gz"
-    with build_lock(f"initramfs-{arch}"):
+    out = out_dir / f"{name}.cpio.gz"
+    with build_lock(f"{name}-{arch}"):
         progress(f"{arch}: writing initramfs")
         cpio = Cpio()
         for d in ("bin", "sbin", "usr/bin", "usr/sbin", "proc", "sys", "dev",
@@ -279,12 +324,13 @@ def build_initramfs(arch: str, k: kernels.Kernel, mods: ModuleBuild,
         cpio.chardev("dev/console", 5, 1)
         cpio.chardev("dev/null", 1, 3, 0o666)
         cpio.file("bin/busybox", busybox_path(arch).read_bytes(), 0o755)
-        progs = {p.name for p in programs}
+        progs = {p.name for p in [*programs, *host_programs]}
         for applet in busybox_applets():
             if os.path.basename(applet) not in progs:
                 cpio.symlink(applet, "/bin/busybox")
         for p in programs:
             cpio.file(f"usr/bin/{p.name}", p.read_bytes(), 0o755)
+        _add_host_programs(cpio, arch, list(host_programs))
         subst = {"@ARCH@": arch, "@READY@": READY_MARKER, "@EXITED@": SHELL_EXITED_MARKER,
                  "@PROJECT_KMODS@": " ".join(PROJECT_KMODS)}
         init = INIT_SCRIPT
