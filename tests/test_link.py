@@ -1,0 +1,249 @@
+"""Host side of the target link: sbrig-linkdump (libsbrig's link.c over
+tcp:) against tests.rigproto.FakeAgent.
+
+The fake agent stands in for kernel-module/tools/sbagent because these
+tests run without a target (tests/test_agent_vm.py runs the real agent in
+a guest). It lets the tests corrupt frames, interleave kernel messages,
+drop the connection and "reboot" at precise points.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.rigproto import FakeAgent
+
+REPO = Path(__file__).resolve().parents[1]
+LINKDUMP = REPO / "build/host/asan/sbrig-linkdump"
+FAST = ["--ping-ms", "200", "--timeout-ms", "1500", "--reconnect-ms", "100",
+        "--retry-ms", "300"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def built():
+    subprocess.run(["make", "-s", "-C", str(REPO / "host"), "VARIANT=asan", "-j2",
+                    str(LINKDUMP)], check=True)
+
+
+class LinkDump:
+    """sbrig-linkdump as a subprocess; JSON lines collected by a thread."""
+
+    def __init__(self, uri: str, *args: str) -> None:
+        self.proc = subprocess.Popen([str(LINKDUMP), "--stdin", *FAST, *args, uri],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        self.msgs: list[dict] = []
+        self._q: queue.Queue = queue.Queue()
+        self._t = threading.Thread(target=self._reader, daemon=True)
+        self._t.start()
+
+    def _reader(self) -> None:
+        for line in self.proc.stdout:
+            self._q.put(json.loads(line))
+        self._q.put(None)
+
+    def _pump(self, timeout: float) -> bool:
+        try:
+            m = self._q.get(timeout=timeout)
+        except queue.Empty:
+            return True
+        if m is None:
+            return False
+        self.msgs.append(m)
+        return True
+
+    def wait(self, pred, timeout: float = 15.0, what: str = "condition"):
+        end = time.monotonic() + timeout
+        while True:
+            v = pred(self.msgs)
+            if v:
+                return v
+            left = end - time.monotonic()
+            if left <= 0 or not self._pump(min(left, 0.1)) and not pred(self.msgs):
+                raise AssertionError(f"linkdump: {what} not seen; last messages: "
+                                     f"{self.msgs[-10:]}")
+
+    def send(self, line: str) -> None:
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def of(self, type_: str) -> list[dict]:
+        return [m for m in self.msgs if m["type"] == type_]
+
+    def status(self) -> dict:
+        n = len(self.of("status"))
+        self.send("!status")
+        return self.wait(lambda ms: len([m for m in ms if m["type"] == "status"]) > n
+                         and [m for m in ms if m["type"] == "status"][-1], what="status")
+
+    def close(self) -> str:
+        if self.proc.poll() is None:
+            self.send("!quit")
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        while self._pump(0.5):
+            pass
+        err = self.proc.stderr.read()
+        assert self.proc.returncode == 0, err
+        assert "ERROR: AddressSanitizer" not in err and "runtime error" not in err, err
+        return err
+
+
+def events(ld: LinkDump) -> list[dict]:
+    return ld.of("event")
+
+
+def n_events(n: int):
+    return lambda ms: len([m for m in ms if m["type"] == "event"]) >= n
+
+
+@pytest.fixture
+def agent():
+    with FakeAgent(boot_id="boot-A") as a:
+        yield a
+
+
+@pytest.fixture
+def dump(agent):
+    ld = LinkDump(f"tcp:127.0.0.1:{agent.port}")
+    yield ld
+    ld.close()
+
+
+def fill(agent: FakeAgent, start: int, n: int) -> None:
+    for s in range(start, start + n):
+        agent.send_event(s, 1_000_000 * s, "block" if s % 2 == 0 else "unblock",
+                         f'"blk {s}"')
+
+
+def test_events_in_order_with_names_and_acks(agent, dump):
+    fill(agent, 0, 40)
+    agent.send_event(40, 41_000_000, "policy", "opportunistic mem")
+    agent.send_event(41, 42_000_000, "block", '"' + "x" * 52 + '"+')
+    dump.wait(lambda ms: any(m["type"] == "hello" for m in ms), what="hello")
+    dump.wait(n_events(42), what="42 events")
+    ev = events(dump)
+    assert [e["seq"] for e in ev] == list(range(42))
+    assert ev[3]["arg"] == "blk 3" and ev[3]["ev"] == "unblock"
+    assert ev[3]["boot_id"] == "boot-A" and ev[3]["t_ns"] == 3_000_000
+    assert ev[40]["arg"] == "opportunistic mem" and not ev[40]["cut"]
+    assert ev[41]["cut"] and ev[41]["arg"] == "x" * 52
+    hello = dump.of("hello")[0]
+    assert hello["kernel"] == "6.1.0-fake" and not hello["new_boot"]
+    # cumulative ACK reaches the last event (sent on BEAT or every 32 events)
+    agent.beat()
+    agent.wait_for(lambda a: a.acked == 41)
+    # pings feed the clock model
+    dump.wait(lambda ms: any(m["type"] == "clock" for m in ms), what="clock")
+    st = dump.status()
+    assert st["connected"] and st["next_seq"] == 42 and st["clock_samples"] >= 1
+
+
+def test_noise_and_corruption_are_counted_and_recovered(agent, dump):
+    fill(agent, 0, 5)
+    dump.wait(n_events(5), what="5 events")
+    agent.send_garbage(b"\x00\x01\xfe random line noise\n")
+    agent.send_kmsg("[   33.000001] suspend_block: some kernel message")
+    agent.send_garbage(b"@sb1 EV 5 1 block \"trunc")       # truncated ...
+    agent.send_garbage(b"\n")                               # ... line
+    agent.send_garbage(b"@sb1 EV 99 1 block \"x\" *00000000\n")  # bad CRC
+    agent.send_garbage(b"@sb7 EV 5 1 block \"x\" *12345678\n")   # bad version
+    agent.send_garbage(b"A" * 5000 + b"\n")                 # oversize line
+    agent.corrupt_next(1)                                   # EV 5 corrupted
+    fill(agent, 5, 1)
+    agent.send_kmsg_then_frame("[   33.5] usb 1-1: reset ",
+                               "@sb1 BEAT 6 1")             # frame after kmsg
+    fill(agent, 6, 4)
+    dump.wait(n_events(10), what="10 events after corruption")
+    assert [e["seq"] for e in events(dump)] == list(range(10))
+    assert 5 in agent.resends
+    st = dump.status()
+    assert st["frames_bad"] >= 4, st
+    assert st["noise_bytes"] >= 5000, st
+    assert st["resends"] >= 1, st
+
+
+def test_trailing_lost_frame_recovered_by_beat(agent, dump):
+    fill(agent, 0, 3)
+    dump.wait(n_events(3), what="3 events")
+    agent.corrupt_next(1)
+    fill(agent, 3, 1)            # the last event is lost, nothing follows it
+    agent.beat()                 # ... but BEAT says 4 was sent
+    dump.wait(n_events(4), what="event 3 after BEAT")
+    assert events(dump)[3]["seq"] == 3
+
+
+def test_reconnect_resumes_without_loss_or_duplicates(agent, dump):
+    fill(agent, 0, 10)
+    dump.wait(n_events(10), what="10 events")
+    agent.drop_connection()
+    fill(agent, 10, 10)          # produced while the host is away
+    agent.wait_for(lambda a: a.connections >= 2, 10)
+    dump.wait(n_events(20), what="20 events after reconnect")
+    fill(agent, 20, 5)
+    dump.wait(n_events(25), what="25 events")
+    assert [e["seq"] for e in events(dump)] == list(range(25))
+    assert dump.of("down"), "LINK_DOWN not reported"
+    st = dump.status()
+    assert st["reconnects"] >= 1 and st["reboots"] == 0
+
+
+def test_gap_reported_when_agent_lost_events(agent, dump):
+    fill(agent, 0, 3)
+    dump.wait(n_events(3), what="3 events")
+    agent.drop_connection()
+    fill(agent, 3, 10)
+    agent.forget_before(8)       # its ring overflowed: 3..7 are gone
+    dump.wait(n_events(8), what="events after gap")
+    gaps = dump.of("gap")
+    assert gaps and gaps[0]["from_seq"] == 3 and gaps[0]["to_seq"] == 7
+    assert [e["seq"] for e in events(dump)] == [0, 1, 2, 8, 9, 10, 11, 12]
+    assert dump.status()["events_lost"] == 5
+
+
+def test_reboot_starts_a_new_boot(agent, dump):
+    fill(agent, 0, 5)
+    dump.wait(n_events(5), what="5 events")
+    agent.reboot("boot-B")
+    fill(agent, 0, 3)
+    dump.wait(lambda ms: any(m["type"] == "hello" and m["new_boot"] for m in ms),
+              what="new boot hello")
+    dump.wait(n_events(8), what="events of the new boot")
+    ev = events(dump)
+    assert [(e["boot_id"], e["seq"]) for e in ev[5:]] == [("boot-B", 0), ("boot-B", 1),
+                                                          ("boot-B", 2)]
+    st = dump.status()
+    assert st["reboots"] == 1 and st["boot_id"] == "boot-B"
+
+
+def test_command_retry_is_idempotent(agent, dump):
+    dump.wait(lambda ms: any(m["type"] == "hello" for m in ms), what="hello")
+    agent.drop_next_cmds(2)      # the first two transmissions get lost
+    dump.send('hold "rig test" 500')
+    q = dump.wait(lambda ms: [m for m in ms if m["type"] == "queued"], what="queued")[0]
+    r = dump.wait(lambda ms: [m for m in ms if m["type"] == "reply"], what="reply")[0]
+    assert r["cmd_id"] == q["cmd_id"] and r["err"] == 0
+    assert agent.commands == [q["cmd_id"]]           # executed once
+    assert len(agent.cmd_frames) >= 3                # sent three times
+    assert all(f.fields[1] == "hold" and f.fields[2] == "rig test" for f in agent.cmd_frames)
+    # stats rows arrive with their snapshot id
+    dump.send("stats")
+    dump.wait(lambda ms: [m for m in ms if m["type"] == "stats"], what="stats row")
+    row = dump.of("stats")[0]
+    assert row["name"] == "main" and row["count"] == 1 and row["total_time"] == 5
+
+
+def test_bad_uri_is_a_usage_error():
+    p = subprocess.run([str(LINKDUMP), "tcp:nohostport"], capture_output=True, text=True)
+    assert p.returncode == 2 and "tcp:HOST:PORT" in p.stderr
+    p = subprocess.run([str(LINKDUMP), "--help"], capture_output=True, text=True)
+    assert p.returncode == 0 and "usage: sbrig-linkdump" in p.stdout
