@@ -38,8 +38,10 @@
  * times are late by the smallest delay seen (typically well under a
  * millisecond on a LAN, it cannot be measured from here) and never early;
  * drift between the two clocks is not modelled (tens of ppm: ~50 us per
- * minute), and the estimate can only move earlier, by at most the first
- * buffers' extra delay. Gap detection uses the raw remote timestamps,
+ * minute). The estimate can only move earlier, by the first buffers'
+ * extra delay (milliseconds when the host is busy at start); such a step
+ * is slewed in at a quarter period per sample so that mapped times never
+ * run backwards (slew_offset()). Gap detection uses the raw remote timestamps,
  * which the mapping does not disturb.
  *
  * Gaps: a sample more than 1.5 nominal periods after the previous one
@@ -52,11 +54,16 @@
  * A vanished device (refill error: ENODEV, EPIPE when an iiod connection
  * closes, ...) ends the thread; its -errno and message (naming URI and
  * device) are returned by sbrig_power_read() once the queue is drained.
+ * libiio 0.24's network backend writes to its sockets without
+ * MSG_NOSIGNAL: the capture thread blocks SIGPIPE, but programs using ip:
+ * contexts must ignore SIGPIPE too (calls from their own threads, e.g. the
+ * CLOSE that sbrig_power_stop() sends to a dead server).
  */
 #include <errno.h>
 #include <iio.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,6 +135,8 @@ struct sbrig_power {
 
 	/* capture-thread-only state */
 	struct sbrig_clockmap clock;
+	int64_t applied_off_ns;		/* slewed towards clock.offset_ns */
+	bool have_applied_off;
 	bool have_prev;
 	int64_t prev_ts_ns;		/* raw timestamp of the last sample */
 
@@ -398,6 +407,7 @@ struct sbrig_power *sbrig_power_new(const char *uri,
 				    const struct sbrig_power_opts *opts)
 {
 	const char *devname = opts && opts->device ? opts->device : "ina226";
+	char uri_copy[sizeof(((struct sbrig_power *)0)->uri)];
 	struct sbrig_power *pwr;
 	const char *ctxname;
 	int c, ret;
@@ -428,11 +438,14 @@ struct sbrig_power *sbrig_power_new(const char *uri,
 		goto err_mutex;
 	}
 
-	pwr->ctx = iio_create_context_from_uri(uri);
+	/* libiio 0.24 cuts ip:HOST:PORT apart in place: give it a copy */
+	snprintf(uri_copy, sizeof(uri_copy), "%s", pwr->uri);
+	errno = 0;
+	pwr->ctx = iio_create_context_from_uri(uri_copy);
 	if (!pwr->ctx) {
 		ret = errno ? -errno : -EIO;
 		sbrig_set_error(ret, "%s: cannot create libiio context: %s",
-				uri, strerror(-ret));
+				pwr->uri, strerror(-ret));
 		goto err_efd;
 	}
 	ctxname = iio_context_get_name(pwr->ctx);
@@ -640,12 +653,38 @@ static void thread_end(struct sbrig_power *pwr, int err)
 	notify(pwr);
 }
 
+/*
+ * Move the offset applied to remote timestamps towards the estimate. It
+ * only ever decreases (the estimate is a running minimum); a step would
+ * make mapped times run backwards, so it is slewed by at most a quarter
+ * period per sample: mapped sample intervals stay >= 3/4 of a period.
+ */
+static void slew_offset(struct sbrig_power *pwr)
+{
+	int64_t max_step = pwr->period_ns / 4;
+
+	if (!pwr->have_applied_off) {
+		pwr->applied_off_ns = pwr->clock.offset_ns;
+		pwr->have_applied_off = true;
+	} else if (pwr->applied_off_ns - pwr->clock.offset_ns > max_step) {
+		pwr->applied_off_ns -= max_step;
+	} else {
+		pwr->applied_off_ns = pwr->clock.offset_ns;
+	}
+}
+
 static void *capture_thread(void *arg)
 {
 	struct sbrig_power *pwr = arg;
 	ptrdiff_t off[CH_COUNT];
 	int64_t raw[CH_TS];
+	sigset_t pipe_set;
 	int c, err = 0;
+
+	/* a vanished iiod must be EPIPE here, not SIGPIPE (see top) */
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
 
 	while (!atomic_load(&pwr->stopping)) {
 		ssize_t ret = iio_buffer_refill(pwr->buf);
@@ -677,6 +716,7 @@ static void *capture_thread(void *arg)
 		for (p = start; p + step <= end; p += step) {
 			struct sbrig_sample s;
 			struct sbrig_gap g;
+			int64_t prev_off;
 
 			for (c = 0; c < CH_TS; c++) {
 				uint16_t v = 0;
@@ -687,12 +727,14 @@ static void *capture_thread(void *arg)
 			}
 			iio_channel_convert(pwr->ch[CH_TS], &ts, p + off[CH_TS]);
 			fill_sample(pwr, raw, &s);
-			s.t_ns = ts + (pwr->remote ? pwr->clock.offset_ns : 0);
+			prev_off = pwr->applied_off_ns;
+			if (pwr->remote)
+				slew_offset(pwr);
+			s.t_ns = ts + pwr->applied_off_ns;
 			if (pwr->have_prev &&
 			    sbrig_power_gap(pwr->prev_ts_ns, ts, pwr->period_ns,
 					    &g.missing)) {
-				g.t_ns = pwr->prev_ts_ns +
-					 (pwr->remote ? pwr->clock.offset_ns : 0);
+				g.t_ns = pwr->prev_ts_ns + prev_off;
 				g.next_t_ns = s.t_ns;
 				queue_gap(pwr, &g);
 			}
@@ -767,6 +809,8 @@ int sbrig_power_start(struct sbrig_power *pwr)
 	pthread_mutex_unlock(&pwr->lock);
 	pwr->have_prev = false;
 	pwr->clock.valid = false;
+	pwr->have_applied_off = false;
+	pwr->applied_off_ns = 0;
 	atomic_store(&pwr->stopping, false);
 
 	ret = pthread_create(&pwr->thread, NULL, capture_thread, pwr);

@@ -153,6 +153,7 @@ int main(int argc, char **argv)
 	sa.sa_handler = on_signal;	/* no SA_RESTART: poll() returns EINTR */
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);	/* libiio ip: writes to dead sockets */
 
 	pwr = sbrig_power_new(argv[optind], &opts);
 	if (!pwr) {
