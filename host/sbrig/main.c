@@ -1,0 +1,925 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * main.c - sbrig: the command-line client of sbrigd.
+ *
+ * Each command is one entry of the command table: it parses its own
+ * options (getopt_long), sends one request on the daemon's socket
+ * (host/doc/daemon-protocol.md) and renders the answer: "data" lines are
+ * printed as they come, "progress" lines drive a status line on a TTY, the
+ * final "ok key=value ..." is printed as "key: value" lines. Ctrl-C during
+ * a long request sends "stop" and waits for the daemon's final answer, so
+ * the capture is always closed cleanly.
+ *
+ * Exit status: 0 ok, 1 the operation failed, 2 usage error, 3 the daemon
+ * cannot be reached.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <sbrig/sbrig.h>
+#include <sbrig/scenario.h>
+
+#define DEFAULT_SOCKET "/run/sbrig/sbrigd.sock"
+
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_DAEMON = 3 };
+
+static const char *sock_path;
+static volatile sig_atomic_t interrupted;
+static bool tty;
+
+/* ---- talking to the daemon ---------------------------------------------- */
+
+/**
+ * struct reply - how a command renders the daemon's answer
+ * @progress: called for each "progress ..." line (text after the verb)
+ * @data: called for each "data ..." line (default: print it)
+ * @final: the text after "ok"/"err N" (filled in)
+ * @err: errno of an "err" answer (0 for "ok")
+ * @ctx: for the callbacks
+ */
+struct reply {
+	void (*progress)(const char *text, void *ctx);
+	void (*data)(const char *text, void *ctx);
+	char final[4096];
+	int err;
+	void *ctx;
+};
+
+static void on_sigint(int sig)
+{
+	interrupted = 1;
+}
+
+static int connect_daemon(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (strlen(sock_path) >= sizeof(sa.sun_path)) {
+		fprintf(stderr, "sbrig: socket path too long: %s\n", sock_path);
+		return -1;
+	}
+	strcpy(sa.sun_path, sock_path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		fprintf(stderr, "sbrig: cannot reach sbrigd at %s: %s "
+			"(is sbrigd running? see sbrigd(8))\n", sock_path,
+			strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int send_all(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		buf += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/*
+ * Send @line (and @body, @nbody bytes) and read the answer until its final
+ * line. Return: EXIT_OK, EXIT_FAIL ("err"), or EXIT_DAEMON.
+ */
+static int request(const char *line, const char *body, size_t nbody,
+		   struct reply *r)
+{
+	char buf[65536];
+	size_t n = 0;
+	bool stop_sent = false;
+	struct sigaction sa = { .sa_handler = on_sigint }, old_int, old_term;
+	int fd, ret = EXIT_DAEMON;
+
+	fd = connect_daemon();
+	if (fd < 0)
+		return EXIT_DAEMON;
+	if (send_all(fd, line, strlen(line)) < 0 || send_all(fd, "\n", 1) < 0 ||
+	    (nbody && send_all(fd, body, nbody) < 0)) {
+		fprintf(stderr, "sbrig: %s: %s\n", sock_path, strerror(errno));
+		close(fd);
+		return EXIT_DAEMON;
+	}
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	for (;;) {
+		struct pollfd pfd = { fd, POLLIN, 0 };
+		char *nl;
+		ssize_t got;
+
+		if (interrupted && !stop_sent) {
+			stop_sent = true;
+			send_all(fd, "stop\n", 5);
+		}
+		if (poll(&pfd, 1, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		got = recv(fd, buf + n, sizeof(buf) - 1 - n, 0);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0) {
+			fprintf(stderr, "%ssbrig: sbrigd closed the connection "
+				"before answering\n", tty ? "\n" : "");
+			break;
+		}
+		n += got;
+		while ((nl = memchr(buf, '\n', n))) {
+			char *l = buf;
+
+			*nl = '\0';
+			if (!strncmp(l, "progress ", 9)) {
+				if (r->progress)
+					r->progress(l + 9, r->ctx);
+			} else if (!strncmp(l, "data ", 5)) {
+				if (r->data)
+					r->data(l + 5, r->ctx);
+				else
+					printf("%s\n", l + 5);
+			} else if (!strcmp(l, "ok") || !strncmp(l, "ok ", 3)) {
+				snprintf(r->final, sizeof(r->final), "%s",
+					 l[2] ? l + 3 : "");
+				r->err = 0;
+				ret = EXIT_OK;
+				goto out;
+			} else if (!strncmp(l, "err ", 4)) {
+				char *msg;
+
+				r->err = (int)strtol(l + 4, &msg, 10);
+				snprintf(r->final, sizeof(r->final), "%s",
+					 *msg ? msg + 1 : "");
+				ret = EXIT_FAIL;
+				goto out;
+			}
+			n -= nl + 1 - buf;
+			memmove(buf, nl + 1, n);
+		}
+		if (n == sizeof(buf) - 1)
+			n = 0;	/* an absurdly long line: drop it */
+	}
+out:
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	close(fd);
+	return ret;
+}
+
+/* Append @arg to @line, quoted if needed. Return -1 if it does not fit. */
+static int add_arg(char *line, size_t size, const char *arg)
+{
+	size_t len = strlen(line);
+	bool q = !*arg || strpbrk(arg, " \t\"\\");
+
+	if (len && len + 1 < size)
+		line[len++] = ' ';
+	if (q && len + 1 < size)
+		line[len++] = '"';
+	for (; *arg && len + 3 < size; arg++) {
+		if (*arg == '\n' || *arg == '\r')
+			return -1;
+		if (*arg == '"' || *arg == '\\')
+			line[len++] = '\\';
+		line[len++] = *arg;
+	}
+	if (*arg)
+		return -1;
+	if (q && len + 1 < size)
+		line[len++] = '"';
+	line[len] = '\0';
+	return len + 1 < size ? 0 : -1;
+}
+
+/* Find "key=" in an "ok key=value ..." text; copy its value. */
+static bool kv_get(const char *text, const char *key, char *out, size_t size)
+{
+	size_t klen = strlen(key);
+	const char *p = text;
+
+	while ((p = strstr(p, key))) {
+		if ((p == text || p[-1] == ' ') && p[klen] == '=') {
+			const char *v = p + klen + 1, *e = v;
+
+			/* a value runs to the next " word=" */
+			while (*e) {
+				const char *sp = strchr(e, ' '), *w;
+
+				if (!sp) {
+					e += strlen(e);
+					break;
+				}
+				for (w = sp + 1; *w && (*w == '_' ||
+				     (*w >= 'a' && *w <= 'z') ||
+				     (*w >= 'A' && *w <= 'Z') ||
+				     (*w >= '0' && *w <= '9')); w++)
+					;
+				if (*w == '=' && w > sp + 1) {
+					e = sp;
+					break;
+				}
+				e = sp + 1;
+			}
+			snprintf(out, size, "%.*s", (int)(e - v), v);
+			return true;
+		}
+		p += klen;
+	}
+	return false;
+}
+
+/* Print "key=value ..." as "key: value" lines. */
+static void print_kv(const char *text)
+{
+	const char *p = text;
+
+	while (*p) {
+		const char *eq = strchr(p, '=');
+		char key[64], val[2048];
+
+		if (!eq || eq - p >= (long)sizeof(key)) {
+			printf("%s\n", p);
+			return;
+		}
+		snprintf(key, sizeof(key), "%.*s", (int)(eq - p), p);
+		kv_get(p, key, val, sizeof(val));
+		printf("%s: %s\n", key, val);
+		p = eq + 1 + strlen(val);
+		while (*p == ' ')
+			p++;
+	}
+}
+
+static int fail(struct reply *r, int ret, const char *what)
+{
+	if (ret == EXIT_FAIL)
+		fprintf(stderr, "%ssbrig: %s: %s (%s)\n", tty ? "\n" : "", what,
+			r->final, strerror(r->err));
+	return ret;
+}
+
+static int usage_error(const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static int usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "sbrig %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry 'sbrig %s --help'.\n", cmd);
+	return EXIT_USAGE;
+}
+
+static int check_duration(const char *cmd, const char *what, const char *s,
+			  int64_t *ns)
+{
+	int64_t v;
+
+	if (sbrig_parse_duration(s, &v) < 0 || v <= 0)
+		return usage_error(cmd, "%s: bad duration '%s' (e.g. 250ms, "
+				   "2s)", what, s);
+	if (ns)
+		*ns = v;
+	return 0;
+}
+
+/* An absolute path for @dir (which need not exist yet). */
+static int abs_dir(const char *dir, char *out, size_t size)
+{
+	char cwd[PATH_MAX];
+
+	if (dir[0] == '/') {
+		snprintf(out, size, "%s", dir);
+		return 0;
+	}
+	if (!getcwd(cwd, sizeof(cwd)))
+		return -errno;
+	if ((size_t)snprintf(out, size, "%s/%s", cwd, dir) >= size)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/* ---- progress rendering ------------------------------------------------- */
+
+static void capture_progress(const char *text, void *ctx)
+{
+	char el[32] = "0", sa[32] = "0", ga[32] = "0", ev[32] = "0",
+	     ma[32] = "0";
+
+	if (!tty || !kv_get(text, "elapsed_ms", el, sizeof(el)))
+		return;
+	kv_get(text, "samples", sa, sizeof(sa));
+	kv_get(text, "gaps", ga, sizeof(ga));
+	kv_get(text, "events", ev, sizeof(ev));
+	kv_get(text, "mean_mA", ma, sizeof(ma));
+	fprintf(stderr, "\r\033[K%s%.1f s  samples %s  gaps %s  events %s  "
+		"mean %s mA", ctx ? (const char *)ctx : "", atoll(el) / 1000.0,
+		sa, ga, ev, ma);
+	fflush(stderr);
+}
+
+static void run_progress(const char *text, void *ctx)
+{
+	static char step[512];
+
+	if (!strncmp(text, "step=", 5)) {
+		snprintf(step, sizeof(step), "%s", text + 5);
+		if (tty) {
+			fprintf(stderr, "\r\033[Kstep %s", step);
+			fflush(stderr);
+		} else {
+			printf("step %s\n", step);
+			fflush(stdout);
+		}
+	} else if (tty && !strncmp(text, "elapsed_ms=", 11)) {
+		char el[32] = "0", sa[32] = "0";
+
+		kv_get(text, "elapsed_ms", el, sizeof(el));
+		kv_get(text, "samples", sa, sizeof(sa));
+		fprintf(stderr, "\r\033[Kstep %s  [%.1f s, %s samples]", step,
+			atoll(el) / 1000.0, sa);
+		fflush(stderr);
+	}
+}
+
+static void end_progress(void)
+{
+	if (tty)
+		fprintf(stderr, "\n");
+}
+
+/* ---- commands ----------------------------------------------------------- */
+
+struct command {
+	const char *name;
+	const char *args;
+	const char *help;
+	int (*fn)(const struct command *cmd, int argc, char **argv);
+};
+
+static void command_help(const struct command *c, FILE *f)
+{
+	fprintf(f, "Usage: sbrig [-s SOCKET] %s %s\n\n%s", c->name, c->args,
+		c->help);
+}
+
+/* Parse options with @opts; handles --help. Return -1 to go on, else exit. */
+static int parse_help_only(const struct command *c, int argc, char **argv)
+{
+	static const struct option o[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int opt;
+
+	optind = 0;
+	while ((opt = getopt_long(argc, argv, "+h", o, NULL)) != -1) {
+		if (opt == 'h') {
+			command_help(c, stdout);
+			return EXIT_OK;
+		}
+		return usage_error(c->name, "bad option");
+	}
+	return -1;
+}
+
+static int cmd_status(const struct command *c, int argc, char **argv)
+{
+	struct reply r = { 0 };
+	int ret = parse_help_only(c, argc, argv);
+
+	if (ret >= 0)
+		return ret;
+	if (optind != argc)
+		return usage_error(c->name, "unexpected argument '%s'",
+				   argv[optind]);
+	ret = request("status", NULL, 0, &r);
+	return fail(&r, ret, "status");
+}
+
+static int cmd_press(const struct command *c, int argc, char **argv)
+{
+	char line[512] = "press";
+	struct reply r = { 0 };
+	int ret = parse_help_only(c, argc, argv);
+
+	if (ret >= 0)
+		return ret;
+	argc -= optind;
+	argv += optind;
+	if (argc < 1 || argc > 2)
+		return usage_error(c->name, "expected KEY [DURATION]");
+	if (argc == 2 && check_duration(c->name, "DURATION", argv[1], NULL))
+		return EXIT_USAGE;
+	if (add_arg(line, sizeof(line), argv[0]) ||
+	    (argc == 2 && add_arg(line, sizeof(line), argv[1])))
+		return usage_error(c->name, "bad KEY");
+	ret = request(line, NULL, 0, &r);
+	return fail(&r, ret, "press");
+}
+
+static int cmd_plug(const struct command *c, int argc, char **argv)
+{
+	struct reply r = { 0 };
+	char line[32];
+	int ret = parse_help_only(c, argc, argv);
+
+	if (ret >= 0)
+		return ret;
+	if (argc - optind != 1 || (strcmp(argv[optind], "in") &&
+				   strcmp(argv[optind], "out")))
+		return usage_error(c->name, "expected 'in' or 'out'");
+	snprintf(line, sizeof(line), "plug %s", argv[optind]);
+	ret = request(line, NULL, 0, &r);
+	return fail(&r, ret, "plug");
+}
+
+static const struct option capture_opts[] = {
+	{ "output", required_argument, NULL, 'o' },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "stats-every", required_argument, NULL, 'S' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int cmd_capture(const struct command *c, int argc, char **argv)
+{
+	const char *out = NULL, *dur = NULL, *every = NULL;
+	char line[PATH_MAX + 256] = "capture", dir[PATH_MAX], opt_s[64];
+	struct reply r = { .progress = capture_progress };
+	int opt, ret;
+
+	optind = 0;
+	while ((opt = getopt_long(argc, argv, "+o:d:h", capture_opts,
+				  NULL)) != -1) {
+		switch (opt) {
+		case 'o':
+			out = optarg;
+			break;
+		case 'd':
+			dur = optarg;
+			break;
+		case 'S':
+			every = optarg;
+			break;
+		case 'h':
+			command_help(c, stdout);
+			return EXIT_OK;
+		default:
+			return usage_error(c->name, "bad option");
+		}
+	}
+	if (optind != argc)
+		return usage_error(c->name, "unexpected argument '%s'",
+				   argv[optind]);
+	if (!out)
+		return usage_error(c->name, "-o DIR is required");
+	if ((dur && check_duration(c->name, "-d", dur, NULL)) ||
+	    (every && check_duration(c->name, "--stats-every", every, NULL)))
+		return EXIT_USAGE;
+	if (abs_dir(out, dir, sizeof(dir)) < 0 ||
+	    add_arg(line, sizeof(line), dir))
+		return usage_error(c->name, "bad directory '%s'", out);
+	if (dur) {
+		snprintf(opt_s, sizeof(opt_s), "duration=%s", dur);
+		add_arg(line, sizeof(line), opt_s);
+	}
+	if (every) {
+		snprintf(opt_s, sizeof(opt_s), "stats_every=%s", every);
+		add_arg(line, sizeof(line), opt_s);
+	}
+	ret = request(line, NULL, 0, &r);
+	end_progress();
+	if (ret == EXIT_OK)
+		print_kv(r.final);
+	return fail(&r, ret, "capture");
+}
+
+static int cmd_run(const struct command *c, int argc, char **argv)
+{
+	const char *out = NULL, *every = NULL;
+	char line[2 * PATH_MAX + 256] = "run", dir[PATH_MAX], path[PATH_MAX],
+	     opt_s[PATH_MAX + 16];
+	struct reply r = { .progress = run_progress };
+	struct sbrig_scenario *sc;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+	int opt, ret;
+
+	optind = 0;
+	while ((opt = getopt_long(argc, argv, "+o:h", capture_opts,
+				  NULL)) != -1) {
+		switch (opt) {
+		case 'o':
+			out = optarg;
+			break;
+		case 'S':
+			every = optarg;
+			break;
+		case 'h':
+			command_help(c, stdout);
+			return EXIT_OK;
+		default:
+			return usage_error(c->name, "bad option");
+		}
+	}
+	if (argc - optind != 1)
+		return usage_error(c->name, "expected one SCENARIO file");
+	if (!out)
+		return usage_error(c->name, "-o DIR is required");
+	if (every && check_duration(c->name, "--stats-every", every, NULL))
+		return EXIT_USAGE;
+	/* check it here: errors name file:line:column before anything runs */
+	sc = sbrig_scenario_load(argv[optind]);
+	if (!sc) {
+		fprintf(stderr, "sbrig run: %s\n", sbrig_errmsg());
+		return EXIT_USAGE;
+	}
+	sbrig_scenario_free(sc);
+	f = fopen(argv[optind], "r");
+	if (!f || getdelim(&text, &len, '\0', f) < 0) {
+		fprintf(stderr, "sbrig run: %s: %s\n", argv[optind],
+			strerror(errno));
+		if (f)
+			fclose(f);
+		free(text);
+		return EXIT_USAGE;
+	}
+	fclose(f);
+	len = strlen(text);
+	if (abs_dir(out, dir, sizeof(dir)) < 0 ||
+	    abs_dir(argv[optind], path, sizeof(path)) < 0 ||
+	    add_arg(line, sizeof(line), dir)) {
+		free(text);
+		return usage_error(c->name, "bad directory '%s'", out);
+	}
+	snprintf(opt_s, sizeof(opt_s), "bytes=%zu", len);
+	add_arg(line, sizeof(line), opt_s);
+	snprintf(opt_s, sizeof(opt_s), "origin=%s", path);
+	add_arg(line, sizeof(line), opt_s);
+	if (every) {
+		snprintf(opt_s, sizeof(opt_s), "stats_every=%s", every);
+		add_arg(line, sizeof(line), opt_s);
+	}
+	ret = request(line, text, len, &r);
+	free(text);
+	end_progress();
+	if (ret == EXIT_OK)
+		print_kv(r.final);
+	return fail(&r, ret, "run");
+}
+
+/* latency: per-measurement results for --csv and the live line */
+struct lat_ctx {
+	FILE *csv;
+	unsigned int done;
+};
+
+static void latency_progress(const char *text, void *ctx)
+{
+	struct lat_ctx *l = ctx;
+	char i[32] = "", lat[32] = "", unc[32] = "";
+
+	if (!kv_get(text, "latency_ns", lat, sizeof(lat)))
+		return;
+	kv_get(text, "i", i, sizeof(i));
+	kv_get(text, "uncert_ns", unc, sizeof(unc));
+	l->done++;
+	if (l->csv) {
+		fprintf(l->csv, "%u,%s,%s\n", l->done, lat, unc);
+		fflush(l->csv);
+	}
+	if (tty) {
+		fprintf(stderr, "\r\033[K%s  %.3f ms (+/- %.3f ms)", i,
+			atoll(lat) / 1e6, atoll(unc) / 1e6);
+		fflush(stderr);
+	} else {
+		printf("%s %.3f ms +/- %.3f ms\n", i, atoll(lat) / 1e6,
+		       atoll(unc) / 1e6);
+		fflush(stdout);
+	}
+}
+
+static int cmd_latency(const struct command *c, int argc, char **argv)
+{
+	static const struct option o[] = {
+		{ "count", required_argument, NULL, 'n' },
+		{ "key", required_argument, NULL, 'k' },
+		{ "press", required_argument, NULL, 'p' },
+		{ "until", required_argument, NULL, 'u' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "csv", required_argument, NULL, 'C' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *vals[5] = { "10", "power", NULL, "resume", "30s" };
+	static const char *const keys[5] = { "n", "key", "press", "until",
+					     "timeout" };
+	struct lat_ctx l = { 0 };
+	struct reply r = { .progress = latency_progress, .ctx = &l };
+	const char *csv = NULL;
+	char line[1024] = "latency", opt_s[300], *end;
+	int opt, ret;
+
+	optind = 0;
+	while ((opt = getopt_long(argc, argv, "+n:h", o, NULL)) != -1) {
+		switch (opt) {
+		case 'n':
+			vals[0] = optarg;
+			break;
+		case 'k':
+			vals[1] = optarg;
+			break;
+		case 'p':
+			vals[2] = optarg;
+			break;
+		case 'u':
+			vals[3] = optarg;
+			break;
+		case 't':
+			vals[4] = optarg;
+			break;
+		case 'C':
+			csv = optarg;
+			break;
+		case 'h':
+			command_help(c, stdout);
+			return EXIT_OK;
+		default:
+			return usage_error(c->name, "bad option");
+		}
+	}
+	if (optind != argc)
+		return usage_error(c->name, "unexpected argument '%s'",
+				   argv[optind]);
+	if (strtoul(vals[0], &end, 10) == 0 || *end)
+		return usage_error(c->name, "-n: '%s' is not a positive count",
+				   vals[0]);
+	if ((vals[2] && check_duration(c->name, "--press", vals[2], NULL)) ||
+	    check_duration(c->name, "--timeout", vals[4], NULL))
+		return EXIT_USAGE;
+	for (int i = 0; i < 5; i++) {
+		if (!vals[i])
+			continue;
+		snprintf(opt_s, sizeof(opt_s), "%s=%s", keys[i], vals[i]);
+		if (add_arg(line, sizeof(line), opt_s))
+			return usage_error(c->name, "bad argument '%s'",
+					   vals[i]);
+	}
+	if (csv) {
+		l.csv = fopen(csv, "w");
+		if (!l.csv) {
+			fprintf(stderr, "sbrig latency: %s: %s\n", csv,
+				strerror(errno));
+			return EXIT_FAIL;
+		}
+		fprintf(l.csv, "i,latency_ns,uncert_ns\n");
+	}
+	ret = request(line, NULL, 0, &r);
+	end_progress();
+	if (l.csv)
+		fclose(l.csv);
+	if (ret == EXIT_OK) {
+		static const char *const st[] = { "min", "median", "p95",
+						  "max" };
+		char v[32], unc[32] = "0", n[16] = "0";
+
+		kv_get(r.final, "n", n, sizeof(n));
+		kv_get(r.final, "uncert_ns", unc, sizeof(unc));
+		printf("n: %s\n", n);
+		for (int i = 0; i < 4; i++) {
+			char k[16];
+
+			snprintf(k, sizeof(k), "%s_ns", st[i]);
+			if (kv_get(r.final, k, v, sizeof(v)))
+				printf("%s_ms: %.3f\n", st[i], atoll(v) / 1e6);
+		}
+		printf("clock_uncertainty_ms: %.3f\n", atoll(unc) / 1e6);
+	}
+	return fail(&r, ret, "latency");
+}
+
+static int agent_request(const char *what, const char *cmdline,
+			 int64_t dur_ns)
+{
+	struct reply r = { 0 };
+	char line[700];
+	int ret;
+
+	snprintf(line, sizeof(line), "agent %" PRId64 "ms %s",
+		 dur_ns / 1000000 + 10000, cmdline);
+	ret = request(line, NULL, 0, &r);
+	return fail(&r, ret, what);
+}
+
+static int cmd_hold(const struct command *c, int argc, char **argv)
+{
+	char cmdline[600] = "hold", ms[32];
+	int64_t ns = 0;
+	int ret = parse_help_only(c, argc, argv);
+
+	if (ret >= 0)
+		return ret;
+	if (argc - optind != 2)
+		return usage_error(c->name, "expected NAME DURATION");
+	if (check_duration(c->name, "DURATION", argv[optind + 1], &ns))
+		return EXIT_USAGE;
+	snprintf(ms, sizeof(ms), "%" PRId64, ns / 1000000);
+	if (add_arg(cmdline, sizeof(cmdline), argv[optind]) ||
+	    strchr(argv[optind], '"') || !argv[optind][0])
+		return usage_error(c->name, "bad blocker name");
+	/* the agent's name is always quoted */
+	if (cmdline[5] != '"')
+		snprintf(cmdline, sizeof(cmdline), "hold \"%s\"", argv[optind]);
+	add_arg(cmdline, sizeof(cmdline), ms);
+	return agent_request("hold", cmdline, ns);
+}
+
+static int cmd_burn(const struct command *c, int argc, char **argv)
+{
+	char cmdline[64];
+	int64_t ns = 0;
+	int ret = parse_help_only(c, argc, argv);
+
+	if (ret >= 0)
+		return ret;
+	if (argc - optind != 1)
+		return usage_error(c->name, "expected DURATION");
+	if (check_duration(c->name, "DURATION", argv[optind], &ns))
+		return EXIT_USAGE;
+	snprintf(cmdline, sizeof(cmdline), "burn %" PRId64, ns / 1000000);
+	return agent_request("burn", cmdline, ns);
+}
+
+static int cmd_stop(const struct command *c, int argc, char **argv)
+{
+	struct reply r = { 0 };
+	int ret = parse_help_only(c, argc, argv);
+
+	if (ret >= 0)
+		return ret;
+	if (optind != argc)
+		return usage_error(c->name, "unexpected argument '%s'",
+				   argv[optind]);
+	ret = request("stop", NULL, 0, &r);
+	if (ret == EXIT_OK)
+		printf("%s\n", r.final);
+	return fail(&r, ret, "stop");
+}
+
+static const struct command commands[] = {
+	{ "status", "",
+"Show the rig (name, config path and hash), its GPIO lines with their\n"
+"values, the power sensor (and a reading when no capture runs), the target\n"
+"link (agent, kernel, module, boot id, frame counters, clock offset and\n"
+"uncertainty) and the running capture, as stable 'key: value' lines.\n",
+	  cmd_status },
+	{ "press", "KEY [DURATION]",
+"Press KEY (a [key:KEY] line of the rig) for DURATION (default: the rig's\n"
+"press_ms), then release it; returns once the key is released.\n"
+"DURATION is an integer with a unit: ns, us, ms, s (e.g. 250ms, 2s).\n",
+	  cmd_press },
+	{ "plug", "in|out",
+"Switch the target's charger supply on (in) or off (out).\n",
+	  cmd_plug },
+	{ "capture", "-o DIR [-d DURATION] [--stats-every DURATION]",
+"Record a capture into DIR (created; it must not exist or be empty):\n"
+"samples, gaps, marker edges, stimuli, target events, stats snapshots and\n"
+"clock exchanges, until DURATION has passed or Ctrl-C. Shows progress on a\n"
+"terminal and prints a summary ('key: value' lines) at the end.\n"
+"\n"
+"  -o, --output DIR        capture directory (required)\n"
+"  -d, --duration D        stop after D (default: until Ctrl-C)\n"
+"      --stats-every D     ask the agent for a stats snapshot every D\n",
+	  cmd_capture },
+	{ "run", "SCENARIO -o DIR [--stats-every DURATION]",
+"Run the scenario file SCENARIO (rig/scenarios/README.md) with a capture\n"
+"into DIR around it; shows each step as it starts. A wait step that times\n"
+"out ends the run: the capture is kept, closed with status 'failed: FILE:\n"
+"LINE: wait ... timed out after D', and sbrig exits 1. A scenario that does\n"
+"not parse is a usage error (exit 2), reported with file:line:column.\n"
+"\n"
+"  -o, --output DIR        capture directory (required)\n"
+"      --stats-every D     ask the agent for a stats snapshot every D\n",
+	  cmd_run },
+	{ "latency", "[-n N] [--key KEY] [--press D] [--until EVENT] "
+	  "[--timeout D] [--csv FILE]",
+"Measure wakeup latency N times: wait until the target starts a suspend\n"
+"(a 'suspend' or 'enter' event), wait the rig's settle_ms, press KEY, and\n"
+"measure from the press (the host time the GPIO line changed) to the\n"
+"target's EVENT mapped to host time by the link's clock model. Prints each\n"
+"measurement, then min/median/p95/max in ms and the clock uncertainty.\n"
+"\n"
+"  -n, --count N           measurements (default 10)\n"
+"      --key KEY           key to press (default power)\n"
+"      --press D           press duration (default: the rig's press_ms)\n"
+"      --until EVENT       event that ends a measurement (default resume)\n"
+"      --timeout D         longest wait for a suspend or EVENT (default 30s)\n"
+"      --csv FILE          also write i,latency_ns,uncert_ns rows to FILE\n",
+	  cmd_latency },
+	{ "hold", "NAME DURATION",
+"Have the target agent hold the suspend blocker NAME for DURATION; returns\n"
+"when the agent reports it released.\n",
+	  cmd_hold },
+	{ "burn", "DURATION",
+"Have the target agent load the target's CPU for DURATION.\n",
+	  cmd_burn },
+	{ "stop", "",
+"Stop the running capture, scenario run or latency measurement (whoever\n"
+"started it): a capture is closed with status 'aborted: stopped by a\n"
+"client'.\n",
+	  cmd_stop },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: sbrig [-s SOCKET] COMMAND [ARGS...]\n"
+"       sbrig COMMAND --help\n"
+"\n"
+"Client of sbrigd(8), the suspend-blocker test rig daemon.\n"
+"\n"
+"  -s, --socket PATH   daemon socket (default: $SBRIG_SOCKET or\n"
+"                      " DEFAULT_SOCKET ")\n"
+"  -h, --help          this help\n"
+"  -V, --version       print the version\n"
+"\n"
+"Commands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].args);
+	fprintf(f,
+"\n"
+"Exit status: 0 ok, 1 the operation failed, 2 usage error, 3 cannot reach\n"
+"the daemon.\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option o[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int opt;
+
+	sock_path = getenv("SBRIG_SOCKET");
+	while ((opt = getopt_long(argc, argv, "+s:hV", o, NULL)) != -1) {
+		switch (opt) {
+		case 's':
+			sock_path = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return EXIT_OK;
+		case 'V':
+			printf("sbrig %s\n", SBRIG_VERSION);
+			return EXIT_OK;
+		default:
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (!sock_path || !*sock_path)
+		sock_path = DEFAULT_SOCKET;
+	if (optind == argc) {
+		fprintf(stderr, "sbrig: a COMMAND is required\n");
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	tty = isatty(STDERR_FILENO);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[optind], commands[i].name))
+			return commands[i].fn(&commands[i], argc - optind,
+					      argv + optind);
+	fprintf(stderr, "sbrig: unknown command '%s'\n", argv[optind]);
+	usage(stderr);
+	return EXIT_USAGE;
+}

@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * main.c - sbrigd: the rig daemon.
+ *
+ * Parses the command line, initialises the modules in dependency order
+ * (sched -> rig -> rec -> eng -> srv), runs the poll() loop and finalises
+ * them in reverse. SIGTERM/SIGINT only write a byte to a self-pipe; the
+ * loop then stops what runs (a capture is closed with status "aborted")
+ * and the daemon exits 0.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sbrigd.h"
+#include "internal.h"
+
+#define DEFAULT_SOCKET "/run/sbrig/sbrigd.sock"
+#define MAX_OVERRIDES 64
+
+static int signal_pipe[2] = { -1, -1 };
+
+static void on_signal(int sig)
+{
+	int saved = errno;
+	char c = (char)sig;
+
+	(void)!write(signal_pipe[1], &c, 1);
+	errno = saved;
+}
+
+static void signal_readable(int fd, short revents, void *data)
+{
+	char c;
+
+	if (read(fd, &c, 1) == 1)
+		sbrig_info("signal %d: stopping", c);
+	sched_quit();
+}
+
+static int signals_init(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	if (pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+		return sbrig_set_error(-errno, "pipe: %s", strerror(errno));
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	return sched_fd_add(signal_pipe[0], POLLIN, signal_readable, NULL);
+}
+
+static void signals_fini(void)
+{
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGINT, SIG_DFL);
+	if (signal_pipe[0] >= 0) {
+		sched_fd_del(signal_pipe[0]);
+		close(signal_pipe[0]);
+		close(signal_pipe[1]);
+	}
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: sbrigd -c RIG.conf [-s SOCKET] [-o SECTION.KEY=VALUE]... [-v]\n"
+"\n"
+"The sbrig rig daemon: owns the rig's GPIO lines, power sensor and target\n"
+"link, and serves sbrig(1) on a Unix socket. Runs in the foreground and\n"
+"logs to stderr.\n"
+"\n"
+"  -c, --config FILE     rig description (sbrig.conf(5)); required\n"
+"  -s, --socket PATH     socket to listen on (default: $SBRIG_SOCKET or\n"
+"                        " DEFAULT_SOCKET "); created mode 0660\n"
+"  -o, --set S.K=V       override a config key (repeatable)\n"
+"  -v, --verbose         log debug messages too\n"
+"  -h, --help            this help\n"
+"  -V, --version         print the version\n"
+"\n"
+"Exit status: 0 stopped by SIGTERM/SIGINT, 1 start-up failed, 2 usage error.\n");
+}
+
+static const struct option long_opts[] = {
+	{ "config", required_argument, NULL, 'c' },
+	{ "socket", required_argument, NULL, 's' },
+	{ "set", required_argument, NULL, 'o' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+int main(int argc, char **argv)
+{
+	const char *config = NULL, *sock = getenv("SBRIG_SOCKET");
+	char *overrides[MAX_OVERRIDES];
+	int noverrides = 0, verbose = 0, opt, ret;
+
+	while ((opt = getopt_long(argc, argv, "c:s:o:vhV", long_opts,
+				  NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			config = optarg;
+			break;
+		case 's':
+			sock = optarg;
+			break;
+		case 'o':
+			if (noverrides == MAX_OVERRIDES) {
+				fprintf(stderr, "sbrigd: too many -o\n");
+				return 2;
+			}
+			overrides[noverrides++] = optarg;
+			break;
+		case 'v':
+			verbose = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("sbrigd %s\n", SBRIG_VERSION);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "sbrigd: unexpected argument '%s'\n",
+			argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+	if (!config) {
+		fprintf(stderr, "sbrigd: -c RIG.conf is required\n");
+		usage(stderr);
+		return 2;
+	}
+	if (!sock || !*sock)
+		sock = DEFAULT_SOCKET;
+	sbrig_log_set_sink(NULL, NULL, verbose ? SBRIG_LOG_DEBUG :
+			   SBRIG_LOG_INFO);
+
+	ret = sched_init();
+	if (ret < 0)
+		goto fail;
+	ret = signals_init();
+	if (ret < 0)
+		goto fini_sched;
+	ret = rig_init(config, overrides, noverrides);
+	if (ret < 0)
+		goto fini_signals;
+	ret = rec_init();
+	if (ret < 0)
+		goto fini_rig;
+	ret = eng_init();
+	if (ret < 0)
+		goto fini_rec;
+	ret = srv_init(sock);
+	if (ret < 0)
+		goto fini_eng;
+
+	ret = sched_run();
+	if (ret < 0)
+		sbrig_err("%s", sbrig_errmsg());
+	/* stop what runs while the clients can still hear about it */
+	eng_abort("aborted");
+	if (rec_active())
+		rec_stop("aborted");
+
+	srv_fini();
+fini_eng:
+	eng_fini();
+fini_rec:
+	rec_fini();
+fini_rig:
+	rig_fini();
+fini_signals:
+	signals_fini();
+fini_sched:
+	sched_fini();
+fail:
+	if (ret < 0) {
+		fprintf(stderr, "sbrigd: %s\n", sbrig_errmsg());
+		return 1;
+	}
+	sbrig_info("stopped");
+	return 0;
+}
