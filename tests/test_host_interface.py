@@ -12,7 +12,9 @@ by the ``hostif`` fixture:
   the test writes its registers through i2c-dev (``i2cset``; INA226 words
   are big-endian, SMBus words little-endian, so they are byte-swapped).
 * Target link: the guest's ttyS1, a real 16550 whose other end is a unix
-  socket this test holds.
+  socket this test listens on (QEMU connects and reconnects as a client):
+  first the raw UART case accepts it, then tests.rigproto.FakeAgent (the
+  scripted target agent: a mock, as no target runs behind this UART).
 
 Inside run the release builds of host/ (sbrigd, sbrig, sbrig-gpio) and
 Debian's libgpiod/libiio tools, copied with their shared libraries into an
@@ -24,7 +26,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import socket
 import tempfile
 import time
@@ -60,7 +61,7 @@ CVRF = 1 << 3           # conversion ready: the capture thread waits for it
 @dataclass
 class HostIf:
     vm: Vm
-    uart: socket.socket     # the host end of the guest's ttyS1
+    uart_listener: socket.socket  # QEMU's ttyS1 chardev connects here
     sim_dir: str            # /sys/devices/platform/gpio-sim.N/gpiochipM
     i2c_bus: int
     iio_dir: str            # /sys/bus/iio/devices/iio:deviceN
@@ -121,21 +122,22 @@ def hostif():
     artifacts = build_hostif("amd64")
     tmp = tempfile.mkdtemp(prefix="sbrig-hostif-")
     uart_path = os.path.join(tmp, "ttyS1.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(uart_path)
+    listener.listen(4)
     vm = Vm("amd64", artifacts, name="hostif", extra_qemu_args=[
-        "-chardev", f"socket,id=uart1,path={uart_path},server=on,wait=off",
+        "-chardev", f"socket,id=uart1,path={uart_path},reconnect=1",
         "-serial", "chardev:uart1"])
-    vm.start()
-    uart = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        uart.connect(uart_path)
+        vm.start()
         found = _setup_guest(vm)
-        h = HostIf(vm, uart, found["sim_dir"], int(found["i2c_bus"]),
+        h = HostIf(vm, listener, found["sim_dir"], int(found["i2c_bus"]),
                    found["iio_dir"])
         vm.write_file(GUEST_CONF, RIG_CONF.read_text())
         yield h
     finally:
-        uart.close()
         vm.shutdown()
+        listener.close()
 
 
 def _recv_until(sock: socket.socket, pattern: bytes, timeout: float = 10) -> bytes:
@@ -198,14 +200,19 @@ def test_ina226_registers_through_iio_sysfs(hostif):
 def test_uart_reaches_the_test_socket(hostif):
     """ttyS1 is a 16550 whose other end is this test's socket, both ways."""
     vm = hostif.vm
-    vm.run_ok("stty -F /dev/ttyS1 115200 raw -echo")
-    vm.run_ok("printf 'hello-from-guest\\n' > /dev/ttyS1")
-    _recv_until(hostif.uart, b"hello-from-guest\n")
-    bg = vm.start_bg("head -c 14 /dev/ttyS1")
-    vm.run_ok("sleep 0.2")  # let head open the port before bytes arrive
-    hostif.uart.sendall(b"hello-to-guest")
-    assert bg.wait(10) == 0
-    assert bg.output() == "hello-to-guest"
+    hostif.uart_listener.settimeout(30)
+    uart, _ = hostif.uart_listener.accept()
+    try:
+        vm.run_ok("stty -F /dev/ttyS1 115200 raw -echo")
+        vm.run_ok("printf 'hello-from-guest\\n' > /dev/ttyS1")
+        _recv_until(uart, b"hello-from-guest\n")
+        bg = vm.start_bg("head -c 14 /dev/ttyS1")
+        vm.run_ok("sleep 0.2")  # let head open the port before bytes arrive
+        uart.sendall(b"hello-to-guest")
+        assert bg.wait(10) == 0
+        assert bg.output() == "hello-to-guest"
+    finally:
+        uart.close()  # QEMU reconnects: the agent fixture accepts it
 
 
 # ------------------------------------------------- libsbrig's gpio module --
@@ -251,3 +258,168 @@ def test_gpio_lib_marker_edges(hostif):
     ts = [int(e[2]) for e in edges]
     # /proc/uptime has 10 ms resolution
     assert t0 - 10_000_000 <= ts[0] <= ts[1] <= t1 + 10_000_000, (t0, ts, t1)
+
+
+# ------------------------------------------------------ sbrigd and sbrig --
+
+AGENT_BOOT_ID = "hostif-boot-1"
+# INA226 register values the power cases write, and what ina2xx-adc makes of
+# them with SHUNT_UOHM (scales: drivers/iio/adc/ina2xx-adc.c read_raw)
+REGS = {REG_SHUNT: 4000, REG_BUS: 4000, REG_CURRENT: 400, REG_POWER: 200}
+
+
+def _s16(v: int) -> int:
+    return v - 0x10000 if v & 0x8000 else v
+
+
+EXPECTED = {
+    "shunt_nV": _s16(REGS[REG_SHUNT]) * SHUNT_LSB_NV,
+    "bus_uV": REGS[REG_BUS] * BUS_LSB_UV,
+    "current_uA": _s16(REGS[REG_CURRENT]) * SHUNT_LSB_NV * 1000 // SHUNT_UOHM,
+    "power_uW": REGS[REG_POWER] * POWER_LSB_FACTOR * SHUNT_LSB_NV * 1000 // SHUNT_UOHM,
+}
+
+
+def _sbrig(cmd: str) -> str:
+    return f"sbrig -s {SOCK} {cmd}"
+
+
+def _wait_guest(vm: Vm, cond: str, timeout: float = 20) -> None:
+    """Wait (in the guest, 20 ms polls) until the shell condition holds."""
+    n = int(timeout / 0.02)
+    vm.run_ok(f"i=0; until {cond}; do i=$((i+1)); [ $i -lt {n} ] || "
+              f"{{ echo 'timed out: {cond}'; exit 1; }}; usleep 20000; done",
+              timeout=timeout + 30)
+
+
+def _fetch_capture(vm: Vm, guest_dir: str, local: Path) -> Path:
+    local.mkdir(parents=True, exist_ok=True)
+    for name in vm.run_ok(f"ls {guest_dir}").split():
+        (local / name).write_bytes(vm.read_file(f"{guest_dir}/{name}", binary=True))
+    return local
+
+
+@pytest.fixture(scope="module")
+def agent(hostif):
+    """The scripted target agent on ttyS1's socket (a mock: no target here)."""
+    from tests.rigproto import FakeAgent
+
+    hostif.uart_listener.settimeout(None)
+    with FakeAgent(hostif.uart_listener, boot_id=AGENT_BOOT_ID) as a:
+        yield a
+
+
+@pytest.fixture(scope="module")
+def sbrigd(hostif, agent):
+    vm = hostif.vm
+    # conversion-ready set, so ina2xx-adc's capture thread takes samples
+    hostif.set_reg(REG_MASK, CVRF)
+    for reg, val in REGS.items():
+        hostif.set_reg(reg, val)
+    vm.run_ok(f"echo pull-down > {hostif.sim(LINE_MARKER, 'pull')}")
+    d = vm.start_bg(f"exec sbrigd -c {GUEST_CONF} -s {SOCK}")
+    _wait_guest(vm, f"[ -S {SOCK} ] || [ -e {d.base}.rc ]")
+    assert d.running, f"sbrigd ended:\n{d.output()}"
+    yield d
+    d.kill()
+    d.wait(20)
+
+
+def test_link_over_the_real_uart(hostif, agent):
+    """lib/link-serial.c (libserialport, which cannot open ptys) on a real
+    16550: sbrig-linkdump gets the agent's hello and its events."""
+    import json
+
+    vm = hostif.vm
+    agent.send_event(100, 5_000_000, "block", '"uart-check"')
+    out = vm.run_ok("sbrig-linkdump -n 1 -d 20 serial:/dev/ttyS1:115200", timeout=60)
+    msgs = [json.loads(x) for x in out.splitlines() if x.startswith("{")]
+    hello = [m for m in msgs if m["type"] == "hello"]
+    assert hello and hello[0]["boot_id"] == AGENT_BOOT_ID, out
+    events = [m for m in msgs if m["type"] == "event"]
+    assert events and events[0]["seq"] == 100, out
+
+
+def test_sbrig_plug(hostif, sbrigd):
+    vm = hostif.vm
+    vm.run_ok(_sbrig("plug in"))
+    assert hostif.sim_value(LINE_CHARGER) == 1
+    vm.run_ok(_sbrig("plug out"))
+    assert hostif.sim_value(LINE_CHARGER) == 0
+
+
+def test_sbrig_press(hostif, sbrigd):
+    vm = hostif.vm
+    p = vm.start_bg(_sbrig("press power 2s"))
+    _wait_guest(vm, f"grep -q 1 {hostif.sim(LINE_POWER)}", 10)
+    assert p.running  # still pressing
+    assert p.wait(20) == 0, p.output()
+    assert hostif.sim_value(LINE_POWER) == 0
+
+
+def test_sbrig_status_shows_the_link(hostif, agent, sbrigd):
+    vm = hostif.vm
+    _wait_guest(vm, f"{_sbrig('status')} | grep -q {AGENT_BOOT_ID}", 20)
+
+
+def test_sbrig_capture(hostif, agent, sbrigd, tmp_path):
+    """One capture: marker edges, decoded samples, the agent's events."""
+    from tests.capture import read_rows
+
+    vm = hostif.vm
+    _wait_guest(vm, f"{_sbrig('status')} | grep -q {AGENT_BOOT_ID}", 20)
+    cap = "/tmp/cap1"
+    c = vm.start_bg(_sbrig(f"capture -d 3s -o {cap}"))
+    _wait_guest(vm, f"[ -s {cap}/edges.tsv ]", 10)
+    t0 = _monotonic_ns(vm)
+    vm.run_ok(f"echo pull-up > {hostif.sim(LINE_MARKER, 'pull')}")
+    vm.run_ok(f"echo pull-down > {hostif.sim(LINE_MARKER, 'pull')}")
+    t1 = _monotonic_ns(vm)
+    # seqs continue after test_link_over_the_real_uart's record 100
+    agent.send_event(101, 1_000_000_000, "block", '"hostif"')
+    agent.send_event(102, 1_100_000_000, "unblock", '"hostif"')
+    assert c.wait(30) == 0, c.output()
+    local = _fetch_capture(vm, cap, tmp_path / "cap1")
+
+    edges = read_rows(local, "edges", typed=True)
+    assert [(e.line, e.edge) for e in edges] == [("marker", "rising"),
+                                                 ("marker", "falling")], edges
+    assert t0 - 10_000_000 <= edges[0].t_ns <= edges[1].t_ns <= t1 + 10_000_000
+
+    samples = read_rows(local, "samples", typed=True)
+    assert samples, "no samples captured"
+    for s in samples:
+        assert {k: getattr(s, k) for k in EXPECTED} == EXPECTED
+    ts = [s.t_ns for s in samples]
+    assert ts == sorted(ts)
+
+    events = read_rows(local, "events", typed=True)
+    got = [(e.boot_id, e.seq, e.type, e.arg) for e in events if e.arg == "hostif"]
+    assert got == [(AGENT_BOOT_ID, 101, "block", "hostif"),
+                   (AGENT_BOOT_ID, 102, "unblock", "hostif")], got
+
+
+def test_sbrig_capture_survives_vanished_ina226(hostif, sbrigd, tmp_path):
+    """The INA226 is unbound mid-capture: a clear error naming the device,
+    sbrigd lives on, and the samples before the fault are readable."""
+    from tests.capture import read_rows
+
+    vm = hostif.vm
+    cap = "/tmp/cap-fault"
+    c = vm.start_bg(_sbrig(f"capture -d 20s -o {cap}"))
+    _wait_guest(vm, f"[ $(wc -l < {cap}/samples.tsv) -ge 3 ]", 15)
+    bus = f"/sys/bus/i2c/devices/i2c-{hostif.i2c_bus}"
+    vm.run_ok(f"echo {INA_ADDR:#x} > {bus}/delete_device")
+    try:
+        rc = c.wait(30)
+        out = c.output()
+        assert rc != 0, out
+        assert "ina226" in out, out
+        assert sbrigd.running, sbrigd.output()
+        vm.run_ok(_sbrig("status"))
+        samples = read_rows(_fetch_capture(vm, cap, tmp_path / "cap"), "samples",
+                            typed=True)
+        assert len(samples) >= 2
+        assert all(s.current_uA == EXPECTED["current_uA"] for s in samples)
+    finally:
+        vm.run_ok(f"echo ina226 {INA_ADDR:#x} > {bus}/new_device")
