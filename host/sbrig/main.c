@@ -475,7 +475,7 @@ static int cmd_capture(const struct command *c, int argc, char **argv)
 	int opt, ret;
 
 	optind = 0;
-	while ((opt = getopt_long(argc, argv, "+o:d:h", capture_opts,
+	while ((opt = getopt_long(argc, argv, "o:d:h", capture_opts,
 				  NULL)) != -1) {
 		switch (opt) {
 		case 'o':
@@ -533,7 +533,7 @@ static int cmd_run(const struct command *c, int argc, char **argv)
 	int opt, ret;
 
 	optind = 0;
-	while ((opt = getopt_long(argc, argv, "+o:h", capture_opts,
+	while ((opt = getopt_long(argc, argv, "o:h", capture_opts,
 				  NULL)) != -1) {
 		switch (opt) {
 		case 'o':
@@ -648,7 +648,7 @@ static int cmd_latency(const struct command *c, int argc, char **argv)
 	int opt, ret;
 
 	optind = 0;
-	while ((opt = getopt_long(argc, argv, "+n:h", o, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "n:h", o, NULL)) != -1) {
 		switch (opt) {
 		case 'n':
 			vals[0] = optarg;

@@ -473,11 +473,15 @@ static void client_line(struct op_sink *c, char *line)
 				"'stop' is accepted", EBUSY);
 			return;
 		}
-		/* stop what this client started: its final answer follows */
+		/*
+		 * Stop what this client started; its final answer follows. A
+		 * bare capture without a duration normally ends this way
+		 * (Ctrl-C): it is complete. A scenario cut short is not.
+		 */
 		if (eng_busy())
 			eng_abort("aborted: stopped by the client");
 		else if (rec_active())
-			rec_stop("aborted: stopped by the client");
+			rec_stop("complete");
 		return;
 	}
 	argc = split(line, argv, SRV_MAX_ARGS);
@@ -502,6 +506,7 @@ static void client_line(struct op_sink *c, char *line)
 static void client_input(struct op_sink *c)
 {
 	while (!c->dead && c->nin) {
+		bool nul;
 		char *nl;
 		size_t len;
 
@@ -542,6 +547,7 @@ static void client_input(struct op_sink *c)
 			}
 			return;
 		}
+		nul = memchr(c->in, '\0', nl - c->in) != NULL;
 		*nl = '\0';
 		len = nl + 1 - c->in;
 		if (nl > c->in && nl[-1] == '\r')
@@ -552,7 +558,10 @@ static void client_input(struct op_sink *c)
 			memcpy(line, c->in, len);
 			memmove(c->in, nl + 1, c->nin - len);
 			c->nin -= len;
-			client_line(c, line);
+			if (nul)
+				op_line(c, "err %d bad request: NUL byte", EINVAL);
+			else
+				client_line(c, line);
 		}
 	}
 }

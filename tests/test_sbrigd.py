@@ -1,0 +1,393 @@
+"""sbrigd + sbrig on the host, against simulated instruments (no VM).
+
+The real daemon (ASan build) runs with a rig whose sensor is the INA226
+libiio-protocol emulator (rig/virtual/ina226_iiod.py, over ip:) and whose
+target link is a FakeAgent (tests/rigproto.py, over tcp:); the real CLI
+talks to it. No GPIO lines here: those are exercised in the amd64 VM with
+gpio-sim (tests/test_host_interface.py).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.capture import meta_section, read_rows
+from tests.rigproto import FakeAgent, frame
+from tests.test_power import Emulator
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = REPO / "build" / "host" / "asan"
+SBRIGD = BIN / "sbrigd"
+SBRIG = BIN / "sbrig"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def build():
+    subprocess.run(["make", "-C", str(REPO / "host"), "VARIANT=asan", "-j2"],
+                   check=True, stdout=subprocess.DEVNULL)
+
+
+class Daemon:
+    """sbrigd in the background; its stderr collected in a thread."""
+
+    def __init__(self, conf: Path, sock: Path, *extra: str) -> None:
+        self.sock = sock
+        self.proc = subprocess.Popen([str(SBRIGD), "-c", str(conf), "-s",
+                                      str(sock), *extra],
+                                     stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True)
+        self.log: list[str] = []
+        self.cond = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+        self.wait_log("listening on")
+
+    def _read(self) -> None:
+        for line in self.proc.stderr:
+            with self.cond:
+                self.log.append(line)
+                self.cond.notify_all()
+        with self.cond:
+            self.cond.notify_all()
+
+    def wait_log(self, text: str, timeout: float = 20) -> None:
+        end = time.monotonic() + timeout
+        with self.cond:
+            while not any(text in l for l in self.log):
+                assert self.proc.poll() is None or time.monotonic() < end, \
+                    "".join(self.log)
+                if time.monotonic() > end or (self.proc.poll() is not None
+                                              and not any(text in l for l in self.log)):
+                    raise AssertionError(f"no '{text}' in sbrigd log:\n"
+                                         + "".join(self.log))
+                self.cond.wait(0.1)
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+
+def sbrig(sock: Path | None, *args: str, timeout: float = 60):
+    cmd = [str(SBRIG)] + (["-s", str(sock)] if sock else []) + list(args)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def kv(text: str) -> dict[str, str]:
+    out = {}
+    for line in text.splitlines():
+        k, sep, v = line.partition(": ")
+        if sep:
+            out[k] = v
+    return out
+
+
+def hold_handler(agent: FakeAgent):
+    """Agent commands: 'hold "NAME" MS' logs a block event of NAME."""
+    seq = [1000]
+
+    def handler(cmd_id: int, verb: str, args: str) -> list[bytes]:
+        if verb == "hold":
+            name = args.rsplit(" ", 1)[0]
+            agent.send_event(seq[0], time.monotonic_ns(), "block", name)
+            seq[0] += 1
+        out = []
+        if verb == "stats":
+            out.append(frame(f'@sb1 ST {cmd_id} 0 1 "main" 1 0 0 5 0 5 100'))
+        out.append(frame(f'@sb1 R {cmd_id} 0 "ok"'))
+        return out
+    return handler
+
+
+@pytest.fixture
+def rig(tmp_path):
+    """Emulator + fake agent + sbrigd; yields a namespace."""
+    emu = Emulator(tmp_path, "--current-uA", "50000", "--rate", "1000")
+    agent = FakeAgent(boot_id="boot-sbrigd-test", kernel="6.1.0-test")
+    agent.cmd_handler = hold_handler(agent)
+    conf = tmp_path / "rig.conf"
+    conf.write_text(f"""[rig]
+name = hosttest
+[power]
+uri = {emu.uri}
+device = ina226
+shunt_uohm = 100000
+[target]
+uri = tcp:127.0.0.1:{agent.port}
+[timing]
+ping_interval_ms = 200
+""")
+    sock = tmp_path / "run" / "sbrigd.sock"
+    d = Daemon(conf, sock)
+    d.wait_log("link: agent fake up")
+
+    class R:
+        pass
+    r = R()
+    r.emu, r.agent, r.daemon, r.sock, r.tmp, r.conf = emu, agent, d, sock, tmp_path, conf
+    try:
+        yield r
+    finally:
+        rc = d.stop()
+        agent.close()
+        emu.stop()
+        log = "".join(d.log)
+        assert "ERROR: AddressSanitizer" not in log, log
+        assert "runtime error" not in log, log
+        assert rc in (0, -9), log
+
+
+def test_status_shows_sensor_and_link(rig):
+    assert oct(rig.sock.stat().st_mode & 0o777) == "0o660"
+    res = sbrig(rig.sock, "status")
+    assert res.returncode == 0, res.stderr
+    st = kv(res.stdout)
+    assert st["rig.name"] == "hosttest"
+    assert st["rig.config"] == str(rig.conf)
+    assert len(st["rig.config_sha256"]) == 64
+    assert st["sensor.device"] == "ina226"
+    assert abs(float(st["sensor.current_mA"]) - 50.0) < 0.5
+    assert st["link.connected"] == "yes"
+    assert st["link.boot_id"] == "boot-sbrigd-test"
+    assert st["link.kernel"] == "6.1.0-test"
+    assert st["capture"] == "none"
+
+
+def test_capture_records_samples_and_events(rig):
+    t0 = time.monotonic_ns()
+    for i in range(3):
+        rig.agent.send_event(i, time.monotonic_ns(), "block", f'"cap{i}"')
+    cap = rig.tmp / "cap"
+    # events during the capture, while the CLI runs
+    th = threading.Timer(0.7, lambda: rig.agent.send_event(
+        3, time.monotonic_ns(), "unblock", '"cap0"'))
+    th.start()
+    res = sbrig(rig.sock, "capture", "-d", "2s", "--stats-every", "500ms",
+                "-o", str(cap))
+    th.join()
+    assert res.returncode == 0, res.stderr
+    summary = kv(res.stdout)
+    assert summary["status"] == "complete"
+    assert summary["dir"] == str(cap)
+    samples = read_rows(cap, "samples", typed=True)
+    # 1 kS/s for 2 s
+    assert 1500 <= len(samples) <= 2500, len(samples)
+    assert int(summary["samples"]) == len(samples)
+    assert all(abs(s.current_uA - 50000) <= 100 for s in samples)
+    ts = [s.t_ns for s in samples]
+    assert ts == sorted(ts) and ts[0] >= t0 - 10**9
+    assert read_rows(cap, "gaps") == []
+    # the event that arrived during the capture, with host time near ours
+    events = read_rows(cap, "events", typed=True)
+    ev = [e for e in events if e.seq == 3]
+    assert ev and ev[0].type == "unblock" and ev[0].arg == "cap0"
+    assert ev[0].boot_id == "boot-sbrigd-test"
+    assert abs(ev[0].host_t_ns - ev[0].target_t_ns) < 50_000_000
+    assert read_rows(cap, "clock"), "no clock exchanges recorded"
+    assert [s.name for s in read_rows(cap, "stats", typed=True)][:1] == ["main"]
+    assert meta_section(cap, "end")["status"] == "complete"
+    target = meta_section(cap, "target")
+    assert target and target["boot_id"] == "boot-sbrigd-test"
+    prov = meta_section(cap, "provenance")
+    assert prov["rig_sha256"] == kv(sbrig(rig.sock, "status").stdout)["rig.config_sha256"]
+
+
+def test_capture_follows_emulator_current(rig):
+    rig.emu.ctl("current_uA 123000")
+    cap = rig.tmp / "cap2"
+    res = sbrig(rig.sock, "capture", "-d", "1s", "-o", str(cap))
+    assert res.returncode == 0, res.stderr
+    samples = read_rows(cap, "samples", typed=True)
+    assert samples and all(abs(s.current_uA - 123000) <= 100
+                           for s in samples[-100:])
+    assert abs(float(kv(res.stdout)["mean_mA"]) - 123.0) < 1.0
+
+
+def test_run_wait_event_satisfied(rig):
+    scn = rig.tmp / "ok.scn"
+    scn.write_text('settle 100ms\nhold "rig test" 200ms\n'
+                   'wait event block "rig test" timeout 5s\nsettle 100ms\n')
+    cap = rig.tmp / "run-ok"
+    res = sbrig(rig.sock, "run", str(scn), "-o", str(cap))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "step 3/4 line=3 wait event block" in res.stdout
+    assert kv(res.stdout)["status"] == "complete"
+    assert meta_section(cap, "end")["status"] == "complete"
+    assert meta_section(cap, "provenance")["scenario"] == str(scn)
+    stimuli = read_rows(cap, "stimuli", typed=True)
+    assert [(s.what, s.arg) for s in stimuli] == [("hold", "rig test")]
+    assert any(e.type == "block" and e.arg == "rig test"
+               for e in read_rows(cap, "events", typed=True))
+    assert [c for c in rig.agent.cmd_frames if "hold" in c.raw_args]
+
+
+def test_run_wait_timeout_fails_and_keeps_capture(rig):
+    scn = rig.tmp / "late.scn"
+    scn.write_text("settle 50ms\nwait event resume timeout 1s\nsettle 1s\n")
+    cap = rig.tmp / "run-late"
+    t = time.monotonic()
+    res = sbrig(rig.sock, "run", str(scn), "-o", str(cap))
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert time.monotonic() - t < 10
+    want = f"failed: {scn}:2: wait event resume timed out after 1s"
+    assert want in res.stderr
+    assert meta_section(cap, "end")["status"] == want
+    assert read_rows(cap, "samples"), "the capture lost its samples"
+    # the daemon is fine afterwards
+    assert sbrig(rig.sock, "status").returncode == 0
+
+
+def test_usage_errors_exit_2(rig):
+    for args in (["nosuchcommand"], ["press"], ["press", "power", "2 s"],
+                 ["plug", "sideways"], ["capture", "-d", "2s"],
+                 ["capture", "-o", "x", "-d", "soon"], ["latency", "-n", "0"],
+                 ["run", "-o", "x"], ["status", "extra"], []):
+        res = sbrig(rig.sock, *args)
+        assert res.returncode == 2, (args, res.stdout, res.stderr)
+        assert res.stderr.strip(), args
+    bad = rig.tmp / "bad.scn"
+    bad.write_text("settle 1s\nwait event\n")
+    res = sbrig(rig.sock, "run", str(bad), "-o", str(rig.tmp / "never"))
+    assert res.returncode == 2 and f"{bad}:2:" in res.stderr
+    assert not (rig.tmp / "never").exists()
+
+
+def test_operation_errors_exit_1(rig):
+    # no keys and no charger on this rig: the daemon says so
+    res = sbrig(rig.sock, "press", "power")
+    assert res.returncode == 1 and "no key 'power'" in res.stderr
+    res = sbrig(rig.sock, "plug", "in")
+    assert res.returncode == 1 and "charger" in res.stderr
+    existing = rig.tmp / "full"
+    existing.mkdir()
+    (existing / "x").write_text("x")
+    res = sbrig(rig.sock, "capture", "-d", "1s", "-o", str(existing))
+    assert res.returncode == 1 and str(existing) in res.stderr
+
+
+def test_daemon_not_running_exits_3(tmp_path):
+    res = sbrig(tmp_path / "nobody.sock", "status")
+    assert res.returncode == 3
+    assert "cannot reach sbrigd" in res.stderr and "nobody.sock" in res.stderr
+
+
+def test_help_everywhere_and_in_the_man_page():
+    man = (REPO / "host" / "man" / "sbrig.1").read_text()
+    res = sbrig(None, "--help")
+    assert res.returncode == 0
+    cmds = re.findall(r"^  (\w+) ", res.stdout.split("Commands:")[1], re.M)
+    assert {"status", "press", "plug", "capture", "run", "latency"} <= set(cmds)
+    for c in cmds:
+        h = sbrig(None, c, "--help")
+        assert h.returncode == 0 and h.stdout.startswith("Usage: sbrig"), c
+        assert f".B {c}" in man or f"\\fB{c}\\fR" in man, f"{c} not in sbrig.1"
+    d = subprocess.run([str(SBRIGD), "--help"], capture_output=True, text=True)
+    assert d.returncode == 0 and "-c, --config" in d.stdout
+    assert subprocess.run([str(SBRIGD)], capture_output=True).returncode == 2
+
+
+def test_garbage_client_gets_err_and_daemon_survives(rig):
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(10)
+        s.connect(str(rig.sock))
+        f = s.makefile("rwb")
+        for req in (b"\x00\xff\xfegarbage\n", b"press\n", b"capture relative\n",
+                    b"capture /tmp/x duration=forever\n", b'press "open\n',
+                    b"latency n=-3\n", b"run /tmp/x bytes=zz origin=/a\n"):
+            f.write(req)
+            f.flush()
+            line = f.readline().decode()
+            assert line.startswith("err "), (req, line)
+        # an over-long line closes the connection with an err
+        f.write(b"x" * 10000)
+        f.flush()
+        assert f.readline().startswith(b"err 7 ")
+    # half a request, then gone
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.connect(str(rig.sock))
+        s.sendall(b"stat")
+    assert sbrig(rig.sock, "status").returncode == 0
+    assert rig.daemon.proc.poll() is None
+
+
+def test_kill9_mid_capture_leaves_readable_capture(rig):
+    cap = rig.tmp / "killed"
+    cli = subprocess.Popen([str(SBRIG), "-s", str(rig.sock), "capture", "-o",
+                            str(cap)], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    rig.daemon.wait_log(f"capture {cap} started")
+    # wait until a sync has put samples on disk
+    end = time.monotonic() + 20
+    while len(read_rows(cap, "samples")) < 1000:
+        assert time.monotonic() < end, "no samples reached the disk"
+        time.sleep(0.1)
+    rig.daemon.proc.kill()
+    rig.daemon.proc.wait()
+    out, err = cli.communicate(timeout=20)
+    assert cli.returncode == 3, (out, err)
+    assert "closed the connection" in err
+    samples = read_rows(cap, "samples", typed=True)
+    assert len(samples) >= 1000
+    assert meta_section(cap, "end") is None      # never closed
+    assert meta_section(cap, "provenance")["rig_name"] == "hosttest"
+
+
+def test_sigterm_aborts_capture_and_second_daemon_refused(rig):
+    other = subprocess.run([str(SBRIGD), "-c", str(rig.conf), "-s",
+                            str(rig.sock)], capture_output=True, text=True,
+                           timeout=30)
+    assert other.returncode == 1
+    assert "another sbrigd" in other.stderr
+    cap = rig.tmp / "term"
+    cli = subprocess.Popen([str(SBRIG), "-s", str(rig.sock), "capture", "-o",
+                            str(cap)], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    rig.daemon.wait_log(f"capture {cap} started")
+    assert rig.daemon.stop() == 0
+    out, err = cli.communicate(timeout=20)
+    assert meta_section(cap, "end")["status"] == "aborted"
+    assert kv(out).get("status") == "aborted", (out, err)
+    assert not rig.sock.exists()
+
+
+def test_ctrl_c_stops_capture_cleanly(rig):
+    cap = rig.tmp / "ctrlc"
+    cli = subprocess.Popen([str(SBRIG), "-s", str(rig.sock), "capture", "-o",
+                            str(cap)], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    rig.daemon.wait_log(f"capture {cap} started")
+    cli.send_signal(signal.SIGINT)
+    out, err = cli.communicate(timeout=20)
+    assert cli.returncode == 0, err
+    assert kv(out)["status"] == "complete"
+    assert meta_section(cap, "end")["status"] == "complete"
+
+
+def test_stale_socket_replaced(tmp_path):
+    conf = tmp_path / "rig.conf"
+    conf.write_text("[rig]\nname = bare\n")
+    sock = tmp_path / "s.sock"
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(str(sock))
+    s.close()           # a socket file nobody listens on
+    d = Daemon(conf, sock)
+    try:
+        res = sbrig(sock, "status")
+        assert res.returncode == 0
+        st = kv(res.stdout)
+        assert st["sensor"] == "none" and st["link"] == "none"
+    finally:
+        assert d.stop() == 0
