@@ -311,6 +311,17 @@ def test_garbage_client_gets_err_and_daemon_survives(rig):
             f.flush()
             line = f.readline().decode()
             assert line.startswith("err "), (req, line)
+        # pipelined requests: one final answer each, in order
+        f.write(b"version\nstatus\nversion\n")
+        f.flush()
+        finals = []
+        while len(finals) < 3:
+            line = f.readline().decode()
+            assert line, "connection closed"
+            if not line.startswith("data "):
+                finals.append(line)
+        assert finals[0].startswith("ok sbrigd ") and finals[1] == "ok\n"
+        assert finals[2] == finals[0]
         # an over-long line closes the connection with an err
         f.write(b"x" * 10000)
         f.flush()

@@ -6,9 +6,10 @@
  * "VERB ARGS...\n" with shell-like double quotes for arguments that contain
  * spaces; the answer is zero or more "data ..." / "progress ..." lines and
  * one final "ok [text]" or "err ERRNO message". A client has at most one
- * request in progress; while it is, the only request it may send is
- * "stop" (end its own capture, run or latency measurement; the final
- * answer of the interrupted request follows). Requests are dispatched
+ * request in progress; while it is, the only request handled is "stop"
+ * (end its own capture, run or latency measurement; the final
+ * answer of the interrupted request follows); other requests wait for
+ * their turn. Requests are dispatched
  * through one table; a bad request gets "err" naming the argument.
  */
 #include <errno.h>
@@ -44,6 +45,7 @@
  * @out: answer bytes not yet written
  * @nout: bytes in @out
  * @busy: a request is in progress (its final answer is still due)
+ * @in_input: client_input() runs (it goes on with the next request itself)
  * @body: bytes of a "run" request's scenario still to read
  * @run_dir: the pending "run" request's capture directory
  * @run_origin: its scenario path (for messages and provenance)
@@ -57,6 +59,7 @@ struct op_sink {
 	char *out;
 	size_t nout, out_size;
 	bool busy;
+	bool in_input;
 	size_t body;
 	char *body_buf;
 	size_t nbody;
@@ -143,7 +146,7 @@ void op_done(struct op_sink *sink, int err, const char *fmt, ...)
 		op_line(sink, msg[0] ? "ok %s" : "ok", msg);
 	sink->busy = false;
 	/* requests that arrived meanwhile */
-	if (!sink->dead && sink->nin)
+	if (!sink->dead && sink->nin && !sink->in_input)
 		client_input(sink);
 }
 
@@ -468,11 +471,6 @@ static void client_line(struct op_sink *c, char *line)
 	int argc;
 
 	if (c->busy) {
-		if (strcmp(line, "stop") != 0) {
-			op_line(c, "err %d a request is in progress; only "
-				"'stop' is accepted", EBUSY);
-			return;
-		}
 		/*
 		 * Stop what this client started; its final answer follows. A
 		 * bare capture without a duration normally ends this way
@@ -502,8 +500,17 @@ static void client_line(struct op_sink *c, char *line)
 	op_done(c, -EINVAL, "unknown request '%.40s'", argv[0]);
 }
 
+static void client_input_loop(struct op_sink *c);
+
 /* Handle what @c->in holds: complete lines, or a scenario body. */
 static void client_input(struct op_sink *c)
+{
+	c->in_input = true;
+	client_input_loop(c);
+	c->in_input = false;
+}
+
+static void client_input_loop(struct op_sink *c)
 {
 	while (!c->dead && c->nin) {
 		bool nul;
@@ -523,19 +530,24 @@ static void client_input(struct op_sink *c)
 			continue;
 		}
 		if (c->busy) {
-			/* only "stop" is looked at while busy */
+			/*
+			 * While a request runs, "stop" is handled at once; any
+			 * other request waits in the buffer for its turn.
+			 */
 			nl = memchr(c->in, '\n', c->nin);
 			if (!nl)
 				return;
-			*nl = '\0';
-			if (strcmp(c->in, "stop") != 0 && strcmp(c->in, "stop\r"))
-				op_line(c, "err %d a request is in progress; "
-					"only 'stop' is accepted", EBUSY);
-			else
-				client_line(c, (char *)"stop");
 			len = nl + 1 - c->in;
+			if (strncmp(c->in, "stop\n", len) &&
+			    strncmp(c->in, "stop\r\n", len))
+				return;
 			memmove(c->in, nl + 1, c->nin - len);
 			c->nin -= len;
+			{
+				char stop[] = "stop";
+
+				client_line(c, stop);
+			}
 			continue;
 		}
 		nl = memchr(c->in, '\n', c->nin);
@@ -600,8 +612,10 @@ static void client_flush(struct op_sink *c)
 		memmove(c->out, c->out + n, c->nout - n);
 		c->nout -= n;
 	}
+	/* a full input buffer waits for the request in progress to end */
 	if (!c->dead)
-		sched_fd_events(c->fd, POLLIN | (c->nout ? POLLOUT : 0));
+		sched_fd_events(c->fd, (c->nin < SRV_LINE_MAX ? POLLIN : 0) |
+				(c->nout ? POLLOUT : 0));
 }
 
 static void client_io(int fd, short revents, void *data)
@@ -619,6 +633,7 @@ static void client_io(int fd, short revents, void *data)
 			c->nin += n;
 			client_input(c);
 		}
+		client_flush(c);	/* follow the input buffer's room */
 	}
 	if (c->dead)
 		client_free(c);
