@@ -480,8 +480,13 @@ struct sbrig_power *sbrig_power_new(const char *uri,
 	if (ret)
 		goto err_ctx;
 
-	pwr->buffer_samples = opts && opts->buffer_samples ?
-			      opts->buffer_samples : DEFAULT_BUFFER_SAMPLES;
+	/* default: 256 samples, but no more than a quarter second's worth */
+	pwr->buffer_samples = DEFAULT_BUFFER_SAMPLES;
+	if (pwr->buffer_samples > pwr->rate_hz / 4)
+		pwr->buffer_samples = pwr->rate_hz / 4 > 8 ?
+				      (size_t)(pwr->rate_hz / 4) : 8;
+	if (opts && opts->buffer_samples)
+		pwr->buffer_samples = opts->buffer_samples;
 	pwr->q_cap = 4 * pwr->buffer_samples;
 	if (pwr->q_cap < 2 * (size_t)pwr->rate_hz)
 		pwr->q_cap = 2 * (size_t)pwr->rate_hz;
@@ -769,7 +774,7 @@ static int check_channel_formats(struct sbrig_power *pwr)
 
 int sbrig_power_start(struct sbrig_power *pwr)
 {
-	unsigned int i, n;
+	unsigned int i, n, timeout_ms;
 	int c, ret;
 
 	if (!pwr)
@@ -793,6 +798,14 @@ int sbrig_power_start(struct sbrig_power *pwr)
 		iio_channel_disable(iio_device_get_channel(pwr->dev, i));
 	for (c = 0; c < CH_COUNT; c++)
 		iio_channel_enable(pwr->ch[c]);
+
+	/* a refill waits for a whole buffer: let libiio wait that long */
+	timeout_ms = (unsigned int)(3000.0 * pwr->buffer_samples / pwr->rate_hz);
+	if (timeout_ms < 5000)
+		timeout_ms = 5000;
+	ret = iio_context_set_timeout(pwr->ctx, timeout_ms);
+	if (ret < 0)
+		return iio_fail(pwr, ret, "set context timeout");
 
 	pwr->buf = iio_device_create_buffer(pwr->dev, pwr->buffer_samples,
 					    false);
