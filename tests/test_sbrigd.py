@@ -402,3 +402,24 @@ def test_stale_socket_replaced(tmp_path):
         assert st["sensor"] == "none" and st["link"] == "none"
     finally:
         assert d.stop() == 0
+
+
+def test_sensor_vanishing_fails_capture_daemon_lives(rig):
+    cap = rig.tmp / "vanish"
+    cli = subprocess.Popen([str(SBRIG), "-s", str(rig.sock), "capture", "-d",
+                            "30s", "-o", str(cap)], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    rig.daemon.wait_log(f"capture {cap} started")
+    end = time.monotonic() + 20
+    while len(read_rows(cap, "samples")) < 100:
+        assert time.monotonic() < end, "no samples reached the disk"
+        time.sleep(0.1)
+    rig.emu.stop()
+    out, err = cli.communicate(timeout=40)
+    assert cli.returncode == 1, (out, err)
+    status = meta_section(cap, "end")["status"]
+    assert status.startswith("failed: sensor: "), status
+    assert "status=failed: sensor" in err
+    assert len(read_rows(cap, "samples")) >= 100
+    res = sbrig(rig.sock, "status")
+    assert res.returncode == 0 and "sensor.error: " in res.stdout

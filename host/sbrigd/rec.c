@@ -129,6 +129,19 @@ static void failed(int err, const char *what)
 	finish(err, st);
 }
 
+/**
+ * rec_fail() - end the running capture because a source failed
+ * @err: -errno to answer with
+ * @status: "failed: why"
+ */
+void rec_fail(int err, const char *status)
+{
+	if (!rec.cap || rec.closing)
+		return;
+	sbrig_err("capture %s: %s", rec.dir, status);
+	finish(err, status);
+}
+
 static void progress(int64_t now)
 {
 	if (!rec.sink)

@@ -174,11 +174,17 @@ static void power_drain(void)
 		size_t from = 0;
 
 		if (n < 0) {
+			char why[300];
+
 			sbrig_err("power: capture stopped: %s", sbrig_errmsg());
 			snprintf(rig.power_err, sizeof(rig.power_err), "%s",
 				 sbrig_errmsg());
+			snprintf(why, sizeof(why), "failed: sensor: %s",
+				 rig.power_err);
 			/* the sensor is gone: reopen it next time */
 			power_close();
+			/* a capture without its samples is no capture */
+			rec_fail((int)n, why);
 			return;
 		}
 		/* keep gaps in time order with the samples around them */

@@ -160,6 +160,7 @@ void rec_fini(void);
 int rec_start(const struct rec_opts *opts, struct op_sink *sink,
 	      rec_end_fn end, void *data);
 int rec_stop(const char *status);
+void rec_fail(int err, const char *status);
 bool rec_active(void);
 const char *rec_dir(void);
 void rec_get_counts(struct rec_counts *c);
