@@ -108,6 +108,8 @@ def hold_handler(agent: FakeAgent):
         if verb == "stats":
             out.append(frame(f'@sb1 ST {cmd_id} 0 1 "main" 1 0 0 5 0 5 100'))
         out.append(frame(f'@sb1 R {cmd_id} 0 "ok"'))
+        if verb == "hold":      # asynchronous: DONE when released
+            out.append(frame(f'@sb1 D {cmd_id} 0 "released"'))
         return out
     return handler
 
@@ -423,3 +425,30 @@ def test_sensor_vanishing_fails_capture_daemon_lives(rig):
     assert len(read_rows(cap, "samples")) >= 100
     res = sbrig(rig.sock, "status")
     assert res.returncode == 0 and "sensor.error: " in res.stdout
+
+
+def test_hold_passes_through_to_the_agent(rig):
+    res = sbrig(rig.sock, "hold", "from cli", "150ms")
+    assert res.returncode == 0, res.stderr
+    frames = [c.raw_args for c in rig.agent.cmd_frames]
+    assert any('hold "from cli" 150' in f for f in frames), frames
+    assert sbrig(rig.sock, "hold", "x", "soon").returncode == 2
+
+
+def test_client_gone_mid_capture(rig):
+    """A capture with a duration outlives its client; an open-ended one is
+    closed as aborted (nobody could end it otherwise)."""
+    timed, open_ended = rig.tmp / "timed", rig.tmp / "open"
+    for cap, args in ((timed, ["-d", "1s"]), (open_ended, [])):
+        cli = subprocess.Popen([str(SBRIG), "-s", str(rig.sock), "capture",
+                                *args, "-o", str(cap)],
+                               stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+        rig.daemon.wait_log(f"capture {cap} started")
+        cli.kill()
+        cli.wait()
+        rig.daemon.wait_log(f"capture {cap} closed")
+    assert meta_section(timed, "end")["status"] == "complete"
+    assert meta_section(open_ended, "end")["status"] == \
+        "aborted: client disconnected"
+    assert sbrig(rig.sock, "status").returncode == 0

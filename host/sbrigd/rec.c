@@ -302,8 +302,12 @@ void rec_sink_gone(struct op_sink *sink)
 	if (!rec.cap || rec.sink != sink)
 		return;
 	rec.sink = NULL;
-	if (rec.opts.duration_ns <= 0 && !rec.opts.scenario)
+	if (rec.opts.duration_ns <= 0 && !rec.opts.scenario) {
+		rec.end = NULL;		/* nobody to answer */
 		finish(0, "aborted: client disconnected");
+	} else if (rec.end_data == sink) {
+		rec.end = NULL;		/* runs on to its end, silently */
+	}
 }
 
 /* ---- feeds -------------------------------------------------------------- */
