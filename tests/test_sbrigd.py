@@ -273,6 +273,8 @@ def test_operation_errors_exit_1(rig):
     assert res.returncode == 1 and "no key 'power'" in res.stderr
     res = sbrig(rig.sock, "plug", "in")
     assert res.returncode == 1 and "charger" in res.stderr
+    res = sbrig(rig.sock, "latency", "-n", "1")
+    assert res.returncode == 1 and "no key 'power'" in res.stderr
     existing = rig.tmp / "full"
     existing.mkdir()
     (existing / "x").write_text("x")
