@@ -23,7 +23,8 @@ API (all thread-safe; a background thread serves the socket):
 * ``drop_next_cmds(n)`` -- ignore the next n CMD frames (tests retries).
 * ``send_garbage(data)``, ``send_raw(data)``, ``send_kmsg(text)`` (a
   kernel-console line), ``send_kmsg_then_frame(text, body)``.
-* ``beat()``, ``send_gap(a, b)``, ``reboot(boot_id)`` (new boot: ring
+* ``beat()``, ``send_gap(a, b)``, ``announce()`` (restarted agent:
+  ``HELLO ... new``, streams again after the host's HELLO), ``reboot(boot_id)`` (new boot: ring
   cleared), ``drop_connection()``, ``forget_before(seq)`` (ring no longer
   holds older records: they are answered with GAP).
 * ``cmd_handler(cmd_id, verb, args) -> list[bytes]`` -- replace to script
@@ -35,20 +36,41 @@ API (all thread-safe; a background thread serves the socket):
   ``connections``; ``wait_for(pred, timeout)``.
 * Codec: ``frame(body) -> bytes``, ``decode(line) -> Frame | None``
   (raises ``BadFrame``), ``quote(s)``.
+
+The host side for tests: ``LinkDump(uri, *args)`` runs
+build/host/asan/sbrig-linkdump (``build_linkdump()`` makes it) with
+``--stdin`` and fast timings, collects its JSON lines in ``msgs``;
+``wait(pred)``, ``send(cmd)``, ``of(type)``, ``status()``, ``close()``
+(asserts exit 0 and no sanitizer report).
 """
 
 from __future__ import annotations
 
+import json
+import queue
 import re
 import selectors
 import socket
+import subprocess
 import threading
 import time
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from pathlib import Path
 
 VERSION = 1
 FRAME_MAX = 1024
+REPO = Path(__file__).resolve().parents[1]
+LINKDUMP = REPO / "build/host/asan/sbrig-linkdump"
+FAST = ["--ping-ms", "200", "--timeout-ms", "1500", "--reconnect-ms", "100",
+        "--retry-ms", "300"]
+
+
+def build_linkdump() -> Path:
+    """Build the ASan sbrig-linkdump (incremental); return its path."""
+    subprocess.run(["make", "-s", "-C", str(REPO / "host"), "VARIANT=asan", "-j2",
+                    str(LINKDUMP)], check=True)
+    return LINKDUMP
 
 
 class BadFrame(ValueError):
@@ -201,9 +223,16 @@ class FakeAgent:
     def send_gap(self, a: int, b: int) -> None:
         self.send_raw(frame(f"@sb1 GAP {a} {b}"))
 
-    def _hello(self) -> None:
+    def _hello(self, answer: bool = True) -> None:
         self._write(frame(f"@sb1 HELLO 1 {self.boot_id} {self.agent} "
-                          f"{quote(self.kernel)} {self.module} {self.oldest} {self.head}"))
+                          f"{quote(self.kernel)} {self.module} {self.oldest} {self.head} "
+                          + ("ok" if answer else "new")))
+
+    def announce(self) -> None:
+        """Act as a freshly started agent: unsynced, HELLO ... new."""
+        with self._cond:
+            self.synced = False
+            self._hello(answer=False)
 
     def _stream_locked(self) -> None:
         while self.synced and self.send_pos < self.head and self._conn:
@@ -362,3 +391,69 @@ class FakeAgent:
                             self._handle(f)
                     self._cond.notify_all()
         sel.close()
+
+
+class LinkDump:
+    """sbrig-linkdump as a subprocess; JSON lines collected by a thread."""
+
+    def __init__(self, uri: str, *args: str) -> None:
+        self.proc = subprocess.Popen([str(LINKDUMP), "--stdin", *FAST, *args, uri],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        self.msgs: list[dict] = []
+        self._q: queue.Queue = queue.Queue()
+        self._t = threading.Thread(target=self._reader, daemon=True)
+        self._t.start()
+
+    def _reader(self) -> None:
+        for line in self.proc.stdout:
+            self._q.put(json.loads(line))
+        self._q.put(None)
+
+    def _pump(self, timeout: float) -> bool:
+        try:
+            m = self._q.get(timeout=timeout)
+        except queue.Empty:
+            return True
+        if m is None:
+            return False
+        self.msgs.append(m)
+        return True
+
+    def wait(self, pred, timeout: float = 15.0, what: str = "condition"):
+        end = time.monotonic() + timeout
+        while True:
+            v = pred(self.msgs)
+            if v:
+                return v
+            left = end - time.monotonic()
+            if left <= 0 or not self._pump(min(left, 0.1)) and not pred(self.msgs):
+                raise AssertionError(f"linkdump: {what} not seen; last messages: "
+                                     f"{self.msgs[-10:]}")
+
+    def send(self, line: str) -> None:
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def of(self, type_: str) -> list[dict]:
+        return [m for m in self.msgs if m["type"] == type_]
+
+    def status(self) -> dict:
+        n = len(self.of("status"))
+        self.send("!status")
+        return self.wait(lambda ms: len([m for m in ms if m["type"] == "status"]) > n
+                         and [m for m in ms if m["type"] == "status"][-1], what="status")
+
+    def close(self) -> str:
+        if self.proc.poll() is None:
+            self.send("!quit")
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        while self._pump(0.5):
+            pass
+        err = self.proc.stderr.read()
+        assert self.proc.returncode == 0, err
+        assert "ERROR: AddressSanitizer" not in err and "runtime error" not in err, err
+        return err

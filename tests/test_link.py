@@ -9,93 +9,16 @@ drop the connection and "reboot" at precise points.
 
 from __future__ import annotations
 
-import json
-import queue
 import subprocess
-import threading
-import time
-from pathlib import Path
 
 import pytest
 
-from tests.rigproto import FakeAgent
-
-REPO = Path(__file__).resolve().parents[1]
-LINKDUMP = REPO / "build/host/asan/sbrig-linkdump"
-FAST = ["--ping-ms", "200", "--timeout-ms", "1500", "--reconnect-ms", "100",
-        "--retry-ms", "300"]
+from tests.rigproto import LINKDUMP, FakeAgent, LinkDump, build_linkdump
 
 
 @pytest.fixture(scope="module", autouse=True)
 def built():
-    subprocess.run(["make", "-s", "-C", str(REPO / "host"), "VARIANT=asan", "-j2",
-                    str(LINKDUMP)], check=True)
-
-
-class LinkDump:
-    """sbrig-linkdump as a subprocess; JSON lines collected by a thread."""
-
-    def __init__(self, uri: str, *args: str) -> None:
-        self.proc = subprocess.Popen([str(LINKDUMP), "--stdin", *FAST, *args, uri],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
-        self.msgs: list[dict] = []
-        self._q: queue.Queue = queue.Queue()
-        self._t = threading.Thread(target=self._reader, daemon=True)
-        self._t.start()
-
-    def _reader(self) -> None:
-        for line in self.proc.stdout:
-            self._q.put(json.loads(line))
-        self._q.put(None)
-
-    def _pump(self, timeout: float) -> bool:
-        try:
-            m = self._q.get(timeout=timeout)
-        except queue.Empty:
-            return True
-        if m is None:
-            return False
-        self.msgs.append(m)
-        return True
-
-    def wait(self, pred, timeout: float = 15.0, what: str = "condition"):
-        end = time.monotonic() + timeout
-        while True:
-            v = pred(self.msgs)
-            if v:
-                return v
-            left = end - time.monotonic()
-            if left <= 0 or not self._pump(min(left, 0.1)) and not pred(self.msgs):
-                raise AssertionError(f"linkdump: {what} not seen; last messages: "
-                                     f"{self.msgs[-10:]}")
-
-    def send(self, line: str) -> None:
-        self.proc.stdin.write(line + "\n")
-        self.proc.stdin.flush()
-
-    def of(self, type_: str) -> list[dict]:
-        return [m for m in self.msgs if m["type"] == type_]
-
-    def status(self) -> dict:
-        n = len(self.of("status"))
-        self.send("!status")
-        return self.wait(lambda ms: len([m for m in ms if m["type"] == "status"]) > n
-                         and [m for m in ms if m["type"] == "status"][-1], what="status")
-
-    def close(self) -> str:
-        if self.proc.poll() is None:
-            self.send("!quit")
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-        while self._pump(0.5):
-            pass
-        err = self.proc.stderr.read()
-        assert self.proc.returncode == 0, err
-        assert "ERROR: AddressSanitizer" not in err and "runtime error" not in err, err
-        return err
+    build_linkdump()
 
 
 def events(ld: LinkDump) -> list[dict]:
@@ -247,3 +170,15 @@ def test_bad_uri_is_a_usage_error():
     assert p.returncode == 2 and "tcp:HOST:PORT" in p.stderr
     p = subprocess.run([str(LINKDUMP), "--help"], capture_output=True, text=True)
     assert p.returncode == 0 and "usage: sbrig-linkdump" in p.stdout
+
+
+def test_agent_restart_announced_by_hello_new(agent, dump):
+    fill(agent, 0, 4)
+    dump.wait(n_events(4), what="4 events")
+    agent.announce()             # same boot, the agent process restarted
+    fill(agent, 4, 3)            # not streamed until the host says HELLO
+    dump.wait(n_events(7), what="events after the restart")
+    assert [e["seq"] for e in events(dump)] == list(range(7))
+    hellos = [f for f in agent.received if f.type == "HELLO"]
+    assert len(hellos) == 2 and hellos[1].fields[1] == "boot-A" and hellos[1].int(2) == 4
+    assert dump.status()["connected"]

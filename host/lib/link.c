@@ -302,7 +302,6 @@ static void handle_hello(struct sbrig_link *l, const struct sbrig_proto_msg *p,
 			 int64_t now)
 {
 	struct sbrig_link_msg *m;
-	bool unsolicited = l->state == LINK_UP;
 	bool changed = strcmp(p->hello.boot_id, l->st.boot_id) != 0;
 	bool new_boot = changed && l->st.boot_id[0];
 
@@ -327,10 +326,11 @@ static void handle_hello(struct sbrig_link *l, const struct sbrig_proto_msg *p,
 			 p->hello.module);
 		m->hello.new_boot = new_boot;
 	}
-	if (unsolicited) {
-		/* the agent restarted: tell it where we are (it streams only
-		 * after a host HELLO) */
+	if (!p->hello.answer) {
+		/* the agent (re)started and waits for us: tell it where we
+		 * are (it streams only after a host HELLO) */
 		l->state = LINK_HELLO_SENT;
+		l->st.connected = false;
 		send_hello(l, now);
 		return;
 	}

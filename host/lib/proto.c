@@ -151,8 +151,8 @@ int sbrig_proto_encode(const struct sbrig_proto_msg *m, char *buf,
 		w_tok(&w, m->hello.agent);
 		w_str(&w, m->hello.kernel);
 		w_tok(&w, m->hello.module);
-		w_printf(&w, " %" PRIu64 " %" PRIu64, m->hello.oldest_seq,
-			 m->hello.next_seq);
+		w_printf(&w, " %" PRIu64 " %" PRIu64 " %s", m->hello.oldest_seq,
+			 m->hello.next_seq, m->hello.answer ? "ok" : "new");
 		break;
 	case SBRIG_PROTO_T_EV:
 		w_printf(&w, " %" PRIu64 " %" PRId64, m->ev.seq, m->ev.t_ns);
@@ -413,8 +413,11 @@ static int decode_body(struct rbuf *r, bool from_target,
 			    r_word(r, m->hello.kernel, sizeof(m->hello.kernel), 1) ||
 			    r_word(r, m->hello.module, sizeof(m->hello.module), 0) ||
 			    r_u64(r, &m->hello.oldest_seq) ||
-			    r_u64(r, &m->hello.next_seq))
+			    r_u64(r, &m->hello.next_seq) ||
+			    r_word(r, type, sizeof(type), 0) ||
+			    (strcmp(type, "ok") && strcmp(type, "new")))
 				return -1;
+			m->hello.answer = !strcmp(type, "ok");
 		} else if (!strcmp(type, "EV")) {
 			m->type = SBRIG_PROTO_T_EV;
 			return decode_ev(r, m);

@@ -15,9 +15,10 @@
  * (RING_CAP records); the stream position send_pos walks the ring as the
  * output queue has room, so a slow line back-pressures nothing but the
  * ring, and what the ring no longer holds is announced with GAP. The
- * agent streams only after a host HELLO (which sets send_pos); it sends
- * one unsolicited HELLO when it starts so a connected host notices a
- * restart.
+ * agent streams only after a host HELLO (which sets send_pos); until one
+ * arrives it says HELLO once a second instead of BEAT, so a connected
+ * host notices a restart (and a host HELLO lost before the agent opened
+ * the line is asked for again).
  *
  * Long-running work (burn, writing a sleep state, which blocks in forced
  * policy) runs in a child process so the loop keeps answering pings.
@@ -321,7 +322,7 @@ static uint64_t oldest_held(void)
 	return lo;
 }
 
-static void send_hello(void)
+static void send_hello(bool answer)
 {
 	struct sbrig_proto_msg m = { .type = SBRIG_PROTO_T_HELLO };
 
@@ -333,6 +334,7 @@ static void send_hello(void)
 	snprintf(m.hello.module, sizeof(m.hello.module), "%s", g.module);
 	m.hello.oldest_seq = oldest_held();
 	m.hello.next_seq = g.head;
+	m.hello.answer = answer;
 	send_frame(&m);
 }
 
@@ -487,7 +489,7 @@ static void hold_end(struct hold *h, bool released)
 {
 	close(h->fd);
 	h->used = false;
-	reply(SBRIG_PROTO_T_D, h->cmd_id, 0, "%s \"%s\"",
+	reply(SBRIG_PROTO_T_D, h->cmd_id, 0, "%s %s",
 	      released ? "released" : "expired", h->name);
 }
 
@@ -501,7 +503,7 @@ static void cmd_hold(uint32_t id, const char *args)
 
 	if (sbrig_proto_token(&args, name, sizeof(name)) != 1 || !name[0] ||
 	    sbrig_proto_token(&args, ms_s, sizeof(ms_s)) != 1)
-		return reply(SBRIG_PROTO_T_R, id, EINVAL, "usage: hold \"NAME\" MS");
+		return reply(SBRIG_PROTO_T_R, id, EINVAL, "usage: hold NAME MS");
 	ms = strtoul(ms_s, &e, 10);
 	if (*e)
 		return reply(SBRIG_PROTO_T_R, id, EINVAL, "bad ms '%s'", ms_s);
@@ -527,7 +529,7 @@ static void cmd_hold(uint32_t id, const char *args)
 	h->fd = fd;
 	h->end_ns = now_ns(CLOCK_MONOTONIC) + (int64_t)ms * MS;
 	snprintf(h->name, sizeof(h->name), "%s", name);
-	reply(SBRIG_PROTO_T_R, id, 0, "holding \"%s\" %lu ms", name, ms);
+	reply(SBRIG_PROTO_T_R, id, 0, "holding %s %lu ms", name, ms);
 }
 
 static void cmd_release(uint32_t id, const char *args)
@@ -536,14 +538,14 @@ static void cmd_release(uint32_t id, const char *args)
 	unsigned int i, n = 0;
 
 	if (sbrig_proto_token(&args, name, sizeof(name)) != 1)
-		return reply(SBRIG_PROTO_T_R, id, EINVAL, "usage: release \"NAME\"");
+		return reply(SBRIG_PROTO_T_R, id, EINVAL, "usage: release NAME");
 	for (i = 0; i < MAX_HOLDS; i++)
 		if (g.holds[i].used && !strcmp(g.holds[i].name, name)) {
 			hold_end(&g.holds[i], true);
 			n++;
 		}
 	if (!n)
-		return reply(SBRIG_PROTO_T_R, id, ENOENT, "not held: \"%s\"", name);
+		return reply(SBRIG_PROTO_T_R, id, ENOENT, "not held: %s", name);
 	reply(SBRIG_PROTO_T_R, id, 0, "released %u", n);
 }
 
@@ -826,7 +828,7 @@ static void handle_frame(const struct sbrig_proto_msg *m)
 		if (g.send_pos > g.head)
 			g.send_pos = g.head;
 		g.synced = true;
-		send_hello();
+		send_hello(true);
 		break;
 	case SBRIG_PROTO_H_ACK:
 		break;		/* the ring overwrites by seq: nothing to free */
@@ -1021,6 +1023,10 @@ static void timers(int64_t now)
 			m.beat.next_seq = g.send_pos;
 			m.beat.t_boot_ns = now_ns(CLOCK_BOOTTIME);
 			send_frame(&m);
+		} else {
+			/* no host HELLO yet (or it was lost): keep saying
+			 * HELLO, a connected host answers with its own */
+			send_hello(false);
 		}
 	}
 }
@@ -1143,7 +1149,7 @@ int main(int argc, char **argv)
 	ev_open(now);
 	if (g.ev_fd >= 0)
 		ev_read();
-	send_hello();		/* unsolicited: a connected host sees a restart */
+	send_hello(false);	/* a connected host sees a restart */
 
 	while (!quit) {
 		now = now_ns(CLOCK_MONOTONIC);

@@ -338,7 +338,12 @@ def build_programs(arch: str) -> list[Path]:
 
     def one(src: Path) -> Path:
         out = out_dir / src.stem
-        if out.exists() and out.stat().st_mtime >= max(src.stat().st_mtime, hdr_mtime):
+        # files a source #includes by relative path (e.g. sbagent.c
+        # compiles host/lib/proto.c in) count as its sources too
+        deps = [src] + [src.parent / inc for inc in re.findall(
+            r'^#include "([^"]+)"', src.read_text(errors="replace"), re.M)]
+        newest = max([hdr_mtime] + [d.stat().st_mtime for d in deps if d.exists()])
+        if out.exists() and out.stat().st_mtime >= newest:
             return out
         progress(f"{arch}: compiling {src.relative_to(REPO)}")
         extra: list[str] = []

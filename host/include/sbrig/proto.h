@@ -37,7 +37,7 @@ extern "C" {
  * target (HELLO exists in both directions with different fields)
  */
 enum sbrig_proto_type {
-	SBRIG_PROTO_T_HELLO,	/* HELLO proto boot agent "kernel" module oldest next */
+	SBRIG_PROTO_T_HELLO,	/* HELLO proto boot agent "kernel" module oldest next new|ok */
 	SBRIG_PROTO_T_EV,	/* EV seq t_ns type arg */
 	SBRIG_PROTO_T_ST,	/* ST cmd idx n "name" count wake active total sleep max last */
 	SBRIG_PROTO_T_PONG,	/* PONG token t_boot_ns */
@@ -74,6 +74,9 @@ struct sbrig_proto_msg {
 			char module[32];
 			uint64_t oldest_seq;
 			uint64_t next_seq;
+			/* true ("ok"): answers a host HELLO; false ("new"):
+			 * the agent waits for one (it just started) */
+			bool answer;
 		} hello;		/* T_HELLO */
 		struct {
 			unsigned int proto;

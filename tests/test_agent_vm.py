@@ -1,0 +1,154 @@
+"""The real target agent (kernel-module/tools/sbagent) in an amd64 guest,
+talking to the host's link (sbrig-linkdump, libsbrig link.c) over the
+guest's second UART, which QEMU serves as a ser2net-style raw TCP port.
+
+One guest for the module (its own Vm: the extra UART is a boot-time QEMU
+option), the agent started once; the tests run in order and share it.
+"""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from tests import sbtarget as sb
+from tests.rigproto import LinkDump, build_linkdump
+from tests.vm.build import build_all
+from tests.vm.qemu import Vm
+
+MS = 1_000_000
+AGENT = "sbagent -d /dev/ttyS1 -v"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def rig():
+    build_linkdump()
+    port = _free_port()
+    vm = Vm("amd64", build_all("amd64"), name="amd64-agent",
+            extra_qemu_args=["-serial", f"tcp:127.0.0.1:{port},server=on,wait=off"])
+    vm.start()
+    try:
+        vm.load_module("suspend_block")
+        agent = vm.start_bg(AGENT)
+        ld = LinkDump(f"tcp:127.0.0.1:{port}")
+        yield vm, ld, agent
+        ld.close()
+    finally:
+        vm.shutdown()
+
+
+def _events_named(ld: LinkDump, name: str) -> list[dict]:
+    return [e for e in ld.of("event") if e["arg"] == name]
+
+
+def _reply(ld: LinkDump, cmd: str, kind: str = "reply") -> dict:
+    """Send cmd; wait for its reply (kind="reply") or also its "done"."""
+    n = len(ld.of("queued"))
+    ld.send(cmd)
+    q = ld.wait(lambda ms: len([m for m in ms if m["type"] == "queued"]) > n
+                and [m for m in ms if m["type"] == "queued"][-1], what="queued")
+    r = None
+    for k in ("reply", "done") if kind == "done" else ("reply",):
+        r = ld.wait(lambda ms: next((m for m in ms if m["type"] == k
+                                     and m["cmd_id"] == q["cmd_id"]), None),
+                    timeout=20, what=f"{k} to {cmd}")
+    return r
+
+
+def test_hello_names_the_guest_boot(rig):
+    vm, ld, _ = rig
+    boot = vm.run_ok("cat /proc/sys/kernel/random/boot_id").strip()
+    hello = ld.wait(lambda ms: next((m for m in ms if m["type"] == "hello"), None),
+                    timeout=30, what="hello")
+    assert hello["boot_id"] == boot
+    assert hello["module"] == "0.1.0" and hello["kernel"] == vm.kver
+    # the module's load-time records are streamed from seq 0
+    ld.wait(lambda ms: any(m["type"] == "event" and m["seq"] == 0 for m in ms),
+            what="event 0")
+
+
+def test_hold_streams_block_and_unblock_with_seq(rig):
+    vm, ld, _ = rig
+    r = _reply(ld, 'hold "vm agent test" 300', "done")
+    assert r["err"] == 0 and "expired" in r["text"]
+    ld.wait(lambda ms: len(_events_named(ld, "vm agent test")) >= 2, what="events")
+    got = _events_named(ld, "vm agent test")
+    assert [e["ev"] for e in got] == ["block", "unblock"]
+    # the same records, same seq, as the module's own log
+    log = {e.seq: e for e in sb.events(vm) if e.name == "vm agent test"}
+    assert sorted(log) == [e["seq"] for e in got]
+    for e in got:
+        assert log[e["seq"]].t_ns == e["t_ns"] and log[e["seq"]].type == e["ev"]
+    assert 300 * MS <= got[1]["t_ns"] - got[0]["t_ns"] < 2000 * MS
+    # events arrive in seq order, without holes or duplicates
+    seqs = [e["seq"] for e in ld.of("event")]
+    assert seqs == list(range(len(seqs)))
+
+
+def test_stats_snapshot_matches_debugfs(rig):
+    vm, ld, _ = rig
+    r = _reply(ld, "stats")
+    assert r["err"] == 0
+    rows = [m for m in ld.of("stats") if m["cmd_id"] == r["cmd_id"]]
+    table = sb.stats(vm)
+    assert rows and len(rows) == rows[0]["count"] == len(table)
+    assert sorted(m["index"] for m in rows) == list(range(len(rows)))
+    for m in rows:
+        st = table[m["name"]]
+        assert (m["count_"], m["wake_count"]) == (st.count, st.wake_count)
+        if not st.active:           # inactive rows do not change between reads
+            assert (m["total_time"], m["max_time"], m["last_change"]) == \
+                (st.total_time, st.max_time, st.last_change)
+
+
+def test_pong_times_are_sane(rig):
+    vm, ld, _ = rig
+    ld.wait(lambda ms: len([m for m in ms if m["type"] == "clock"]) >= 3, what="pongs")
+    clocks = ld.of("clock")
+    targets = [c["target_ns"] for c in clocks]
+    assert targets == sorted(targets)
+    uptime_ns = int(float(vm.run_ok("cut -d' ' -f1 /proc/uptime")) * 1e9)
+    assert abs(uptime_ns - targets[-1]) < 120_000 * MS   # CLOCK_BOOTTIME ~ uptime
+    for c in clocks:
+        assert 0 <= c["host_recv_ns"] - c["host_send_ns"] < 2000 * MS
+    st = ld.status()
+    assert st["clock_samples"] >= 1 and 0 < st["uncert_ns"] < 500 * MS
+
+
+def test_noise_on_the_line_does_not_break_the_stream(rig):
+    vm, ld, _ = rig
+    before = ld.status()
+    # kernel-message-like text and garbage written to the agent's UART
+    # while it streams: frames may land on the same line as the noise
+    vm.run_ok("for i in 1 2 3; do printf '[   42.%d] fake kernel message ' $i"
+              " > /dev/ttyS1; printf '\\001\\377junk\\n' > /dev/ttyS1; done")
+    _reply(ld, 'hold "after noise" 50', "done")
+    ld.wait(lambda ms: len(_events_named(ld, "after noise")) >= 2, what="events")
+    after = ld.status()
+    assert after["noise_bytes"] > before["noise_bytes"]
+    seqs = [e["seq"] for e in ld.of("event")]
+    assert seqs == list(range(len(seqs)))
+
+
+def test_agent_restart_resumes_without_losing_events(rig):
+    vm, ld, agent = rig
+    agent.kill()
+    agent.wait()
+    # records produced while no agent runs
+    vm.run_ok("sbctl hold 'while away' --ms 20")
+    agent = vm.start_bg(AGENT)
+    _reply(ld, 'hold "after restart" 20', "done")
+    ld.wait(lambda ms: len(_events_named(ld, "after restart")) >= 2, timeout=30,
+            what="events after restart")
+    assert [e["ev"] for e in _events_named(ld, "while away")] == ["block", "unblock"]
+    seqs = [e["seq"] for e in ld.of("event")]
+    assert seqs == list(range(len(seqs)))
+    assert [e["seq"] for e in ld.of("event")][-1] == sb.last_seq(vm)
+    agent.kill()
