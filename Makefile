@@ -26,18 +26,30 @@ $(KSRC)/scripts/checkpatch.pl:
 demo: deps
 	$(PY) rig/demo/module_demo.py
 
-# The suite: host tests, then the target (QEMU) tests on amd64 and armhf,
-# then the kernel style checks (checkpatch --strict, kernel-doc, sparse).
-test: deps $(KSRC)/scripts/checkpatch.pl
+# The host programs: release build (what the guests and benchmarks run)
+# and the ASan/UBSan build (what the host-side tests run).
+host: deps
+	$(MAKE) -C host -j2
+	$(MAKE) -C host -j2 VARIANT=asan
+	$(MAKE) -C host -j2 unit
+
+# The suite: the module's style checks (checkpatch --strict, kernel-doc,
+# sparse), then pytest: host unit and daemon tests, and the target (QEMU)
+# tests on amd64 and armhf.
+test: deps host $(KSRC)/scripts/checkpatch.pl
 	$(PY) -m tests.vm build amd64
 	$(MAKE) -C kernel-module check KSRC=$(CURDIR)/$(KSRC) \
 		KDIR=$$(ls -d $(CURDIR)/build/kernels/amd64/usr/src/linux-headers-*-amd64 | head -1)
 	$(PYTEST) -v -rfE tests
 
-bench: deps
+bench: deps host
 	$(PY) tests/bench/bench_module.py
+	$(PY) tests/bench/bench_capture.py --vm
+
+install: host
+	$(MAKE) -C host install
 
 clean:
 	rm -rf build
 
-.PHONY: all deps demo test bench clean
+.PHONY: all deps host demo test bench install clean
