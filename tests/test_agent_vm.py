@@ -137,6 +137,31 @@ def test_noise_on_the_line_does_not_break_the_stream(rig):
     assert seqs == list(range(len(seqs)))
 
 
+def test_input_handler_holds_process_input_events(rig):
+    vm, ld, _ = rig
+    vm.run_ok("modprobe evdev; ls /dev/input/event0")   # no udev in the initramfs
+    r = _reply(ld, "input on")
+    assert r["err"] == 0 and "devices" in r["text"]
+    assert int(r["text"].split()[2]) >= 1          # "input on, N devices"
+    vm.send_key("shift")                            # PS/2 keyboard key
+    ld.wait(lambda ms: len(_events_named(ld, "process-input-events")) >= 2,
+            timeout=20, what="process-input-events block/unblock")
+    got = _events_named(ld, "process-input-events")
+    assert [e["ev"] for e in got[:2]] == ["block", "unblock"]
+    r = _reply(ld, "input off")
+    assert r["err"] == 0 and int(r["text"].split()[2]) >= 1   # "input off, N events"
+
+
+def test_burn_and_bad_commands(rig):
+    vm, ld, _ = rig
+    d = _reply(ld, "burn 100", "done")
+    assert d["err"] == 0 and "burn" in d["text"]
+    r = _reply(ld, "frobnicate 1")
+    assert r["err"] == -22                          # -EINVAL from the target
+    r = _reply(ld, 'release "never held"')
+    assert r["err"] == -2                           # -ENOENT
+
+
 def test_agent_restart_resumes_without_losing_events(rig):
     vm, ld, agent = rig
     agent.kill()
