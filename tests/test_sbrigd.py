@@ -454,3 +454,52 @@ def test_client_gone_mid_capture(rig):
     assert meta_section(open_ended, "end")["status"] == \
         "aborted: client disconnected"
     assert sbrig(rig.sock, "status").returncode == 0
+
+
+@pytest.fixture
+def tiny_fs(tmp_path):
+    """A 256 KiB tmpfs (needs root to mount; skipped where it cannot)."""
+    mnt = tmp_path / "tiny"
+    mnt.mkdir()
+    res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs",
+                          str(mnt)], capture_output=True, text=True)
+    if res.returncode:
+        pytest.skip(f"cannot mount a tmpfs to fill up: {res.stderr.strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=True)
+
+
+def test_disk_full_fails_capture_daemon_lives(rig, tiny_fs):
+    """The capture directory's file system fills up: the capture fails with
+    a message naming the file and ENOSPC, what is on disk is whole rows,
+    meta.ini says failed (with counts of the rows written), and the daemon
+    serves the next request."""
+    cap = tiny_fs / "cap"
+    t = time.monotonic()
+    res = sbrig(rig.sock, "capture", "-d", "60s", "-o", str(cap), timeout=90)
+    assert res.returncode == 1, (res.stdout, res.stderr)
+    assert time.monotonic() - t < 40, "the capture did not fail when full"
+    err = res.stderr
+    assert re.search(rf"{re.escape(str(cap))}/\w+\.tsv", err), err
+    assert "No space left on device" in err and "ENOSPC" in err, err
+    # whole rows only (read_rows raises on a cut row), counted in meta.ini
+    end = meta_section(cap, "end")
+    assert end is not None, (cap / "meta.ini").read_text()
+    assert end["status"].startswith("failed: ") and \
+        "No space left on device" in end["status"], end
+    assert end["errno"] == "28", end
+    for name in ("samples", "gaps", "edges", "stimuli", "events", "stats",
+                 "clock"):
+        raw = (cap / f"{name}.tsv").read_bytes()
+        assert raw.endswith(b"\n"), f"{name}.tsv ends in a cut row"
+        assert len(read_rows(cap, name)) == int(end[name]), (name, end)
+    assert len(read_rows(cap, "samples")) > 1000
+    assert not (cap / ".reserve").exists(), "close left its space reserve"
+    assert rig.daemon.proc.poll() is None, "".join(rig.daemon.log)
+    res = sbrig(rig.sock, "status")
+    assert res.returncode == 0 and kv(res.stdout)["capture"] == "none", res
+    res = sbrig(rig.sock, "capture", "-d", "300ms", "-o", str(rig.tmp / "after"))
+    assert res.returncode == 0, res.stderr
+    assert meta_section(rig.tmp / "after", "end")["status"] == "complete"

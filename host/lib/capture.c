@@ -12,7 +12,9 @@
  *
  * meta.ini is never appended to: it is rebuilt from memory, written to
  * meta.ini.tmp, fsync'd and renamed over the old one, so it is always
- * either the previous or the new complete version.
+ * either the previous or the new complete version. So that the final
+ * meta.ini can still be written when the disk has filled up, the directory
+ * holds a preallocated .reserve file that close deletes just before it.
  *
  * The first write error fails the capture: its -errno and a message naming
  * the file are kept and returned by every later call; close still writes
@@ -42,6 +44,9 @@
 /* longest row: a few numbers plus two escaped names (4x: \xHH) */
 #define CAP_ROW_MAX (256 + 8 * SBRIG_NAME_MAX)
 #define CAP_SYNC_NS 1000000000LL
+/* room for the final meta.ini.tmp (a few KiB) and a directory block */
+#define CAP_RESERVE_NAME ".reserve"
+#define CAP_RESERVE_SIZE (32 * 1024)
 
 enum cap_file_id {
 	F_SAMPLES,
@@ -80,7 +85,8 @@ static const struct {
  * @buf: rows not yet written
  * @len: bytes in @buf
  * @size: bytes on disk (complete rows)
- * @rows: rows accepted so far (the header not counted)
+ * @rows: rows written so far (the header not counted)
+ * @pending: rows in @buf
  * @dirty: written since the last fdatasync
  */
 struct cap_file {
@@ -89,6 +95,7 @@ struct cap_file {
 	size_t len;
 	off_t size;
 	uint64_t rows;
+	uint64_t pending;
 	bool dirty;
 };
 
@@ -200,6 +207,7 @@ static int flush_file(struct sbrig_capture *cap, enum cap_file_id id)
 					   cap->dir, cap_files[id].name,
 					   strerror(errno));
 			f->len = 0;
+			f->pending = 0;
 			return cap_fail(cap, -err, "%s/%s: write: %s", cap->dir,
 					cap_files[id].name, strerror(err));
 		}
@@ -207,6 +215,8 @@ static int flush_file(struct sbrig_capture *cap, enum cap_file_id id)
 	}
 	f->size += (off_t)f->len;
 	f->len = 0;
+	f->rows += f->pending;
+	f->pending = 0;
 	f->dirty = true;
 	return 0;
 }
@@ -235,7 +245,7 @@ add_row(struct sbrig_capture *cap, enum cap_file_id id, const char *fmt, ...)
 				       cap->dir, cap_files[id].name);
 	f->len += (size_t)n;
 	f->buf[f->len++] = '\n';
-	f->rows++;
+	f->pending++;
 	return 0;
 }
 
@@ -405,6 +415,31 @@ static int make_dir(const char *dir)
 	return 0;
 }
 
+/*
+ * Preallocate .reserve, deleted at close to make room for meta.ini. A
+ * capture without it still works (it only risks an [end]-less meta.ini on
+ * a full disk), so a failure is a warning.
+ */
+static void reserve_space(struct sbrig_capture *cap)
+{
+	int fd, err;
+
+	fd = openat(cap->dirfd, CAP_RESERVE_NAME,
+		    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		sbrig_warn("%s/%s: %s", cap->dir, CAP_RESERVE_NAME,
+			   strerror(errno));
+		return;
+	}
+	err = posix_fallocate(fd, 0, CAP_RESERVE_SIZE);
+	close(fd);
+	if (err) {
+		sbrig_warn("%s/%s: %s", cap->dir, CAP_RESERVE_NAME,
+			   strerror(err));
+		unlinkat(cap->dirfd, CAP_RESERVE_NAME, 0);
+	}
+}
+
 static void cap_free(struct sbrig_capture *cap)
 {
 	unsigned int i;
@@ -414,8 +449,10 @@ static void cap_free(struct sbrig_capture *cap)
 			close(cap->files[i].fd);
 		free(cap->files[i].buf);
 	}
-	if (cap->dirfd >= 0)
+	if (cap->dirfd >= 0) {
+		unlinkat(cap->dirfd, CAP_RESERVE_NAME, 0);
 		close(cap->dirfd);
+	}
 	free(cap->meta);
 	free(cap);
 }
@@ -470,6 +507,7 @@ struct sbrig_capture *sbrig_capture_new(const char *dir,
 		if (ret)
 			goto free_cap;
 	}
+	reserve_space(cap);
 	ret = meta_begin(cap, prov);
 	if (ret) {
 		ret = sbrig_set_error(ret, "%s: out of memory", dir);
@@ -659,7 +697,9 @@ int sbrig_capture_close(struct sbrig_capture *cap, const char *status)
 		for (i = 0; i < F_NR && off < size; i++)
 			off += snprintf(tail + off, size - off, "%s = %" PRIu64 "\n",
 					cap_files[i].counter, cap->files[i].rows);
-		/* a failed capture still gets its [end] if meta.ini can be written */
+		/* a failed capture still gets its [end]: the reserve makes
+		 * room for it on a full disk */
+		unlinkat(cap->dirfd, CAP_RESERVE_NAME, 0);
 		ret = write_meta_file(cap, tail);
 		if (ret)
 			cap_fail(cap, ret, "%s/meta.ini: %s", cap->dir,

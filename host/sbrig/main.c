@@ -275,9 +275,12 @@ static void print_kv(const char *text)
 
 static int fail(struct reply *r, int ret, const char *what)
 {
+	const char *name = strerrorname_np(r->err);
+
 	if (ret == EXIT_FAIL)
-		fprintf(stderr, "%ssbrig: %s: %s (%s)\n", tty ? "\n" : "", what,
-			r->final, strerror(r->err));
+		fprintf(stderr, "%ssbrig: %s: %s (%s%s%s)\n", tty ? "\n" : "",
+			what, r->final, name ? name : "", name ? ": " : "",
+			strerror(r->err));
 	return ret;
 }
 
