@@ -87,6 +87,11 @@ def test_hold_streams_block_and_unblock_with_seq(rig):
     for e in got:
         assert log[e["seq"]].t_ns == e["t_ns"] and log[e["seq"]].type == e["ev"]
     assert 300 * MS <= got[1]["t_ns"] - got[0]["t_ns"] < 2000 * MS
+    # mapped onto host time, with the clock model's uncertainty
+    assert all(0 <= e["uncert_ns"] < 50 * MS for e in got)
+    host_dt = got[1]["host_t_ns"] - got[0]["host_t_ns"]
+    assert abs(host_dt - (got[1]["t_ns"] - got[0]["t_ns"])) <= \
+        got[0]["uncert_ns"] + got[1]["uncert_ns"], got
     # events arrive in seq order, without holes or duplicates
     seqs = [e["seq"] for e in ld.of("event")]
     assert seqs == list(range(len(seqs)))

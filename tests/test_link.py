@@ -56,6 +56,8 @@ def test_events_in_order_with_names_and_acks(agent, dump):
     dump.wait(n_events(42), what="42 events")
     ev = events(dump)
     assert [e["seq"] for e in ev] == list(range(42))
+    # every event carries host time (the queue waits for the first PONG)
+    assert all(e["uncert_ns"] >= 0 for e in ev)
     assert ev[3]["arg"] == "blk 3" and ev[3]["ev"] == "unblock"
     assert ev[3]["boot_id"] == "boot-A" and ev[3]["t_ns"] == 3_000_000
     assert ev[40]["arg"] == "opportunistic mem" and not ev[40]["cut"]

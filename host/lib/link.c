@@ -71,6 +71,7 @@ struct sbrig_link {
 	int64_t reconnect_at_ns;
 	int64_t reconnect_delay_ns;
 	int64_t last_rx_ns;		/* last valid frame */
+	int64_t up_ns;			/* when the link last came up */
 	int64_t opened_ns;
 	int64_t hello_sent_ns;
 	int64_t next_ping_ns;
@@ -127,9 +128,30 @@ static struct sbrig_link_msg *q_push(struct sbrig_link *l,
 	return m;
 }
 
+/*
+ * Events decoded before the clock model had its first sample (the HELLO
+ * retransmission arrives before the first PONG) are mapped when they are
+ * dequeued; while the link is up and young, the queue waits for that
+ * first PONG rather than hand out events without host time.
+ */
+static bool hold_for_clock(struct sbrig_link *l, struct sbrig_link_msg *m)
+{
+	struct sbrig_event *e = &m->event;
+
+	if (m->type != SBRIG_LINK_EVENT || e->uncert_ns != -1)
+		return false;
+	if (sbrig_clock_to_host(l->clock, e->target_t_ns, &e->host_t_ns,
+				&e->uncert_ns) == 0)
+		return false;
+	e->host_t_ns = 0;
+	e->uncert_ns = -1;
+	return l->state == LINK_UP && strcmp(e->boot_id, l->st.boot_id) == 0 &&
+	       sbrig_now_ns() - l->up_ns < (int64_t)l->opts.timeout_ms * MS;
+}
+
 int sbrig_link_next(struct sbrig_link *l, struct sbrig_link_msg *msg)
 {
-	if (!l->q_len)
+	if (!l->q_len || hold_for_clock(l, &l->q[l->q_head]))
 		return 0;
 	*msg = l->q[l->q_head];
 	l->q_head = (l->q_head + 1) % l->q_cap;
@@ -227,7 +249,7 @@ static void send_cmds(struct sbrig_link *l, int64_t now)
 static void send_ping(struct sbrig_link *l, int64_t now)
 {
 	struct sbrig_proto_msg m = { .type = SBRIG_PROTO_H_PING };
-	struct ping *slot = &l->pings[l->next_token % PING_MAX];
+	struct ping *slot;
 
 	m.ping.token = ++l->next_token;
 	slot = &l->pings[m.ping.token % PING_MAX];
@@ -334,6 +356,8 @@ static void handle_hello(struct sbrig_link *l, const struct sbrig_proto_msg *p,
 		send_hello(l, now);
 		return;
 	}
+	if (l->state != LINK_UP)
+		l->up_ns = now;
 	l->state = LINK_UP;
 	l->st.connected = true;
 	l->reconnect_delay_ns = (int64_t)l->opts.reconnect_ms * MS;
@@ -475,8 +499,11 @@ static void handle_frame(struct sbrig_link *l, const struct sbrig_proto_msg *p,
 {
 	if (l->state < LINK_HELLO_SENT)
 		return;
-	if (p->type != SBRIG_PROTO_T_HELLO && l->state != LINK_UP)
-		return;			/* nothing counts before HELLO */
+	/* the event stream needs the HELLO handshake; replies and pongs
+	 * do not (an agent restarting mid-command still answers) */
+	if ((p->type == SBRIG_PROTO_T_EV || p->type == SBRIG_PROTO_T_GAP ||
+	     p->type == SBRIG_PROTO_T_BEAT) && l->state != LINK_UP)
+		return;
 	switch (p->type) {
 	case SBRIG_PROTO_T_HELLO:
 		handle_hello(l, p, now);
