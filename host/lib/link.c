@@ -752,7 +752,6 @@ static void try_open(struct sbrig_link *l, int64_t now)
 
 	ret = l->ops->open(l->uri, &l->tr);
 	if (ret < 0) {
-		sbrig_dbg("link: %s", sbrig_errmsg());
 		l->tr = NULL;
 		link_down(l, now, sbrig_errmsg());
 		return;
