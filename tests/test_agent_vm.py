@@ -103,11 +103,11 @@ def test_stats_snapshot_matches_debugfs(rig):
     assert r["err"] == 0
     rows = [m for m in ld.of("stats") if m["cmd_id"] == r["cmd_id"]]
     table = sb.stats(vm)
-    assert rows and len(rows) == rows[0]["count"] == len(table)
+    assert rows and len(rows) == rows[0]["rows"] == len(table)
     assert sorted(m["index"] for m in rows) == list(range(len(rows)))
     for m in rows:
         st = table[m["name"]]
-        assert (m["count_"], m["wake_count"]) == (st.count, st.wake_count)
+        assert (m["count"], m["wake_count"]) == (st.count, st.wake_count)
         if not st.active:           # inactive rows do not change between reads
             assert (m["total_time"], m["max_time"], m["last_change"]) == \
                 (st.total_time, st.max_time, st.last_change)

@@ -164,7 +164,8 @@ def test_command_retry_is_idempotent(agent, dump):
     dump.send("stats")
     dump.wait(lambda ms: [m for m in ms if m["type"] == "stats"], what="stats row")
     row = dump.of("stats")[0]
-    assert row["name"] == "main" and row["count"] == 1 and row["total_time"] == 5
+    assert row["name"] == "main" and row["count"] == 1 and row["rows"] == 1
+    assert row["total_time"] == 5 and row["cmd_id"] == dump.of("queued")[-1]["cmd_id"]
 
 
 def test_bad_uri_is_a_usage_error():

@@ -85,10 +85,10 @@ static void print_msg(const struct sbrig_link_msg *m)
 		break;
 	case SBRIG_LINK_STATS:
 		printf("{\"type\":\"stats\",\"cmd_id\":%" PRIu32 ",\"index\":%"
-		       PRIu32 ",\"count\":%" PRIu32 ",\"name\":", m->snapshot,
+		       PRIu32 ",\"rows\":%" PRIu32 ",\"name\":", m->snapshot,
 		       m->index, m->count);
 		json_str(m->stats.name);
-		printf(",\"count_\":%" PRIu64 ",\"wake_count\":%" PRIu64
+		printf(",\"count\":%" PRIu64 ",\"wake_count\":%" PRIu64
 		       ",\"active_since\":%" PRId64 ",\"total_time\":%" PRId64
 		       ",\"sleep_time\":%" PRId64 ",\"max_time\":%" PRId64
 		       ",\"last_change\":%" PRId64 "}\n", m->stats.count,
