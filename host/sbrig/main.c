@@ -381,6 +381,7 @@ static void end_progress(void)
 struct command {
 	const char *name;
 	const char *args;
+	const char *summary;
 	const char *help;
 	int (*fn)(const struct command *cmd, int argc, char **argv);
 };
@@ -607,11 +608,22 @@ struct lat_ctx {
 static void latency_progress(const char *text, void *ctx)
 {
 	struct lat_ctx *l = ctx;
-	char i[32] = "", lat[32] = "", unc[32] = "";
+	char i[32] = "", lat[32] = "", unc[32] = "", why[32], ev[32] = "";
 
+	kv_get(text, "i", i, sizeof(i));
+	if (kv_get(text, "retry", why, sizeof(why))) {
+		/* a round the daemon starts again: say so, on its own line */
+		kv_get(text, "event", ev, sizeof(ev));
+		fprintf(tty ? stderr : stdout, "%s%s not measured: the target "
+			"woke %s (%s); waiting for its next suspend\n",
+			tty ? "\r\033[K" : "", i,
+			strcmp(why, "woke_before_press") ? "during the settle time"
+			: "before the press", ev);
+		fflush(tty ? stderr : stdout);
+		return;
+	}
 	if (!kv_get(text, "latency_ns", lat, sizeof(lat)))
 		return;
-	kv_get(text, "i", i, sizeof(i));
 	kv_get(text, "uncert_ns", unc, sizeof(unc));
 	l->done++;
 	if (l->csv) {
@@ -798,20 +810,24 @@ static int cmd_stop(const struct command *c, int argc, char **argv)
 
 static const struct command commands[] = {
 	{ "status", "",
+	  "show the rig, its lines, sensor, link and capture",
 "Show the rig (name, config path and hash), its GPIO lines with their\n"
 "values, the power sensor (and a reading when no capture runs), the target\n"
 "link (agent, kernel, module, boot id, frame counters, clock offset and\n"
 "uncertainty) and the running capture, as stable 'key: value' lines.\n",
 	  cmd_status },
 	{ "press", "KEY [DURATION]",
+	  "press a key for a while",
 "Press KEY (a [key:KEY] line of the rig) for DURATION (default: the rig's\n"
 "press_ms), then release it; returns once the key is released.\n"
 "DURATION is an integer with a unit: ns, us, ms, s (e.g. 250ms, 2s).\n",
 	  cmd_press },
 	{ "plug", "in|out",
+	  "switch the charger supply",
 "Switch the target's charger supply on (in) or off (out).\n",
 	  cmd_plug },
 	{ "capture", "-o DIR [-d DURATION] [--stats-every DURATION]",
+	  "record a capture directory",
 "Record a capture into DIR (created; it must not exist or be empty):\n"
 "samples, gaps, marker edges, stimuli, target events, stats snapshots and\n"
 "clock exchanges, until DURATION has passed or Ctrl-C. Shows progress on a\n"
@@ -822,6 +838,7 @@ static const struct command commands[] = {
 "      --stats-every D     ask the agent for a stats snapshot every D\n",
 	  cmd_capture },
 	{ "run", "SCENARIO -o DIR [--stats-every DURATION]",
+	  "run a scenario with a capture around it",
 "Run the scenario file SCENARIO (rig/scenarios/README.md) with a capture\n"
 "into DIR around it; shows each step as it starts. A wait step that times\n"
 "out ends the run: the capture is kept, closed with status 'failed: FILE:\n"
@@ -833,6 +850,7 @@ static const struct command commands[] = {
 	  cmd_run },
 	{ "latency", "[-n N] [--key KEY] [--press D] [--until EVENT] "
 	  "[--timeout D] [--csv FILE]",
+	  "measure wakeup latency over N key presses",
 "Measure wakeup latency N times: wait until the target starts a suspend\n"
 "(a 'suspend' or 'enter' event), wait the rig's settle_ms, press KEY, and\n"
 "measure from the press (the host time the GPIO line changed) to the\n"
@@ -847,13 +865,16 @@ static const struct command commands[] = {
 "      --csv FILE          also write i,latency_ns,uncert_ns rows to FILE\n",
 	  cmd_latency },
 	{ "hold", "NAME DURATION",
+	  "make the target agent hold a blocker",
 "Have the target agent hold the suspend blocker NAME for DURATION; returns\n"
 "when the agent reports it released.\n",
 	  cmd_hold },
 	{ "burn", "DURATION",
+	  "make the target agent burn CPU",
 "Have the target agent load the target's CPU for DURATION.\n",
 	  cmd_burn },
 	{ "stop", "",
+	  "stop the running capture or scenario",
 "Stop the running capture, scenario run or latency measurement (whoever\n"
 "started it): a capture is closed with status 'aborted: stopped by a\n"
 "client'.\n",
@@ -875,7 +896,8 @@ static void usage(FILE *f)
 "\n"
 "Commands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].args);
+		fprintf(f, "  %-8s %s\n", commands[i].name,
+			commands[i].summary);
 	fprintf(f,
 "\n"
 "Exit status: 0 ok, 1 the operation failed, 2 usage error, 3 cannot reach\n"
