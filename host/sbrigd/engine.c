@@ -22,6 +22,10 @@
  * changed) to the first UNTIL event ("resume") that arrives after it, on
  * host time through the link's clock model; each result and its clock
  * uncertainty is sent as a progress line, the statistics end the request.
+ * A round is not measured but started again (with a progress line saying
+ * why) when the target did not stay suspended: an "abort", "exit" or
+ * "resume" during the settle time, or an UNTIL event whose host time is
+ * before the press (the target woke by itself just before it).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -497,6 +501,21 @@ static void lat_timeout(void *data)
 	lat_fail(-ETIMEDOUT, msg);
 }
 
+/* The target is awake without our press: wait for its next suspend. */
+static void lat_retry(const char *why, const struct sbrig_event *ev)
+{
+	op_line(eng.sink, "progress i=%u/%u retry=%s event=%s", eng.lat_i + 1,
+		eng.lat_n, why, ev->type);
+	eng.lat_phase = L_SUSPENDED;
+	sched_timer_start(&eng.timer, sbrig_now_ns() + eng.lat_timeout_ns,
+			  lat_timeout, NULL);
+}
+
+static bool is_type(const struct sbrig_event *ev, const char *type)
+{
+	return strcmp(ev->type, type) == 0;
+}
+
 static void lat_press_done(int err, int64_t press_ns, void *data)
 {
 	if (eng.kind != ENG_LATENCY)
@@ -515,6 +534,7 @@ static void lat_step(void)
 
 		switch (eng.lat_phase) {
 		case L_SUSPENDED:
+		case L_SETTLE:
 		case L_WAKE:
 			if (!eng.qlen)
 				return;
@@ -524,17 +544,35 @@ static void lat_step(void)
 			if (it->is_edge)
 				continue;
 			if (eng.lat_phase == L_SUSPENDED) {
-				if (strcmp(it->ev.type, "suspend") &&
-				    strcmp(it->ev.type, "enter"))
+				if (!is_type(&it->ev, "suspend") &&
+				    !is_type(&it->ev, "enter"))
 					continue;
 				eng.lat_phase = L_SETTLE;
 				sched_timer_start(&eng.timer, sbrig_now_ns() +
 						  eng.lat_settle_ns,
 						  lat_timeout, NULL);
-				return;
+				continue;
+			}
+			if (eng.lat_phase == L_SETTLE) {
+				if (is_type(&it->ev, "abort") ||
+				    is_type(&it->ev, "exit") ||
+				    is_type(&it->ev, "resume"))
+					lat_retry("awake", &it->ev);
+				continue;
 			}
 			if (strcmp(it->ev.type, eng.lat_until))
 				continue;
+			if (it->ev.uncert_ns < 0) {
+				lat_fail(-EAGAIN, "the link's clock model cannot "
+					 "map target time yet (no clock "
+					 "exchanges since the target's boot)");
+				return;
+			}
+			if (it->ev.host_t_ns + it->ev.uncert_ns <
+			    eng.lat_pressed_at) {
+				lat_retry("woke_before_press", &it->ev);
+				continue;
+			}
 			eng.lat_ns[eng.lat_i] = it->ev.host_t_ns -
 				eng.lat_pressed_at;
 			if (it->ev.uncert_ns > eng.lat_uncert_max)
@@ -551,8 +589,6 @@ static void lat_step(void)
 					  eng.lat_timeout_ns, lat_timeout,
 					  NULL);
 			continue;
-		case L_SETTLE:
-			return;
 		case L_PRESS:
 			ret = rig_press(eng.lat_key, eng.lat_press_ns,
 					&eng.lat_pressed_at, lat_press_done,
