@@ -13,6 +13,14 @@
  *
  * libgpiod reports errors through errno only; they are turned into -errno
  * plus a message naming the chip and line here, once.
+ *
+ * A chip is served by one of two backends (struct gpio_backend), chosen by
+ * the chip's spelling as libiio chooses by URI prefix: libgpiod for real
+ * (and gpio-sim) chips, and "qmp:/path/to/qmp.sock" for the keys of a
+ * virtual target, where a key's line number is a Linux input key code
+ * (116 = KEY_POWER) and setting the line active/inactive sends QMP
+ * input-send-event key down/up for the matching QEMU qcode. Each qmp
+ * request is a short exchange bounded by GPIO_QMP_TIMEOUT_MS (see qmp.h).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -27,20 +35,50 @@
 #include <sbrig/gpio.h>
 
 #include "internal.h"
+#include "qmp.h"
 
 #define GPIO_MAX_LINES (SBRIG_MAX_KEYS + 2)
 #define GPIO_EVENT_BUF 64
+#define GPIO_QMP_PREFIX "qmp:"
+#define GPIO_QMP_TIMEOUT_MS 1000
+
+struct sbrig_gpio;
+struct gpio_line;
+struct gpio_chip_req;
 
 /**
- * struct gpio_chip_req - one chip and the request holding its lines
+ * struct gpio_backend - how the lines of one chip are driven
+ * @request: take every line of chip @ci (outputs inactive); 0 or -errno
+ * @set: drive output line @l; 0 or -errno with the message set
+ * @get: read line @l; 0, 1 or -errno with the message set
+ * @release: let go of the chip (after outputs were set inactive)
+ */
+struct gpio_backend {
+	int (*request)(struct sbrig_gpio *gpio, unsigned int ci,
+		       const char *consumer);
+	int (*set)(struct gpio_chip_req *c, struct gpio_line *l, bool active);
+	int (*get)(struct gpio_chip_req *c, struct gpio_line *l);
+	void (*release)(struct gpio_chip_req *c);
+};
+
+static const struct gpio_backend gpiod_backend, qmp_backend;
+
+/**
+ * struct gpio_chip_req - one chip and what holds its lines
  * @spec: the chip as the config first named it (for messages)
- * @path: resolved /dev path
- * @req: the line request (owned)
+ * @path: resolved /dev path (libgpiod) or socket path (qmp)
+ * @be: its backend
+ * @requested: @be->request succeeded (@be->release is due)
+ * @req: the line request (owned; libgpiod backend)
+ * @qmp: the QMP connection (owned; qmp backend)
  */
 struct gpio_chip_req {
-	char spec[64];
+	char spec[sizeof(((struct sbrig_line_cfg *)0)->chip)];
 	char path[PATH_MAX];
+	const struct gpio_backend *be;
+	bool requested;
 	struct gpiod_line_request *req;
+	struct qmp *qmp;
 };
 
 /**
@@ -48,11 +86,15 @@ struct gpio_chip_req {
  * @cfg: copy of its config
  * @output: key or charger (false: the marker input)
  * @chip: index into sbrig_gpio.chips
+ * @value: last logical value set (qmp backend: what get() answers)
+ * @qcode: QEMU key name (qmp backend)
  */
 struct gpio_line {
 	struct sbrig_line_cfg cfg;
 	bool output;
 	unsigned int chip;
+	bool value;
+	const char *qcode;
 };
 
 struct sbrig_gpio {
@@ -133,9 +175,9 @@ static int line_settings(struct gpiod_line_settings *s,
 	return 0;
 }
 
-/* Request every line of chip @ci in one request. */
-static int chip_request(struct sbrig_gpio *gpio, unsigned int ci,
-			const char *consumer)
+/* libgpiod backend: request every line of chip @ci in one request. */
+static int gpiod_request(struct sbrig_gpio *gpio, unsigned int ci,
+			 const char *consumer)
 {
 	struct gpio_chip_req *c = &gpio->chips[ci];
 	struct gpiod_request_config *rcfg = NULL;
@@ -235,6 +277,9 @@ static void add_line(struct sbrig_gpio *gpio, const struct sbrig_line_cfg *cfg,
 	if (ci == gpio->nchips) {
 		snprintf(gpio->chips[ci].spec, sizeof(gpio->chips[ci].spec), "%s",
 			 cfg->chip);
+		gpio->chips[ci].be = strncmp(cfg->chip, GPIO_QMP_PREFIX,
+					     strlen(GPIO_QMP_PREFIX)) ?
+				     &gpiod_backend : &qmp_backend;
 		gpio->nchips++;
 	}
 	l->chip = ci;
@@ -248,9 +293,13 @@ static void merge_same_chips(struct sbrig_gpio *gpio)
 	unsigned int a, b, i;
 
 	for (a = 0; a < gpio->nchips; a++) {
-		struct gpiod_chip *chip = chip_open(gpio->chips[a].spec, path,
-						    sizeof(path));
+		struct gpiod_chip *chip;
 
+		if (gpio->chips[a].be != &gpiod_backend) {
+			memset(&st[a], 0, sizeof(st[a]));
+			continue;
+		}
+		chip = chip_open(gpio->chips[a].spec, path, sizeof(path));
 		if (!chip || stat(path, &st[a])) {
 			gpiod_chip_close(chip);
 			memset(&st[a], 0, sizeof(st[a]));
@@ -301,9 +350,11 @@ struct sbrig_gpio *sbrig_gpio_new(const struct sbrig_config *cfg,
 			used |= gpio->lines[i].chip == ci;
 		if (!used)
 			continue;
-		ret = chip_request(gpio, ci, consumer ? consumer : "sbrig");
+		ret = gpio->chips[ci].be->request(gpio, ci,
+						  consumer ? consumer : "sbrig");
 		if (ret)
 			goto free_gpio;
+		gpio->chips[ci].requested = true;
 	}
 	if (gpio->marker >= 0) {
 		gpio->events = gpiod_edge_event_buffer_new(GPIO_EVENT_BUF);
@@ -328,14 +379,14 @@ void sbrig_gpio_free(struct sbrig_gpio *gpio)
 		return;
 	for (i = 0; i < gpio->nlines; i++) {
 		struct gpio_line *l = &gpio->lines[i];
-		struct gpiod_line_request *req = gpio->chips[l->chip].req;
+		struct gpio_chip_req *c = &gpio->chips[l->chip];
 
-		if (l->output && req)
-			gpiod_line_request_set_value(req, l->cfg.offset,
-						     GPIOD_LINE_VALUE_INACTIVE);
+		if (l->output && c->requested)
+			c->be->set(c, l, false);
 	}
 	for (i = 0; i < gpio->nchips; i++)
-		gpiod_line_request_release(gpio->chips[i].req);
+		if (gpio->chips[i].requested)
+			gpio->chips[i].be->release(&gpio->chips[i]);
 	gpiod_edge_event_buffer_free(gpio->events);
 	free(gpio);
 }
@@ -355,16 +406,14 @@ int sbrig_gpio_set(struct sbrig_gpio *gpio, const char *name, bool active,
 {
 	struct gpio_line *l = find_line(gpio, name);
 	struct gpio_chip_req *c;
+	int ret;
 
 	if (!l || !l->output)
 		return sbrig_set_error(-ENOENT, "gpio: no output line '%s'", name);
 	c = &gpio->chips[l->chip];
-	if (gpiod_line_request_set_value(c->req, l->cfg.offset,
-			active ? GPIOD_LINE_VALUE_ACTIVE :
-				 GPIOD_LINE_VALUE_INACTIVE))
-		return sbrig_set_error(-errno, "gpio: chip '%s' line %u (%s): set %d: %s",
-				       c->spec, l->cfg.offset, name, active,
-				       strerror(errno));
+	ret = c->be->set(c, l, active);
+	if (ret)
+		return ret;
 	if (t_ns)
 		*t_ns = sbrig_now_ns();
 	return 0;
@@ -374,18 +423,171 @@ int sbrig_gpio_get(struct sbrig_gpio *gpio, const char *name)
 {
 	struct gpio_line *l = find_line(gpio, name);
 	struct gpio_chip_req *c;
-	enum gpiod_line_value v;
 
 	if (!l)
 		return sbrig_set_error(-ENOENT, "gpio: no line '%s'", name);
 	c = &gpio->chips[l->chip];
+	return c->be->get(c, l);
+}
+
+/* --- libgpiod backend ---------------------------------------------------- */
+
+static int gpiod_set(struct gpio_chip_req *c, struct gpio_line *l, bool active)
+{
+	if (gpiod_line_request_set_value(c->req, l->cfg.offset,
+			active ? GPIOD_LINE_VALUE_ACTIVE :
+				 GPIOD_LINE_VALUE_INACTIVE))
+		return sbrig_set_error(-errno, "gpio: chip '%s' line %u (%s): set %d: %s",
+				       c->spec, l->cfg.offset, l->cfg.name,
+				       active, strerror(errno));
+	l->value = active;
+	return 0;
+}
+
+static int gpiod_get(struct gpio_chip_req *c, struct gpio_line *l)
+{
+	enum gpiod_line_value v;
+
 	v = gpiod_line_request_get_value(c->req, l->cfg.offset);
 	if (v == GPIOD_LINE_VALUE_ERROR)
 		return sbrig_set_error(-errno, "gpio: chip '%s' line %u (%s): get: %s",
-				       c->spec, l->cfg.offset, name,
+				       c->spec, l->cfg.offset, l->cfg.name,
 				       strerror(errno));
 	return v == GPIOD_LINE_VALUE_ACTIVE;
 }
+
+static void gpiod_release(struct gpio_chip_req *c)
+{
+	gpiod_line_request_release(c->req);
+	c->req = NULL;
+}
+
+static const struct gpio_backend gpiod_backend = {
+	.request = gpiod_request,
+	.set = gpiod_set,
+	.get = gpiod_get,
+	.release = gpiod_release,
+};
+
+/* --- qmp backend: keys of a QEMU guest ----------------------------------- */
+
+/*
+ * Linux input key codes (include/uapi/linux/input-event-codes.h) and the
+ * QEMU qcodes (qapi/ui.json QKeyCode) of the same keys: the keys a rig
+ * presses (power, volume, ...) and the keyboard's main block.
+ */
+static const struct { unsigned int code; const char *qcode; } qmp_keys[] = {
+	{ 1, "esc" }, { 2, "1" }, { 3, "2" }, { 4, "3" }, { 5, "4" },
+	{ 6, "5" }, { 7, "6" }, { 8, "7" }, { 9, "8" }, { 10, "9" },
+	{ 11, "0" }, { 12, "minus" }, { 13, "equal" }, { 14, "backspace" },
+	{ 15, "tab" }, { 16, "q" }, { 17, "w" }, { 18, "e" }, { 19, "r" },
+	{ 20, "t" }, { 21, "y" }, { 22, "u" }, { 23, "i" }, { 24, "o" },
+	{ 25, "p" }, { 26, "bracket_left" }, { 27, "bracket_right" },
+	{ 28, "ret" }, { 29, "ctrl" }, { 30, "a" }, { 31, "s" }, { 32, "d" },
+	{ 33, "f" }, { 34, "g" }, { 35, "h" }, { 36, "j" }, { 37, "k" },
+	{ 38, "l" }, { 39, "semicolon" }, { 40, "apostrophe" },
+	{ 41, "grave_accent" }, { 42, "shift" }, { 43, "backslash" },
+	{ 44, "z" }, { 45, "x" }, { 46, "c" }, { 47, "v" }, { 48, "b" },
+	{ 49, "n" }, { 50, "m" }, { 51, "comma" }, { 52, "dot" },
+	{ 53, "slash" }, { 54, "shift_r" }, { 56, "alt" }, { 57, "spc" },
+	{ 59, "f1" }, { 60, "f2" }, { 61, "f3" }, { 62, "f4" }, { 63, "f5" },
+	{ 64, "f6" }, { 65, "f7" }, { 66, "f8" }, { 67, "f9" }, { 68, "f10" },
+	{ 102, "home" }, { 103, "up" }, { 104, "pgup" }, { 105, "left" },
+	{ 106, "right" }, { 107, "end" }, { 108, "down" }, { 109, "pgdn" },
+	{ 110, "insert" }, { 111, "delete" }, { 113, "audiomute" },
+	{ 114, "volumedown" }, { 115, "volumeup" }, { 116, "power" },
+	{ 139, "menu" }, { 142, "sleep" }, { 143, "wake" },
+};
+
+static const char *qmp_qcode(unsigned int code)
+{
+	size_t i;
+
+	for (i = 0; i < SBRIG_ARRAY_SIZE(qmp_keys); i++)
+		if (qmp_keys[i].code == code)
+			return qmp_keys[i].qcode;
+	return NULL;
+}
+
+static int qmp_request(struct sbrig_gpio *gpio, unsigned int ci,
+		       const char *consumer)
+{
+	struct gpio_chip_req *c = &gpio->chips[ci];
+	const char *sock = c->spec + strlen(GPIO_QMP_PREFIX);
+	unsigned int i;
+
+	memcpy(c->path, sock, strlen(sock) + 1);	/* spec < path */
+	for (i = 0; i < gpio->nlines; i++) {
+		struct gpio_line *l = &gpio->lines[i];
+
+		if (l->chip != ci)
+			continue;
+		if (!l->output || !strcmp(l->cfg.name, "charger"))
+			return sbrig_set_error(-EINVAL,
+				"gpio: chip '%s' line %u (%s): a qmp: chip drives keys only",
+				c->spec, l->cfg.offset, l->cfg.name);
+		if (l->cfg.active_low)
+			return sbrig_set_error(-EINVAL,
+				"gpio: chip '%s' line %u (%s): active_low means nothing for a qmp: key",
+				c->spec, l->cfg.offset, l->cfg.name);
+		l->qcode = qmp_qcode(l->cfg.offset);
+		if (!l->qcode)
+			return sbrig_set_error(-EINVAL,
+				"gpio: chip '%s' line %u (%s): no QEMU key for Linux key code %u",
+				c->spec, l->cfg.offset, l->cfg.name,
+				l->cfg.offset);
+	}
+	c->qmp = qmp_new(c->path, GPIO_QMP_TIMEOUT_MS);
+	if (!c->qmp) {
+		int ret = -errno;
+
+		sbrig_prefix_error("gpio: chip '%s'", c->spec);
+		return ret;
+	}
+	return 0;
+}
+
+static int qmp_set(struct gpio_chip_req *c, struct gpio_line *l, bool active)
+{
+	char args[256];
+	int ret;
+
+	if (active == l->value)
+		return 0;	/* no key-up for a key that is not down */
+	snprintf(args, sizeof(args),
+		 "{\"events\": [{\"type\": \"key\", \"data\": {\"down\": %s, "
+		 "\"key\": {\"type\": \"qcode\", \"data\": \"%s\"}}}]}",
+		 active ? "true" : "false", l->qcode);
+	ret = qmp_execute(c->qmp, "input-send-event", args,
+			  GPIO_QMP_TIMEOUT_MS);
+	if (ret) {
+		sbrig_prefix_error("gpio: key %s (%s) %s", l->cfg.name, l->qcode,
+				   active ? "down" : "up");
+		return ret;
+	}
+	l->value = active;
+	return 0;
+}
+
+static int qmp_get(struct gpio_chip_req *c, struct gpio_line *l)
+{
+	return l->value;
+}
+
+static void qmp_release(struct gpio_chip_req *c)
+{
+	qmp_free(c->qmp);
+	c->qmp = NULL;
+}
+
+static const struct gpio_backend qmp_backend = {
+	.request = qmp_request,
+	.set = qmp_set,
+	.get = qmp_get,
+	.release = qmp_release,
+};
+
+/* --- the marker (libgpiod only) ----------------------------------------- */
 
 int sbrig_gpio_event_fd(struct sbrig_gpio *gpio)
 {

@@ -26,14 +26,15 @@ extern "C" {
 /**
  * struct sbrig_line_cfg - one GPIO line of the rig
  * @name: rig name of the line ("power", "volume-up", "charger", "marker")
- * @chip: gpiochip path (/dev/gpiochip0), name (gpiochip0) or label
- * @offset: line offset on the chip
+ * @chip: gpiochip path (/dev/gpiochip0), name (gpiochip0) or label; or
+ *	qmp:/path/to/qmp.sock for the keys of a QEMU guest (see sbrig_gpio)
+ * @offset: line offset on the chip (qmp: chips: a Linux input key code)
  * @active_low: the line is active when low
  * @present: the line is configured (false: not wired on this rig)
  */
 struct sbrig_line_cfg {
 	char name[SBRIG_ID_MAX];
-	char chip[64];
+	char chip[128];	/* a unix socket path fits after qmp: */
 	unsigned int offset;
 	bool active_low;
 	bool present;
