@@ -72,13 +72,21 @@ static void beaglebone_rig(void **state)
 	free(cfg);
 }
 
-static void virtual_rig_has_no_lines(void **state)
+static void virtual_rig_has_a_qmp_key_only(void **state)
 {
 	struct sbrig_config *cfg = malloc(sizeof(*cfg));
 
 	load_ok("../../rig/virtual.conf", cfg);
 	assert_string_equal(cfg->name, "virtual");
-	assert_int_equal(cfg->nkeys, 0);
+	assert_int_equal(cfg->nkeys, 1);
+	assert_string_equal(cfg->keys[0].name, "power");
+	assert_string_equal(cfg->keys[0].chip, "qmp:/tmp/sbrig-vrig/qmp.sock");
+	assert_int_equal(cfg->keys[0].offset, 116);	/* KEY_POWER */
+	/* a socket path of 105 characters fits */
+	assert_int_equal(sbrig_config_set(cfg, "key:power.chip=qmp:/"
+		"tmp/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+		"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx/qmp.sock"), 0);
+	assert_int_equal(strlen(cfg->keys[0].chip), 109);
 	assert_false(cfg->charger.present);
 	assert_false(cfg->marker.present);
 	assert_null(sbrig_config_line(cfg, "charger"));
@@ -257,7 +265,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(beaglebone_rig),
-		cmocka_unit_test(virtual_rig_has_no_lines),
+		cmocka_unit_test(virtual_rig_has_a_qmp_key_only),
 		cmocka_unit_test(defaults_and_hash),
 		cmocka_unit_test(bad_configs),
 		cmocka_unit_test(overrides),
