@@ -91,6 +91,7 @@ static struct {
 	int64_t lat_uncert_max;
 	/* ENG_AGENT */
 	int64_t agent_timeout_ns;
+	bool agent_async;
 } eng;
 
 bool eng_busy(void)
@@ -657,6 +658,22 @@ int eng_latency(unsigned int n, const char *key, int64_t press_ns,
 
 /* ---- agent commands ----------------------------------------------------- */
 
+/*
+ * Verbs the agent answers with REPLY at the start and DONE at the end
+ * (link-protocol.md); for the others (stats, release, policy, input) the
+ * REPLY is the end.
+ */
+static bool agent_verb_async(const char *verb)
+{
+	static const char *const async[] = { "hold", "burn", "state" };
+	size_t i;
+
+	for (i = 0; i < sizeof(async) / sizeof(async[0]); i++)
+		if (!strcmp(verb, async[i]))
+			return true;
+	return false;
+}
+
 static void agent_timeout(void *data)
 {
 	op_done(eng.sink, -ETIMEDOUT, "the agent did not finish in time");
@@ -687,6 +704,7 @@ int eng_agent(const char *cmd, int64_t timeout_ns, struct op_sink *sink)
 	eng.sink = sink;
 	eng.wait = W_REPLY;
 	eng.agent_timeout_ns = timeout_ns;
+	eng.agent_async = agent_verb_async(verb);
 	sched_timer_start(&eng.timer, sbrig_now_ns() + timeout_ns,
 			  agent_timeout, NULL);
 	return 0;
@@ -707,7 +725,7 @@ void eng_link_reply(const struct sbrig_link_msg *m)
 		if (m->err) {
 			op_done(eng.sink, m->err, "agent: %s", m->text);
 			reset();
-		} else if (m->type == SBRIG_LINK_DONE) {
+		} else if (m->type == SBRIG_LINK_DONE || !eng.agent_async) {
 			op_done(eng.sink, 0, "%s", m->text);
 			reset();
 		} else {
