@@ -1,0 +1,361 @@
+#!/usr/bin/python3
+"""vrig.py - the virtual rig: a QEMU target, its agent and an INA226 emulator.
+
+Boots the amd64 target through the tests/vm harness (Debian's kernel,
+suspend_block loaded, the agent ``sbagent`` on the guest's ttyS1), and
+serves everything sbrigd needs as plain URIs:
+
+    target link   ttyS1 as a ser2net-style raw TCP port
+                  (QEMU ``-serial tcp:127.0.0.1:PORT,server=on,wait=off``)
+    keys          a QMP socket of their own (``-qmp unix:PATH,...``), for
+                  sbrigd's ``qmp:`` key lines (input-send-event)
+    power         rig/virtual/ina226_iiod.py on a TCP port, its current
+                  following PowerModel (below), driven by the guest's state
+
+It writes DIR/rig.conf (rig/virtual.conf with the ports and paths it
+chose) and can start sbrigd on it (DIR/sbrigd.sock).
+
+    /usr/bin/python3 rig/virtual/vrig.py up [--sbrigd] [--dir build/vrig]
+
+stays in the foreground until Ctrl-C. From Python (tests, demos)::
+
+    with VirtualRig(workdir, sbrigd=True) as vr:
+        vr.vm.run_ok("...")          # the guest's harness shell
+        vr.conf, vr.socket           # rig.conf, sbrigd's socket
+
+Power model (constants in PowerModel, documented in rig/virtual/README.md):
+a sampler thread asks QEMU for its run state (QMP query-status) and reads
+the CPU time of all of QEMU's threads (/proc/PID/task/*/schedstat, ns)
+every SAMPLE_S. ``suspended`` (S3) draws SUSPEND_UA; ``running`` draws
+IDLE_UA plus (BUSY_UA - IDLE_UA) x the share of one CPU QEMU used over
+the last interval (capped at 1); any other state (paused, shutdown)
+draws 0. The emulator's samples read this history at their own time
+stamps, so the trace lags the guest by at most one sampler interval.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import glob
+import importlib.util
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from tests.vm.build import build_all  # noqa: E402
+from tests.vm.qemu import Vm  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location(
+    "ina226_iiod", Path(__file__).with_name("ina226_iiod.py"))
+ina226_iiod = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(ina226_iiod)
+
+TEMPLATE = REPO / "rig" / "virtual.conf"
+AGENT = "sbagent -d /dev/ttyS1"
+KEY_POWER = 116
+
+
+class PowerModel:
+    """Supply current of the virtual target from its real state.
+
+    ``sample(t_ns)`` is called by the emulator with a sample's time stamp
+    on the emulator's clock; the history is kept on CLOCK_MONOTONIC, so a
+    sample is looked up by its age (``now_fn() - t_ns``)."""
+
+    SUSPEND_UA = 3_000      # S3: only the RAM in self-refresh and the PMIC
+    IDLE_UA = 60_000        # running, CPU idle
+    BUSY_UA = 400_000       # running, one CPU fully busy
+    BUS_UV = 5_000_000      # USB-style 5 V supply
+    SAMPLE_S = 0.025        # sampler period
+
+    def __init__(self) -> None:
+        self.bus_uV = self.BUS_UV
+        self.now_fn = lambda: time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        self._lock = threading.Lock()   # protects _t and _ua
+        self._t: list[int] = [0]
+        self._ua: list[int] = [self.IDLE_UA]
+        self.status = "unknown"
+        self.cpu_share = 0.0
+
+    def current_for(self, status: str, cpu_share: float) -> int:
+        if status == "suspended":
+            return self.SUSPEND_UA
+        if status != "running":
+            return 0
+        share = min(1.0, max(0.0, cpu_share))
+        return round(self.IDLE_UA + (self.BUSY_UA - self.IDLE_UA) * share)
+
+    def record(self, t_mono_ns: int, status: str, cpu_share: float) -> int:
+        ua = self.current_for(status, cpu_share)
+        with self._lock:
+            self.status, self.cpu_share = status, cpu_share
+            self._t.append(t_mono_ns)
+            self._ua.append(ua)
+            if len(self._t) > 100_000:          # ~40 min at 25 ms
+                del self._t[:50_000], self._ua[:50_000]
+        return ua
+
+    def current_at(self, t_mono_ns: int) -> int:
+        with self._lock:
+            i = bisect.bisect_right(self._t, t_mono_ns) - 1
+            return self._ua[max(i, 0)]
+
+    # --- the emulator's model interface ---------------------------------
+    def sample(self, t_ns: int) -> tuple[int, int]:
+        age = self.now_fn() - t_ns
+        mono = time.clock_gettime_ns(time.CLOCK_MONOTONIC) - age
+        return self.current_at(mono), self.bus_uV
+
+    def set(self, name: str, value: int) -> None:
+        if name != "bus_uV":
+            raise KeyError(f"{name} follows the target (only bus_uV can be set)")
+        self.bus_uV = value
+
+
+def qemu_cpu_ns(pid: int) -> int:
+    """CPU time (ns) of all of process @pid's threads so far."""
+    total = 0
+    for path in glob.glob(f"/proc/{pid}/task/*/schedstat"):
+        try:
+            with open(path) as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass            # a thread that just ended
+    return total
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def write_rig_conf(path: Path, power_port: int, target_port: int,
+                   qmp_path: str) -> None:
+    """rig/virtual.conf with this rig's URIs and the key's QMP socket."""
+    text = TEMPLATE.read_text()
+    section = None
+    out = []
+    for line in text.splitlines():
+        m = re.match(r"\s*\[([^\]]+)\]", line)
+        if m:
+            section = m.group(1)
+        key = line.split("=", 1)[0].strip() if "=" in line else None
+        if section == "power" and key == "uri":
+            line = f"uri = ip:127.0.0.1:{power_port}"
+        elif section == "target" and key == "uri":
+            line = f"uri = tcp:127.0.0.1:{target_port}"
+        elif section and section.startswith("key:") and key == "chip":
+            line = f"chip = qmp:{qmp_path}"
+        out.append(line)
+    out.insert(0, f"# generated by rig/virtual/vrig.py from {TEMPLATE.relative_to(REPO)}")
+    path.write_text("\n".join(out) + "\n")
+
+
+class VirtualRig:
+    """The virtual rig as a context manager (see the module docstring).
+
+    ``power_port``/``target_port`` 0 pick free ports; ``sbrigd`` starts
+    the daemon (``sbrigd_bin``: default build/host/release/sbrigd)."""
+
+    def __init__(self, workdir: Path | str, *, power_port: int = 0,
+                 target_port: int = 0, sbrigd: bool = False,
+                 sbrigd_bin: Path | str | None = None, name: str = "vrig",
+                 sbrigd_args: list[str] | None = None,
+                 verbose: bool = False) -> None:
+        self.dir = Path(workdir).resolve()
+        self.power_port = power_port
+        self.target_port = target_port or free_port()
+        self.want_sbrigd = sbrigd
+        self.sbrigd_bin = Path(sbrigd_bin or REPO / "build/host/release/sbrigd")
+        self.name = name
+        self.verbose = verbose
+        self.sbrigd_args = list(sbrigd_args or [])
+        self.qmp_path = str(self.dir / "qmp.sock")
+        self.conf = self.dir / "rig.conf"
+        self.socket = str(self.dir / "sbrigd.sock")
+        self.model = PowerModel()
+        self.vm: Vm | None = None
+        self.server = None
+        self.sbrigd: subprocess.Popen | None = None
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    # --- lifecycle ---------------------------------------------------------
+    def start(self) -> "VirtualRig":
+        self.dir.mkdir(parents=True, exist_ok=True)
+        for p in (self.qmp_path, self.socket):
+            if os.path.exists(p):
+                os.unlink(p)
+        try:
+            self._start_emulator()
+            self.vm = Vm("amd64", build_all("amd64"), name=self.name, extra_qemu_args=[
+                "-serial", f"tcp:127.0.0.1:{self.target_port},server=on,wait=off",
+                "-qmp", f"unix:{self.qmp_path},server=on,wait=off"])
+            self.vm.start()
+            self.vm.load_module("suspend_block")
+            self.agent = self.vm.start_bg(AGENT + (" -v" if self.verbose else ""))
+            self._start_sampler()
+            write_rig_conf(self.conf, self.power_port, self.target_port, self.qmp_path)
+            if self.want_sbrigd:
+                self.start_sbrigd()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start_emulator(self) -> None:
+        chip = ina226_iiod.Ina226(self.model, 3571)
+        self.model.now_fn = chip.now_ns
+        self.server = ina226_iiod.Server(("127.0.0.1", self.power_port), chip)
+        self.power_port = self.server.server_address[1]
+        t = threading.Thread(target=self.server.serve_forever,
+                             kwargs={"poll_interval": 0.2}, name="vrig-ina226",
+                             daemon=True)
+        t.start()
+        self._threads.append(t)
+
+    def _start_sampler(self) -> None:
+        t = threading.Thread(target=self._sampler, name="vrig-power", daemon=True)
+        t.start()
+        self._threads.append(t)
+
+    def _sampler(self) -> None:
+        pid = self.vm.proc.pid
+        last_t = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        last_cpu = qemu_cpu_ns(pid)
+        while not self._stop.wait(self.model.SAMPLE_S):
+            try:
+                status = self.vm.query_status()
+            except Exception:       # QEMU gone or shutting down
+                status = "unknown"
+            now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+            cpu = qemu_cpu_ns(pid)
+            share = (cpu - last_cpu) / max(1, now - last_t)
+            # the interval just measured is what the samples inside it show
+            self.model.record(last_t, status, share)
+            last_t, last_cpu = now, cpu
+
+    def start_sbrigd(self) -> None:
+        log = open(self.dir / "sbrigd.log", "ab")
+        argv = [str(self.sbrigd_bin), "-c", str(self.conf), "-s", self.socket,
+                *self.sbrigd_args]
+        if self.verbose:
+            argv.append("-v")
+        self.sbrigd = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
+                                       stderr=subprocess.STDOUT)
+        log.close()
+        end = time.monotonic() + 30
+        while time.monotonic() < end:
+            if self.sbrigd.poll() is not None:
+                raise RuntimeError(f"sbrigd exited ({self.sbrigd.returncode}); "
+                                   f"see {self.dir / 'sbrigd.log'}:\n"
+                                   + (self.dir / "sbrigd.log").read_text()[-2000:])
+            try:
+                with socket.socket(socket.AF_UNIX) as s:
+                    s.connect(self.socket)
+                    return
+            except OSError:
+                time.sleep(0.05)
+        raise TimeoutError(f"sbrigd did not open {self.socket} within 30 s")
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self.sbrigd and self.sbrigd.poll() is None:
+            self.sbrigd.send_signal(signal.SIGTERM)
+            try:
+                self.sbrigd.wait(15)
+            except subprocess.TimeoutExpired:
+                self.sbrigd.kill()
+                self.sbrigd.wait()
+        if self.vm:
+            self.vm.shutdown()
+        if self.server:
+            self.server.stop.set()
+            self.server.shutdown()
+            self.server.server_close()
+        for t in self._threads:
+            t.join(5)
+
+    def __enter__(self) -> "VirtualRig":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # --- for tests and demos ------------------------------------------------
+    @property
+    def power_uri(self) -> str:
+        return f"ip:127.0.0.1:{self.power_port}"
+
+    @property
+    def target_uri(self) -> str:
+        return f"tcp:127.0.0.1:{self.target_port}"
+
+    def describe(self) -> str:
+        lines = [f"virtual rig in {self.dir}",
+                 f"  target link  {self.target_uri}  (guest ttyS1, sbagent)",
+                 f"  power        {self.power_uri}  (INA226 emulator, ina226)",
+                 f"  keys         qmp:{self.qmp_path}",
+                 f"  rig config   {self.conf}"]
+        if self.sbrigd:
+            lines.append(f"  sbrigd       {self.socket}  (log {self.dir / 'sbrigd.log'})")
+            lines.append(f"  try:         build/host/release/sbrig -s {self.socket} status")
+        else:
+            lines.append(f"  start:       build/host/release/sbrigd -c {self.conf} "
+                         f"-s {self.socket}")
+        return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    up = sub.add_parser("up", help="boot the virtual rig; Ctrl-C stops it")
+    up.add_argument("--dir", type=Path, default=REPO / "build" / "vrig",
+                    help="working directory: rig.conf, sockets, logs (default build/vrig)")
+    up.add_argument("--power-port", type=int, default=30431,
+                    help="INA226 emulator TCP port (default 30431; 0: any free one)")
+    up.add_argument("--target-port", type=int, default=30430,
+                    help="target link TCP port (default 30430; 0: any free one)")
+    up.add_argument("--sbrigd", action="store_true", help="also start sbrigd")
+    up.add_argument("--sbrigd-bin", type=Path, help="sbrigd binary "
+                    "(default build/host/release/sbrigd)")
+    up.add_argument("-v", "--verbose", action="store_true",
+                    help="agent and sbrigd log debug messages")
+    args = ap.parse_args(argv)
+
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    vr = VirtualRig(args.dir, power_port=args.power_port, target_port=args.target_port,
+                    sbrigd=args.sbrigd, sbrigd_bin=args.sbrigd_bin,
+                    verbose=args.verbose)
+    with vr:
+        print(vr.describe(), flush=True)
+        try:
+            while not stop.wait(1.0):
+                if not vr.vm.is_alive():
+                    print("vrig: QEMU is gone", file=sys.stderr)
+                    return 1
+                if vr.sbrigd and vr.sbrigd.poll() is not None:
+                    print(f"vrig: sbrigd exited ({vr.sbrigd.returncode})",
+                          file=sys.stderr)
+                    return 1
+        except KeyboardInterrupt:
+            pass
+        print("vrig: stopping", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
