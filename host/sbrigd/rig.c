@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include <sbrig/gpio.h>
+#include <sbrig/marker.h>
 #include <sbrig/power.h>
 
 #include "sbrigd.h"
@@ -29,6 +30,9 @@
 
 #define RIG_SAMPLE_BATCH 512
 #define RIG_GAP_BATCH 32
+/* marker edge <-> event pairing: how far apart, and the GPIO path's spread */
+#define RIG_MARKER_WINDOW_NS	(2 * 1000000LL)
+#define RIG_MARKER_UNCERT_NS	(100 * 1000LL)
 
 /**
  * struct rig_press - a key held down until its timer fires
@@ -53,6 +57,7 @@ static struct {
 	bool power_capturing;
 	char power_err[256];
 	struct sbrig_link *link;
+	struct sbrig_marker *marker;	/* marker wired and a link: pairing */
 	int link_fd;			/* registered with sched, or -1 */
 	struct sched_timer link_timer;
 	struct rig_target target;
@@ -241,6 +246,42 @@ void rig_power_stop(void)
 		power_drain();
 }
 
+/* ---- marker line -------------------------------------------------------- */
+
+/*
+ * Marker edges paired with the events that drove them are clock samples a
+ * hundred times tighter than UART pings: hand them to the link's clock
+ * model and record them in clock.tsv (as zero-round-trip rows).
+ */
+static void marker_drain(void)
+{
+	struct sbrig_marker_pair p;
+	int ret;
+
+	while (sbrig_marker_next_pair(rig.marker, &p) == 1) {
+		ret = sbrig_clock_add_marker(sbrig_link_clock(rig.link),
+					     p.host_ns, p.target_ns,
+					     RIG_MARKER_UNCERT_NS);
+		rec_clock(p.host_ns, p.host_ns, p.target_ns, ret == 0);
+	}
+}
+
+static void marker_event(const struct sbrig_event *ev)
+{
+	if (!rig.marker)
+		return;
+	sbrig_marker_add_event(rig.marker, ev);
+	marker_drain();
+}
+
+static void marker_edge(const struct sbrig_edge *edge)
+{
+	if (!rig.marker || strcmp(edge->line, "marker") != 0)
+		return;
+	sbrig_marker_add_edge(rig.marker, edge);
+	marker_drain();
+}
+
 /* ---- GPIO --------------------------------------------------------------- */
 
 static void gpio_readable(int fd, short revents, void *data)
@@ -257,6 +298,7 @@ static void gpio_readable(int fd, short revents, void *data)
 		}
 		for (ssize_t i = 0; i < n; i++) {
 			rec_edge(&edges[i]);
+			marker_edge(&edges[i]);
 			eng_edge(&edges[i]);
 		}
 	} while (n == 16);
@@ -374,13 +416,18 @@ static void link_dispatch(void)
 	while (sbrig_link_next(rig.link, &m) == 1) {
 		switch (m.type) {
 		case SBRIG_LINK_HELLO:
+			if (rig.marker && m.hello.new_boot)
+				sbrig_marker_reset(rig.marker);
 			link_hello(&m);
 			break;
 		case SBRIG_LINK_EVENT:
 			rec_event(&m.event);
+			marker_event(&m.event);
 			eng_event(&m.event);
 			break;
 		case SBRIG_LINK_GAP:
+			/* the active set is unknown now, as after "lost" */
+			marker_event(&(struct sbrig_event){ .type = "lost" });
 			sbrig_warn("link: target lost events %" PRIu64
 				   "..%" PRIu64, m.gap.from_seq, m.gap.to_seq);
 			break;
@@ -600,6 +647,13 @@ int rig_init(const char *conf_path, char **overrides, int noverrides)
 			goto close_power;
 		}
 		link_rearm();
+		if (rig.cfg.marker.present) {
+			rig.marker = sbrig_marker_new(RIG_MARKER_WINDOW_NS);
+			if (!rig.marker) {
+				ret = -ENOMEM;
+				goto free_link;
+			}
+		}
 	}
 	sbrig_info("rig %s from %s (sha256 %.12s): %u key(s)%s%s, sensor %s, "
 		   "link %s", rig.cfg.name, rig.cfg.path, rig.cfg.sha256,
@@ -609,6 +663,12 @@ int rig_init(const char *conf_path, char **overrides, int noverrides)
 		   rig.link ? rig.cfg.target_uri : "none");
 	return 0;
 
+free_link:
+	sched_timer_stop(&rig.link_timer);
+	if (rig.link_fd >= 0)
+		sched_fd_del(rig.link_fd);
+	sbrig_link_free(rig.link);
+	rig.link = NULL;
 close_power:
 	power_close();
 	if (rig.gpio && sbrig_gpio_event_fd(rig.gpio) >= 0)
@@ -635,6 +695,8 @@ void rig_fini(void)
 		sbrig_link_free(rig.link);
 		rig.link = NULL;
 	}
+	sbrig_marker_free(rig.marker);
+	rig.marker = NULL;
 	rig_power_stop();
 	power_close();
 	if (rig.gpio && sbrig_gpio_event_fd(rig.gpio) >= 0)
