@@ -27,6 +27,13 @@ API (all thread-safe; a background thread serves the socket):
   ``HELLO ... new``, streams again after the host's HELLO), ``reboot(boot_id)`` (new boot: ring
   cleared), ``drop_connection()``, ``forget_before(seq)`` (ring no longer
   holds older records: they are answered with GAP).
+* ``sleep()`` / ``wake()`` -- a suspending target: asleep, the agent is
+  frozen (sends nothing, not even PONG; what the host sends is lost, like
+  UART bytes to a target in S3) while ``send_event`` still logs records
+  (the module's log); ``wake()`` goes on streaming where it stopped (the
+  agent does not know it slept) and sends a BEAT. ``asleep_since`` is the
+  time.monotonic_ns() of the last ``sleep()``; ``lost_while_asleep`` the
+  host frames dropped.
 * ``cmd_handler(cmd_id, verb, args) -> list[bytes]`` -- replace to script
   replies; the default answers ``R id 0 "ok"`` (and ``stats`` with one
   ``ST`` row first).
@@ -155,6 +162,9 @@ class FakeAgent:
         self.acked = -1
         self.resends: list[int] = []
         self.connections = 0
+        self.asleep = False
+        self.asleep_since = 0
+        self.lost_while_asleep: list[Frame] = []
         self._replies: dict[int, list[bytes]] = {}
         self._corrupt = 0
         self._drop_cmds = 0
@@ -195,7 +205,7 @@ class FakeAgent:
 
     # ------------------------------------------------------------- output --
     def _write(self, data: bytes) -> None:
-        if self._conn is None:
+        if self._conn is None or self.asleep:
             return
         try:
             self._conn.sendall(data)
@@ -228,6 +238,22 @@ class FakeAgent:
                           f"{quote(self.kernel)} {self.module} {self.oldest} {self.head} "
                           + ("ok" if answer else "new")))
 
+    def sleep(self) -> None:
+        """The target suspends: the agent is frozen until wake()."""
+        with self._cond:
+            self.asleep = True
+            self.asleep_since = time.monotonic_ns()
+            self._cond.notify_all()
+
+    def wake(self) -> None:
+        """The target resumes: stream what was logged meanwhile, BEAT."""
+        with self._cond:
+            self.asleep = False
+            self._stream_locked()
+            if self.synced:
+                self._write(frame(f"@sb1 BEAT {self.send_pos} {time.monotonic_ns()}"))
+            self._cond.notify_all()
+
     def announce(self) -> None:
         """Act as a freshly started agent: unsynced, HELLO ... new."""
         with self._cond:
@@ -235,7 +261,7 @@ class FakeAgent:
             self._hello(answer=False)
 
     def _stream_locked(self) -> None:
-        while self.synced and self.send_pos < self.head and self._conn:
+        while not self.asleep and self.synced and self.send_pos < self.head and self._conn:
             s = self.send_pos
             if s < self.oldest or s not in self.ring:
                 end = s
@@ -387,7 +413,9 @@ class FakeAgent:
                             f = decode(line)
                         except BadFrame:
                             continue
-                        if f:
+                        if f and self.asleep:
+                            self.lost_while_asleep.append(f)
+                        elif f:
                             self._handle(f)
                     self._cond.notify_all()
         sel.close()

@@ -10,6 +10,7 @@ drop the connection and "reboot" at precise points.
 from __future__ import annotations
 
 import subprocess
+import time
 
 import pytest
 
@@ -185,3 +186,62 @@ def test_agent_restart_announced_by_hello_new(agent, dump):
     hellos = [f for f in agent.received if f.type == "HELLO"]
     assert len(hellos) == 2 and hellos[1].fields[1] == "boot-A" and hellos[1].int(2) == 4
     assert dump.status()["connected"]
+
+
+# A suspending target: its agent is frozen, so the link hears nothing for
+# longer than its timeout; when the target wakes, the agent streams on as if
+# nothing happened. The retry period is long here (5 s) so that only the
+# "any frame while waiting for the HELLO answer -> HELLO again" rule can
+# pick the agent up within a second.
+SLOW_RETRY = ["--retry-ms", "5000"]
+
+
+def test_target_that_slept_is_picked_up_at_once(agent):
+    ld = LinkDump(f"tcp:127.0.0.1:{agent.port}", *SLOW_RETRY)
+    try:
+        fill(agent, 0, 5)
+        ld.wait(n_events(5), what="5 events")
+        agent.sleep()
+        fill(agent, 5, 2)            # logged while suspending, sent on wake
+        ld.wait(lambda ms: ms and ms[-1]["type"] == "down", 10,
+                what="link down after silence")
+        # the host said HELLO while the target slept: lost
+        agent.wait_for(lambda a: any(f.type == "HELLO" for f in a.lost_while_asleep))
+        fill(agent, 7, 3)            # exit/resume of the cycle
+        t_wake = time.monotonic()
+        agent.wake()
+        ld.wait(n_events(10), timeout=5, what="events after waking")
+        dt = time.monotonic() - t_wake
+        assert dt < 1.0, f"picked up {dt:.2f} s after waking"
+        assert [e["seq"] for e in events(ld)] == list(range(10))
+        st = ld.status()
+        assert st["connected"] and st["next_seq"] == 10
+        # silence is not a transport error: the TCP connection was kept
+        assert agent.connections == 1 and st["reconnects"] == 0, st
+        fill(agent, 10, 2)
+        ld.wait(n_events(12), what="events after that")
+        assert [e["seq"] for e in events(ld)] == list(range(12))
+    finally:
+        ld.close()
+
+
+def test_command_to_a_sleeping_target_is_delivered_when_it_wakes(agent):
+    ld = LinkDump(f"tcp:127.0.0.1:{agent.port}", *SLOW_RETRY)
+    try:
+        ld.wait(lambda ms: any(m["type"] == "hello" for m in ms), what="hello")
+        agent.sleep()
+        ld.send('hold "while asleep" 100')
+        q = ld.wait(lambda ms: [m for m in ms if m["type"] == "queued"], what="queued")[0]
+        ld.wait(lambda ms: ms and ms[-1]["type"] == "down", 10, what="down")
+        assert not agent.commands
+        t_wake = time.monotonic()
+        agent.wake()
+        r = ld.wait(lambda ms: [m for m in ms if m["type"] == "reply"], 5,
+                    what="reply")[0]
+        assert time.monotonic() - t_wake < 1.0
+        assert r["cmd_id"] == q["cmd_id"] and r["err"] == 0
+        assert agent.commands == [q["cmd_id"]]       # executed once
+        lost = [f for f in agent.lost_while_asleep if f.type == "CMD"]
+        assert lost and all(f.int(0) == q["cmd_id"] for f in lost)
+    finally:
+        ld.close()

@@ -186,4 +186,5 @@ const struct link_transport_ops link_serial_ops = {
 	.write = serial_write,
 	.fd = serial_fd,
 	.close = serial_close,
+	.reopen_on_silence = true,
 };

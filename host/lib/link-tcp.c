@@ -3,7 +3,12 @@
  * link-tcp.c - tcp:HOST:PORT transport of the target link: a raw TCP
  * console (ser2net, a QEMU "-serial tcp:...,server" port, a LAVA console
  * server). Non-blocking connect; end of file is an error (the link then
- * reconnects with backoff).
+ * reconnects with backoff). Silence is not: a suspended target says nothing
+ * for minutes while the console server's connection stays fine, so the
+ * link keeps the connection (reopen_on_silence false). A peer that vanished
+ * without a FIN/RST is found by TCP itself: keepalive probes on an idle
+ * connection and TCP_USER_TIMEOUT on unacknowledged data (the link's
+ * HELLOs) fail the socket after TCP_DEAD_MS.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +23,8 @@
 
 #include "internal.h"
 #include "link-transport.h"
+
+#define TCP_DEAD_MS	20000
 
 struct tcp_tr {
 	int fd;
@@ -69,6 +76,20 @@ static void tcp_close(void *tr)
 	free(t);
 }
 
+/* Best effort: without these a vanished peer is only found much later. */
+static void tcp_dead_peer_detection(int fd)
+{
+	int one = 1, idle_s = 5, intvl_s = 5, cnt = 3;
+	unsigned int user_ms = TCP_DEAD_MS;
+
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle_s, sizeof(idle_s));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl_s, sizeof(intvl_s));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+	setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_ms,
+		   sizeof(user_ms));
+}
+
 static int tcp_open(const char *uri, void **tr)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM };
@@ -99,6 +120,7 @@ static int tcp_open(const char *uri, void **tr)
 		goto err_addr;
 	}
 	setsockopt(t->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	tcp_dead_peer_detection(t->fd);
 	if (connect(t->fd, ai->ai_addr, ai->ai_addrlen) == 0) {
 		ret = 1;
 	} else if (errno == EINPROGRESS) {
@@ -178,4 +200,5 @@ const struct link_transport_ops link_tcp_ops = {
 	.write = tcp_write,
 	.fd = tcp_fd,
 	.close = tcp_close,
+	.reopen_on_silence = false,
 };

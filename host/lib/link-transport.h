@@ -9,6 +9,7 @@
 #ifndef SBRIG_LINK_TRANSPORT_H
 #define SBRIG_LINK_TRANSPORT_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 /**
@@ -22,6 +23,11 @@
  * @write: bytes written (>= 0), -errno on error
  * @fd: the descriptor to poll
  * @close: close and free; NULL ok
+ * @reopen_on_silence: a silent agent may mean a dead transport that only a
+ *	reopen repairs (a USB serial adapter unplugged and plugged again: the
+ *	old descriptor reads nothing forever). False where the transport
+ *	reports its own failures (TCP: end of file, reset, TCP_USER_TIMEOUT)
+ *	and silence is only the target's (a suspended target)
  */
 struct link_transport_ops {
 	const char *prefix;
@@ -32,6 +38,7 @@ struct link_transport_ops {
 	ssize_t (*write)(void *tr, const void *buf, size_t len);
 	int (*fd)(void *tr);
 	void (*close)(void *tr);
+	bool reopen_on_silence;
 };
 
 extern const struct link_transport_ops link_serial_ops;

@@ -12,9 +12,18 @@
  *  - the session: a small state machine
  *
  *	DOWN --reconnect timer--> CONNECTING --open--> HELLO_SENT
- *	HELLO_SENT --agent HELLO--> UP; any state --timeout/EOF--> DOWN
+ *	HELLO_SENT --agent HELLO--> UP; any state --EOF/error--> DOWN
+ *	UP --silence--> HELLO_SENT (TCP: the connection stays open)
+ *	HELLO_SENT, UP --silence--> DOWN (serial: reopened)
  *
- *    which acknowledges events cumulatively, asks for retransmission when
+ *    A target that suspends goes silent with its user space frozen; when
+ *    it wakes, its agent goes on streaming as if nothing happened. So
+ *    while the host waits for the answer to its HELLO, any frame from the
+ *    agent (which means it runs again) makes the host say HELLO again at
+ *    once (at most every HELLO_KICK_NS) rather than at its next retry.
+ *
+ *    The session
+ *    acknowledges events cumulatively, asks for retransmission when
  *    a seq is skipped or a BEAT says more was sent than arrived, pings
  *    for the clock model and retries commands until their R arrives.
  *
@@ -41,6 +50,7 @@
 #define PING_MAX		4
 #define ACK_EVERY		32
 #define RECONNECT_MAX_FACTOR	8
+#define HELLO_KICK_NS		(200 * MS)
 
 enum link_state {
 	LINK_DOWN,
@@ -70,10 +80,11 @@ struct sbrig_link {
 
 	int64_t reconnect_at_ns;
 	int64_t reconnect_delay_ns;
-	int64_t last_rx_ns;		/* last valid frame */
+	int64_t last_rx_ns;		/* silence is measured from here */
 	int64_t up_ns;			/* when the link last came up */
 	int64_t opened_ns;
 	int64_t hello_sent_ns;
+	bool hello_kick;		/* say HELLO again at hello_sent + kick */
 	int64_t next_ping_ns;
 	int64_t last_resend_ns;
 	uint64_t last_resend_seq;
@@ -193,6 +204,7 @@ static void send_hello(struct sbrig_link *l, int64_t now)
 	m.hhello.next_seq = l->st.next_seq;
 	send_msg(l, &m);
 	l->hello_sent_ns = now;
+	l->hello_kick = false;
 }
 
 static void send_ack(struct sbrig_link *l)
@@ -278,7 +290,12 @@ static int flush_tx(struct sbrig_link *l)
 
 /* ------------------------------------------------------------ session -- */
 
-static void link_down(struct sbrig_link *l, int64_t now, const char *why)
+/*
+ * Close the transport; reconnect after the current delay, which doubles
+ * (up to a maximum) when @backoff: the open failed or the peer hung up.
+ */
+static void link_down_ex(struct sbrig_link *l, int64_t now, const char *why,
+			 bool backoff)
 {
 	struct sbrig_link_msg *m;
 	int64_t max = (int64_t)l->opts.reconnect_ms * MS * RECONNECT_MAX_FACTOR;
@@ -299,9 +316,44 @@ static void link_down(struct sbrig_link *l, int64_t now, const char *why)
 	l->rx_discard = false;
 	l->tx_len = 0;
 	l->reconnect_at_ns = now + l->reconnect_delay_ns;
+	if (!backoff)
+		return;
 	l->reconnect_delay_ns *= 2;
 	if (l->reconnect_delay_ns > max)
 		l->reconnect_delay_ns = max;
+}
+
+static void link_down(struct sbrig_link *l, int64_t now, const char *why)
+{
+	link_down_ex(l, now, why, true);
+}
+
+/*
+ * The agent has been silent for the timeout. The session is over (the
+ * caller hears SBRIG_LINK_DOWN); a transport that reports its own failures
+ * stays open and the host keeps saying HELLO until the agent runs again,
+ * the others are reopened (at the base delay: opening them worked).
+ */
+static void link_silent(struct sbrig_link *l, int64_t now)
+{
+	struct sbrig_link_msg *m;
+	unsigned int i;
+
+	if (l->ops->reopen_on_silence || l->state != LINK_UP) {
+		link_down_ex(l, now, "timeout: the agent is silent", false);
+		return;
+	}
+	m = q_push(l, SBRIG_LINK_DOWN);
+	if (m)
+		snprintf(m->text, sizeof(m->text), "%s",
+			 "timeout: the agent is silent");
+	sbrig_info("link %s down: the agent is silent (connection kept)",
+		   l->uri);
+	l->state = LINK_HELLO_SENT;
+	l->st.connected = false;
+	for (i = 0; i < l->n_cmds; i++)
+		l->cmds[i].sent_ns = 0;
+	send_hello(l, now);
 }
 
 static void on_open(struct sbrig_link *l, int64_t now)
@@ -499,6 +551,14 @@ static void handle_frame(struct sbrig_link *l, const struct sbrig_proto_msg *p,
 {
 	if (l->state < LINK_HELLO_SENT)
 		return;
+	/* the agent runs (again: e.g. its target woke) but has not answered
+	 * our HELLO, which it may never have received: say it again now */
+	if (l->state == LINK_HELLO_SENT && p->type != SBRIG_PROTO_T_HELLO) {
+		if (now - l->hello_sent_ns >= HELLO_KICK_NS)
+			send_hello(l, now);
+		else
+			l->hello_kick = true;	/* at hello_sent + kick */
+	}
 	/* the event stream needs the HELLO handshake; replies and pongs
 	 * do not (an agent restarting mid-command still answers) */
 	if ((p->type == SBRIG_PROTO_T_EV || p->type == SBRIG_PROTO_T_GAP ||
@@ -559,6 +619,7 @@ static void handle_line(struct sbrig_link *l, const char *line, size_t len,
 	}
 	l->st.frames_ok++;
 	l->last_rx_ns = now;
+	l->st.last_rx_ns = now;
 	handle_frame(l, &p, now);
 }
 
@@ -720,6 +781,13 @@ int sbrig_link_pollfd(struct sbrig_link *l, struct pollfd *pfd)
 	return pfd->fd >= 0;
 }
 
+/* Does the silence timeout apply in the current state? */
+static bool silence_matters(const struct sbrig_link *l)
+{
+	return l->state == LINK_UP ||
+	       (l->state == LINK_HELLO_SENT && l->ops->reopen_on_silence);
+}
+
 int64_t sbrig_link_deadline(struct sbrig_link *l)
 {
 	int64_t d, retry = (int64_t)l->opts.cmd_retry_ms * MS;
@@ -731,7 +799,7 @@ int64_t sbrig_link_deadline(struct sbrig_link *l)
 	case LINK_CONNECTING:
 		return l->opened_ns + (int64_t)l->opts.timeout_ms * MS;
 	case LINK_HELLO_SENT:
-		d = l->hello_sent_ns + retry;
+		d = l->hello_sent_ns + (l->hello_kick ? HELLO_KICK_NS : retry);
 		break;
 	case LINK_UP:
 	default:
@@ -741,7 +809,8 @@ int64_t sbrig_link_deadline(struct sbrig_link *l)
 				d = l->cmds[i].sent_ns + retry;
 		break;
 	}
-	if (l->last_rx_ns + (int64_t)l->opts.timeout_ms * MS < d)
+	if (silence_matters(l) &&
+	    l->last_rx_ns + (int64_t)l->opts.timeout_ms * MS < d)
 		d = l->last_rx_ns + (int64_t)l->opts.timeout_ms * MS;
 	return d;
 }
@@ -797,12 +866,15 @@ int sbrig_link_process(struct sbrig_link *l, short revents, int64_t now)
 			return 0;
 		}
 	}
-	if (now - l->last_rx_ns >= (int64_t)l->opts.timeout_ms * MS) {
-		link_down(l, now, "timeout: the agent is silent");
-		return 0;
+	if (silence_matters(l) &&
+	    now - l->last_rx_ns >= (int64_t)l->opts.timeout_ms * MS) {
+		link_silent(l, now);
+		if (l->state == LINK_DOWN)
+			return 0;
 	}
 	if (l->state == LINK_HELLO_SENT &&
-	    now - l->hello_sent_ns >= (int64_t)l->opts.cmd_retry_ms * MS)
+	    now - l->hello_sent_ns >= (l->hello_kick ? HELLO_KICK_NS :
+				      (int64_t)l->opts.cmd_retry_ms * MS))
 		send_hello(l, now);
 	if (l->state == LINK_UP) {
 		send_cmds(l, now);

@@ -127,6 +127,10 @@ struct sbrig_link_msg {
  * @reboots: target reboots seen (new boot id)
  * @next_seq: next event seq expected from this boot
  * @events_lost: events reported lost (GAP + module "lost")
+ * @last_rx_ns: host CLOCK_MONOTONIC when the last valid frame arrived (0:
+ *	none yet). A healthy agent sends a frame at least once a second (BEAT,
+ *	PONG), so a long quiet time means its user space is not running: a
+ *	suspended (or dead) target. sbrigd's "asleep" test is built on it.
  */
 struct sbrig_link_status {
 	bool connected;
@@ -139,6 +143,7 @@ struct sbrig_link_status {
 	uint64_t reboots;
 	uint64_t next_seq;
 	uint64_t events_lost;
+	int64_t last_rx_ns;
 };
 
 /**
