@@ -112,6 +112,7 @@ static const struct cfg_key cfg_keys[] = {
 	CFG(SEC_TIMING, "settle_ms", T_U32, settle_ms, 0, 3600000),
 	CFG(SEC_TIMING, "ping_interval_ms", T_U32, ping_interval_ms, 10, 60000),
 	CFG(SEC_TIMING, "link_timeout_ms", T_U32, link_timeout_ms, 100, 600000),
+	CFG(SEC_TIMING, "quiet_ms", T_U32, quiet_ms, 100, 600000),
 };
 
 static const struct cfg_key *key_lookup(enum cfg_section sec, const char *key)
@@ -415,6 +416,10 @@ static int check_config(const struct sbrig_config *cfg)
 		return sbrig_set_error(-EINVAL,
 			"timing.link_timeout_ms (%u) must exceed timing.ping_interval_ms (%u)",
 			cfg->link_timeout_ms, cfg->ping_interval_ms);
+	if (cfg->quiet_ms <= cfg->ping_interval_ms)
+		return sbrig_set_error(-EINVAL,
+			"timing.quiet_ms (%u) must exceed timing.ping_interval_ms (%u)",
+			cfg->quiet_ms, cfg->ping_interval_ms);
 	return check_lines(cfg);
 }
 
@@ -427,6 +432,7 @@ static void cfg_defaults(struct sbrig_config *cfg)
 	cfg->settle_ms = 1000;
 	cfg->ping_interval_ms = 1000;
 	cfg->link_timeout_ms = 3000;
+	cfg->quiet_ms = 2500;
 	snprintf(cfg->charger.name, sizeof(cfg->charger.name), "charger");
 	snprintf(cfg->marker.name, sizeof(cfg->marker.name), "marker");
 }

@@ -118,6 +118,7 @@ static void defaults_and_hash(void **state)
 	assert_int_equal(cfg->settle_ms, 1000);
 	assert_int_equal(cfg->ping_interval_ms, 1000);
 	assert_int_equal(cfg->link_timeout_ms, 3000);
+	assert_int_equal(cfg->quiet_ms, 2500);
 	assert_int_equal(cfg->shunt_uohm, 0);
 	assert_int_equal(cfg->sample_rate_hz, 0);
 	assert_string_equal(cfg->power_uri, "");
@@ -195,6 +196,8 @@ static void overrides(void **state)
 	assert_int_equal(cfg->press_ms, 250);
 	assert_int_equal(sbrig_config_set(cfg, "target.uri="), 0);
 	assert_string_equal(cfg->target_uri, "");
+	assert_int_equal(sbrig_config_set(cfg, "timing.quiet_ms=4000"), 0);
+	assert_int_equal(cfg->quiet_ms, 4000);
 
 	*before = *cfg;
 	assert_int_equal(sbrig_config_set(cfg, "timing.press_ms=0"), -EINVAL);
@@ -211,6 +214,10 @@ static void overrides(void **state)
 	assert_non_null(strstr(sbrig_errmsg(), "volume-up and charger both use"));
 	assert_int_equal(sbrig_config_set(cfg, "timing.link_timeout_ms=500"),
 			 -EINVAL);
+	/* an awake agent is quiet between two pings */
+	assert_int_equal(sbrig_config_set(cfg, "timing.quiet_ms=1000"), -EINVAL);
+	assert_non_null(strstr(sbrig_errmsg(),
+		"timing.quiet_ms (1000) must exceed timing.ping_interval_ms (1000)"));
 	/* a failed override changes nothing */
 	assert_memory_equal(before, cfg, sizeof(*cfg));
 	free(before);

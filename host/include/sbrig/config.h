@@ -60,6 +60,9 @@ struct sbrig_line_cfg {
  * @settle_ms: default settle time ([timing] settle_ms)
  * @ping_interval_ms: clock ping period on the target link
  * @link_timeout_ms: no frame for this long = link down, reconnect
+ * @quiet_ms: no frame for this long (after the link was up once) = the
+ *	target is asleep (its agent is frozen): sbrigd's "wait asleep" and
+ *	latency rounds ([timing] quiet_ms)
  */
 struct sbrig_config {
 	char path[PATH_MAX];
@@ -79,6 +82,7 @@ struct sbrig_config {
 	uint32_t settle_ms;
 	uint32_t ping_interval_ms;
 	uint32_t link_timeout_ms;
+	uint32_t quiet_ms;
 };
 
 /**
