@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * power-internal.h - the pure parts of power.c (gap detection, unit
- * conversion, INA226 timing, remote clock mapping), exported to the unit
- * tests. Not installed.
+ * conversion, scan demultiplexing, INA226 timing, remote clock mapping),
+ * exported to the unit tests. Not installed.
  */
 #ifndef SBRIG_POWER_INTERNAL_H
 #define SBRIG_POWER_INTERNAL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+
+#include <iio.h>
 
 /**
  * sbrig_power_gap() - is there a gap between two sample times?
@@ -36,6 +40,147 @@ bool sbrig_power_gap(int64_t prev_t_ns, int64_t t_ns, int64_t period_ns,
  */
 int64_t sbrig_power_scale(int64_t raw, double offset, double scale,
 			  double factor);
+
+/**
+ * struct sbrig_power_conv - raw reading -> integer unit, precomputed
+ * @exact: use @mul/@div/@offset (else @scale_d/@offset_d/@factor_d)
+ * @mul: output units per LSB is @mul / @div (reduced fraction)
+ * @div: see @mul (> 0)
+ * @offset: the channel's offset attribute (an integer, in LSB)
+ * @scale_d: fallback: the scale attribute as a double
+ * @offset_d: fallback: the offset attribute as a double
+ * @factor_d: fallback: the unit factor
+ *
+ * IIO prints scales and offsets as decimals with at most 9 fractional
+ * digits (IIO_VAL_INT_PLUS_NANO, IIO_VAL_FRACTIONAL, ...): such a value
+ * times a power-of-ten unit factor is an exact fraction, so the capture
+ * path converts with one integer multiply (and a rounding division when
+ * the result per LSB is not whole, e.g. current with a 3 mOhm shunt).
+ * Anything else (a fractional offset, a huge scale) falls back to
+ * sbrig_power_scale().
+ */
+struct sbrig_power_conv {
+	bool exact;
+	int64_t mul;
+	int64_t div;
+	int64_t offset;
+	double scale_d;
+	double offset_d;
+	double factor_d;
+};
+
+/* |raw + offset| the exact path takes (2^21; checked at init) */
+#define SBRIG_POWER_CONV_MAX_RAW	(INT64_C(1) << 20)
+
+/**
+ * sbrig_power_conv_init() - prepare a conversion from attribute strings
+ * @cv: out
+ * @scale: the scale attribute's text (IIO base unit: mV, mA, mW), or
+ *	NULL for 1
+ * @offset: the offset attribute's text, or NULL for 0
+ * @factor: 1000 for uV/uA/uW, 1000000 for nV
+ *
+ * Pure; any context. Return: 0, or -EINVAL if a string is no number.
+ */
+int sbrig_power_conv_init(struct sbrig_power_conv *cv, const char *scale,
+			  const char *offset, unsigned int factor);
+
+/**
+ * sbrig_power_conv() - convert one raw reading
+ * @cv: from sbrig_power_conv_init()
+ * @raw: the raw value
+ *
+ * Return: (raw + offset) * scale * factor rounded to the nearest integer,
+ * halves away from zero (as llround()); exact on the integer path.
+ */
+static inline int64_t sbrig_power_conv(const struct sbrig_power_conv *cv,
+				       int64_t raw)
+{
+	int64_t x, p;
+
+	if (!cv->exact || raw > SBRIG_POWER_CONV_MAX_RAW ||
+	    raw < -SBRIG_POWER_CONV_MAX_RAW)
+		return sbrig_power_scale(raw, cv->offset_d, cv->scale_d,
+					 cv->factor_d);
+	x = raw + cv->offset;
+	p = x * cv->mul;
+	if (cv->div == 1)
+		return p;
+	if (p >= 0)
+		return (2 * p + cv->div) / (2 * cv->div);
+	return -((-2 * p + cv->div) / (2 * cv->div));
+}
+
+/**
+ * struct sbrig_power_field - one channel's place and format in a scan
+ * @offset: byte offset of the channel in a scan (set per buffer)
+ * @length: storage bits: 16 or 64
+ * @bits: valid bits
+ * @shift: right shift
+ * @swap: stored in the other byte order than the host's
+ * @sign_extend: sign-extend from @bits (else mask to @bits)
+ * @fix_bits: @bits < @length and the format is not "fully defined"
+ *
+ * The same decoding as libiio 0.24's iio_channel_convert() for one
+ * 16- or 64-bit element, without a library call per value.
+ */
+struct sbrig_power_field {
+	size_t offset;
+	unsigned int length;
+	unsigned int bits;
+	unsigned int shift;
+	bool swap;
+	bool sign_extend;
+	bool fix_bits;
+};
+
+/**
+ * sbrig_power_field_init() - take a channel's data format
+ * @f: out (@f->offset is set to 0)
+ * @fmt: the format libiio reports
+ *
+ * Return: 0, or -ENOTSUP for anything but one 16- or 64-bit element
+ * with 1 <= bits <= length and shift < length.
+ */
+int sbrig_power_field_init(struct sbrig_power_field *f,
+			   const struct iio_data_format *fmt);
+
+/**
+ * sbrig_power_field_get() - decode a channel's value from a scan
+ * @f: the field
+ * @scan: start of the scan (one sample of all enabled channels)
+ *
+ * Return: what iio_channel_convert() would store in a uint16_t or
+ * uint64_t for this channel.
+ */
+static inline uint64_t sbrig_power_field_get(const struct sbrig_power_field *f,
+					     const void *scan)
+{
+	const unsigned char *p = (const unsigned char *)scan + f->offset;
+	uint64_t v, m;
+
+	if (f->length == 16) {
+		uint16_t x;
+
+		memcpy(&x, p, sizeof(x));
+		v = f->swap ? __builtin_bswap16(x) : x;
+	} else {
+		uint64_t x;
+
+		memcpy(&x, p, sizeof(x));
+		v = f->swap ? __builtin_bswap64(x) : x;
+	}
+	v >>= f->shift;
+	if (f->fix_bits) {
+		m = (UINT64_C(1) << f->bits) - 1;
+		v &= m;
+		if (f->sign_extend && (v >> (f->bits - 1)))
+			v |= ~m;
+		if (f->length == 16)
+			v &= 0xffff;
+	}
+	return v;
+}
 
 /**
  * sbrig_power_pick_timing() - INA226 setting nearest to a sampling rate

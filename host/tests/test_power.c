@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Unit tests for the pure parts of lib/power.c: gap detection, unit
- * conversion, INA226 timing choice and the remote clock mapping. The
+ * conversion (double and exact integer), scan decoding, INA226 timing
+ * choice and the remote clock mapping. The
  * capture path itself is tested end to end (tests/test_power.py) against
  * rig/virtual/ina226_iiod.py through the real libiio.
  */
@@ -78,6 +79,201 @@ static void scale_converts_to_integer_units(void **state)
 	assert_int_equal(sbrig_power_scale(3, 0, 0.3333333, 1e3), 1000);
 }
 
+/* the scale strings ina2xx-adc (and the emulator) print */
+static void conv_exact_for_ina226_scales(void **state)
+{
+	struct sbrig_power_conv cv;
+
+	assert_int_equal(sbrig_power_conv_init(&cv, "0.002500000\n", NULL,
+					       1000000), 0);
+	assert_true(cv.exact);
+	assert_int_equal(cv.mul, 2500);		/* nV per LSB */
+	assert_int_equal(cv.div, 1);
+	assert_int_equal(sbrig_power_conv(&cv, 400), 1000000);
+	assert_int_equal(sbrig_power_conv(&cv, -400), -1000000);
+	assert_int_equal(sbrig_power_conv(&cv, -32768), -81920000);
+	assert_int_equal(sbrig_power_conv(&cv, 32767), 81917500);
+
+	assert_int_equal(sbrig_power_conv_init(&cv, "1.250000000", NULL, 1000), 0);
+	assert_true(cv.exact);
+	assert_int_equal(sbrig_power_conv(&cv, 4000), 5000000);	/* uV */
+	assert_int_equal(sbrig_power_conv(&cv, 65535), 81918750);
+
+	assert_int_equal(sbrig_power_conv_init(&cv, "6.250000000", NULL, 1000), 0);
+	assert_int_equal(sbrig_power_conv(&cv, 80), 500000);		/* uW */
+	assert_int_equal(sbrig_power_conv(&cv, 65535), 409593750);
+
+	assert_int_equal(sbrig_power_conv_init(&cv, "0.250000000", NULL, 1000), 0);
+	assert_int_equal(sbrig_power_conv(&cv, 400), 100000);		/* uA */
+	assert_int_equal(sbrig_power_conv(&cv, -400), -100000);
+	assert_int_equal(sbrig_power_conv(&cv, -32768), -8192000);
+}
+
+/* 2500 nV / 3000 uOhm: 0.833333333 mA per LSB, not a whole uA */
+static void conv_rounds_like_llround(void **state)
+{
+	struct sbrig_power_conv cv;
+
+	assert_int_equal(sbrig_power_conv_init(&cv, "0.833333333", NULL, 1000), 0);
+	assert_true(cv.exact);
+	assert_int_equal(cv.div, 1000000);	/* 833333333 / 1e6 uA */
+	assert_int_equal(sbrig_power_conv(&cv, 1), 833);	/* 833.33 */
+	assert_int_equal(sbrig_power_conv(&cv, 3), 2500);	/* 2499.999999 */
+	assert_int_equal(sbrig_power_conv(&cv, -1), -833);
+	assert_int_equal(sbrig_power_conv(&cv, -3), -2500);
+	/* exact halves go away from zero, as llround() */
+	assert_int_equal(sbrig_power_conv_init(&cv, "0.5", NULL, 1), 0);
+	assert_true(cv.exact);
+	assert_int_equal(sbrig_power_conv(&cv, 5), 3);
+	assert_int_equal(sbrig_power_conv(&cv, -5), -3);
+	assert_int_equal(sbrig_power_conv(&cv, 4), 2);
+	assert_int_equal(sbrig_power_conv(&cv, -4), -2);
+	assert_int_equal(sbrig_power_conv_init(&cv, "0.0025", NULL, 1000), 0);
+	assert_int_equal(sbrig_power_conv(&cv, 1), 3);	/* 2.5 */
+	assert_int_equal(sbrig_power_conv(&cv, -1), -3);
+	assert_int_equal(sbrig_power_conv(&cv, 3), 8);	/* 7.5 */
+}
+
+/* Over the whole 16-bit range the integer path equals the double one. */
+static void conv_matches_scale_helper(void **state)
+{
+	static const struct {
+		const char *scale;
+		unsigned int factor;
+	} cases[] = {
+		{ "0.002500000", 1000000 }, { "1.250000000", 1000 },
+		{ "6.250000000", 1000 }, { "0.250000000", 1000 },
+		{ "0.125000000", 1000 }, { "3.125000000", 1000 },
+		{ "0.833333333", 1000 }, { "4.166666666", 1000 },
+		{ "0.001", 1000000 }, { "12", 1000 },
+	};
+	struct sbrig_power_conv cv;
+	size_t i;
+	int64_t raw;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		double scale = strtod(cases[i].scale, NULL);
+
+		assert_int_equal(sbrig_power_conv_init(&cv, cases[i].scale,
+						       NULL, cases[i].factor), 0);
+		assert_true(cv.exact);
+		for (raw = -32768; raw <= 65535; raw++)
+			assert_int_equal(sbrig_power_conv(&cv, raw),
+					 sbrig_power_scale(raw, 0, scale,
+							   cases[i].factor));
+	}
+}
+
+static void conv_offset_and_fallback(void **state)
+{
+	struct sbrig_power_conv cv;
+
+	/* integer offset: still exact; added before scaling */
+	assert_int_equal(sbrig_power_conv_init(&cv, "0.5", "-2", 1000), 0);
+	assert_true(cv.exact);
+	assert_int_equal(sbrig_power_conv(&cv, 10), 4000);
+	assert_int_equal(sbrig_power_conv(&cv, -10), -6000);
+	/* fractional offset, too many digits, exponent: double path */
+	assert_int_equal(sbrig_power_conv_init(&cv, "0.5", "-2.5", 1000), 0);
+	assert_false(cv.exact);
+	assert_int_equal(sbrig_power_conv(&cv, 10), 3750);
+	assert_int_equal(sbrig_power_conv_init(&cv, "0.3333333333", NULL, 1000), 0);
+	assert_false(cv.exact);
+	assert_int_equal(sbrig_power_conv(&cv, 3), 1000);
+	assert_int_equal(sbrig_power_conv_init(&cv, "2.5e-3", NULL, 1000000), 0);
+	assert_false(cv.exact);
+	assert_int_equal(sbrig_power_conv(&cv, -400), -1000000);
+	/* no scale: 1 */
+	assert_int_equal(sbrig_power_conv_init(&cv, NULL, NULL, 1000), 0);
+	assert_true(cv.exact);
+	assert_int_equal(sbrig_power_conv(&cv, -7), -7000);
+	/* raw outside the exact path's range still converts */
+	assert_int_equal(sbrig_power_conv_init(&cv, "0.25", NULL, 1000), 0);
+	assert_int_equal(sbrig_power_conv(&cv, INT64_C(1) << 30),
+			 (INT64_C(1) << 30) * 250);
+	/* not numbers */
+	assert_int_equal(sbrig_power_conv_init(&cv, "abc", NULL, 1000), -EINVAL);
+	assert_int_equal(sbrig_power_conv_init(&cv, "1", "", 1000), -EINVAL);
+}
+
+static const unsigned char scan[16] = {
+	0x90, 0x01,		/* 400 */
+	0x70, 0xfe,		/* -400 as u16 0xfe70 */
+	0x34, 0x12,		/* 0x1234 */
+	0xff, 0xff,
+	0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,
+};
+
+static struct sbrig_power_field field(size_t offset, unsigned int length,
+				      unsigned int bits, unsigned int shift,
+				      bool is_signed, bool fully, bool is_be)
+{
+	struct iio_data_format fmt = {
+		.length = length, .bits = bits, .shift = shift,
+		.is_signed = is_signed, .is_fully_defined = fully,
+		.is_be = is_be, .repeat = 1,
+	};
+	struct sbrig_power_field f;
+
+	assert_int_equal(sbrig_power_field_init(&f, &fmt), 0);
+	f.offset = offset;
+	return f;
+}
+
+static void field_decodes_like_iio_channel_convert(void **state)
+{
+	struct sbrig_power_field f;
+
+	/* ina2xx-adc: le:u16/16>>0 (the emulator: le:U16/16>>0) */
+	f = field(0, 16, 16, 0, false, false, false);
+	assert_int_equal(sbrig_power_field_get(&f, scan), 400);
+	f = field(2, 16, 16, 0, false, true, false);
+	assert_int_equal(sbrig_power_field_get(&f, scan), 0xfe70);
+	/* signed 16 of 16 bits: stored as u16 the same */
+	f = field(2, 16, 16, 0, true, false, false);
+	assert_int_equal(sbrig_power_field_get(&f, scan), 0xfe70);
+	/* big endian */
+	f = field(4, 16, 16, 0, false, false, true);
+	assert_int_equal(sbrig_power_field_get(&f, scan), 0x3412);
+	/* shift and mask: le:u12/16>>4 */
+	f = field(4, 16, 12, 4, false, false, false);
+	assert_int_equal(sbrig_power_field_get(&f, scan), 0x123);
+	/* sign extension within 16 bits: le:s12/16>>4 of 0xffff */
+	f = field(6, 16, 12, 4, true, false, false);
+	assert_int_equal(sbrig_power_field_get(&f, scan), 0xffff);
+	f = field(4, 16, 8, 0, true, false, false);	/* 0x34: positive */
+	assert_int_equal(sbrig_power_field_get(&f, scan), 0x34);
+	f = field(0, 16, 8, 0, true, false, false);	/* 0x90: negative */
+	assert_int_equal(sbrig_power_field_get(&f, scan), 0xff90);
+	/* "fully defined" formats are taken as they are */
+	f = field(4, 16, 8, 0, false, true, false);
+	assert_int_equal(sbrig_power_field_get(&f, scan), 0x1234);
+	/* timestamp: le:s64/64>>0, and big endian */
+	f = field(8, 64, 64, 0, true, false, false);
+	assert_int_equal(sbrig_power_field_get(&f, scan), 0x1122334455667788ULL);
+	f = field(8, 64, 64, 0, true, false, true);
+	assert_int_equal(sbrig_power_field_get(&f, scan), 0x8877665544332211ULL);
+}
+
+static void field_rejects_other_formats(void **state)
+{
+	struct iio_data_format fmt = { .length = 32, .bits = 32, .repeat = 1 };
+	struct sbrig_power_field f;
+
+	assert_int_equal(sbrig_power_field_init(&f, &fmt), -ENOTSUP);
+	fmt.length = 16;
+	fmt.bits = 17;
+	assert_int_equal(sbrig_power_field_init(&f, &fmt), -ENOTSUP);
+	fmt.bits = 16;
+	fmt.shift = 16;
+	assert_int_equal(sbrig_power_field_init(&f, &fmt), -ENOTSUP);
+	fmt.shift = 0;
+	fmt.repeat = 2;
+	assert_int_equal(sbrig_power_field_init(&f, &fmt), -ENOTSUP);
+	fmt.repeat = 1;
+	assert_int_equal(sbrig_power_field_init(&f, &fmt), 0);
+}
+
 static void timing_picks_nearest_ina226_setting(void **state)
 {
 	unsigned int ct, avg;
@@ -136,6 +332,12 @@ int main(void)
 		cmocka_unit_test(gap_counts_missing_samples),
 		cmocka_unit_test(gap_needs_a_period),
 		cmocka_unit_test(scale_converts_to_integer_units),
+		cmocka_unit_test(conv_exact_for_ina226_scales),
+		cmocka_unit_test(conv_rounds_like_llround),
+		cmocka_unit_test(conv_matches_scale_helper),
+		cmocka_unit_test(conv_offset_and_fallback),
+		cmocka_unit_test(field_decodes_like_iio_channel_convert),
+		cmocka_unit_test(field_rejects_other_formats),
 		cmocka_unit_test(timing_picks_nearest_ina226_setting),
 		cmocka_unit_test(clockmap_keeps_minimum_delay),
 		cmocka_unit_test(new_rejects_bad_uri),

@@ -2,12 +2,16 @@
 """bench_capture.py - sustained supply capture: sbrig-powercat next to iio_readdev.
 
     /usr/bin/python3 tests/bench/bench_capture.py [--duration 600] [--rate 3571]
+                                                  [--tsv] [--vm]
 
 Starts rig/virtual/ina226_iiod.py (the INA226 libiio-protocol emulator) on
 an ephemeral port and, at the same time and for the same duration, runs
 
-  * sbrig-powercat (release build) on ip:127.0.0.1:PORT, full TSV output
-    read by this script (samples, gaps and the tool's counters), and
+  * sbrig-powercat (release build) on ip:127.0.0.1:PORT with -q: the
+    capture path only (libsbrig's power.c), its counters read by this
+    script; with --tsv its full TSV output instead (one printf'd line per
+    sample, several times the capture path's CPU: the tool's presentation,
+    not the capture), and
   * iio_readdev on the same source reading rate x duration samples of all
     five channels (binary, read by this script, which looks for gaps in its
     timestamps),
@@ -16,7 +20,10 @@ then prints for each: samples (and how many the nominal rate makes in
 that time), gaps, missing samples, drops (powercat's queue overruns), host
 CPU time (user + system, from wait4) and CPU per 1000 samples/s (ms of
 CPU per second of capture, per kS/s), and the powercat / iio_readdev
-ratio measured in this one run. The emulator never loses samples itself
+ratio measured in this one run, on a line of its own:
+
+    cpu ratio sbrig/iio_readdev: 1.05x
+ The emulator never loses samples itself
 (it generates them for the times they are asked for), so gaps here mean a
 client fell behind or lost data; on the real ina2xx-adc the kernel drops
 samples when late.
@@ -115,11 +122,16 @@ def main() -> int:
     ap.add_argument("--duration", type=float, default=600.0, help="seconds (default 600)")
     ap.add_argument("--rate", type=float, default=3571, help="emulator rate (Hz)")
     ap.add_argument("--buffer", type=int, default=256, help="samples per buffer refill")
+    ap.add_argument("--powercat", type=Path,
+                    help="this sbrig-powercat binary instead of the release build "
+                         "(A/B comparisons)")
+    ap.add_argument("--tsv", action="store_true",
+                    help="sbrig-powercat prints every sample (TSV) instead of -q")
     ap.add_argument("--vm", action="store_true",
                     help="also (b): the real ina2xx-adc in the amd64 guest (local:)")
     args = ap.parse_args()
 
-    powercat = build_powercat("release")
+    powercat = args.powercat or build_powercat("release")
     tmp = Path(os.environ.get("SBRIG_TMPDIR", "/tmp")) / f"bench_capture.{os.getpid()}"
     tmp.mkdir(parents=True, exist_ok=True)
     emu = Emulator(tmp, "--rate", str(args.rate))
@@ -129,7 +141,8 @@ def main() -> int:
         # the emulator's exact period (rate_hz is rounded)
         period_ns = round(1e9 / rate)
         n_readdev = int(round(rate * args.duration))
-        pc = subprocess.Popen([str(powercat), "-b", str(args.buffer), "-t",
+        quiet = [] if args.tsv else ["-q"]
+        pc = subprocess.Popen([str(powercat), *quiet, "-b", str(args.buffer), "-t",
                                str(args.duration), emu.uri],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         rd = subprocess.Popen(["iio_readdev", "-u", emu.uri, "-b", str(args.buffer),
@@ -155,9 +168,11 @@ def main() -> int:
     expected = rate * args.duration
     c = pr.counters
     ksps = rate / 1000.0
+    # -q: the tool's counters (samples delivered); --tsv: the S lines
+    pc_samples = pr.samples if args.tsv else c.get("samples", 0)
     rows = [
-        ("sbrig-powercat", pc_rc, pr.samples, c.get("gaps", -1), c.get("missing", -1),
-         c.get("overruns", -1), pc_cpu),
+        ("sbrig-powercat" + (" (tsv)" if args.tsv else " -q"), pc_rc, pc_samples,
+         c.get("gaps", -1), c.get("missing", -1), c.get("overruns", -1), pc_cpu),
         ("iio_readdev", rd_rc, rr.samples, rr.gaps, rr.missing, 0, rd_cpu),
     ]
     print(f"# bench_capture: emulator {emu.uri} at {rate:g} S/s (nominal "
@@ -170,10 +185,10 @@ def main() -> int:
         print(f"{name}\t{rc}\t{n}\t{expected:.0f}\t{gaps}\t{missing}\t{drops}\t"
               f"{cpu:.3f}\t{per:.3f}")
     ratio = pc_cpu / rd_cpu if rd_cpu > 0 else float("inf")
-    print(f"cpu ratio sbrig-powercat / iio_readdev: {ratio:.2f}")
+    print(f"cpu ratio sbrig/iio_readdev: {ratio:.2f}x")
     ok = (pc_rc == 0 and rd_rc == 0 and c.get("gaps") == 0 and
           c.get("overruns") == 0 and rr.gaps == 0 and
-          pr.samples >= 0.98 * expected)
+          pc_samples >= 0.98 * expected)
     if pc_err:
         print(f"# sbrig-powercat stderr: {pc_err[-500:]}")
     if rd_rc and rd_err:
@@ -220,7 +235,7 @@ def bench_vm(duration: float) -> None:
         print(f"iio_readdev\t{rd_samples}\t{n}\t-\t-\t-\t{rd_cpu:.2f}\t"
               f"{rd_cpu * 1000 / duration / ksps:.2f} (reads {n} samples: runs as long as that takes)")
         if rd_cpu:
-            print(f"cpu ratio sbrig-powercat / iio_readdev (guest): {pc_cpu / rd_cpu:.2f}")
+            print(f"cpu ratio sbrig/iio_readdev (guest): {pc_cpu / rd_cpu:.2f}x")
     finally:
         vm.shutdown()
 

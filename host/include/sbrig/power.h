@@ -113,7 +113,11 @@ int sbrig_power_start(struct sbrig_power *pwr);
 int sbrig_power_stop(struct sbrig_power *pwr);
 
 /**
- * sbrig_power_fd() - eventfd readable while samples, gaps or an error wait
+ * sbrig_power_fd() - eventfd readable when samples, gaps or an error wait
+ *
+ * Samples make it readable at most every 0.1 s (at small buffer sizes,
+ * only every few buffers); gaps, overruns, a queue half full, the end of
+ * the capture and sbrig_power_stop() make it readable at once.
  *
  * Return: an fd owned by @pwr (valid from sbrig_power_new() on).
  */
