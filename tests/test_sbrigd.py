@@ -503,3 +503,49 @@ def test_disk_full_fails_capture_daemon_lives(rig, tiny_fs):
     res = sbrig(rig.sock, "capture", "-d", "300ms", "-o", str(rig.tmp / "after"))
     assert res.returncode == 0, res.stderr
     assert meta_section(rig.tmp / "after", "end")["status"] == "complete"
+
+
+def test_run_wait_asleep_then_hold_reaches_the_woken_target(rig):
+    """'wait asleep' ends once the agent has been quiet for quiet_ms (the
+    FakeAgent 'sleeps': frozen, what the host sends is lost); a hold sent to
+    the sleeping target is delivered when it wakes (the link resends it)."""
+    scn = rig.tmp / "asleep.scn"
+    scn.write_text('wait asleep timeout 20s\nhold "while asleep" 100ms\n'
+                   'wait event block timeout 10s\n')
+    cap = rig.tmp / "run-asleep"
+    p = subprocess.Popen([str(SBRIG), "-s", str(rig.sock), "run", str(scn), "-o",
+                          str(cap)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    try:
+        time.sleep(0.5)          # awake for a while: not asleep yet
+        assert not [f for f in rig.agent.lost_while_asleep if f.type == "CMD"]
+        rig.agent.sleep()
+        t_sleep = time.monotonic()
+        rig.agent.wait_for(lambda a: [f for f in a.lost_while_asleep
+                                      if f.type == "CMD"], 20)
+        t_cmd = time.monotonic()
+        # default quiet_ms: 2.5 s of silence
+        assert 2.4 <= t_cmd - t_sleep < 6, t_cmd - t_sleep
+        assert not rig.agent.commands
+        rig.agent.wake()
+        out, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 0, out + err
+    assert "wait asleep timeout 20s" in out
+    assert kv(out)["status"] == "complete"
+    lost = [f.int(0) for f in rig.agent.lost_while_asleep if f.type == "CMD"]
+    got = [f.int(0) for f in rig.agent.cmd_frames if "hold" in f.raw_args]
+    # sent while asleep (lost), sent again after the wake, run once
+    assert rig.agent.commands == got[:1] and set(lost) == set(got), (lost, got)
+
+
+def test_run_wait_asleep_times_out_on_an_awake_target(rig):
+    scn = rig.tmp / "awake.scn"
+    scn.write_text("wait asleep timeout 1s\n")
+    cap = rig.tmp / "run-awake"
+    res = sbrig(rig.sock, "run", str(scn), "-o", str(cap))
+    assert res.returncode == 1, res.stdout + res.stderr
+    want = f"failed: {scn}:1: wait asleep timed out after 1s"
+    assert want in res.stderr and "quiet_ms 2500 ms" in res.stderr, res.stderr

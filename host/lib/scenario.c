@@ -281,43 +281,63 @@ static const char *const event_types[] = {
 	"policy", "lost",
 };
 
-static int parse_wait(struct sc_parser *p, struct sbrig_step *st)
+static int parse_wait_event(struct sc_parser *p, struct sbrig_step *st)
 {
 	const struct sc_token *t;
 	size_t i;
-	int ret;
 
-	if (accept_word(p, "event")) {
-		st->op = SBRIG_STEP_WAIT_EVENT;
-		t = peek(p);
-		for (i = 0; t && !t->quoted && i < SBRIG_ARRAY_SIZE(event_types); i++)
-			if (!strcmp(t->text, event_types[i]))
-				break;
-		if (!t || t->quoted || i == SBRIG_ARRAY_SIZE(event_types))
-			return sc_error(p, next_col(p),
-				"expected an event type (block unblock suspend enter exit resume abort policy lost)");
-		snprintf(st->name, sizeof(st->name), "%s", t->text);
+	t = peek(p);
+	for (i = 0; t && !t->quoted && i < SBRIG_ARRAY_SIZE(event_types); i++)
+		if (!strcmp(t->text, event_types[i]))
+			break;
+	if (!t || t->quoted || i == SBRIG_ARRAY_SIZE(event_types))
+		return sc_error(p, next_col(p),
+			"expected an event type (block unblock suspend enter exit resume abort policy lost)");
+	snprintf(st->name, sizeof(st->name), "%s", t->text);
+	p->next++;
+	t = peek(p);
+	if (t && t->quoted) {
+		snprintf(st->arg, sizeof(st->arg), "%s", t->text);
 		p->next++;
-		t = peek(p);
-		if (t && t->quoted) {
-			snprintf(st->arg, sizeof(st->arg), "%s", t->text);
-			p->next++;
+	}
+	return take_timeout(p, st);
+}
+
+static int parse_wait_edge(struct sc_parser *p, struct sbrig_step *st)
+{
+	int ret = take_id(p, "a line name", st->name, sizeof(st->name));
+
+	if (ret)
+		return ret;
+	if (accept_word(p, "rising"))
+		st->rising = true;
+	else if (!accept_word(p, "falling"))
+		return sc_error(p, next_col(p),
+				"expected 'rising' or 'falling'");
+	return take_timeout(p, st);
+}
+
+static const struct {
+	const char *word;
+	enum sbrig_step_op op;
+	int (*parse)(struct sc_parser *p, struct sbrig_step *st);
+} wait_kinds[] = {
+	{ "event", SBRIG_STEP_WAIT_EVENT, parse_wait_event },
+	{ "edge", SBRIG_STEP_WAIT_EDGE, parse_wait_edge },
+	{ "asleep", SBRIG_STEP_WAIT_ASLEEP, take_timeout },
+};
+
+static int parse_wait(struct sc_parser *p, struct sbrig_step *st)
+{
+	size_t i;
+
+	for (i = 0; i < SBRIG_ARRAY_SIZE(wait_kinds); i++) {
+		if (accept_word(p, wait_kinds[i].word)) {
+			st->op = wait_kinds[i].op;
+			return wait_kinds[i].parse(p, st);
 		}
-		return take_timeout(p, st);
 	}
-	if (accept_word(p, "edge")) {
-		st->op = SBRIG_STEP_WAIT_EDGE;
-		ret = take_id(p, "a line name", st->name, sizeof(st->name));
-		if (ret)
-			return ret;
-		if (accept_word(p, "rising"))
-			st->rising = true;
-		else if (!accept_word(p, "falling"))
-			return sc_error(p, next_col(p),
-					"expected 'rising' or 'falling'");
-		return take_timeout(p, st);
-	}
-	return sc_error(p, next_col(p), "expected 'event' or 'edge'");
+	return sc_error(p, next_col(p), "expected 'event', 'edge' or 'asleep'");
 }
 
 static int parse_repeat(struct sc_parser *p, struct sbrig_step *st)
@@ -365,7 +385,7 @@ static const struct {
 	{ "unplug", SBRIG_STEP_UNPLUG, parse_none },
 	{ "hold", SBRIG_STEP_HOLD, parse_hold },
 	{ "burn", SBRIG_STEP_BURN, parse_burn },
-	{ "wait", SBRIG_STEP_WAIT_EVENT, parse_wait },	/* or WAIT_EDGE */
+	{ "wait", SBRIG_STEP_WAIT_EVENT, parse_wait },	/* wait_kinds[] */
 	{ "repeat", SBRIG_STEP_REPEAT, parse_repeat },
 	{ "end", SBRIG_STEP_END, parse_end },
 };

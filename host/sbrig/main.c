@@ -615,9 +615,9 @@ static void latency_progress(const char *text, void *ctx)
 		/* a round the daemon starts again: say so, on its own line */
 		kv_get(text, "event", ev, sizeof(ev));
 		fprintf(tty ? stderr : stdout, "%s%s not measured: the target "
-			"woke %s (%s); waiting for its next suspend\n",
+			"woke %s (%s); waiting until it sleeps again\n",
 			tty ? "\r\033[K" : "", i,
-			strcmp(why, "woke_before_press") ? "during the settle time"
+			strcmp(why, "woke_before_press") ? "by itself"
 			: "before the press", ev);
 		fflush(tty ? stderr : stdout);
 		return;
@@ -851,20 +851,23 @@ static const struct command commands[] = {
 	{ "latency", "[-n N] [--key KEY] [--press D] [--until EVENT] "
 	  "[--timeout D] [--csv FILE]",
 	  "measure wakeup latency over N key presses",
-"Measure wakeup latency N times: wait until the target starts a suspend\n"
-"(a 'suspend' or 'enter' event), wait the rig's settle_ms, press KEY, and\n"
-"measure from the press (the host time the GPIO line changed) to the\n"
-"target's EVENT mapped to host time by the link's clock model. Prints each\n"
-"measurement, then min/median/p95/max in ms and the clock uncertainty. A\n"
-"round where the target did not stay suspended (abort, exit or resume\n"
-"during the settle time, or EVENT stamped before the press) is not\n"
-"measured: a line says so and the next suspend is used.\n"
+"Measure wakeup latency N times: wait until the target is asleep (its\n"
+"agent silent for the rig's quiet_ms: a suspended target's user space is\n"
+"frozen), press KEY, and measure from the press (the host time the GPIO\n"
+"line changed) to the first EVENT the target stamped after it, mapped to\n"
+"host time by the link's clock model. Events stamped before the press\n"
+"(the suspend/enter the target could only send after waking) are skipped.\n"
+"Prints each measurement, then min/median/p95/max in ms and the clock\n"
+"uncertainty. A round whose EVENT is stamped before the press (the target\n"
+"woke by itself) is not measured: a line says so and the next sleep is\n"
+"used.\n"
 "\n"
 "  -n, --count N           measurements (default 10)\n"
 "      --key KEY           key to press (default power)\n"
 "      --press D           press duration (default: the rig's press_ms)\n"
 "      --until EVENT       event that ends a measurement (default resume)\n"
-"      --timeout D         longest wait for a suspend or EVENT (default 30s)\n"
+"      --timeout D         longest wait for the target to fall asleep, and\n"
+"                          for EVENT after a press (default 30s)\n"
 "      --csv FILE          also write i,latency_ns,uncert_ns rows to FILE\n",
 	  cmd_latency },
 	{ "hold", "NAME DURATION",

@@ -16,16 +16,23 @@
  * ends the run: the capture is closed with status "failed: FILE:LINE: wait
  * ... timed out after D" and the client gets "err 110 ...".
  *
- * A latency measurement repeats N times: wait until the target starts a
- * suspend (a "suspend" or "enter" event after the previous cycle), settle,
+ * "Asleep" is the link's silence: a real target freezes its user space
+ * (the agent) before it suspends, so its events of a suspend cycle reach
+ * the host only after it wakes. The target counts as asleep once no frame
+ * has come from the agent for the rig's quiet_ms after the link was up
+ * (the agent sends a BEAT a second and answers each ping while it runs).
+ * "wait asleep" polls that with the engine's timer and, once it holds,
+ * consumes the event stream up to that moment.
+ *
+ * A latency measurement repeats N times: wait until the target is asleep,
  * press the key, and measure from the press (the host time the GPIO line
- * changed) to the first UNTIL event ("resume") that arrives after it, on
- * host time through the link's clock model; each result and its clock
+ * changed) to the first UNTIL event ("resume") stamped after it, on host
+ * time through the link's clock model; each result and its clock
  * uncertainty is sent as a progress line, the statistics end the request.
- * A round is not measured but started again (with a progress line saying
- * why) when the target did not stay suspended: an "abort", "exit" or
- * "resume" during the settle time, or an UNTIL event whose host time is
- * before the press (the target woke by itself just before it).
+ * Events stamped before the press (the late "suspend"/"enter" of the cycle
+ * the press ends) are skipped. A round is not measured but started again
+ * (with a progress line saying why) when an UNTIL event is stamped before
+ * the press: the target woke by itself just before it.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -52,9 +59,10 @@ enum eng_wait {
 	W_DONE,		/* agent DONE of cmd_id */
 	W_EVENT,	/* a matching event in the stream */
 	W_EDGE,		/* a matching edge in the stream */
+	W_ASLEEP,	/* the link quiet for quiet_ms */
 };
 
-enum lat_phase { L_SUSPENDED, L_SETTLE, L_PRESS, L_WAKE };
+enum lat_phase { L_ASLEEP, L_PRESS, L_WAKE };
 
 struct eng_item {
 	bool is_edge;
@@ -84,11 +92,13 @@ static struct {
 	unsigned int lat_n, lat_i;
 	char lat_key[SBRIG_ID_MAX];
 	char lat_until[12];
-	int64_t lat_press_ns, lat_timeout_ns, lat_settle_ns;
+	int64_t lat_press_ns, lat_timeout_ns;
 	enum lat_phase lat_phase;
 	int64_t lat_pressed_at;
 	int64_t *lat_ns;
 	int64_t lat_uncert_max;
+	/* wait asleep (runs and latency rounds) */
+	int64_t asleep_deadline_ns;
 	/* ENG_AGENT */
 	int64_t agent_timeout_ns;
 	bool agent_async;
@@ -126,6 +136,28 @@ static void reset(void)
 	eng.finishing = false;
 	eng.fail_err = 0;
 	eng.fail_msg[0] = '\0';
+}
+
+/* ---- asleep ------------------------------------------------------------- */
+
+/*
+ * Is the target asleep (link quiet for quiet_ms)? 1: yes; -ETIMEDOUT:
+ * eng.asleep_deadline_ns has passed; 0: not yet, eng.timer will call @fn
+ * at the next moment the answer can change.
+ */
+static int asleep_poll(sched_timer_fn fn)
+{
+	int64_t now = sbrig_now_ns(), at = rig_link_asleep_at(), next;
+
+	if (at >= 0 && now >= at)
+		return 1;
+	if (now >= eng.asleep_deadline_ns)
+		return -ETIMEDOUT;
+	next = eng.asleep_deadline_ns;
+	if (at >= 0 && at < next)
+		next = at;
+	sched_timer_start(&eng.timer, next, fn, NULL);
+	return 0;
 }
 
 /* ---- scenario runs ------------------------------------------------------ */
@@ -167,6 +199,9 @@ static void describe(const struct sbrig_step *s, char *buf, size_t size)
 	case SBRIG_STEP_WAIT_EDGE:
 		snprintf(buf, size, "wait edge %s %s timeout %s", s->name,
 			 s->rising ? "rising" : "falling", t);
+		break;
+	case SBRIG_STEP_WAIT_ASLEEP:
+		snprintf(buf, size, "wait asleep timeout %s", t);
 		break;
 	case SBRIG_STEP_REPEAT:
 		snprintf(buf, size, "repeat %" PRIu32, s->count);
@@ -238,10 +273,25 @@ static void run_timer(void *data)
 {
 	const struct sbrig_step *s = &eng.sc->steps[eng.pc];
 	char step[600], t[32];
+	int ret;
 
 	switch (eng.wait) {
 	case W_TIMER:
 		run_next();
+		return;
+	case W_ASLEEP:
+		ret = asleep_poll(run_timer);
+		if (ret == 1) {
+			eng.qlen = 0;	/* what it said before it slept */
+			run_next();
+		}
+		if (ret != -ETIMEDOUT)
+			return;
+		fmt_duration(t, sizeof(t), s->timeout_ns ? s->timeout_ns :
+			     ENG_DEFAULT_TIMEOUT_NS);
+		run_fail(-ETIMEDOUT, "wait asleep timed out after %s (the "
+			 "target's agent was never quiet for quiet_ms %u ms)",
+			 t, rig_config()->quiet_ms);
 		return;
 	case W_EVENT:
 	case W_EDGE:
@@ -387,6 +437,18 @@ static void run_step(void)
 					   ENG_DEFAULT_TIMEOUT_NS),
 					  run_timer, NULL);
 			return;
+		case SBRIG_STEP_WAIT_ASLEEP:
+			if (!rig_has_link()) {
+				run_fail(-ENOTCONN, "wait asleep: no target "
+					 "link on rig %s", rig_config()->name);
+				return;
+			}
+			eng.wait = W_ASLEEP;
+			eng.asleep_deadline_ns = sbrig_now_ns() +
+				(s->timeout_ns ? s->timeout_ns :
+				 ENG_DEFAULT_TIMEOUT_NS);
+			run_timer(NULL);
+			return;
 		case SBRIG_STEP_REPEAT:
 			eng.remaining[eng.pc] = s->count;
 			eng.pc = s->count ? eng.pc + 1 : s->match + 1;
@@ -483,38 +545,41 @@ static void lat_fail(int err, const char *msg)
 static void lat_timeout(void *data)
 {
 	char t[32], msg[200];
+	int ret;
 
 	fmt_duration(t, sizeof(t), eng.lat_timeout_ns);
-	switch (eng.lat_phase) {
-	case L_SETTLE:
-		eng.lat_phase = L_PRESS;
-		lat_step();
-		return;
-	case L_SUSPENDED:
-		snprintf(msg, sizeof(msg), "the target did not start a suspend "
-			 "within %s", t);
-		break;
-	default:
+	if (eng.lat_phase == L_ASLEEP) {
+		ret = asleep_poll(lat_timeout);
+		if (ret == 1) {
+			eng.lat_phase = L_PRESS;
+			lat_step();
+		}
+		if (ret != -ETIMEDOUT)
+			return;
+		snprintf(msg, sizeof(msg), "the target did not fall asleep "
+			 "within %s (its agent quiet for %u ms)", t,
+			 rig_config()->quiet_ms);
+	} else {
 		snprintf(msg, sizeof(msg), "no '%s' event within %s of the "
 			 "press", eng.lat_until, t);
-		break;
 	}
 	lat_fail(-ETIMEDOUT, msg);
 }
 
-/* The target is awake without our press: wait for its next suspend. */
+/* Start a round: wait (up to the timeout) until the target is asleep. */
+static void lat_round(void)
+{
+	eng.lat_phase = L_ASLEEP;
+	eng.asleep_deadline_ns = sbrig_now_ns() + eng.lat_timeout_ns;
+	lat_timeout(NULL);
+}
+
+/* The target woke without our press: wait until it sleeps again. */
 static void lat_retry(const char *why, const struct sbrig_event *ev)
 {
 	op_line(eng.sink, "progress i=%u/%u retry=%s event=%s", eng.lat_i + 1,
 		eng.lat_n, why, ev->type);
-	eng.lat_phase = L_SUSPENDED;
-	sched_timer_start(&eng.timer, sbrig_now_ns() + eng.lat_timeout_ns,
-			  lat_timeout, NULL);
-}
-
-static bool is_type(const struct sbrig_event *ev, const char *type)
-{
-	return strcmp(ev->type, type) == 0;
+	lat_round();
 }
 
 static void lat_press_done(int err, int64_t press_ns, void *data)
@@ -534,34 +599,18 @@ static void lat_step(void)
 		struct eng_item *it;
 
 		switch (eng.lat_phase) {
-		case L_SUSPENDED:
-		case L_SETTLE:
+		case L_ASLEEP:
+			/* the timer decides; what it says meanwhile is past */
+			eng.qlen = 0;
+			return;
 		case L_WAKE:
 			if (!eng.qlen)
 				return;
 			it = &eng.queue[eng.qhead];
 			eng.qhead = (eng.qhead + 1) % ENG_QUEUE;
 			eng.qlen--;
-			if (it->is_edge)
-				continue;
-			if (eng.lat_phase == L_SUSPENDED) {
-				if (!is_type(&it->ev, "suspend") &&
-				    !is_type(&it->ev, "enter"))
-					continue;
-				eng.lat_phase = L_SETTLE;
-				sched_timer_start(&eng.timer, sbrig_now_ns() +
-						  eng.lat_settle_ns,
-						  lat_timeout, NULL);
-				continue;
-			}
-			if (eng.lat_phase == L_SETTLE) {
-				if (is_type(&it->ev, "abort") ||
-				    is_type(&it->ev, "exit") ||
-				    is_type(&it->ev, "resume"))
-					lat_retry("awake", &it->ev);
-				continue;
-			}
-			if (strcmp(it->ev.type, eng.lat_until))
+			/* the late suspend/enter of the cycle, the rest */
+			if (it->is_edge || strcmp(it->ev.type, eng.lat_until))
 				continue;
 			if (it->ev.uncert_ns < 0) {
 				lat_fail(-EAGAIN, "the link's clock model cannot "
@@ -585,10 +634,7 @@ static void lat_step(void)
 				lat_finish();
 				return;
 			}
-			eng.lat_phase = L_SUSPENDED;
-			sched_timer_start(&eng.timer, sbrig_now_ns() +
-					  eng.lat_timeout_ns, lat_timeout,
-					  NULL);
+			lat_round();
 			continue;
 		case L_PRESS:
 			ret = rig_press(eng.lat_key, eng.lat_press_ns,
@@ -647,12 +693,9 @@ int eng_latency(unsigned int n, const char *key, int64_t press_ns,
 	snprintf(eng.lat_until, sizeof(eng.lat_until), "%s", until);
 	eng.lat_press_ns = press_ns;
 	eng.lat_timeout_ns = timeout_ns;
-	eng.lat_settle_ns = (int64_t)rig_config()->settle_ms * NS_PER_MS;
-	eng.lat_phase = L_SUSPENDED;
 	eng.qlen = 0;
-	sched_timer_start(&eng.timer, sbrig_now_ns() + timeout_ns,
-			  lat_timeout, NULL);
 	op_line(sink, "progress started n=%u key=%s until=%s", n, key, until);
+	lat_round();
 	return 0;
 }
 

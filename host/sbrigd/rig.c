@@ -587,6 +587,18 @@ void rig_status(struct op_sink *sink)
 }
 
 
+int64_t rig_link_asleep_at(void)
+{
+	struct sbrig_link_status st;
+
+	if (!rig.link)
+		return -1;
+	sbrig_link_get_status(rig.link, &st);
+	if (!st.boot_id[0] || !st.last_rx_ns)
+		return -1;
+	return st.last_rx_ns + (int64_t)rig.cfg.quiet_ms * NS_PER_MS;
+}
+
 int rig_link_clock_map(int64_t target_ns, int64_t *host_ns, int64_t *uncert_ns)
 {
 	if (!rig.link)

@@ -116,6 +116,12 @@ int rig_press(const char *key, int64_t duration_ns, int64_t *press_ns,
 	      void (*done)(int err, int64_t press_ns, void *data), void *data);
 /* Presses started with @data call their @done no more. */
 void rig_forget(void *data);
+/*
+ * When the target counts as asleep if the agent stays silent: the last
+ * frame's host time + quiet_ms (may be in the past: asleep now); -1 if
+ * there is no link or it never was up (no HELLO yet: absent, not asleep).
+ */
+int64_t rig_link_asleep_at(void);
 /* Map a target time to host time with the link's clock model. */
 int rig_link_clock_map(int64_t target_ns, int64_t *host_ns,
 		       int64_t *uncert_ns);

@@ -77,13 +77,15 @@ static void every_step(void **state)
 		"wait event suspend\n"
 		"wait event block \"keypad-scan\" timeout 3s\n"
 		"wait edge marker rising timeout 500ms\n"
-		"\twait edge marker falling\r\n");
+		"\twait edge marker falling\r\n"
+		"wait asleep\n"
+		"wait asleep timeout 30s\n");
 	struct sbrig_step *s = sc->steps;
 
 	assert_string_equal(sc->name, "all-steps");
 	assert_string_equal(sc->path, "t.scn");
 	assert_int_equal(strlen(sc->sha256), 64);
-	assert_int_equal(sc->nsteps, 11);
+	assert_int_equal(sc->nsteps, 13);
 	assert_int_equal(s[0].op, SBRIG_STEP_SETTLE);
 	assert_int_equal(s[0].duration_ns, 1000000000);
 	assert_int_equal(s[0].line, 4);
@@ -110,6 +112,10 @@ static void every_step(void **state)
 	assert_int_equal(s[9].timeout_ns, 500000000);
 	assert_false(s[10].rising);
 	assert_int_equal(s[10].line, 14);
+	assert_int_equal(s[11].op, SBRIG_STEP_WAIT_ASLEEP);
+	assert_int_equal(s[11].timeout_ns, 0);
+	assert_int_equal(s[12].op, SBRIG_STEP_WAIT_ASLEEP);
+	assert_int_equal(s[12].timeout_ns, 30000000000);
 	sbrig_scenario_free(sc);
 }
 
@@ -184,8 +190,11 @@ static const struct bad bad_cases[] = {
 	{ "hold \"main\"1s\n", "1:12: expected a space after the quoted name" },
 	{ "hold \"main\"\n", "1:12: expected a duration" },
 	{ "burn\n", "1:5: expected a duration" },
-	{ "wait\n", "1:5: expected 'event' or 'edge'" },
-	{ "wait for 1s\n", "1:6: expected 'event' or 'edge'" },
+	{ "wait\n", "1:5: expected 'event', 'edge' or 'asleep'" },
+	{ "wait for 1s\n", "1:6: expected 'event', 'edge' or 'asleep'" },
+	{ "wait asleep 1s\n", "1:13: expected end of line, got '1s'" },
+	{ "wait asleep timeout\n", "1:20: expected a duration" },
+	{ "wait asleep timeout 0s\n", "1:21: expected a duration above 0" },
 	{ "wait event wakeup\n", "1:12: expected an event type" },
 	{ "wait event block \"x\" timeout\n", "1:29: expected a duration" },
 	{ "wait event block \"x\" after 1s\n", "1:22: expected end of line, got 'after'" },
@@ -254,7 +263,7 @@ static void random_text(void **state)
 {
 	static const char *const words[] = {
 		"settle", "press", "plug", "unplug", "hold", "burn", "wait",
-		"event", "edge", "repeat", "end", "timeout", "rising", "falling",
+		"event", "edge", "asleep", "repeat", "end", "timeout", "rising", "falling",
 		"\"x y\"", "\"", "1s", "0ms", "3", "power", "name", "#", "\n",
 		"\t", "block", "99999999999999999999s", "\r",
 	};

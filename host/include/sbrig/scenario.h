@@ -14,10 +14,15 @@
  *	burn DURATION			(target CPU load, via the agent)
  *	wait event TYPE ["ARG"] [timeout DURATION]
  *	wait edge LINE rising|falling [timeout DURATION]
+ *	wait asleep [timeout DURATION]	(the target's agent has been quiet
+ *					 for the rig's quiet_ms)
  *	repeat N ... end		(N 1..1000000, nested at most 8 deep)
  *
  * DURATION is a non-negative integer with a unit: ns, us, ms, s (above 0
  * for press, hold, burn and timeout; a wait's default timeout is 10 s).
+ * "wait asleep" ends once no frame has come from the target's agent for
+ * the rig's [timing] quiet_ms (its user space is frozen: suspended); hold
+ * and burn sent to a sleeping target reach it when it wakes.
  * TYPE is an event type of the module's log: block unblock suspend enter
  * exit resume abort policy lost; "ARG" must equal the event's argument
  * (blocker name, state, return code) for the wait to end. KEY, LINE and
@@ -49,6 +54,7 @@ enum sbrig_step_op {
 	SBRIG_STEP_BURN,
 	SBRIG_STEP_WAIT_EVENT,
 	SBRIG_STEP_WAIT_EDGE,
+	SBRIG_STEP_WAIT_ASLEEP,	/* the target link is quiet: target asleep */
 	SBRIG_STEP_REPEAT,	/* begin: count, end_index */
 	SBRIG_STEP_END,		/* end of a repeat: begin_index */
 };
