@@ -33,7 +33,10 @@ API (all thread-safe; a background thread serves the socket):
   (the module's log); ``wake()`` goes on streaming where it stopped (the
   agent does not know it slept) and sends a BEAT. ``asleep_since`` is the
   time.monotonic_ns() of the last ``sleep()``; ``lost_while_asleep`` the
-  host frames dropped.
+  host frames dropped. ``clock_offset_ns`` is added to the agent's clock
+  (PONG, BEAT): a test can make it jump across a sleep, as a target's
+  CLOCK_BOOTTIME does when the kernel injects an RTC-measured sleep time;
+  ``clock()`` is the agent's clock now.
 * ``cmd_handler(cmd_id, verb, args) -> list[bytes]`` -- replace to script
   replies; the default answers ``R id 0 "ok"`` (and ``stats`` with one
   ``ST`` row first).
@@ -164,6 +167,7 @@ class FakeAgent:
         self.connections = 0
         self.asleep = False
         self.asleep_since = 0
+        self.clock_offset_ns = 0
         self.lost_while_asleep: list[Frame] = []
         self._replies: dict[int, list[bytes]] = {}
         self._corrupt = 0
@@ -228,7 +232,7 @@ class FakeAgent:
     def beat(self) -> None:
         with self._cond:
             if self.synced:
-                self._write(frame(f"@sb1 BEAT {self.send_pos} {time.monotonic_ns()}"))
+                self._write(frame(f"@sb1 BEAT {self.send_pos} {self.clock()}"))
 
     def send_gap(self, a: int, b: int) -> None:
         self.send_raw(frame(f"@sb1 GAP {a} {b}"))
@@ -237,6 +241,10 @@ class FakeAgent:
         self._write(frame(f"@sb1 HELLO 1 {self.boot_id} {self.agent} "
                           f"{quote(self.kernel)} {self.module} {self.oldest} {self.head} "
                           + ("ok" if answer else "new")))
+
+    def clock(self) -> int:
+        """The agent's clock (its CLOCK_BOOTTIME) now."""
+        return time.monotonic_ns() + self.clock_offset_ns
 
     def sleep(self) -> None:
         """The target suspends: the agent is frozen until wake()."""
@@ -251,7 +259,7 @@ class FakeAgent:
             self.asleep = False
             self._stream_locked()
             if self.synced:
-                self._write(frame(f"@sb1 BEAT {self.send_pos} {time.monotonic_ns()}"))
+                self._write(frame(f"@sb1 BEAT {self.send_pos} {self.clock()}"))
             self._cond.notify_all()
 
     def announce(self) -> None:
@@ -351,7 +359,7 @@ class FakeAgent:
             if f.int(0) < self.send_pos:
                 self.send_pos = f.int(0)
         elif t == "PING":
-            self._write(frame(f"@sb1 PONG {f.int(0)} {time.monotonic_ns()}"))
+            self._write(frame(f"@sb1 PONG {f.int(0)} {self.clock()}"))
         elif t == "CMD":
             self.cmd_frames.append(f)
             if self._drop_cmds:

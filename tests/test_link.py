@@ -245,3 +245,34 @@ def test_command_to_a_sleeping_target_is_delivered_when_it_wakes(agent):
         assert lost and all(f.int(0) == q["cmd_id"] for f in lost)
     finally:
         ld.close()
+
+
+def test_clock_model_restarted_after_the_target_slept(agent):
+    """Across a suspend the target's clock jumps by the error of the sleep
+    time the kernel injected (whole RTC seconds on x86): events before the
+    sleep map with the old model, those after the wake with a fresh one."""
+    ld = LinkDump(f"tcp:127.0.0.1:{agent.port}")
+    try:
+        ld.wait(lambda ms: len([m for m in ms if m["type"] == "clock"]) >= 3,
+                what="clock samples")
+        agent.sleep()
+        t_sleep = agent.clock()
+        agent.send_event(0, t_sleep, "suspend", "mem")
+        agent.send_event(1, t_sleep + 1_000_000, "enter", "mem")
+        ld.wait(lambda ms: ms and ms[-1]["type"] == "down", 10, what="down")
+        agent.clock_offset_ns = 700_000_000        # injected sleep time error
+        t_wake = agent.clock()
+        agent.send_event(2, t_wake, "exit", "mem")
+        agent.send_event(3, t_wake + 1_000_000, "resume", "0")
+        host_wake = time.monotonic_ns()
+        agent.wake()
+        ld.wait(n_events(4), what="4 events")
+        ev = events(ld)
+        assert [e["ev"] for e in ev] == ["suspend", "enter", "exit", "resume"]
+        assert all(e["uncert_ns"] >= 0 for e in ev), ev
+        # 50 ms: scheduling of this process and the ASan host
+        assert abs(ev[0]["host_t_ns"] - t_sleep) < 50_000_000, ev[0]
+        assert abs(ev[3]["host_t_ns"] - 1_000_000 - host_wake) < 50_000_000, \
+            (ev[3], host_wake)
+    finally:
+        ld.close()

@@ -27,6 +27,17 @@
  *    a seq is skipped or a BEAT says more was sent than arrived, pings
  *    for the clock model and retries commands until their R arrives.
  *
+ * The target's clock across a suspend: CLOCK_BOOTTIME goes on counting
+ * during the sleep, but the kernel adds the sleep time as measured by a
+ * persistent clock (on x86 the CMOS RTC, whole seconds), so after a wake
+ * the target clock can be off by up to a second from the model fitted
+ * before. When a frame ends a silence longer than two ping periods plus
+ * 500 ms (the agent was frozen: the target slept), the model is suspect:
+ * events up to the cycle's "exit"/"resume" (the suspend/enter sent late)
+ * are still mapped with it, then the model is reset, and later events are
+ * held until a fresh PONG maps them (as after a reboot). A PONG that comes
+ * first resets it too.
+ *
  * Everything the caller sees goes through a queue of struct
  * sbrig_link_msg; the link never blocks and never calls back.
  */
@@ -82,6 +93,8 @@ struct sbrig_link {
 	int64_t reconnect_delay_ns;
 	int64_t last_rx_ns;		/* silence is measured from here */
 	int64_t up_ns;			/* when the link last came up */
+	int64_t clock_reset_ns;		/* when the clock model was last reset */
+	bool clock_suspect;		/* the target slept: see the top */
 	int64_t opened_ns;
 	int64_t hello_sent_ns;
 	bool hello_kick;		/* say HELLO again at hello_sent + kick */
@@ -157,7 +170,9 @@ static bool hold_for_clock(struct sbrig_link *l, struct sbrig_link_msg *m)
 	e->host_t_ns = 0;
 	e->uncert_ns = -1;
 	return l->state == LINK_UP && strcmp(e->boot_id, l->st.boot_id) == 0 &&
-	       sbrig_now_ns() - l->up_ns < (int64_t)l->opts.timeout_ms * MS;
+	       sbrig_now_ns() - (l->up_ns > l->clock_reset_ns ? l->up_ns :
+				 l->clock_reset_ns) <
+	       (int64_t)l->opts.timeout_ms * MS;
 }
 
 int sbrig_link_next(struct sbrig_link *l, struct sbrig_link_msg *msg)
@@ -372,6 +387,16 @@ static void on_open(struct sbrig_link *l, int64_t now)
 	send_hello(l, now);
 }
 
+/* The target woke: fit the clock model afresh, ping at once. */
+static void clock_restart(struct sbrig_link *l, int64_t now)
+{
+	sbrig_dbg("link %s: target slept: clock model restarted", l->uri);
+	sbrig_clock_reset(l->clock);
+	l->clock_reset_ns = now;
+	l->clock_suspect = false;
+	l->next_ping_ns = now;
+}
+
 static void handle_hello(struct sbrig_link *l, const struct sbrig_proto_msg *p,
 			 int64_t now)
 {
@@ -430,6 +455,9 @@ static void handle_ev(struct sbrig_link *l, const struct sbrig_proto_msg *p,
 		return;
 	}
 	l->st.next_seq++;
+	if (l->clock_suspect && (!strcmp(p->ev.type, "exit") ||
+				 !strcmp(p->ev.type, "resume")))
+		clock_restart(l, now);
 	m = q_push(l, SBRIG_LINK_EVENT);
 	if (!m)
 		return;
@@ -534,6 +562,12 @@ static void handle_pong(struct sbrig_link *l, const struct sbrig_proto_msg *p,
 
 	if (slot->token != p->pong.token || !slot->sent_ns)
 		return;			/* stale or duplicate */
+	if (slot->sent_ns < l->clock_reset_ns) {
+		slot->sent_ns = 0;	/* asked before the target slept */
+		return;
+	}
+	if (l->clock_suspect)
+		clock_restart(l, now);
 	ret = sbrig_clock_add_ping(l->clock, slot->sent_ns, now,
 				   p->pong.t_boot_ns);
 	m = q_push(l, SBRIG_LINK_CLOCK);
@@ -618,6 +652,9 @@ static void handle_line(struct sbrig_link *l, const char *line, size_t len,
 		return;
 	}
 	l->st.frames_ok++;
+	if (l->st.last_rx_ns && now - l->st.last_rx_ns >
+	    2 * (int64_t)l->opts.ping_interval_ms * MS + 500 * MS)
+		l->clock_suspect = true;
 	l->last_rx_ns = now;
 	l->st.last_rx_ns = now;
 	handle_frame(l, &p, now);
