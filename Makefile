@@ -23,7 +23,11 @@ $(KSRC)/scripts/checkpatch.pl:
 		linux-source-6.1/scripts/const_structs.checkpatch
 	touch $@
 
-demo: deps
+demo: deps host
+	$(PY) rig/demo/rig_demo.py
+
+# The module alone on a QEMU target (no rig): the keypad walkthrough.
+demo-module: deps
 	$(PY) rig/demo/module_demo.py
 
 # The host programs: release build (what the guests and benchmarks run)
@@ -52,4 +56,4 @@ install: host
 clean:
 	rm -rf build
 
-.PHONY: all deps host demo test bench install clean
+.PHONY: all deps host demo demo-module test bench install clean

@@ -49,6 +49,8 @@ def pytest_configure(config):
         "markers", "arch(*names): run only on these guest arches (amd64, armhf)")
     config.addinivalue_line(
         "markers", "s3: needs suspend-to-RAM (ACPI S3): runs on amd64 only")
+    config.addinivalue_line(
+        "markers", "demo: runs the whole demo on the virtual rig (-m 'not demo' skips it)")
 
 
 def test_arches(node_or_metafunc) -> list[str]:
