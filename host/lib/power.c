@@ -503,6 +503,9 @@ static int chan_read_opt(struct sbrig_power *pwr, struct iio_channel *ch,
 			 iio_channel_get_id(ch), attr);
 		return iio_fail(pwr, (int)ret, what);
 	}
+	if ((size_t)ret < size)
+		val[ret] = '\0';
+	val[size - 1] = '\0';
 	return 0;
 }
 
@@ -752,36 +755,42 @@ int sbrig_power_read_now(struct sbrig_power *pwr, struct sbrig_sample *s)
 
 /* ---- the queue --------------------------------------------------------- */
 
-static inline void q_put(struct sbrig_power *pwr, const struct power_item *it)
+/* The next free slot (there must be one); the item is then queued. */
+static inline struct power_item *q_push(struct sbrig_power *pwr)
 {
 	size_t i = pwr->q_head + pwr->q_len;
 
 	if (i >= pwr->q_cap)
 		i -= pwr->q_cap;
-	pwr->q[i] = *it;
 	pwr->q_len++;
+	return &pwr->q[i];
+}
+
+static inline void q_put(struct sbrig_power *pwr, const struct power_item *it)
+{
+	*q_push(pwr) = *it;
 }
 
 /* Called with pwr->lock held. */
 static inline void queue_sample(struct sbrig_power *pwr, const struct sbrig_sample *s)
 {
-	struct power_item it = { .is_gap = false };
+	struct power_item *it;
 
 	if (pwr->q_dropped) {
 		if (pwr->q_len + 2 > pwr->q_cap)
 			goto drop;
-		it.is_gap = true;
-		it.g.t_ns = pwr->q_last_t_ns;
-		it.g.next_t_ns = s->t_ns;
-		it.g.missing = pwr->q_dropped;
-		q_put(pwr, &it);
+		it = q_push(pwr);
+		it->is_gap = true;
+		it->g.t_ns = pwr->q_last_t_ns;
+		it->g.next_t_ns = s->t_ns;
+		it->g.missing = pwr->q_dropped;
 		pwr->q_dropped = 0;
-		it.is_gap = false;
 	}
 	if (pwr->q_len == pwr->q_cap)
 		goto drop;
-	it.s = *s;
-	q_put(pwr, &it);
+	it = q_push(pwr);
+	it->is_gap = false;
+	it->s = *s;
 	pwr->q_last_t_ns = s->t_ns;
 	return;
 drop:
