@@ -23,8 +23,9 @@
  * converted with precomputed integer factors (struct sbrig_power_conv:
  * IIO scales are decimals with at most 9 fractional digits, so exact) and
  * pushed to a bounded queue (power->lock, taken once per buffer). The
- * eventfd is written only when it is not already readable (efd_armed), so
- * a caller that keeps up costs one write and one read per buffer. The
+ * eventfd is written only when it is not already readable (efd_armed), and
+ * for plain samples at most every WAKE_INTERVAL_NS (take_buffer()): waking
+ * the caller's thread costs more than the samples of a small buffer. The
  * caller's poll() loop only ever takes what is queued. sbrig_power_stop()
  * cancels the buffer (iio_buffer_cancel) and joins the thread.
  *
@@ -988,13 +989,15 @@ void queue_scans(struct sbrig_power *pwr, const char *start, const char *end,
  * a buffer after libiio's own I/O (a context switch, a poll() and a read()
  * of the eventfd in the caller), so plain samples wake it at most every
  * WAKE_INTERVAL_NS: with small buffers (256 samples at 3571 S/s: 72 ms)
- * every other buffer. A gap, an overrun or a queue over half full wakes it
- * at once, as does the end of the capture (thread_end()).
+ * every other buffer. Gaps are data like samples (the ina2xx-adc under
+ * load drops samples in most buffers): they wait too. An overrun or a
+ * queue over half full wakes it at once, as does the end of the capture
+ * (thread_end()).
  */
 static void take_buffer(struct sbrig_power *pwr, const char *start,
 			const char *end, ptrdiff_t step, int64_t arrival)
 {
-	uint64_t gaps, overruns;
+	uint64_t overruns;
 	bool wake;
 
 	if (pwr->remote) {
@@ -1005,7 +1008,6 @@ static void take_buffer(struct sbrig_power *pwr, const char *start,
 	}
 
 	pthread_mutex_lock(&pwr->lock);
-	gaps = pwr->stats.gaps;
 	overruns = pwr->stats.overruns;
 	if (pwr->plain)
 		queue_scans(pwr, start, end, step, true);
@@ -1014,7 +1016,7 @@ static void take_buffer(struct sbrig_power *pwr, const char *start,
 	wake = false;
 	if (pwr->q_len &&
 	    (arrival - pwr->last_wake_ns >= WAKE_INTERVAL_NS ||
-	     pwr->stats.gaps != gaps || pwr->stats.overruns != overruns ||
+	     pwr->stats.overruns != overruns ||
 	     2 * pwr->q_len > pwr->q_cap)) {
 		pwr->last_wake_ns = arrival;
 		wake = arm_locked(pwr);

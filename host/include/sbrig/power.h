@@ -115,8 +115,8 @@ int sbrig_power_stop(struct sbrig_power *pwr);
 /**
  * sbrig_power_fd() - eventfd readable when samples, gaps or an error wait
  *
- * Samples make it readable at most every 0.1 s (at small buffer sizes,
- * only every few buffers); gaps, overruns, a queue half full, the end of
+ * Samples and gaps make it readable at most every 0.1 s (at small buffer
+ * sizes, only every few buffers); overruns, a queue half full, the end of
  * the capture and sbrig_power_stop() make it readable at once.
  *
  * Return: an fd owned by @pwr (valid from sbrig_power_new() on).
