@@ -35,9 +35,8 @@ def vr(tmp_path_factory):
     subprocess.run(["make", "-C", str(REPO / "host"), "VARIANT=asan", "-j2"],
                    check=True, capture_output=True)
     d = tmp_path_factory.mktemp("vrig")
-    rig = VirtualRig(d, sbrigd=True, sbrigd_bin=BIN / "sbrigd", name="vrig-test",
-                     # the target sleeps for seconds: silence is not death
-                     sbrigd_args=["-o", "timing.link_timeout_ms=60000"])
+    # default link timings: the link must pick the target up when it wakes
+    rig = VirtualRig(d, sbrigd=True, sbrigd_bin=BIN / "sbrigd", name="vrig-test")
     rig.start()
     try:
         yield rig
@@ -134,13 +133,10 @@ def test_qmp_key_wakes_the_target(vr):
     vr.vm.wait_qmp_event("SUSPEND", 30, since=mark)
 
 
-# Found broken (see the report in the commit): under opportunistic S3 the
-# agent is frozen before its 'suspend' frame leaves, so that frame arrives
-# together with the same cycle's 'exit'/'resume' after the next wake; the
-# engine then voids every round and never presses. Needs the module or the
-# agent to flush the event log before freezing (e.g. EPOLLWAKEUP on it).
-@pytest.mark.xfail(reason="the target's 'suspend' event only reaches the host "
-                   "after the next wake (agent frozen first)", strict=True)
+# A real target: its agent is frozen before the suspend, so each cycle's
+# suspend/enter reach the host after the wake with exit/resume; the engine
+# waits for the link to be quiet (asleep), presses, and measures to the
+# first resume stamped after the press.
 def test_latency_over_three_presses(vr, tmp_path):
     csv_path = tmp_path / "lat.csv"
     out = sbrig(vr, "latency", "-n", "3", "--key", "power", "--csv", str(csv_path),
@@ -149,17 +145,21 @@ def test_latency_over_three_presses(vr, tmp_path):
     rows = list(csv.DictReader(open(csv_path)))
     assert len(rows) == 3
     for r in rows:
-        assert 0 < int(r["latency_ns"]) < 3000 * MS, rows
-    events = vr.vm.run_ok("cat /sys/kernel/debug/suspend_blocker_events")
-    assert len(re.findall(r"\tresume\t", events)) >= 3
+        # TCG guest: resume takes tens to hundreds of ms, not seconds. The
+        # clock model restarts at each wake (the guest's BOOTTIME jumps by
+        # its RTC-measured sleep time) and the target sleeps again soon, so
+        # a few pings fix it: the uncertainty is tens of ms
+        lat, unc = int(r["latency_ns"]), int(r["uncert_ns"])
+        assert 0 <= unc < 500 * MS, rows
+        assert -unc < lat < 3000 * MS, rows
+    summary = dict(re.findall(r"^(\w+): ([\d.]+)$", out, re.M))
+    assert summary["n"] == "3", out
+    # (the guest's shell cannot be asked: it is asleep again)
+    assert len(re.findall(r"^\d/3 [\d.]+ ms \+/- [\d.]+ ms$", out, re.M)) == 3, out
 
 
-# Found broken: the scenario's first agent command goes to a target in S3;
-# bytes sent to a UART in S3 are lost and do not wake it (FACTS.md), so
-# the agent never answers. Needs a wake-on-receive model of the target's
-# UART (e.g. vrig proxying the target port and waking the guest when host
-# bytes arrive) or a rig step that wakes the target first.
-@pytest.mark.xfail(reason="agent commands do not reach a target in S3", strict=True)
+# rig/scenarios/hold.scn: wait asleep, press power, wait event resume, then
+# the agent holds a blocker (the command reaches the woken target).
 def test_scenario_with_a_blocker(vr, tmp_path):
     cap = tmp_path / "hold"
     out = sbrig(vr, "run", str(REPO / "rig/scenarios/hold.scn"), "-o", str(cap),
@@ -177,5 +177,12 @@ def test_scenario_with_a_blocker(vr, tmp_path):
     awake = [ua for t, ua in s if tb + 100 * MS <= t <= tu - 100 * MS]
     asleep = [ua for t, ua in s if ua == PowerModel.SUSPEND_UA]
     assert awake and asleep
+    # the target was asleep before the scenario's press woke it
+    with open(cap / "stimuli.tsv") as f:
+        st = list(csv.DictReader(f, delimiter="\t"))
+    press = [int(x["t_ns"]) for x in st if x["what"] == "press"]
+    assert len(press) == 1 and press[0] < tb, st
+    assert any(ua == PowerModel.SUSPEND_UA for t, ua in s if t < press[0])
+    assert "wait asleep" in out and "status: complete" in out, out
     assert min(awake) > PowerModel.SUSPEND_UA
     assert sum(awake) / len(awake) >= PowerModel.IDLE_UA

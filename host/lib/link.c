@@ -35,8 +35,8 @@
  * 500 ms (the agent was frozen: the target slept), the model is suspect:
  * events up to the cycle's "exit"/"resume" (the suspend/enter sent late)
  * are still mapped with it, then the model is reset, and later events are
- * held until a fresh PONG maps them (as after a reboot). A PONG that comes
- * first resets it too.
+ * held until CLOCK_SETTLE_SAMPLES fresh PONGs (pinged every FAST_PING_NS)
+ * map them, or the timeout passes. A PONG that comes first resets it too.
  *
  * Everything the caller sees goes through a queue of struct
  * sbrig_link_msg; the link never blocks and never calls back.
@@ -62,6 +62,8 @@
 #define ACK_EVERY		32
 #define RECONNECT_MAX_FACTOR	8
 #define HELLO_KICK_NS		(200 * MS)
+#define CLOCK_SETTLE_SAMPLES	4	/* after a restart, before events */
+#define FAST_PING_NS		(250 * MS)
 
 enum link_state {
 	LINK_DOWN,
@@ -95,6 +97,7 @@ struct sbrig_link {
 	int64_t up_ns;			/* when the link last came up */
 	int64_t clock_reset_ns;		/* when the clock model was last reset */
 	bool clock_suspect;		/* the target slept: see the top */
+	unsigned int fast_pings;	/* pings left at FAST_PING_NS */
 	int64_t opened_ns;
 	int64_t hello_sent_ns;
 	bool hello_kick;		/* say HELLO again at hello_sent + kick */
@@ -158,13 +161,30 @@ static struct sbrig_link_msg *q_push(struct sbrig_link *l,
  * dequeued; while the link is up and young, the queue waits for that
  * first PONG rather than hand out events without host time.
  */
+/*
+ * After a restart (the target slept) the model needs a few samples before
+ * it maps well (the first PONGs of a waking target can be slow): events
+ * wait for CLOCK_SETTLE_SAMPLES of them, or the timeout.
+ */
+static bool clock_settling(struct sbrig_link *l, int64_t now)
+{
+	struct sbrig_clock_state cs;
+
+	if (!l->clock_reset_ns ||
+	    now - l->clock_reset_ns >= (int64_t)l->opts.timeout_ms * MS)
+		return false;
+	sbrig_clock_get_state(l->clock, &cs);
+	return cs.samples < CLOCK_SETTLE_SAMPLES;
+}
+
 static bool hold_for_clock(struct sbrig_link *l, struct sbrig_link_msg *m)
 {
 	struct sbrig_event *e = &m->event;
 
 	if (m->type != SBRIG_LINK_EVENT || e->uncert_ns != -1)
 		return false;
-	if (sbrig_clock_to_host(l->clock, e->target_t_ns, &e->host_t_ns,
+	if (!clock_settling(l, sbrig_now_ns()) &&
+	    sbrig_clock_to_host(l->clock, e->target_t_ns, &e->host_t_ns,
 				&e->uncert_ns) == 0)
 		return false;
 	e->host_t_ns = 0;
@@ -284,7 +304,12 @@ static void send_ping(struct sbrig_link *l, int64_t now)
 	send_msg(l, &m);
 	/* stamp after queuing: flush happens right after, in this call */
 	slot->sent_ns = now;
-	l->next_ping_ns = now + (int64_t)l->opts.ping_interval_ms * MS;
+	if (l->fast_pings) {
+		l->fast_pings--;
+		l->next_ping_ns = now + FAST_PING_NS;
+	} else {
+		l->next_ping_ns = now + (int64_t)l->opts.ping_interval_ms * MS;
+	}
 }
 
 static int flush_tx(struct sbrig_link *l)
@@ -395,6 +420,7 @@ static void clock_restart(struct sbrig_link *l, int64_t now)
 	l->clock_reset_ns = now;
 	l->clock_suspect = false;
 	l->next_ping_ns = now;
+	l->fast_pings = 2 * CLOCK_SETTLE_SAMPLES;
 }
 
 static void handle_hello(struct sbrig_link *l, const struct sbrig_proto_msg *p,
@@ -468,7 +494,7 @@ static void handle_ev(struct sbrig_link *l, const struct sbrig_proto_msg *p,
 	snprintf(e->type, sizeof(e->type), "%s", p->ev.type);
 	snprintf(e->arg, sizeof(e->arg), "%s", p->ev.arg);
 	e->cut = p->ev.cut;
-	if (sbrig_clock_to_host(l->clock, e->target_t_ns, &e->host_t_ns,
+	if (clock_settling(l, now) || sbrig_clock_to_host(l->clock, e->target_t_ns, &e->host_t_ns,
 				&e->uncert_ns)) {
 		e->host_t_ns = 0;
 		e->uncert_ns = -1;
@@ -964,6 +990,7 @@ int sbrig_link_command(struct sbrig_link *l, const char *cmd,
 void sbrig_link_get_status(struct sbrig_link *l, struct sbrig_link_status *st)
 {
 	*st = l->st;
+	st->queued = (uint32_t)l->q_len;
 }
 
 struct sbrig_clock *sbrig_link_clock(struct sbrig_link *l)

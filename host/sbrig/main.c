@@ -615,10 +615,11 @@ static void latency_progress(const char *text, void *ctx)
 		/* a round the daemon starts again: say so, on its own line */
 		kv_get(text, "event", ev, sizeof(ev));
 		fprintf(tty ? stderr : stdout, "%s%s not measured: the target "
-			"woke %s (%s); waiting until it sleeps again\n",
+			"%s (%s); waiting until it sleeps again\n",
 			tty ? "\r\033[K" : "", i,
-			strcmp(why, "woke_before_press") ? "by itself"
-			: "before the press", ev);
+			!strcmp(why, "no_clock") ? "slept again before its clock "
+			"could be read" : !strcmp(why, "woke_before_press") ?
+			"woke before the press" : "woke by itself", ev);
 		fflush(tty ? stderr : stdout);
 		return;
 	}

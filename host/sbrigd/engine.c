@@ -32,7 +32,15 @@
  * Events stamped before the press (the late "suspend"/"enter" of the cycle
  * the press ends) are skipped. A round is not measured but started again
  * (with a progress line saying why) when an UNTIL event is stamped before
- * the press: the target woke by itself just before it.
+ * the press: the target woke by itself just before it. A target that
+ * nothing holds awake may suspend again before its agent ran (the events
+ * of the wake then wait in the target): when the link stays quiet for
+ * quiet_ms after the press, the key is pressed again ("nudge") so that
+ * they come out; a measurement counts from the last press before UNTIL.
+ * An UNTIL event the link could not map to host time within
+ * LAT_MAX_UNCERT_NS (the target slept again before enough clock exchanges
+ * after its wake) also starts the round again; LAT_MAX_RETRIES rounds in a
+ * row not measured end the request.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -47,6 +55,9 @@
 #define ENG_QUEUE 256
 #define ENG_DEFAULT_TIMEOUT_NS (10 * NS_PER_S)
 #define ENG_REPLY_TIMEOUT_NS (10 * NS_PER_S)
+#define LAT_MAX_PRESS 8
+#define LAT_MAX_UNCERT_NS (250 * NS_PER_MS)
+#define LAT_MAX_RETRIES 20
 
 enum eng_kind { ENG_IDLE, ENG_RUN, ENG_LATENCY, ENG_AGENT };
 
@@ -94,7 +105,10 @@ static struct {
 	char lat_until[12];
 	int64_t lat_press_ns, lat_timeout_ns;
 	enum lat_phase lat_phase;
-	int64_t lat_pressed_at;
+	int64_t lat_press_t[LAT_MAX_PRESS];	/* this round's presses */
+	unsigned int lat_npress;
+	unsigned int lat_retries;	/* rounds in a row not measured */
+	int64_t lat_wake_deadline_ns;
 	int64_t *lat_ns;
 	int64_t lat_uncert_max;
 	/* wait asleep (runs and latency rounds) */
@@ -542,6 +556,55 @@ static void lat_fail(int err, const char *msg)
 	reset();
 }
 
+static void lat_press_done(int err, int64_t press_ns, void *data);
+static void lat_timeout(void *data);
+
+/* Press for this round (the first press or a nudge). */
+static int lat_press(void)
+{
+	int ret = rig_press(eng.lat_key, eng.lat_press_ns,
+			    &eng.lat_press_t[eng.lat_npress], lat_press_done,
+			    &eng);
+
+	if (ret < 0)
+		return ret;
+	eng.lat_npress++;
+	return 0;
+}
+
+/*
+ * After a press: time out at the deadline; press again when the target
+ * has been quiet for quiet_ms since the last press. Return true if the
+ * round goes on (timer armed), false at the deadline.
+ */
+static bool lat_wake_poll(void)
+{
+	int64_t now = sbrig_now_ns(), at = rig_link_asleep_at(), next;
+	int64_t last = eng.lat_press_t[eng.lat_npress - 1];
+	int64_t quiet = (int64_t)rig_config()->quiet_ms * NS_PER_MS;
+	int ret;
+
+	if (now >= eng.lat_wake_deadline_ns)
+		return false;
+	if (at >= 0 && at < last + quiet)
+		at = last + quiet;
+	if (at >= 0 && now >= at && eng.lat_npress < LAT_MAX_PRESS) {
+		ret = lat_press();
+		if (ret < 0) {
+			lat_fail(ret, sbrig_errmsg());
+			return true;
+		}
+		op_line(eng.sink, "progress i=%u/%u nudge=%u", eng.lat_i + 1,
+			eng.lat_n, eng.lat_npress - 1);
+		at = now + quiet;
+	}
+	next = eng.lat_wake_deadline_ns;
+	if (at >= 0 && at < next && eng.lat_npress < LAT_MAX_PRESS)
+		next = at;
+	sched_timer_start(&eng.timer, next, lat_timeout, NULL);
+	return true;
+}
+
 static void lat_timeout(void *data)
 {
 	char t[32], msg[200];
@@ -560,6 +623,8 @@ static void lat_timeout(void *data)
 			 "within %s (its agent quiet for %u ms)", t,
 			 rig_config()->quiet_ms);
 	} else {
+		if (lat_wake_poll())
+			return;
 		snprintf(msg, sizeof(msg), "no '%s' event within %s of the "
 			 "press", eng.lat_until, t);
 	}
@@ -577,6 +642,11 @@ static void lat_round(void)
 /* The target woke without our press: wait until it sleeps again. */
 static void lat_retry(const char *why, const struct sbrig_event *ev)
 {
+	if (++eng.lat_retries == LAT_MAX_RETRIES) {
+		lat_fail(-EAGAIN, "no round could be measured in "
+			 "20 attempts in a row");
+		return;
+	}
 	op_line(eng.sink, "progress i=%u/%u retry=%s event=%s", eng.lat_i + 1,
 		eng.lat_n, why, ev->type);
 	lat_round();
@@ -593,6 +663,7 @@ static void lat_press_done(int err, int64_t press_ns, void *data)
 /* Look at the stream for what the current phase waits for. */
 static void lat_step(void)
 {
+	unsigned int k;
 	int ret;
 
 	while (eng.kind == ENG_LATENCY) {
@@ -612,24 +683,30 @@ static void lat_step(void)
 			/* the late suspend/enter of the cycle, the rest */
 			if (it->is_edge || strcmp(it->ev.type, eng.lat_until))
 				continue;
-			if (it->ev.uncert_ns < 0) {
-				lat_fail(-EAGAIN, "the link's clock model cannot "
-					 "map target time yet (no clock "
-					 "exchanges since the target's boot)");
-				return;
+			if (it->ev.uncert_ns < 0 ||
+			    it->ev.uncert_ns > LAT_MAX_UNCERT_NS) {
+				/* it slept again before (enough) clock
+				 * exchanges: no good host time for it */
+				lat_retry("no_clock", &it->ev);
+				continue;
 			}
-			if (it->ev.host_t_ns + it->ev.uncert_ns <
-			    eng.lat_pressed_at) {
+			/* the last press it may have followed */
+			for (k = eng.lat_npress; k > 0; k--)
+				if (eng.lat_press_t[k - 1] <=
+				    it->ev.host_t_ns + it->ev.uncert_ns)
+					break;
+			if (!k) {
 				lat_retry("woke_before_press", &it->ev);
 				continue;
 			}
 			eng.lat_ns[eng.lat_i] = it->ev.host_t_ns -
-				eng.lat_pressed_at;
+				eng.lat_press_t[k - 1];
 			if (it->ev.uncert_ns > eng.lat_uncert_max)
 				eng.lat_uncert_max = it->ev.uncert_ns;
 			op_line(eng.sink, "progress i=%u/%u latency_ns=%" PRId64
 				" uncert_ns=%" PRId64, eng.lat_i + 1, eng.lat_n,
 				eng.lat_ns[eng.lat_i], it->ev.uncert_ns);
+			eng.lat_retries = 0;
 			if (++eng.lat_i == eng.lat_n) {
 				lat_finish();
 				return;
@@ -637,9 +714,8 @@ static void lat_step(void)
 			lat_round();
 			continue;
 		case L_PRESS:
-			ret = rig_press(eng.lat_key, eng.lat_press_ns,
-					&eng.lat_pressed_at, lat_press_done,
-					&eng);
+			eng.lat_npress = 0;
+			ret = lat_press();
 			if (ret < 0) {
 				lat_fail(ret, sbrig_errmsg());
 				return;
@@ -647,9 +723,9 @@ static void lat_step(void)
 			eng.lat_phase = L_WAKE;
 			/* only what comes after the press counts */
 			eng.qlen = 0;
-			sched_timer_start(&eng.timer, sbrig_now_ns() +
-					  eng.lat_timeout_ns, lat_timeout,
-					  NULL);
+			eng.lat_wake_deadline_ns = eng.lat_press_t[0] +
+				eng.lat_timeout_ns;
+			lat_wake_poll();
 			continue;
 		}
 	}
@@ -688,6 +764,7 @@ int eng_latency(unsigned int n, const char *key, int64_t press_ns,
 	eng.sink = sink;
 	eng.lat_n = n;
 	eng.lat_i = 0;
+	eng.lat_retries = 0;
 	eng.lat_uncert_max = 0;
 	snprintf(eng.lat_key, sizeof(eng.lat_key), "%s", key);
 	snprintf(eng.lat_until, sizeof(eng.lat_until), "%s", until);

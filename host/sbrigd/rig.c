@@ -596,6 +596,10 @@ int64_t rig_link_asleep_at(void)
 	sbrig_link_get_status(rig.link, &st);
 	if (!st.boot_id[0] || !st.last_rx_ns)
 		return -1;
+	/* events it sent before it slept are still waiting for the clock
+	 * model: not asleep until they are out (look again in 100 ms) */
+	if (st.queued)
+		return sbrig_now_ns() + 100 * NS_PER_MS;
 	return st.last_rx_ns + (int64_t)rig.cfg.quiet_ms * NS_PER_MS;
 }
 

@@ -118,7 +118,8 @@ int rig_press(const char *key, int64_t duration_ns, int64_t *press_ns,
 void rig_forget(void *data);
 /*
  * When the target counts as asleep if the agent stays silent: the last
- * frame's host time + quiet_ms (may be in the past: asleep now); -1 if
+ * frame's host time + quiet_ms (may be in the past: asleep now; later
+ * while the link still holds events back for its clock model); -1 if
  * there is no link or it never was up (no HELLO yet: absent, not asleep).
  */
 int64_t rig_link_asleep_at(void);

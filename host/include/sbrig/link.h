@@ -131,6 +131,8 @@ struct sbrig_link_msg {
  *	none yet). A healthy agent sends a frame at least once a second (BEAT,
  *	PONG), so a long quiet time means its user space is not running: a
  *	suspended (or dead) target. sbrigd's "asleep" test is built on it.
+ * @queued: decoded messages not yet taken with sbrig_link_next() (events
+ *	wait there for the clock model after a connect or a target's sleep)
  */
 struct sbrig_link_status {
 	bool connected;
@@ -144,6 +146,7 @@ struct sbrig_link_status {
 	uint64_t next_seq;
 	uint64_t events_lost;
 	int64_t last_rx_ns;
+	uint32_t queued;
 };
 
 /**
