@@ -159,7 +159,16 @@ def test_latency_over_three_presses(vr, tmp_path):
 
 
 # rig/scenarios/hold.scn: wait asleep, press power, wait event resume, then
-# the agent holds a blocker (the command reaches the woken target).
+# the agent holds a blocker. Found broken on this target: nothing keeps the
+# woken guest awake, so opportunistic suspend takes it down again within
+# milliseconds of the resume (the agent just gets its events out) and the
+# hold command, sent at once and resent by the link at each wake, does not
+# reach a running agent before the step's 10 s reply timeout; the run fails
+# with "the agent did not answer in 10 s: the target is asleep ...". Needs
+# the agent to keep the target awake briefly after a wake while the host
+# link is active (e.g. a short blocker on resume), on the target side.
+@pytest.mark.xfail(reason="the woken target suspends again before the agent "
+                   "receives the hold (agent-side keep-awake needed)", strict=True)
 def test_scenario_with_a_blocker(vr, tmp_path):
     cap = tmp_path / "hold"
     out = sbrig(vr, "run", str(REPO / "rig/scenarios/hold.scn"), "-o", str(cap),

@@ -679,8 +679,15 @@ static void handle_line(struct sbrig_link *l, const char *line, size_t len,
 	}
 	l->st.frames_ok++;
 	if (l->st.last_rx_ns && now - l->st.last_rx_ns >
-	    2 * (int64_t)l->opts.ping_interval_ms * MS + 500 * MS)
+	    2 * (int64_t)l->opts.ping_interval_ms * MS + 500 * MS) {
+		unsigned int i;
+
+		/* the target slept and runs again, maybe briefly: commands
+		 * sent meanwhile were lost, send them now */
 		l->clock_suspect = true;
+		for (i = 0; i < l->n_cmds; i++)
+			l->cmds[i].sent_ns = 0;
+	}
 	l->last_rx_ns = now;
 	l->st.last_rx_ns = now;
 	handle_frame(l, &p, now);

@@ -316,10 +316,19 @@ static void run_timer(void *data)
 		*strstr(step, " timeout ") = '\0';
 		run_fail(-ETIMEDOUT, "%s timed out after %s", step, t);
 		return;
-	case W_REPLY:
-		run_fail(-ETIMEDOUT, "the agent did not answer in %" PRId64
-			 " s", ENG_REPLY_TIMEOUT_NS / NS_PER_S);
+	case W_REPLY: {
+		int64_t at = rig_link_asleep_at();
+
+		if (at >= 0 && sbrig_now_ns() >= at)
+			run_fail(-ETIMEDOUT, "the agent did not answer in %"
+				 PRId64 " s: the target is asleep (the command "
+				 "reaches it when it wakes)",
+				 ENG_REPLY_TIMEOUT_NS / NS_PER_S);
+		else
+			run_fail(-ETIMEDOUT, "the agent did not answer in %"
+				 PRId64 " s", ENG_REPLY_TIMEOUT_NS / NS_PER_S);
 		return;
+	}
 	default:
 		return;
 	}
