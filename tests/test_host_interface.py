@@ -442,6 +442,8 @@ def test_sbrig_capture_survives_vanished_ina226(hostif, sbrigd, tmp_path):
 
 LAT_DELAY_NS = 300_000_000      # the fake target's wakeup latency D
 LAT_N = 5
+QUIET_NS = 2_500_000_000        # [timing] quiet_ms (default) of the rig
+PING_NS = 500_000_000           # rig/vm-hostif.conf ping_interval_ms
 
 
 def _wait_value(h: HostIf, line: int, want: int, timeout: float = 15):
@@ -462,40 +464,51 @@ def _wait_value(h: HostIf, line: int, want: int, timeout: float = 15):
 
 
 def test_sbrig_latency(hostif, agent, sbrigd, tmp_path):
-    """sbrig latency against a target that suspends and takes D to wake.
+    """sbrig latency against a target that suspends and takes D to wake,
+    in the order a real target produces: its user space (the agent) is
+    frozen before it suspends, so it falls silent, and that cycle's
+    suspend + enter reach the rig only after the wake, with exit + resume.
 
     FakeAgent plays the target (a mock: no target behind this UART): it
-    logs suspend + enter; the test watches the power key's line from
-    outside; once the press is seen, the target logs exit + resume stamped
-    D after that moment on its clock (the PONG clock the rig's clock model
-    maps), and, once that time has come, suspends again. Each measured
+    goes silent (sleep(): no frames, what the rig sends is lost) and logs
+    suspend + enter stamped then; the test watches the power key's line
+    from outside; once the press is seen, the target logs exit + resume
+    stamped D after that moment on its clock (the PONG clock the rig's
+    clock model maps) and wakes: everything is sent now. Each measured
     latency is D plus the time between the press and its detection, which
-    the polling brackets, within the clock model's uncertainty."""
+    the polling brackets, within the clock model's uncertainty; the press
+    comes only once the agent was quiet for quiet_ms."""
     vm = hostif.vm
     _wait_guest(vm, f"{_sbrig('status')} | grep -q {AGENT_BOOT_ID}", 20)
     assert hostif.sim_value(LINE_POWER) == 0
     lat = vm.start_bg(_sbrig(f"latency -n {LAT_N} --csv /tmp/lat.csv"))
-    # events before the request started are not the target suspending
     _wait_guest(vm, f"{_sbrig('status')} | grep -q 'operation: running'", 20)
     seq = agent.head
     bounds = []
     for i in range(LAT_N):
-        t_enter = time.monotonic_ns()
-        agent.send_event(seq, t_enter - 1_000_000, "suspend", "mem")
-        agent.send_event(seq + 1, t_enter, "enter", "mem")
+        agent.sleep()
+        t_sleep = agent.asleep_since
+        agent.send_event(seq, t_sleep - 1_000_000, "suspend", "mem")
+        agent.send_event(seq + 1, t_sleep, "enter", "mem")
         seq += 2
         before, seen = _wait_value(hostif, LINE_POWER, 1)
-        # the first read after the enter saw the key released: no press
-        # came before the target had entered its sleep state
-        assert before is not None and before >= t_enter, f"round {i}: " \
-            "the key was already pressed when the target entered suspend"
+        # the first read after the sleep saw the key released: no press
+        # came before the target went quiet, and none before quiet_ms of
+        # silence (counted from the last PONG, a ping period before at most)
+        assert before is not None and before >= t_sleep, f"round {i}: " \
+            "the key was already pressed when the target fell asleep"
+        assert seen >= t_sleep + QUIET_NS - PING_NS, \
+            f"round {i}: pressed {(seen - t_sleep) / 1e6:.0f} ms after the sleep"
         woke = seen + LAT_DELAY_NS
         agent.send_event(seq, woke, "exit", "mem")
         agent.send_event(seq + 1, woke + 1_000_000, "resume", "0")
         seq += 2
+        agent.wake()
         bounds.append((LAT_DELAY_NS + 1_000_000,
                        LAT_DELAY_NS + 1_000_000 + seen - before))
         _wait_value(hostif, LINE_POWER, 0)
+        # the rig has the round's events before the target sleeps again
+        lat.wait_output(rf"^{i + 1}/{LAT_N} [0-9.]+ ms", 20)
         # the target is awake until its resume time has come
         while time.monotonic_ns() < woke + 2_000_000:
             time.sleep(0.01)
@@ -534,57 +547,56 @@ def test_sbrig_latency(hostif, agent, sbrigd, tmp_path):
 
 
 def test_sbrig_latency_without_suspend_times_out(hostif, agent, sbrigd):
-    """A target that never suspends: exit 1 naming the wait, nothing kept
-    pressed, and the daemon free for the next request."""
+    """A target that never sleeps (its agent keeps answering): exit 1
+    naming the wait, nothing pressed, and the daemon free for the next
+    request."""
     vm = hostif.vm
     rc, out = vm.run(_sbrig("latency -n 2 --timeout 1s"), timeout=30)
     assert rc == 1, out
-    assert "0/2 measured: the target did not start a suspend within 1s" in out, out
+    assert "0/2 measured: the target did not fall asleep within 1s" in out, out
     assert hostif.sim_value(LINE_POWER) == 0
     vm.run_ok(_sbrig("status") + " | grep -q 'operation: none'")
 
 
 def test_sbrig_latency_round_again_when_the_target_woke_by_itself(
         hostif, agent, sbrigd):
-    """A round where the target did not stay suspended is not measured:
-    a suspend aborted during the settle time gets no press, and a resume
-    stamped before the press (the target woke by itself just before it)
-    is no wakeup latency. Each says so, and the next suspend is measured."""
+    """A round where the target woke by itself just before the press (its
+    resume is stamped before the press) is not measured: a line says so,
+    nothing is pressed while the target is awake (its agent answers), and
+    the round is measured at the next sleep."""
     vm = hostif.vm
     lat = vm.start_bg(_sbrig("latency -n 1"))
     _wait_guest(vm, f"{_sbrig('status')} | grep -q 'operation: running'", 20)
     seq = agent.head
-    t = time.monotonic_ns()
-    agent.send_event(seq, t, "suspend", "mem")
-    agent.send_event(seq + 1, t + 1_000_000, "abort", "-16")
+    agent.sleep()
+    t_sleep = agent.asleep_since
+    agent.send_event(seq, t_sleep, "suspend", "mem")
+    agent.send_event(seq + 1, t_sleep + 1_000_000, "enter", "mem")
     seq += 2
-    lat.wait_output(r"^1/1 not measured: the target woke during the settle "
-                    r"time \(abort\); waiting for its next suspend$", 15)
-    # settle_ms (200 ms) passes without a press
-    end = time.monotonic() + 0.6
+    before, seen = _wait_value(hostif, LINE_POWER, 1)
+    assert before is not None and before >= t_sleep
+    # it had woken by itself: exit and resume stamped before the press
+    agent.send_event(seq, t_sleep + 2_000_000, "exit", "mem")
+    agent.send_event(seq + 1, t_sleep + 3_000_000, "resume", "0")
+    seq += 2
+    agent.wake()
+    lat.wait_output(r"^1/1 not measured: the target woke before the press "
+                    r"\(resume\); waiting until it sleeps again$", 15)
+    _wait_value(hostif, LINE_POWER, 0)
+    # awake (answering pings) for longer than quiet_ms: no press
+    end = time.monotonic() + QUIET_NS / 1e9 + 1
     while time.monotonic() < end:
         assert hostif.sim_value(LINE_POWER) == 0, "pressed an awake target"
 
-    t_enter = time.monotonic_ns()
-    agent.send_event(seq, t_enter, "suspend", "mem")
-    agent.send_event(seq + 1, t_enter + 1_000_000, "enter", "mem")
+    agent.sleep()
+    t_sleep = agent.asleep_since
+    agent.send_event(seq, t_sleep, "suspend", "mem")
+    agent.send_event(seq + 1, t_sleep + 1_000_000, "enter", "mem")
     seq += 2
     before, seen = _wait_value(hostif, LINE_POWER, 1)
-    assert before is not None and before >= t_enter
-    agent.send_event(seq, t_enter + 2_000_000, "exit", "mem")
-    agent.send_event(seq + 1, t_enter + 3_000_000, "resume", "0")
-    seq += 2
-    lat.wait_output(r"^1/1 not measured: the target woke before the press "
-                    r"\(resume\)", 15)
-    _wait_value(hostif, LINE_POWER, 0)
-
-    t_enter = time.monotonic_ns()
-    agent.send_event(seq, t_enter, "suspend", "mem")
-    agent.send_event(seq + 1, t_enter + 1_000_000, "enter", "mem")
-    seq += 2
-    before, seen = _wait_value(hostif, LINE_POWER, 1)
-    assert before is not None and before >= t_enter
+    assert before is not None and before >= t_sleep
     agent.send_event(seq, seen + LAT_DELAY_NS, "resume", "0")
+    agent.wake()
     assert lat.wait(30) == 0, lat.output()
     m = re.search(r"^1/1 ([\d.]+) ms \+/- ([\d.]+) ms$", lat.output(), re.M)
     assert m, lat.output()
