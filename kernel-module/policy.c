@@ -79,6 +79,17 @@ static atomic_t sb_kick_gen = ATOMIC_INIT(0);
 /* The worker armed the wakeup-count check. */
 static bool sb_armed;
 
+/*
+ * How long unknown_wakeups stays active after a wakeup no blocker claimed.
+ * Not in the seed: see "unknown_wakeup_hold_ms" in
+ * Documentation/suspend-block.rst.
+ */
+static unsigned int sb_unknown_wakeup_hold_ms;
+module_param_named(unknown_wakeup_hold_ms, sb_unknown_wakeup_hold_ms, uint,
+		   0644);
+MODULE_PARM_DESC(unknown_wakeup_hold_ms,
+		 "ms to keep unknown_wakeups active after a wakeup no blocker claimed (0: release at once, as the seed)");
+
 /**
  * sb_worker_kick() - make the worker re-evaluate
  *
@@ -317,6 +328,34 @@ static void sb_worker_backoff(unsigned int ms)
 					 msecs_to_jiffies(ms));
 }
 
+/**
+ * sb_worker_hold_unknown_wakeup() - keep the system up after an unclaimed wakeup
+ *
+ * Activates unknown_wakeups and, if the unknown_wakeup_hold_ms parameter
+ * is not 0, keeps it active for that many ms, or until the worker must
+ * stop or the policy is no longer opportunistic, whichever comes first;
+ * then releases it. Other blockers may be activated
+ * and released meanwhile; they do not end the hold. The wait is
+ * TASK_IDLE: a SIGUSR1 from sb_worker_interrupt() does not end it (a
+ * stale one must not cut a hold short), the policy change that sent it
+ * does, through the kick that follows it.
+ *
+ * Context: the worker thread; sleeps.
+ */
+static void sb_worker_hold_unknown_wakeup(void)
+{
+	unsigned int ms = READ_ONCE(sb_unknown_wakeup_hold_ms);
+
+	suspend_block(&sb_unknown_wakeup);
+	if (ms)
+		wait_event_idle_timeout(sb_worker_wait,
+					kthread_should_stop() ||
+					READ_ONCE(sb_policy) !=
+					SB_POLICY_OPPORTUNISTIC,
+					msecs_to_jiffies(ms));
+	suspend_unblock(&sb_unknown_wakeup);
+}
+
 static int sb_worker_fn(void *unused)
 {
 	unsigned int backoff_ms = 0;
@@ -342,8 +381,7 @@ static int sb_worker_fn(void *unused)
 		if (sb_event_num() == entry_num) {
 			if (sb_debug_mask & SB_DEBUG_SUSPEND)
 				pr_info("pm_suspend returned with no event\n");
-			suspend_block(&sb_unknown_wakeup);
-			suspend_unblock(&sb_unknown_wakeup);
+			sb_worker_hold_unknown_wakeup();
 		}
 		/* Back off only while suspend keeps failing for no reason. */
 		if (ret && sb_event_num() == entry_num + 1)
