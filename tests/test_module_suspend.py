@@ -135,6 +135,11 @@ def test_opportunistic_cycle_counts_unknown_wakeups(target):
     resume1 = [e for e in evs if e.type == "resume"][0]
     suspend2 = [e for e in evs if e.type == "suspend"][1]
     assert suspend2.t_ns - resume1.t_ns < 2000 * MS
+    # unknown_wakeup_hold_ms=0 (default): released at once, as the seed
+    released = next(e for e in evs if e.type == "unblock"
+                    and e.name == "unknown_wakeups")
+    assert released.seq > unknown[0].seq
+    assert released.t_ns - unknown[0].t_ns < 100 * MS
     assert sb.sysfs(vm, "policy") == "forced [opportunistic]"
 
 
@@ -197,6 +202,97 @@ def test_kernel_wakeup_source_keeps_opportunistic_suspend_off(target):
     assert [e.type for e in evs if e.type in ("suspend", "resume")] == \
         ["suspend", "resume"]
     assert sb.stats(vm)["sb_test_resume"].active
+
+
+@pytest.mark.s3
+def test_unknown_wakeup_hold_keeps_the_woken_system_up(target):
+    """unknown_wakeup_hold_ms=700: the key wake no blocker claims keeps
+    unknown_wakeups active ~700 ms; the next suspend comes after it."""
+    vm = target
+    sb.reload(vm, unknown_wakeup_hold_ms=700)
+    assert vm.run_ok("cat /sys/module/suspend_block/parameters/"
+                     "unknown_wakeup_hold_ms").strip() == "700"
+    sb.ctl(vm, "hold_after_resumes 2")
+    seq0 = sb.last_seq(vm)
+    cmark, qmark = vm.console_mark(), vm.qmp_mark()
+    pending = vm.run_async(f"echo opportunistic > {sb.SYSFS}/policy; "
+                           f"echo mem > {sb.SYSFS}/state")
+    _wait_sleep(vm, cmark, qmark, nth=1)
+    _wake(vm, "key")
+    _wait_sleep(vm, cmark, qmark, nth=2)  # back to sleep after the hold
+    _wake(vm, "system_wakeup")
+    rc, out = pending.wait(timeout=90)
+    assert rc == 0, out
+
+    evs = sb.events_after(vm, seq0)
+    assert [e.type for e in evs if e.type in ("suspend", "resume")] == \
+        ["suspend", "resume"] * 2
+    held = [e for e in evs if e.type in ("block", "unblock")
+            and e.name == "unknown_wakeups"]
+    assert [e.type for e in held] == ["block", "unblock"]
+    block, unblock = held
+    hold_ms = (unblock.t_ns - block.t_ns) / MS
+    print(f"unknown_wakeups held {hold_ms:.1f} ms (parameter 700)")
+    assert 690 <= hold_ms < 1700
+    resume1 = [e for e in evs if e.type == "resume"][0]
+    suspend2 = [e for e in evs if e.type == "suspend"][1]
+    assert resume1.seq < block.seq
+    assert suspend2.seq > unblock.seq and suspend2.t_ns >= unblock.t_ns
+    st = sb.stats(vm)
+    assert st["unknown_wakeups"].count == 1
+    assert st["unknown_wakeups"].total_time >= 690 * MS
+    assert st["sb_test_resume"].active
+
+
+def _woken_into_a_long_hold(vm, test_module: bool) -> int:
+    """Load with a 60 s hold, suspend opportunistically, wake with
+    system_wakeup; return seq0. The hold keeps the shell usable."""
+    sb.reload(vm, test_module=test_module, unknown_wakeup_hold_ms=60000)
+    seq0 = sb.last_seq(vm)
+    cmark, qmark = vm.console_mark(), vm.qmp_mark()
+    pending = vm.run_async(f"echo opportunistic > {sb.SYSFS}/policy; "
+                           f"echo mem > {sb.SYSFS}/state")
+    _wait_sleep(vm, cmark, qmark)
+    _wake(vm, "system_wakeup")
+    rc, out = pending.wait(timeout=60)
+    assert rc == 0, out
+    sb.wait_stats(vm, lambda st: st["unknown_wakeups"].active)
+    return seq0
+
+
+@pytest.mark.s3
+def test_forced_policy_ends_an_unknown_wakeup_hold(target):
+    vm = target
+    seq0 = _woken_into_a_long_hold(vm, test_module=True)
+    # other blockers come and go during the hold; it stays
+    assert sb.sbprobe_results(vm, "open", "init:during-hold", "block",
+                              "unblock") == ["rc=0"] * 4
+    assert sb.stats(vm)["unknown_wakeups"].active
+    vm.run_ok(f"echo forced > {sb.SYSFS}/policy")
+    st = sb.wait_stats(vm, lambda st: not st["unknown_wakeups"].active,
+                       timeout=5)
+    assert st["unknown_wakeups"].count == 1
+    evs = sb.events_after(vm, seq0)
+    forced = next(e for e in evs if e.type == "policy"
+                  and e.arg.startswith("forced"))
+    unblock = next(e for e in evs if e.type == "unblock"
+                   and e.name == "unknown_wakeups")
+    late_ms = (unblock.t_ns - forced.t_ns) / MS
+    print(f"hold ended {late_ms:.1f} ms after the policy change")
+    assert -50 < late_ms < 500
+    assert [e.type for e in evs if e.type == "suspend"] == ["suspend"]
+
+
+@pytest.mark.s3
+def test_unload_during_an_unknown_wakeup_hold_is_prompt(target):
+    vm = target
+    _woken_into_a_long_hold(vm, test_module=False)
+    t0 = time.monotonic()
+    vm.run_ok("rmmod suspend_block", timeout=20)
+    took = time.monotonic() - t0
+    print(f"rmmod during a 60 s hold took {took:.2f} s")
+    assert took < 10
+    assert vm.run("test -d /sys/module/suspend_block")[0] != 0
 
 
 # ---------------------------------------------------------------- helpers --
