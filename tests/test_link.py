@@ -276,3 +276,87 @@ def test_clock_model_restarted_after_the_target_slept(agent):
             (ev[3], host_wake)
     finally:
         ld.close()
+
+
+def test_clock_model_restarted_after_a_short_sleep(agent):
+    """A sleep shorter than the silence that makes the link suspect (two
+    ping periods + 500 ms) still steps the target's clock: the 'enter'
+    event (sent late, after the wake) tells the link, so the events of the
+    wake are mapped with a fresh model, not the one from before."""
+    ld = LinkDump(f"tcp:127.0.0.1:{agent.port}")
+    try:
+        ld.wait(lambda ms: len([m for m in ms if m["type"] == "clock"]) >= 3,
+                what="clock samples")
+        agent.sleep()
+        t_sleep = agent.clock()
+        agent.send_event(0, t_sleep, "suspend", "mem")
+        agent.send_event(1, t_sleep + 1_000_000, "enter", "mem")
+        # the target sleeps 300 ms (ping period 200 ms: silence < 900 ms);
+        # its kernel injects a whole second less than that: clock -700 ms
+        time.sleep(0.3)
+        agent.clock_offset_ns = -700_000_000
+        t_wake = agent.clock()
+        agent.send_event(2, t_wake, "exit", "mem")
+        agent.send_event(3, t_wake + 1_000_000, "resume", "0")
+        host_wake = time.monotonic_ns()
+        agent.wake()
+        ld.wait(n_events(4), what="4 events")
+        ev = events(ld)
+        assert [e["ev"] for e in ev] == ["suspend", "enter", "exit", "resume"]
+        assert all(e["uncert_ns"] >= 0 for e in ev), ev
+        # 50 ms: scheduling of this process and the ASan host
+        assert abs(ev[0]["host_t_ns"] - t_sleep) < 50_000_000, ev[0]
+        assert abs(ev[3]["host_t_ns"] - 1_000_000 - host_wake) < 50_000_000, \
+            (ev[3], host_wake)
+    finally:
+        ld.close()
+
+
+def test_events_held_for_the_clock_let_go_when_the_target_sleeps_again(agent):
+    """After a wake the events wait for fresh clock samples; a target that
+    sleeps again before they come does not keep them waiting (for the
+    link timeout): they come out with the samples there were, if any."""
+    ld = LinkDump(f"tcp:127.0.0.1:{agent.port}", "--timeout-ms", "30000")
+    try:
+        ld.wait(lambda ms: len([m for m in ms if m["type"] == "clock"]) >= 3,
+                what="clock samples")
+        agent.sleep()
+        t = agent.clock()
+        agent.send_event(0, t, "enter", "mem")
+        agent.send_event(1, t + 1_000_000, "exit", "mem")
+        agent.send_event(2, t + 2_000_000, "resume", "0")
+        # awake just long enough to send its events, then asleep again:
+        # the pings of the fresh clock model go unanswered
+        agent.wake()
+        agent.sleep()
+        t_sent = time.monotonic()
+        ld.wait(n_events(3), 10, what="3 events")
+        # let go after SETTLE_QUIET_NS (1 s), far before the 30 s timeout
+        assert time.monotonic() - t_sent < 5
+        assert [e["ev"] for e in events(ld)] == ["enter", "exit", "resume"]
+    finally:
+        ld.close()
+
+
+def test_reply_does_not_wait_behind_events_held_for_the_clock(agent):
+    """Events after a wake wait for fresh clock samples (about a second);
+    a command's answer that arrives meanwhile comes out at once."""
+    ld = LinkDump(f"tcp:127.0.0.1:{agent.port}")
+    try:
+        ld.wait(lambda ms: len([m for m in ms if m["type"] == "clock"]) >= 3,
+                what="clock samples")
+        agent.sleep()
+        t = agent.clock()
+        agent.send_event(0, t, "enter", "mem")
+        agent.send_event(1, t + 1_000_000, "exit", "mem")
+        agent.wake()
+        ld.send('hold "after the wake" 100')
+        ld.wait(lambda ms: [m for m in ms if m["type"] == "reply"], 5, what="reply")
+        ld.wait(n_events(2), what="2 events")
+        kinds = [(m["type"], m.get("ev")) for m in ld.msgs
+                 if m["type"] in ("reply", "event")]
+        # enter maps with the old model at once; exit waits for the clock
+        assert kinds.index(("reply", None)) < kinds.index(("event", "exit")), kinds
+        assert all(e["uncert_ns"] >= 0 for e in events(ld))
+    finally:
+        ld.close()

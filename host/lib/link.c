@@ -31,12 +31,19 @@
  * during the sleep, but the kernel adds the sleep time as measured by a
  * persistent clock (on x86 the CMOS RTC, whole seconds), so after a wake
  * the target clock can be off by up to a second from the model fitted
- * before. When a frame ends a silence longer than two ping periods plus
- * 500 ms (the agent was frozen: the target slept), the model is suspect:
- * events up to the cycle's "exit"/"resume" (the suspend/enter sent late)
- * are still mapped with it, then the model is reset, and later events are
- * held until CLOCK_SETTLE_SAMPLES fresh PONGs (pinged every FAST_PING_NS)
- * map them, or the timeout passes. A PONG that comes first resets it too.
+ * before. The model is suspect once an "enter" event arrives (the target
+ * was in a sleep state: it sends that event only after it woke) or a frame
+ * ends a silence longer than two ping periods plus 500 ms (the agent was
+ * frozen: the target slept; a short sleep hides in the silence between
+ * two pings, hence "enter"): events up to the cycle's "exit"/"resume"
+ * (the suspend/enter sent late) are still mapped with it, then the model
+ * is reset, and later events are held until CLOCK_SETTLE_SAMPLES fresh
+ * PONGs (pinged every FAST_PING_NS) map them. A PONG that comes first
+ * resets it too. Held events are let go without waiting for more samples
+ * (mapped with the samples there are, if any) when the agent falls silent
+ * for SETTLE_QUIET_NS (the target slept again before the model settled),
+ * when the model is reset again (mapped before the reset: a later model
+ * belongs to a later wake) or after the timeout.
  *
  * Everything the caller sees goes through a queue of struct
  * sbrig_link_msg; the link never blocks and never calls back.
@@ -64,6 +71,7 @@
 #define HELLO_KICK_NS		(200 * MS)
 #define CLOCK_SETTLE_SAMPLES	4	/* after a restart, before events */
 #define FAST_PING_NS		(250 * MS)
+#define SETTLE_QUIET_NS		(1000 * MS)	/* pinged at FAST_PING_NS */
 
 enum link_state {
 	LINK_DOWN,
@@ -98,6 +106,7 @@ struct sbrig_link {
 	int64_t clock_reset_ns;		/* when the clock model was last reset */
 	bool clock_suspect;		/* the target slept: see the top */
 	unsigned int fast_pings;	/* pings left at FAST_PING_NS */
+	unsigned int settle_pongs;	/* PONGs since the clock restart */
 	int64_t opened_ns;
 	int64_t hello_sent_ns;
 	bool hello_kick;		/* say HELLO again at hello_sent + kick */
@@ -124,6 +133,7 @@ struct sbrig_link {
 
 	struct sbrig_link_msg *q;	/* ring of decoded messages */
 	size_t q_cap, q_head, q_len;
+	size_t q_release;		/* head entries let go without a hold */
 };
 
 /* ------------------------------------------------------------- queue -- */
@@ -164,7 +174,9 @@ static struct sbrig_link_msg *q_push(struct sbrig_link *l,
 /*
  * After a restart (the target slept) the model needs a few samples before
  * it maps well (the first PONGs of a waking target can be slow): events
- * wait for CLOCK_SETTLE_SAMPLES of them, or the timeout.
+ * wait for CLOCK_SETTLE_SAMPLES of them, or the timeout. PONGs are counted,
+ * not samples retained: one with a short round trip can drop the others
+ * from the model's band, and the count would go down again.
  */
 static bool clock_settling(struct sbrig_link *l, int64_t now)
 {
@@ -174,34 +186,76 @@ static bool clock_settling(struct sbrig_link *l, int64_t now)
 	    now - l->clock_reset_ns >= (int64_t)l->opts.timeout_ms * MS)
 		return false;
 	sbrig_clock_get_state(l->clock, &cs);
-	return cs.samples < CLOCK_SETTLE_SAMPLES;
+	return !cs.samples || l->settle_pongs < CLOCK_SETTLE_SAMPLES;
 }
 
 static bool hold_for_clock(struct sbrig_link *l, struct sbrig_link_msg *m)
 {
 	struct sbrig_event *e = &m->event;
+	int64_t now = sbrig_now_ns();
 
 	if (m->type != SBRIG_LINK_EVENT || e->uncert_ns != -1)
 		return false;
-	if (!clock_settling(l, sbrig_now_ns()) &&
+	if (l->q_release)	/* older than the model: see clock_restart() */
+		return false;
+	if (!clock_settling(l, now) &&
 	    sbrig_clock_to_host(l->clock, e->target_t_ns, &e->host_t_ns,
 				&e->uncert_ns) == 0)
 		return false;
-	e->host_t_ns = 0;
-	e->uncert_ns = -1;
-	return l->state == LINK_UP && strcmp(e->boot_id, l->st.boot_id) == 0 &&
-	       sbrig_now_ns() - (l->up_ns > l->clock_reset_ns ? l->up_ns :
-				 l->clock_reset_ns) <
-	       (int64_t)l->opts.timeout_ms * MS;
+	if (l->state == LINK_UP &&
+	    strcmp(e->boot_id, l->st.boot_id) == 0 &&
+	    now - l->last_rx_ns < SETTLE_QUIET_NS &&
+	    now - (l->up_ns > l->clock_reset_ns ? l->up_ns :
+		   l->clock_reset_ns) < (int64_t)l->opts.timeout_ms * MS)
+		return true;
+	/* let go: with the samples there are (a model settling has a few) */
+	if (sbrig_clock_to_host(l->clock, e->target_t_ns, &e->host_t_ns,
+				&e->uncert_ns)) {
+		e->host_t_ns = 0;
+		e->uncert_ns = -1;
+	}
+	return false;
+}
+
+/*
+ * Take out the first command answer or clock sample from behind events
+ * held for the clock: a command's answer does not wait for the clock.
+ * Events (and the link's news: HELLO, GAP, DOWN) keep their order.
+ */
+static int next_past_held(struct sbrig_link *l, struct sbrig_link_msg *msg)
+{
+	enum sbrig_link_msg_type t;
+	size_t i, j;
+
+	for (i = 1; i < l->q_len; i++) {
+		t = l->q[(l->q_head + i) % l->q_cap].type;
+		if (t == SBRIG_LINK_REPLY || t == SBRIG_LINK_DONE ||
+		    t == SBRIG_LINK_STATS || t == SBRIG_LINK_CLOCK)
+			break;
+	}
+	if (i == l->q_len)
+		return 0;
+	*msg = l->q[(l->q_head + i) % l->q_cap];
+	for (j = i; j + 1 < l->q_len; j++)
+		l->q[(l->q_head + j) % l->q_cap] =
+			l->q[(l->q_head + j + 1) % l->q_cap];
+	l->q_len--;
+	if (l->q_release > i)
+		l->q_release--;
+	return 1;
 }
 
 int sbrig_link_next(struct sbrig_link *l, struct sbrig_link_msg *msg)
 {
-	if (!l->q_len || hold_for_clock(l, &l->q[l->q_head]))
+	if (!l->q_len)
 		return 0;
+	if (hold_for_clock(l, &l->q[l->q_head]))
+		return next_past_held(l, msg);
 	*msg = l->q[l->q_head];
 	l->q_head = (l->q_head + 1) % l->q_cap;
 	l->q_len--;
+	if (l->q_release)
+		l->q_release--;
 	return 1;
 }
 
@@ -412,15 +466,34 @@ static void on_open(struct sbrig_link *l, int64_t now)
 	send_hello(l, now);
 }
 
-/* The target woke: fit the clock model afresh, ping at once. */
+/*
+ * The target woke: fit the clock model afresh, ping at once. Events still
+ * held for the old model (the target slept again before it settled) are
+ * mapped with what it has and let go: the new one is for a later wake.
+ */
 static void clock_restart(struct sbrig_link *l, int64_t now)
 {
+	size_t i;
+
 	sbrig_dbg("link %s: target slept: clock model restarted", l->uri);
+	for (i = 0; i < l->q_len; i++) {
+		struct sbrig_link_msg *m = &l->q[(l->q_head + i) % l->q_cap];
+		struct sbrig_event *e = &m->event;
+
+		if (m->type == SBRIG_LINK_EVENT && e->uncert_ns == -1 &&
+		    sbrig_clock_to_host(l->clock, e->target_t_ns,
+					&e->host_t_ns, &e->uncert_ns)) {
+			e->host_t_ns = 0;
+			e->uncert_ns = -1;
+		}
+	}
+	l->q_release = l->q_len;
 	sbrig_clock_reset(l->clock);
 	l->clock_reset_ns = now;
 	l->clock_suspect = false;
 	l->next_ping_ns = now;
 	l->fast_pings = 2 * CLOCK_SETTLE_SAMPLES;
+	l->settle_pongs = 0;
 }
 
 static void handle_hello(struct sbrig_link *l, const struct sbrig_proto_msg *p,
@@ -501,6 +574,10 @@ static void handle_ev(struct sbrig_link *l, const struct sbrig_proto_msg *p,
 	}
 	if (!strcmp(e->type, "lost"))
 		l->st.events_lost += strtoull(e->arg, NULL, 10);
+	/* the target was in a sleep state (its agent, frozen until the
+	 * wake, sends this late): its clock steps at the wake */
+	if (!strcmp(e->type, "enter"))
+		l->clock_suspect = true;
 	if (l->st.next_seq - l->acked_seq_plus1 >= ACK_EVERY)
 		send_ack(l);
 }
@@ -596,6 +673,7 @@ static void handle_pong(struct sbrig_link *l, const struct sbrig_proto_msg *p,
 		clock_restart(l, now);
 	ret = sbrig_clock_add_ping(l->clock, slot->sent_ns, now,
 				   p->pong.t_boot_ns);
+	l->settle_pongs++;
 	m = q_push(l, SBRIG_LINK_CLOCK);
 	if (m) {
 		m->clock.host_send_ns = slot->sent_ns;
