@@ -70,6 +70,8 @@
 #define REPLY_CACHE	64
 #define MAX_INPUTS	32
 #define INPUT_BLOCKER	"process-input-events"
+#define LINGER_BLOCKER	"sbagent report"
+#define LINGER_NS	(300 * MS)
 
 enum link_mode { MODE_STDIO, MODE_SERIAL, MODE_TCP };
 
@@ -150,9 +152,13 @@ static struct {
 	int input_blocker;
 	uint64_t input_events;
 	uint32_t input_cmd;
+
+	/* keeps the target up briefly after a hold ends (linger_start) */
+	int linger_fd;
+	int64_t linger_end_ns;	/* 0: not active */
 } g = {
 	.in_fd = -1, .out_fd = -1, .listen_fd = -1, .ev_fd = -1, .epfd = -1,
-	.input_blocker = -1,
+	.input_blocker = -1, .linger_fd = -1,
 };
 
 static volatile sig_atomic_t quit;
@@ -485,8 +491,26 @@ static int blocker_open(const char *name)
 	return fd;
 }
 
+/*
+ * Before a hold's blocker goes, activate our own for LINGER_NS: in the
+ * opportunistic policy the release may let the target suspend at once,
+ * before we have read its unblock record and sent it, and the host would
+ * only learn of it after the next wakeup. Our own release is that late
+ * instead (nobody waits for it). Best effort: without it the hold still
+ * ends.
+ */
+static void linger_start(void)
+{
+	if (g.linger_fd < 0)
+		g.linger_fd = blocker_open(LINGER_BLOCKER);
+	if (g.linger_fd < 0 || ioctl(g.linger_fd, SUSPEND_BLOCKER_IOCTL_BLOCK) < 0)
+		return;
+	g.linger_end_ns = now_ns(CLOCK_MONOTONIC) + LINGER_NS;
+}
+
 static void hold_end(struct hold *h, bool released)
 {
+	linger_start();
 	close(h->fd);
 	h->used = false;
 	reply(SBRIG_PROTO_T_D, h->cmd_id, 0, "%s %s",
@@ -1004,6 +1028,10 @@ static void timers(int64_t now)
 	for (i = 0; i < MAX_HOLDS; i++)
 		if (g.holds[i].used && now >= g.holds[i].end_ns)
 			hold_end(&g.holds[i], false);
+	if (g.linger_end_ns && now >= g.linger_end_ns) {
+		ioctl(g.linger_fd, SUSPEND_BLOCKER_IOCTL_UNBLOCK);
+		g.linger_end_ns = 0;
+	}
 	for (i = 0; i < MAX_CHILDREN; i++) {
 		struct child *c = &g.children[i];
 
@@ -1041,6 +1069,8 @@ static int poll_timeout(int64_t now)
 	for (i = 0; i < MAX_HOLDS; i++)
 		if (g.holds[i].used && g.holds[i].end_ns < dl)
 			dl = g.holds[i].end_ns;
+	if (g.linger_end_ns && g.linger_end_ns < dl)
+		dl = g.linger_end_ns;
 	for (i = 0; i < MAX_CHILDREN; i++)
 		if (g.children[i].pid && now + 50 * MS < dl)
 			dl = now + 50 * MS;	/* reap promptly */
