@@ -2,7 +2,8 @@
 """vrig.py - the virtual rig: a QEMU target, its agent and an INA226 emulator.
 
 Boots the amd64 target through the tests/vm harness (Debian's kernel,
-suspend_block loaded, the agent ``sbagent`` on the guest's ttyS1), and
+suspend_block loaded with unknown_wakeup_hold_ms=UNKNOWN_WAKEUP_HOLD_MS,
+the agent ``sbagent`` on the guest's ttyS1), and
 serves everything sbrigd needs as plain URIs:
 
     target link   ttyS1 as a ser2net-style raw TCP port
@@ -63,6 +64,11 @@ _spec.loader.exec_module(ina226_iiod)
 
 TEMPLATE = REPO / "rig" / "virtual.conf"
 AGENT = "sbagent -d /dev/ttyS1"
+# A woken virtual target stays up 1.5 s, as a keypad driver's blocker would
+# keep a real one: QEMU's PS/2 key that wakes S3 reaches no driver, so
+# without this the module's unknown_wakeups is released at once and the
+# target suspends again before sbagent can send a frame.
+UNKNOWN_WAKEUP_HOLD_MS = 1500
 KEY_POWER = 116
 
 
@@ -204,7 +210,8 @@ class VirtualRig:
                 "-serial", f"tcp:127.0.0.1:{self.target_port},server=on,wait=off",
                 "-qmp", f"unix:{self.qmp_path},server=on,wait=off"])
             self.vm.start()
-            self.vm.load_module("suspend_block")
+            self.vm.load_module("suspend_block",
+                                unknown_wakeup_hold_ms=UNKNOWN_WAKEUP_HOLD_MS)
             self.agent = self.vm.start_bg(AGENT + (" -v" if self.verbose else ""))
             self._start_sampler()
             write_rig_conf(self.conf, self.power_port, self.target_port, self.qmp_path)
