@@ -90,7 +90,7 @@ def test_demo_end_to_end(tmp_path):
     b = {x["name"]: x for x in a["blockers"]}
     assert b["demo-download"]["activations"] >= 4
     assert b["demo-download"]["energy_uJ"] > 0
-    assert b["screen-on"]["activations"] >= 4
+    assert b["unknown_wakeups"]["activations"] >= 4
     assert a["suspended"]["mean_current_uA"] < a["awake"]["mean_current_uA"]
     assert a["suspended"]["time_ns"] > 0 and a["resumes"] >= 4
     assert a["latency"]["n"] == 5
