@@ -325,6 +325,7 @@ def test_events_held_for_the_clock_let_go_when_the_target_sleeps_again(agent):
         agent.send_event(0, t, "enter", "mem")
         agent.send_event(1, t + 1_000_000, "exit", "mem")
         agent.send_event(2, t + 2_000_000, "resume", "0")
+        time.sleep(1.2)     # the target sleeps 1.2 s (more than 2 pings + 0.5 s)
         # awake just long enough to send its events, then asleep again:
         # the pings of the fresh clock model go unanswered
         agent.wake()
