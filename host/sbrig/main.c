@@ -931,7 +931,7 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return EXIT_OK;
 		case 'V':
-			printf("sbrig %s\n", SBRIG_VERSION);
+			printf("sbrig %s\n", sbrig_version);
 			return EXIT_OK;
 		default:
 			usage(stderr);

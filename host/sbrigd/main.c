@@ -127,7 +127,7 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		case 'V':
-			printf("sbrigd %s\n", SBRIG_VERSION);
+			printf("sbrigd %s\n", sbrig_version);
 			return 0;
 		default:
 			usage(stderr);

@@ -222,7 +222,7 @@ int rec_start(const struct rec_opts *opts, struct op_sink *sink,
 	snprintf(prov.rig_config, sizeof(prov.rig_config), "%s", cfg->path);
 	snprintf(prov.rig_sha256, sizeof(prov.rig_sha256), "%s", cfg->sha256);
 	snprintf(prov.host_version, sizeof(prov.host_version), "%s",
-		 SBRIG_VERSION);
+		 sbrig_version);
 	snprintf(prov.git_sha, sizeof(prov.git_sha), "%s", sha ? sha : "");
 	if (opts->scenario) {
 		snprintf(prov.scenario, sizeof(prov.scenario), "%s",

@@ -580,7 +580,7 @@ void rig_status(struct op_sink *sink)
 	op_line(sink, "data rig.name: %s", rig.cfg.name);
 	op_line(sink, "data rig.config: %s", rig.cfg.path);
 	op_line(sink, "data rig.config_sha256: %s", rig.cfg.sha256);
-	op_line(sink, "data daemon.version: %s", SBRIG_VERSION);
+	op_line(sink, "data daemon.version: %s", sbrig_version);
 	status_lines(sink);
 	status_power(sink);
 	status_link(sink);

@@ -447,7 +447,7 @@ static void req_stop(struct op_sink *c, int argc, char **argv)
 
 static void req_version(struct op_sink *c, int argc, char **argv)
 {
-	op_done(c, 0, "sbrigd %s", SBRIG_VERSION);
+	op_done(c, 0, "sbrigd %s", sbrig_version);
 }
 
 static const struct {

@@ -28,6 +28,7 @@ import bisect
 import json
 import math
 import statistics
+import os
 import subprocess
 import sys
 import time
@@ -307,6 +308,13 @@ def run_rig(out: Path, timings: dict) -> None:
     for prog in ("sbrigd", "sbrig"):
         if not (BIN / prog).exists():
             raise DemoError(f"{BIN / prog} missing: run 'make host' first")
+    # provenance: the code under test is this checkout (sbrigd reads it)
+    if "SBRIG_GIT_SHA" not in os.environ:
+        git = subprocess.run(["git", "-C", str(REPO), "describe", "--always",
+                              "--dirty", "--abbrev=40"],
+                             text=True, capture_output=True)
+        if git.returncode == 0:
+            os.environ["SBRIG_GIT_SHA"] = git.stdout.strip()
     t = time.monotonic()
     print("demo: 1/5 booting the virtual rig and sbrigd", flush=True)
     vr = VirtualRig(out / "vrig", sbrigd=True, name="demo",

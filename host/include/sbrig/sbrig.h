@@ -35,6 +35,13 @@ extern "C" {
 
 #define SBRIG_PRINTF(f, a) __attribute__((format(printf, f, a)))
 
+/*
+ * sbrig_version - the version of libsbrig and its programs: `git describe
+ * --always --dirty` of the tree they were built from ("unknown" outside
+ * git). Generated at build time (host/Makefile).
+ */
+extern const char sbrig_version[];
+
 /**
  * sbrig_errmsg() - message recorded by the last failing libsbrig call
  *
