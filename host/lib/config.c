@@ -722,19 +722,6 @@ close_fd:
 	return ret;
 }
 
-static void name_from_path(struct sbrig_config *cfg, const char *path)
-{
-	const char *base = strrchr(path, '/');
-	size_t n;
-
-	base = base ? base + 1 : path;
-	n = strcspn(base, ".");
-	if (n >= sizeof(cfg->name))
-		n = sizeof(cfg->name) - 1;
-	memcpy(cfg->name, base, n);
-	cfg->name[n] = '\0';
-}
-
 int sbrig_config_load(const char *path, struct sbrig_config *cfg)
 {
 	struct cfg_parser *p;
@@ -780,7 +767,7 @@ int sbrig_config_load(const char *path, struct sbrig_config *cfg)
 	if (ret)
 		goto free_parser;
 	if (!cfg->name[0])
-		name_from_path(cfg, path);
+		sbrig_path_stem(cfg->name, sizeof(cfg->name), path);
 	ret = check_config(cfg);
 	if (ret)
 		sbrig_prefix_error("%s", path);

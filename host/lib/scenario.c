@@ -459,19 +459,6 @@ static int parse_line(struct sc_parser *p, const char *s, size_t n)
 	return 0;
 }
 
-static void name_from_origin(struct sbrig_scenario *sc, const char *origin)
-{
-	const char *base = strrchr(origin, '/');
-	size_t n;
-
-	base = base ? base + 1 : origin;
-	n = strcspn(base, ".");
-	if (n >= sizeof(sc->name))
-		n = sizeof(sc->name) - 1;
-	memcpy(sc->name, base, n);
-	sc->name[n] = '\0';
-}
-
 static struct sbrig_scenario *parse_text(const char *text, size_t len,
 					 const char *origin)
 {
@@ -514,7 +501,7 @@ static struct sbrig_scenario *parse_text(const char *text, size_t len,
 		goto fail;
 	}
 	if (!sc->name[0])
-		name_from_origin(sc, origin);
+		sbrig_path_stem(sc->name, sizeof(sc->name), origin);
 	free(p);
 	return sc;
 
