@@ -95,10 +95,9 @@ def test_forced_policy_ignores_blockers(target):
     bg.wait()
 
 
-def test_opportunistic_cycle_counts_unknown_wakeups(target):
-    """Release "main" -> suspend -> wake with nothing blocking ->
-    unknown_wakeups -> suspend again -> wake -> a driver blocks."""
-    vm = target
+def _unknown_wakeup_cycle(vm) -> int:
+    """Release "main" -> suspend -> wake -> back to sleep -> wake; returns
+    the event seq before the cycle."""
     sb.ctl(vm, "hold_after_resumes 2")
     seq0 = sb.last_seq(vm)
     if vm.arch == "armhf":
@@ -115,6 +114,25 @@ def test_opportunistic_cycle_counts_unknown_wakeups(target):
     _wake(vm, "system_wakeup" if vm.arch == "amd64" else "key")
     rc, out = pending.wait(timeout=90)
     assert rc == 0, out
+    return seq0
+
+
+def test_opportunistic_cycle_counts_unknown_wakeups(target):
+    """Release "main" -> suspend -> wake with nothing blocking ->
+    unknown_wakeups -> suspend again -> wake -> a driver blocks."""
+    vm = target
+    seq0 = _unknown_wakeup_cycle(vm)
+    if vm.arch == "armhf" and any(e.type == "abort"
+                                  for e in sb.events_after(vm, seq0)):
+        # Under TCG the s2idle re-entry right after the RTC wake is
+        # sometimes aborted by a late wakeup event ("early wake event
+        # detected"): correct behaviour, but sb_test's PM_POST_SUSPEND
+        # counter then counts the aborted attempt as the second resume and
+        # the cycle this test checks never happens. Start over once.
+        vm.run(f"echo on > {sb.SYSFS}/state; echo release_resume > {sb.CTL}; "
+               f"echo forced > {sb.SYSFS}/policy; true")
+        sb.reload(vm)
+        seq0 = _unknown_wakeup_cycle(vm)
 
     st = sb.stats(vm)
     assert st["unknown_wakeups"].count == 1
