@@ -6,6 +6,7 @@
  * capture with a message naming the file and leaves earlier rows whole.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -139,6 +140,39 @@ static void files_headers_and_rows(void **state)
 	assert_non_null(strstr(t, "\nsamples = 2\ngaps = 1\nedges = 1\nstimuli = 1\n"
 				  "events = 1\nstats = 1\nclock = 1\n"));
 	assert_null(strstr(t, "error ="));
+	free(t);
+}
+
+/* The samples writer's own integer formatting agrees with printf. */
+static void sample_rows_match_printf(void **state)
+{
+	static const struct sbrig_sample s[] = {
+		{ INT64_MIN, INT32_MIN, INT32_MAX, -1, INT64_MAX },
+		{ 0, 0, 0, 0, 0 },
+		{ -1, -10, 10, 9, -9223372036854775807LL },
+		{ 1234567890123456789LL, 100000, 5000000, -2500, 1250000 },
+	};
+	struct sbrig_capture *cap;
+	char dir[512], want[1024];
+	size_t len;
+	char *t;
+
+	tmp_path(dir, sizeof(dir), "cap-ints");
+	cap = sbrig_capture_new(dir, &prov);
+	if (!cap)
+		fail_msg("%s", sbrig_errmsg());
+	assert_int_equal(sbrig_capture_add_samples(cap, s, 4), 0);
+	assert_int_equal(sbrig_capture_close(cap, "complete"), 0);
+	len = (size_t)snprintf(want, sizeof(want), "%s\n",
+			       "t_ns\tcurrent_uA\tbus_uV\tshunt_nV\tpower_uW");
+	for (size_t i = 0; i < 4; i++)
+		len += (size_t)snprintf(want + len, sizeof(want) - len,
+					"%" PRId64 "\t%" PRId32 "\t%" PRId32
+					"\t%" PRId32 "\t%" PRId64 "\n",
+					s[i].t_ns, s[i].current_uA, s[i].bus_uV,
+					s[i].shunt_nV, s[i].power_uW);
+	t = slurp(dir, "samples.tsv");
+	assert_string_equal(t, want);
 	free(t);
 }
 
@@ -282,6 +316,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(files_headers_and_rows),
+		cmocka_unit_test(sample_rows_match_printf),
 		cmocka_unit_test(rows_wait_for_sync),
 		cmocka_unit_test(existing_directory),
 		cmocka_unit_test(write_error_fails_cleanly),
