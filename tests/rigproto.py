@@ -319,6 +319,16 @@ class FakeAgent:
             self._replies.clear()
             self._drop_locked()
 
+    def restart_log(self) -> None:
+        """The module was reloaded and the agent restarted (same boot): its
+        log numbers records from 0 again; the agent announces itself."""
+        with self._cond:
+            self.ring.clear()
+            self.head = self.oldest = self.send_pos = 0
+            self._replies.clear()
+            self.synced = False
+        self.announce()
+
     def drop_connection(self) -> None:
         with self._cond:
             self._drop_locked()

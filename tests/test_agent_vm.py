@@ -182,3 +182,26 @@ def test_agent_restart_resumes_without_losing_events(rig):
     assert seqs == list(range(len(seqs)))
     assert [e["seq"] for e in ld.of("event")][-1] == sb.last_seq(vm)
     agent.kill()
+
+
+def test_module_reload_restarts_the_event_log(rig):
+    """Stop the agent (its open log pins the module), reload the module,
+    start the agent: the reloaded module's records (seq from 0 again in
+    the same boot) reach the host instead of being taken for duplicates."""
+    vm, ld, _ = rig
+    n_before = len(ld.of("event"))
+    vm.run("pkill sbagent; true")
+    vm.unload_module("suspend_block")
+    vm.load_module("suspend_block")
+    agent = vm.start_bg(AGENT)
+    ld.wait(lambda ms: any(m["type"] == "hello" and m.get("log_restart") for m in ms),
+            timeout=30, what="hello with log_restart")
+    _reply(ld, 'hold "after reload" 20', "done")
+    ld.wait(lambda ms: len(_events_named(ld, "after reload")) >= 2, timeout=30,
+            what="events after reload")
+    new = ld.of("event")[n_before:]
+    assert new[0]["seq"] == 0                  # the reloaded module's log
+    assert [e["seq"] for e in new] == list(range(len(new)))
+    assert [e["ev"] for e in _events_named(ld, "after reload")] == ["block", "unblock"]
+    assert ld.status()["log_restarts"] == 1
+    agent.kill()

@@ -151,6 +151,22 @@ def test_reboot_starts_a_new_boot(agent, dump):
     assert st["reboots"] == 1 and st["boot_id"] == "boot-B"
 
 
+def test_module_reload_restarts_the_event_log(agent, dump):
+    """Same boot, the module reloaded (its seqs start at 0 again): the new
+    records are taken, not dropped as duplicates of the old ones."""
+    fill(agent, 0, 5)
+    dump.wait(n_events(5), what="5 events")
+    agent.restart_log()
+    fill(agent, 0, 3)
+    dump.wait(lambda ms: any(m["type"] == "hello" and m["log_restart"] for m in ms),
+              what="log restart hello")
+    dump.wait(n_events(8), what="events of the reloaded module")
+    ev = events(dump)
+    assert [e["seq"] for e in ev] == [0, 1, 2, 3, 4, 0, 1, 2]
+    st = dump.status()
+    assert st["log_restarts"] == 1 and st["reboots"] == 0
+
+
 def test_command_retry_is_idempotent(agent, dump):
     dump.wait(lambda ms: any(m["type"] == "hello" for m in ms), what="hello")
     agent.drop_next_cmds(2)      # the first two transmissions get lost

@@ -502,6 +502,7 @@ static void handle_hello(struct sbrig_link *l, const struct sbrig_proto_msg *p,
 	struct sbrig_link_msg *m;
 	bool changed = strcmp(p->hello.boot_id, l->st.boot_id) != 0;
 	bool new_boot = changed && l->st.boot_id[0];
+	bool log_restart = false;
 
 	if (changed) {
 		if (new_boot)
@@ -511,6 +512,18 @@ static void handle_hello(struct sbrig_link *l, const struct sbrig_proto_msg *p,
 		l->st.next_seq = 0;
 		l->acked_seq_plus1 = 0;
 		sbrig_clock_reset(l->clock);
+	} else if (p->hello.next_seq < l->st.next_seq) {
+		/*
+		 * Same boot, but the agent (which reads the whole log before
+		 * it says HELLO) holds fewer events than we have seen: the
+		 * module was reloaded and numbers its records from 0 again.
+		 * Take its log from the start instead of dropping it all as
+		 * duplicates; the clock is the same boot's.
+		 */
+		l->st.log_restarts++;
+		l->st.next_seq = p->hello.oldest_seq;
+		l->acked_seq_plus1 = 0;
+		log_restart = true;
 	}
 	m = q_push(l, SBRIG_LINK_HELLO);
 	if (m) {
@@ -523,6 +536,7 @@ static void handle_hello(struct sbrig_link *l, const struct sbrig_proto_msg *p,
 		snprintf(m->hello.module, sizeof(m->hello.module), "%s",
 			 p->hello.module);
 		m->hello.new_boot = new_boot;
+		m->hello.log_restart = log_restart;
 	}
 	if (!p->hello.answer) {
 		/* the agent (re)started and waits for us: tell it where we

@@ -405,7 +405,9 @@ static void link_hello(const struct sbrig_link_msg *m)
 	snprintf(t->module, sizeof(t->module), "%s", m->hello.module);
 	sbrig_info("link: agent %s up: boot %s, kernel %s, module %s%s",
 		   t->agent, t->boot_id, t->kernel, t->module,
-		   m->hello.new_boot ? " (new boot)" : "");
+		   m->hello.new_boot ? " (new boot)" :
+		   m->hello.log_restart ? " (module reloaded: new event log)" :
+		   "");
 	rec_target(t);
 }
 
@@ -416,7 +418,8 @@ static void link_dispatch(void)
 	while (sbrig_link_next(rig.link, &m) == 1) {
 		switch (m.type) {
 		case SBRIG_LINK_HELLO:
-			if (rig.marker && m.hello.new_boot)
+			if (rig.marker &&
+			    (m.hello.new_boot || m.hello.log_restart))
 				sbrig_marker_reset(rig.marker);
 			link_hello(&m);
 			break;

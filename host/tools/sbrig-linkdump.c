@@ -65,7 +65,9 @@ static void print_msg(const struct sbrig_link_msg *m)
 		json_str(m->hello.kernel);
 		printf(",\"module\":");
 		json_str(m->hello.module);
-		printf(",\"new_boot\":%s}\n", m->hello.new_boot ? "true" : "false");
+		printf(",\"new_boot\":%s,\"log_restart\":%s}\n",
+		       m->hello.new_boot ? "true" : "false",
+		       m->hello.log_restart ? "true" : "false");
 		break;
 	case SBRIG_LINK_EVENT:
 		printf("{\"type\":\"event\",\"seq\":%" PRIu64 ",\"t_ns\":%" PRId64
@@ -133,11 +135,11 @@ static void print_status(struct sbrig_link *link)
 	       ",\"noise_bytes\":%" PRIu64 ",\"resends\":%" PRIu64
 	       ",\"reconnects\":%" PRIu64 ",\"reboots\":%" PRIu64
 	       ",\"next_seq\":%" PRIu64 ",\"events_lost\":%" PRIu64
-	       ",\"clock_samples\":%u,\"offset_ns\":%" PRId64
+	       ",\"log_restarts\":%" PRIu64 ",\"clock_samples\":%u,\"offset_ns\":%" PRId64
 	       ",\"drift_ppb\":%" PRId64 ",\"uncert_ns\":%" PRId64
 	       ",\"min_rtt_ns\":%" PRId64 "}\n", st.frames_ok, st.frames_bad,
 	       st.noise_bytes, st.resends, st.reconnects, st.reboots,
-	       st.next_seq, st.events_lost, cs.samples, cs.offset_ns,
+	       st.next_seq, st.events_lost, st.log_restarts, cs.samples, cs.offset_ns,
 	       cs.drift_ppb, cs.uncert_ns, cs.min_rtt_ns);
 }
 

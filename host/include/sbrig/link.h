@@ -63,6 +63,8 @@ enum sbrig_link_msg_type {
  * @hello.kernel: target kernel release
  * @hello.module: suspend_block module version ("-" if not loaded)
  * @hello.new_boot: the boot id differs from the previous HELLO's
+ * @hello.log_restart: same boot, but the module's event log starts again
+ *	(the module was reloaded): seqs restart below those already seen
  * @event: EVENT (host_t_ns mapped with the current clock model)
  * @gap: GAP: first and last seq lost
  * @gap.from_seq: first seq lost
@@ -89,6 +91,7 @@ struct sbrig_link_msg {
 			char kernel[96];
 			char module[32];
 			bool new_boot;
+			bool log_restart;
 		} hello;
 		struct sbrig_event event;
 		struct {
@@ -127,6 +130,7 @@ struct sbrig_link_msg {
  * @reboots: target reboots seen (new boot id)
  * @next_seq: next event seq expected from this boot
  * @events_lost: events reported lost (GAP + module "lost")
+ * @log_restarts: module event logs that started again within a boot
  * @last_rx_ns: host CLOCK_MONOTONIC when the last valid frame arrived (0:
  *	none yet). A healthy agent sends a frame at least once a second (BEAT,
  *	PONG), so a long quiet time means its user space is not running: a
@@ -145,6 +149,7 @@ struct sbrig_link_status {
 	uint64_t reboots;
 	uint64_t next_seq;
 	uint64_t events_lost;
+	uint64_t log_restarts;
 	int64_t last_rx_ns;
 	uint32_t queued;
 };
