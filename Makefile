@@ -41,7 +41,7 @@ host: deps
 # sparse), then pytest: host unit and daemon tests, and the target (QEMU)
 # tests on amd64 and armhf.
 test: deps host $(KSRC)/scripts/checkpatch.pl
-	$(PY) -m tests.vm build amd64
+	$(PY) -m tests.vm build amd64 armhf
 	$(MAKE) -C kernel-module check KSRC=$(CURDIR)/$(KSRC) \
 		KDIR=$$(ls -d $(CURDIR)/build/kernels/amd64/usr/src/linux-headers-*-amd64 | head -1)
 	$(PYTEST) -v -rfE tests

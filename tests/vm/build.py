@@ -326,6 +326,36 @@ def _newest_header_mtime(dirs: list[Path]) -> float:
     return newest
 
 
+#: Debian packages that give a cross compiler and its C library, per arch.
+CROSS_PACKAGES: dict[str, tuple[str, ...]] = {
+    "armhf": ("gcc-arm-linux-gnueabihf", "libc6-dev-armhf-cross"),
+}
+
+_toolchains_checked: set[str] = set()
+
+
+def check_toolchain(arch: str) -> None:
+    """Compile and link one static C program for ``arch`` (once per
+    process), so a missing cross compiler or C library is named up front
+    instead of failing every program's build with a header error."""
+    if arch in _toolchains_checked:
+        return
+    spec = arch_spec(arch)
+    pkgs = " ".join(CROSS_PACKAGES.get(arch, ("build-essential",)))
+    with tempfile.TemporaryDirectory(prefix="sbrig-cc-") as tmp:
+        src = Path(tmp) / "probe.c"
+        src.write_text("#include <stdio.h>\n#include <sys/ioctl.h>\n"
+                       "int main(void) { return puts(\"ok\") < 0; }\n")
+        try:
+            run_cmd([spec.cc, "-static", "-o", str(Path(tmp) / "probe"), str(src)],
+                    what=f"{arch} toolchain check")
+        except BuildError as exc:
+            raise BuildError(
+                f"the {arch} C toolchain ({spec.cc}, static) cannot build a "
+                f"program: install {pkgs} (.ci/install-deps does)\n{exc}") from None
+    _toolchains_checked.add(arch)
+
+
 def build_programs(arch: str) -> list[Path]:
     """Compile every target program statically for ``arch``; return the
     binaries (``build/bin/<arch>/<name>``). Up to date binaries are kept."""
@@ -333,6 +363,7 @@ def build_programs(arch: str) -> list[Path]:
     out_dir = BINDIR / arch
     out_dir.mkdir(parents=True, exist_ok=True)
     srcs = program_sources()
+    check_toolchain(arch)
     include_dirs = [REPO / UAPI_INCLUDE] + [REPO / d for d in PROGRAM_DIRS]
     hdr_mtime = _newest_header_mtime(include_dirs)
 
