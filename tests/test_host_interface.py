@@ -481,7 +481,8 @@ def test_sbrig_latency(hostif, agent, sbrigd, tmp_path):
     vm = hostif.vm
     _wait_guest(vm, f"{_sbrig('status')} | grep -q {AGENT_BOOT_ID}", 20)
     assert hostif.sim_value(LINE_POWER) == 0
-    lat = vm.start_bg(_sbrig(f"latency -n {LAT_N} --csv /tmp/lat.csv"))
+    lat = vm.start_bg(_sbrig(f"latency -n {LAT_N} --csv /tmp/lat.csv "
+                             f"-o /tmp/lat-cap"))
     _wait_guest(vm, f"{_sbrig('status')} | grep -q 'operation: running'", 20)
     seq = agent.head
     bounds = []
@@ -514,6 +515,14 @@ def test_sbrig_latency(hostif, agent, sbrigd, tmp_path):
             time.sleep(0.01)
     assert lat.wait(30) == 0, lat.output()
     out = lat.output()
+
+    # the run recorded a capture: every press, and the events it measured
+    assert re.search(r"^capture: /tmp/lat-cap$", out, re.M), out
+    stimuli = vm.run_ok("cut -f2,3 /tmp/lat-cap/stimuli.tsv").splitlines()
+    assert stimuli.count("press\tpower") == LAT_N, stimuli
+    events = vm.run_ok("cut -f6 /tmp/lat-cap/events.tsv").splitlines()
+    assert events.count("resume") == LAT_N, events
+    assert "status = complete" in vm.run_ok("cat /tmp/lat-cap/meta.ini")
 
     rows = [l.split(",") for l in vm.run_ok("cat /tmp/lat.csv").splitlines()]
     assert rows[0] == ["i", "latency_ns", "uncert_ns"], rows
@@ -551,7 +560,8 @@ def test_sbrig_latency_without_suspend_times_out(hostif, agent, sbrigd):
     naming the wait, nothing pressed, and the daemon free for the next
     request."""
     vm = hostif.vm
-    rc, out = vm.run(_sbrig("latency -n 2 --timeout 1s"), timeout=30)
+    rc, out = vm.run(_sbrig("latency -n 2 --timeout 1s -o /tmp/lat-none"),
+                     timeout=30)
     assert rc == 1, out
     assert "0/2 measured: the target did not fall asleep within 1s" in out, out
     assert hostif.sim_value(LINE_POWER) == 0
@@ -565,7 +575,7 @@ def test_sbrig_latency_round_again_when_the_target_woke_by_itself(
     nothing is pressed while the target is awake (its agent answers), and
     the round is measured at the next sleep."""
     vm = hostif.vm
-    lat = vm.start_bg(_sbrig("latency -n 1"))
+    lat = vm.start_bg(_sbrig("latency -n 1 -o /tmp/lat-again"))
     _wait_guest(vm, f"{_sbrig('status')} | grep -q 'operation: running'", 20)
     seq = agent.head
     agent.sleep()

@@ -134,13 +134,14 @@ def test_qmp_key_wakes_the_target(vr):
 
 
 # A real target: its agent is frozen before the suspend, so each cycle's
-# suspend/enter reach the host after the wake with exit/resume; the engine
+# suspend/enter reach the host after the wake with exit/resume; the daemon
 # waits for the link to be quiet (asleep), presses, and measures to the
 # first resume stamped after the press.
 def test_latency_over_three_presses(vr, tmp_path):
     csv_path = tmp_path / "lat.csv"
+    cap = tmp_path / "lat-capture"
     out = sbrig(vr, "latency", "-n", "3", "--key", "power", "--csv", str(csv_path),
-                "--timeout", "10s", timeout=60)
+                "--timeout", "10s", "-o", str(cap), timeout=60)
     print(out)
     rows = list(csv.DictReader(open(csv_path)))
     assert len(rows) == 3
@@ -156,6 +157,12 @@ def test_latency_over_three_presses(vr, tmp_path):
     assert summary["n"] == "3", out
     # (the guest's shell cannot be asked: it is asleep again)
     assert len(re.findall(r"^\d/3 [\d.]+ ms \+/- [\d.]+ ms$", out, re.M)) == 3, out
+    # the run recorded a capture: the presses and the resumes it measured
+    assert f"capture: {cap}" in out, out
+    assert meta_section(cap, "end")["status"] == "complete"
+    presses = [s for s in read_rows(cap, "stimuli", typed=True) if s.what == "press"]
+    resumes = [e for e in read_rows(cap, "events", typed=True) if e.type == "resume"]
+    assert len(presses) >= 3 and len(resumes) >= 3, (presses, resumes)
 
 
 # rig/scenarios/hold.scn: wait asleep, press power, the agent holds a

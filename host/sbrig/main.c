@@ -27,12 +27,15 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sbrig/sbrig.h>
 #include <sbrig/scenario.h>
 
 #define DEFAULT_SOCKET "/run/sbrig/sbrigd.sock"
+/* after Ctrl-C, how long to wait for the daemon's final answer */
+#define STOP_WAIT_NS (30 * 1000000000LL)
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_DAEMON = 3 };
 
@@ -60,7 +63,8 @@ struct reply {
 
 static void on_sigint(int sig)
 {
-	interrupted = 1;
+	if (interrupted < 2)
+		interrupted++;
 }
 
 static int connect_daemon(void)
@@ -111,6 +115,7 @@ static int request(const char *line, const char *body, size_t nbody,
 	char buf[65536];
 	size_t n = 0;
 	bool stop_sent = false;
+	int64_t stop_deadline = 0;
 	struct sigaction sa = { .sa_handler = on_sigint }, old_int, old_term;
 	int fd, ret = EXIT_DAEMON;
 
@@ -130,14 +135,33 @@ static int request(const char *line, const char *body, size_t nbody,
 		struct pollfd pfd = { fd, POLLIN, 0 };
 		char *nl;
 		ssize_t got;
+		int64_t left;
+		int pr;
 
 		if (interrupted && !stop_sent) {
+			/* the daemon closes the capture and answers */
 			stop_sent = true;
+			stop_deadline = sbrig_now_ns() + STOP_WAIT_NS;
 			send_all(fd, "stop\n", 5);
 		}
-		if (poll(&pfd, 1, -1) < 0) {
+		if (interrupted > 1) {
+			fprintf(stderr, "%ssbrig: interrupted again: not waiting "
+				"for sbrigd's answer to 'stop'\n",
+				tty ? "\n" : "");
+			break;
+		}
+		left = stop_deadline - sbrig_now_ns();
+		pr = poll(&pfd, 1, !stop_sent ? -1 : left <= 0 ? 0 :
+			  (int)(left / 1000000 + 1));
+		if (pr < 0) {
 			if (errno == EINTR)
 				continue;
+			break;
+		}
+		if (pr == 0 || (stop_sent && sbrig_now_ns() >= stop_deadline)) {
+			fprintf(stderr, "%ssbrig: sbrigd did not answer 'stop' "
+				"within %d s\n", tty ? "\n" : "",
+				(int)(STOP_WAIT_NS / 1000000000));
 			break;
 		}
 		got = recv(fd, buf + n, sizeof(buf) - 1 - n, 0);
@@ -214,73 +238,95 @@ static int add_arg(char *line, size_t size, const char *arg)
 	return len + 1 < size ? 0 : -1;
 }
 
-/* Find "key=" in an "ok key=value ..." text; copy its value. */
+/*
+ * The next "key=value" of an answer's text at *@p: a value is a run of
+ * characters up to a space, or double-quoted with \" and \\ escapes
+ * (daemon-protocol.md). Return false at the end or at text that is not a
+ * key=value word.
+ */
+static bool kv_next(const char **p, char *key, size_t ksize, char *val,
+		    size_t vsize)
+{
+	const char *s = *p, *k;
+	size_t n = 0;
+	bool quoted;
+
+	while (*s == ' ')
+		s++;
+	for (k = s; *s == '_' || (*s >= 'a' && *s <= 'z') ||
+	     (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9'); s++)
+		;
+	if (s == k || *s != '=' || (size_t)(s - k) >= ksize)
+		return false;
+	snprintf(key, ksize, "%.*s", (int)(s - k), k);
+	s++;
+	quoted = *s == '"';
+	if (quoted)
+		s++;
+	for (; *s && (quoted ? *s != '"' : *s != ' '); s++) {
+		if (quoted && *s == '\\' && s[1])
+			s++;
+		if (n + 1 < vsize)
+			val[n++] = *s;
+	}
+	if (quoted && *s == '"')
+		s++;
+	val[n] = '\0';
+	*p = s;
+	return true;
+}
+
+/* Find @key in an "ok key=value ..." text; copy its value. */
 static bool kv_get(const char *text, const char *key, char *out, size_t size)
 {
-	size_t klen = strlen(key);
-	const char *p = text;
+	char k[64], v[4096];
 
-	while ((p = strstr(p, key))) {
-		if ((p == text || p[-1] == ' ') && p[klen] == '=') {
-			const char *v = p + klen + 1, *e = v;
-
-			/* a value runs to the next " word=" */
-			while (*e) {
-				const char *sp = strchr(e, ' '), *w;
-
-				if (!sp) {
-					e += strlen(e);
-					break;
-				}
-				for (w = sp + 1; *w && (*w == '_' ||
-				     (*w >= 'a' && *w <= 'z') ||
-				     (*w >= 'A' && *w <= 'Z') ||
-				     (*w >= '0' && *w <= '9')); w++)
-					;
-				if (*w == '=' && w > sp + 1) {
-					e = sp;
-					break;
-				}
-				e = sp + 1;
-			}
-			snprintf(out, size, "%.*s", (int)(e - v), v);
+	while (kv_next(&text, k, sizeof(k), v, sizeof(v))) {
+		if (!strcmp(k, key)) {
+			snprintf(out, size, "%s", v);
 			return true;
 		}
-		p += klen;
 	}
 	return false;
 }
 
-/* Print "key=value ..." as "key: value" lines. */
-static void print_kv(const char *text)
+/* Print "key=value ..." as "key: value" lines to @f. */
+static void print_kv(FILE *f, const char *text)
 {
-	const char *p = text;
+	char k[64], v[4096];
 
-	while (*p) {
-		const char *eq = strchr(p, '=');
-		char key[64], val[2048];
-
-		if (!eq || eq - p >= (long)sizeof(key)) {
-			printf("%s\n", p);
-			return;
-		}
-		snprintf(key, sizeof(key), "%.*s", (int)(eq - p), p);
-		kv_get(p, key, val, sizeof(val));
-		printf("%s: %s\n", key, val);
-		p = eq + 1 + strlen(val);
-		while (*p == ' ')
-			p++;
-	}
+	while (kv_next(&text, k, sizeof(k), v, sizeof(v)))
+		fprintf(f, "%s: %s\n", k, v);
+	while (*text == ' ')
+		text++;
+	if (*text)
+		fprintf(f, "%s\n", text);
 }
 
+/*
+ * Report an "err" answer. A request that recorded a capture answers with
+ * its summary, whose status says what went wrong: that is the message,
+ * and the summary goes to stdout as for a success (scripts find the
+ * capture either way).
+ */
 static int fail(struct reply *r, int ret, const char *what)
 {
 	const char *name = strerrorname_np(r->err);
+	char status[4096], dir[PATH_MAX];
 
-	if (ret == EXIT_FAIL)
+	if (ret != EXIT_FAIL)
+		return ret;
+	if (kv_get(r->final, "status", status, sizeof(status)) &&
+	    kv_get(r->final, "dir", dir, sizeof(dir))) {
 		fprintf(stderr, "%ssbrig: %s: %s (%s%s%s)\n", tty ? "\n" : "",
-			what, r->final, name ? name : "", name ? ": " : "",
+			what, status, name ? name : "", name ? ": " : "",
 			strerror(r->err));
+		print_kv(stdout, r->final);
+		return ret;
+	}
+	fprintf(stderr, "%ssbrig: %s: %s (%s%s%s)\n", tty ? "\n" : "",
+		what, r->final, name ? name : "", name ? ": " : "",
+		strerror(r->err));
 	return ret;
 }
 
@@ -520,7 +566,7 @@ static int cmd_capture(const struct command *c, int argc, char **argv)
 	ret = request(line, NULL, 0, &r);
 	end_progress();
 	if (ret == EXIT_OK)
-		print_kv(r.final);
+		print_kv(stdout, r.final);
 	return fail(&r, ret, "capture");
 }
 
@@ -566,17 +612,31 @@ static int cmd_run(const struct command *c, int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	sbrig_scenario_free(sc);
+	/* every byte goes to the daemon, which parses (and hashes) them all */
 	f = fopen(argv[optind], "r");
-	if (!f || getdelim(&text, &len, '\0', f) < 0) {
+	if (f) {
+		size_t size = 0, n;
+
+		do {
+			char *p = len == size ? realloc(text, size += 65536) :
+				text;
+
+			if (!p)
+				break;
+			text = p;
+			n = fread(text + len, 1, size - len, f);
+			len += n;
+		} while (n > 0);
+	}
+	if (!f || ferror(f) || !text || !len) {
 		fprintf(stderr, "sbrig run: %s: %s\n", argv[optind],
-			strerror(errno));
+			!f || ferror(f) ? strerror(errno) : "empty");
 		if (f)
 			fclose(f);
 		free(text);
 		return EXIT_USAGE;
 	}
 	fclose(f);
-	len = strlen(text);
 	if (abs_dir(out, dir, sizeof(dir)) < 0 ||
 	    abs_dir(argv[optind], path, sizeof(path)) < 0 ||
 	    add_arg(line, sizeof(line), dir)) {
@@ -595,7 +655,7 @@ static int cmd_run(const struct command *c, int argc, char **argv)
 	free(text);
 	end_progress();
 	if (ret == EXIT_OK)
-		print_kv(r.final);
+		print_kv(stdout, r.final);
 	return fail(&r, ret, "run");
 }
 
@@ -651,20 +711,23 @@ static int cmd_latency(const struct command *c, int argc, char **argv)
 		{ "until", required_argument, NULL, 'u' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "csv", required_argument, NULL, 'C' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "stats-every", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *vals[5] = { "10", "power", NULL, "resume", "30s" };
-	static const char *const keys[5] = { "n", "key", "press", "until",
-					     "timeout" };
+	const char *vals[6] = { "10", "power", NULL, "resume", "30s", NULL };
+	static const char *const keys[6] = { "n", "key", "press", "until",
+					     "timeout", "stats_every" };
 	struct lat_ctx l = { 0 };
 	struct reply r = { .progress = latency_progress, .ctx = &l };
-	const char *csv = NULL;
-	char line[1024] = "latency", opt_s[300], *end;
+	const char *csv = NULL, *out = NULL;
+	char line[PATH_MAX + 1024] = "latency", opt_s[300], *end;
+	char dir[PATH_MAX], name[64], n[16] = "0";
 	int opt, ret;
 
 	optind = 0;
-	while ((opt = getopt_long(argc, argv, "n:h", o, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "n:o:h", o, NULL)) != -1) {
 		switch (opt) {
 		case 'n':
 			vals[0] = optarg;
@@ -681,8 +744,14 @@ static int cmd_latency(const struct command *c, int argc, char **argv)
 		case 't':
 			vals[4] = optarg;
 			break;
+		case 'S':
+			vals[5] = optarg;
+			break;
 		case 'C':
 			csv = optarg;
+			break;
+		case 'o':
+			out = optarg;
 			break;
 		case 'h':
 			command_help(c, stdout);
@@ -698,9 +767,23 @@ static int cmd_latency(const struct command *c, int argc, char **argv)
 		return usage_error(c->name, "-n: '%s' is not a positive count",
 				   vals[0]);
 	if ((vals[2] && check_duration(c->name, "--press", vals[2], NULL)) ||
-	    check_duration(c->name, "--timeout", vals[4], NULL))
+	    check_duration(c->name, "--timeout", vals[4], NULL) ||
+	    (vals[5] && check_duration(c->name, "--stats-every", vals[5],
+				       NULL)))
 		return EXIT_USAGE;
-	for (int i = 0; i < 5; i++) {
+	if (!out) {
+		/* a latency run records a capture like every other */
+		time_t now = time(NULL);
+		struct tm tm;
+
+		strftime(name, sizeof(name), "latency-%Y%m%dT%H%M%SZ",
+			 gmtime_r(&now, &tm));
+		out = name;
+	}
+	if (abs_dir(out, dir, sizeof(dir)) < 0 ||
+	    add_arg(line, sizeof(line), dir))
+		return usage_error(c->name, "bad directory '%s'", out);
+	for (int i = 0; i < 6; i++) {
 		if (!vals[i])
 			continue;
 		snprintf(opt_s, sizeof(opt_s), "%s=%s", keys[i], vals[i]);
@@ -724,7 +807,7 @@ static int cmd_latency(const struct command *c, int argc, char **argv)
 	if (ret == EXIT_OK) {
 		static const char *const st[] = { "min", "median", "p95",
 						  "max" };
-		char v[32], unc[32] = "0", n[16] = "0";
+		char v[PATH_MAX], unc[32] = "0";
 
 		kv_get(r.final, "n", n, sizeof(n));
 		kv_get(r.final, "uncert_ns", unc, sizeof(unc));
@@ -737,6 +820,24 @@ static int cmd_latency(const struct command *c, int argc, char **argv)
 				printf("%s_ms: %.3f\n", st[i], atoll(v) / 1e6);
 		}
 		printf("clock_uncertainty_ms: %.3f\n", atoll(unc) / 1e6);
+		if (kv_get(r.final, "dir", v, sizeof(v)))
+			printf("capture: %s\n", v);
+	} else if (ret == EXIT_FAIL && kv_get(r.final, "requested", n, sizeof(n))) {
+		/* "2/5 measured: the target did not fall asleep ..." */
+		char status[4096] = "", got[16] = "0", cap[PATH_MAX] = "";
+		const char *ename = strerrorname_np(r.err), *why = status;
+
+		kv_get(r.final, "n", got, sizeof(got));
+		kv_get(r.final, "status", status, sizeof(status));
+		kv_get(r.final, "dir", cap, sizeof(cap));
+		if (!strncmp(why, "failed: ", 8))
+			why += 8;
+		fprintf(stderr, "%ssbrig: latency: %s/%s measured: %s (%s%s%s)\n",
+			tty ? "\n" : "", got, n, why, ename ? ename : "",
+			ename ? ": " : "", strerror(r.err));
+		if (cap[0])
+			printf("capture: %s\n", cap);
+		return ret;
 	}
 	return fail(&r, ret, "latency");
 }
@@ -850,7 +951,7 @@ static const struct command commands[] = {
 "      --stats-every D     ask the agent for a stats snapshot every D\n",
 	  cmd_run },
 	{ "latency", "[-n N] [--key KEY] [--press D] [--until EVENT] "
-	  "[--timeout D] [--csv FILE]",
+	  "[--timeout D] [--csv FILE] [-o DIR] [--stats-every D]",
 	  "measure wakeup latency over N key presses",
 "Measure wakeup latency N times: wait until the target is asleep (its\n"
 "agent silent for the rig's quiet_ms: a suspended target's user space is\n"
@@ -858,10 +959,11 @@ static const struct command commands[] = {
 "line changed) to the first EVENT the target stamped after it, mapped to\n"
 "host time by the link's clock model. Events stamped before the press\n"
 "(the suspend/enter the target could only send after waking) are skipped.\n"
-"Prints each measurement, then min/median/p95/max in ms and the clock\n"
-"uncertainty. A round whose EVENT is stamped before the press (the target\n"
-"woke by itself) is not measured: a line says so and the next sleep is\n"
-"used.\n"
+"Prints each measurement, then min/median/p95/max in ms, the clock\n"
+"uncertainty and the capture the run recorded (presses, events, samples,\n"
+"as every capture). A round whose EVENT is stamped before the press (the\n"
+"target woke by itself) is not measured: a line says so and the next\n"
+"sleep is used. Ctrl-C ends it with the rounds measured so far.\n"
 "\n"
 "  -n, --count N           measurements (default 10)\n"
 "      --key KEY           key to press (default power)\n"
@@ -869,7 +971,10 @@ static const struct command commands[] = {
 "      --until EVENT       event that ends a measurement (default resume)\n"
 "      --timeout D         longest wait for the target to fall asleep, and\n"
 "                          for EVENT after a press (default 30s)\n"
-"      --csv FILE          also write i,latency_ns,uncert_ns rows to FILE\n",
+"      --csv FILE          also write i,latency_ns,uncert_ns rows to FILE\n"
+"  -o, --output DIR        capture directory (default: latency-DATE in the\n"
+"                          current directory, DATE in UTC)\n"
+"      --stats-every D     ask the agent for a stats snapshot every D\n",
 	  cmd_latency },
 	{ "hold", "NAME DURATION",
 	  "make the target agent hold a blocker",

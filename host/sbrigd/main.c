@@ -3,10 +3,12 @@
  * main.c - sbrigd: the rig daemon.
  *
  * Parses the command line, initialises the modules in dependency order
- * (sched -> rig -> rec -> eng -> srv), runs the poll() loop and finalises
- * them in reverse. SIGTERM/SIGINT only write a byte to a self-pipe; the
- * loop then stops what runs (a capture is closed with status "aborted")
- * and the daemon exits 0.
+ * (sched -> rig -> rec -> run, lat, agentop -> srv; each calls only the
+ * ones before it), runs the poll() loop and finalises them in reverse.
+ * SIGTERM/SIGINT only write a byte to a self-pipe; the loop then stops,
+ * the server stops what runs (a capture is closed with status "aborted",
+ * its client gets the final answer, no further request is started) and
+ * the daemon exits 0.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,8 +20,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sbrigd.h"
-#include "internal.h"
+#include "agentop.h"
+#include "latency.h"
+#include "rec.h"
+#include "rig.h"
+#include "run.h"
+#include "sched.h"
+#include "server.h"
+#include "util.h"
 
 #define DEFAULT_SOCKET "/run/sbrig/sbrigd.sock"
 #define MAX_OVERRIDES 64
@@ -40,7 +48,7 @@ static void signal_readable(int fd, short revents, void *data)
 	char c;
 
 	if (read(fd, &c, 1) == 1)
-		sbrig_info("signal %d: stopping", c);
+		log_info("signal %d: stopping", c);
 	sched_quit();
 }
 
@@ -162,24 +170,31 @@ int main(int argc, char **argv)
 	ret = rec_init();
 	if (ret < 0)
 		goto fini_rig;
-	ret = eng_init();
+	ret = run_init();
 	if (ret < 0)
 		goto fini_rec;
+	ret = lat_init();
+	if (ret < 0)
+		goto fini_run;
+	ret = agentop_init();
+	if (ret < 0)
+		goto fini_lat;
 	ret = srv_init(sock);
 	if (ret < 0)
-		goto fini_eng;
+		goto fini_agentop;
 
 	ret = sched_run();
 	if (ret < 0)
-		sbrig_err("%s", sbrig_errmsg());
-	/* stop what runs while the clients can still hear about it */
-	eng_abort("aborted");
-	if (rec_active())
-		rec_stop("aborted");
+		log_err("%s", sbrig_errmsg());
+	srv_shutdown();
 
 	srv_fini();
-fini_eng:
-	eng_fini();
+fini_agentop:
+	agentop_fini();
+fini_lat:
+	lat_fini();
+fini_run:
+	run_fini();
 fini_rec:
 	rec_fini();
 fini_rig:
@@ -193,6 +208,6 @@ fail:
 		fprintf(stderr, "sbrigd: %s\n", sbrig_errmsg());
 		return 1;
 	}
-	sbrig_info("stopped");
+	log_info("stopped");
 	return 0;
 }

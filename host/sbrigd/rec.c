@@ -1,22 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * rec.c - the running capture (at most one at a time).
+ * rec.c - the running capture, see rec.h.
  *
  * While a capture runs, the power sensor samples and everything the rig
- * sees or does is appended to the capture directory (libsbrig capture.c):
- * samples and gaps, marker edges, stimuli, target events with their host
- * times, stats snapshots (the agent's "stats" command every stats_every)
- * and the link's clock exchanges. A timer ticks every 250 ms: it syncs the
- * files (capture.c limits that to once a second) and sends a progress line
- * to the client that asked, every second.
+ * reports to its observers is appended to the capture directory: samples
+ * and gaps, marker edges, stimuli, target events with their host times,
+ * stats snapshots (the agent's "stats" command every stats_every, answered
+ * to our own reply callback) and the link's clock exchanges. A timer ticks
+ * every 250 ms: it syncs the files (capture.c limits that to once a
+ * second) and tells the owner the progress, every second.
  *
  * A capture ends when its duration is over, when rec_stop() is called (a
- * "stop" request, the end of a scenario, shutdown: status "aborted") or
- * when writing fails ("failed: why"); whatever the reason, the end
- * callback given to rec_start() runs exactly once, after the directory is
- * closed. A client that disconnects from an open-ended capture (no
- * duration, no scenario) stops it ("aborted: client disconnected"); a
- * capture with a duration or a scenario runs on to its end.
+ * "stop" request, the end of a scenario, shutdown), when the sensor fails
+ * or when writing fails ("failed: why"); whatever the reason, the end
+ * callback runs exactly once, after the directory is closed.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -24,27 +21,34 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sbrigd.h"
-#include "internal.h"
+#include <sbrig/capture.h>
+
+#include "rec.h"
+#include "rig.h"
+#include "sched.h"
+#include "util.h"
 
 #define REC_TICK_NS (250 * NS_PER_MS)
-#define REC_SNAPSHOTS 4
+#define REC_SNAPSHOTS 4		/* stats commands in flight at most */
 
+/* the recorder: only the loop's thread touches it */
 static struct {
 	struct sbrig_capture *cap;
-	char dir[4096];
+	char dir[PATH_MAX];
 	struct rec_opts opts;
-	struct op_sink *sink;
-	rec_end_fn end;
-	void *end_data;
+	const struct rec_client_ops *ops;
+	void *ctx;
 	struct rec_counts n;
+	int64_t start_ns;
 	struct sched_timer tick;
 	struct sched_timer stop_timer;
 	struct sched_timer stats_timer;
 	int64_t last_progress_ns;
-	uint32_t snapshots[REC_SNAPSHOTS];	/* recent stats cmd ids */
+	uint32_t snapshots[REC_SNAPSHOTS];	/* stats cmd ids in flight */
 	unsigned int nsnap;
 	bool closing;
+	struct rig_observer obs;
+	struct op_handle handle;
 } rec;
 
 bool rec_active(void)
@@ -52,68 +56,66 @@ bool rec_active(void)
 	return rec.cap != NULL;
 }
 
-const char *rec_dir(void)
+static void fill_result(struct rec_result *r)
 {
-	return rec.cap ? rec.dir : NULL;
+	memset(r, 0, sizeof(*r));
+	snprintf(r->dir, sizeof(r->dir), "%s", rec.dir);
+	r->n = rec.n;
+	r->elapsed_ns = time_sub(sbrig_now_ns(), rec.start_ns);
+	r->mean_mA = rec.n.samples ? (double)rec.n.sum_current_uA /
+		(double)rec.n.samples / 1000.0 : 0.0;
 }
 
-void rec_get_counts(struct rec_counts *c)
+bool rec_get_result(struct rec_result *r)
 {
-	*c = rec.n;
+	if (!rec.cap)
+		return false;
+	fill_result(r);
+	return true;
 }
 
-static double mean_mA(void)
+static void forget_snapshots(void)
 {
-	return rec.n.samples ? (double)rec.n.sum_current_uA / rec.n.samples /
-		1000.0 : 0.0;
-}
-
-static void summary(char *buf, size_t size)
-{
-	snprintf(buf, size,
-		 "dir=%s elapsed_ms=%" PRId64 " samples=%" PRIu64
-		 " gaps=%" PRIu64 " missing=%" PRIu64 " edges=%" PRIu64
-		 " stimuli=%" PRIu64 " events=%" PRIu64 " stats_rows=%" PRIu64
-		 " clock_rows=%" PRIu64 " mean_mA=%.3f",
-		 rec.dir, (sbrig_now_ns() - rec.n.start_ns) / NS_PER_MS,
-		 rec.n.samples, rec.n.gaps, rec.n.missing, rec.n.edges,
-		 rec.n.stimuli, rec.n.events, rec.n.stats_rows,
-		 rec.n.clock_rows, mean_mA());
+	for (unsigned int i = 0; i < REC_SNAPSHOTS; i++) {
+		if (rec.snapshots[i])
+			rig_link_forget(rec.snapshots[i]);
+		rec.snapshots[i] = 0;
+	}
 }
 
 /* Close the capture with @status and tell the owner. */
 static int finish(int err, const char *status)
 {
-	char sum[1024], st[512];
-	rec_end_fn end = rec.end;
-	void *data = rec.end_data;
+	const struct rec_client_ops *ops = rec.ops;
+	void *ctx = rec.ctx;
+	struct rec_result res;
 	int ret;
 
 	if (!rec.cap || rec.closing)
 		return 0;
 	rec.closing = true;
-	rig_power_stop();	/* drains the last samples into the capture */
+	rig_power_stop();	/* the last samples reach us first */
+	rig_unobserve(&rec.obs);
+	forget_snapshots();
 	sched_timer_stop(&rec.tick);
 	sched_timer_stop(&rec.stop_timer);
 	sched_timer_stop(&rec.stats_timer);
-	snprintf(st, sizeof(st), "%s", status);
-	summary(sum, sizeof(sum));
-	ret = sbrig_capture_close(rec.cap, st);
+	fill_result(&res);
+	snprintf(res.status, sizeof(res.status), "%s", status);
+	ret = sbrig_capture_close(rec.cap, res.status);
 	rec.cap = NULL;
 	if (ret < 0 && !err) {
 		err = ret;
-		snprintf(st, sizeof(st), "failed: %s", sbrig_errmsg());
+		snprintf(res.status, sizeof(res.status), "failed: %s",
+			 sbrig_errmsg());
 	}
-	sbrig_info("capture %s closed: %s (%s)", rec.dir, st, sum);
-	rec.sink = NULL;
-	rec.end = NULL;
+	log_info("capture %s closed: %s (%" PRIu64 " samples, %" PRIu64
+		 " events)", rec.dir, res.status, res.n.samples, res.n.events);
+	rec.ops = NULL;
+	rec.ctx = NULL;
 	rec.closing = false;
-	if (end) {
-		char msg[1600];
-
-		snprintf(msg, sizeof(msg), "%s status=%s", sum, st);
-		end(err, msg, data);
-	}
+	if (ops && ops->end)
+		ops->end(ctx, err, &res);
 	return err;
 }
 
@@ -125,36 +127,14 @@ static void failed(int err, const char *what)
 	if (!rec.cap || rec.closing)
 		return;
 	snprintf(st, sizeof(st), "failed: %s: %s", what, sbrig_errmsg());
-	sbrig_err("capture %s: %s", rec.dir, st);
+	log_err("capture %s: %s", rec.dir, st);
 	finish(err, st);
-}
-
-/**
- * rec_fail() - end the running capture because a source failed
- * @err: -errno to answer with
- * @status: "failed: why"
- */
-void rec_fail(int err, const char *status)
-{
-	if (!rec.cap || rec.closing)
-		return;
-	sbrig_err("capture %s: %s", rec.dir, status);
-	finish(err, status);
-}
-
-static void progress(int64_t now)
-{
-	if (!rec.sink)
-		return;
-	op_line(rec.sink, "progress elapsed_ms=%" PRId64 " samples=%" PRIu64
-		" gaps=%" PRIu64 " events=%" PRIu64 " mean_mA=%.3f",
-		(now - rec.n.start_ns) / NS_PER_MS, rec.n.samples, rec.n.gaps,
-		rec.n.events, mean_mA());
 }
 
 static void tick(void *data)
 {
 	int64_t now = sbrig_now_ns();
+	struct rec_result r;
 	int ret;
 
 	ret = sbrig_capture_sync(rec.cap, now);
@@ -162,11 +142,14 @@ static void tick(void *data)
 		failed(ret, "sync");
 		return;
 	}
-	if (now - rec.last_progress_ns >= NS_PER_S) {
+	sched_timer_start(&rec.tick, time_add(now, REC_TICK_NS), tick, NULL);
+	if (time_sub(now, rec.last_progress_ns) >= NS_PER_S) {
 		rec.last_progress_ns = now;
-		progress(now);
+		if (rec.ops && rec.ops->progress) {
+			fill_result(&r);
+			rec.ops->progress(rec.ctx, &r);
+		}
 	}
-	sched_timer_start(&rec.tick, now + REC_TICK_NS, tick, NULL);
 }
 
 static void duration_over(void *data)
@@ -174,151 +157,56 @@ static void duration_over(void *data)
 	finish(0, "complete");
 }
 
-static void ask_stats(void *data)
+/* ---- stats snapshots ---------------------------------------------------- */
+
+static void stats_reply(const struct sbrig_link_msg *m, void *data)
 {
-	uint32_t id;
-
-	if (rig_has_link() && rig_target()->known &&
-	    rig_link_command("stats", &id) == 0)
-		rec.snapshots[rec.nsnap++ % REC_SNAPSHOTS] = id;
-	if (rec.cap)
-		sched_timer_start(&rec.stats_timer,
-				  sbrig_now_ns() + rec.opts.stats_every_ns,
-				  ask_stats, NULL);
-}
-
-bool rec_owns_snapshot(uint32_t cmd_id)
-{
-	unsigned int n = rec.nsnap < REC_SNAPSHOTS ? rec.nsnap : REC_SNAPSHOTS;
-
-	for (unsigned int i = 0; i < n; i++)
-		if (rec.snapshots[i] == cmd_id)
-			return true;
-	return false;
-}
-
-/**
- * rec_start() - create a capture directory and start recording into it
- * @opts: directory, duration, stats period, scenario (copied)
- * @sink: where progress lines go (NULL: nowhere)
- * @end: called once when the capture ends, for whatever reason
- * @data: for @end
- *
- * Return: 0, or -errno with sbrig_errmsg() (-EBUSY: a capture runs).
- */
-int rec_start(const struct rec_opts *opts, struct op_sink *sink,
-	      rec_end_fn end, void *data)
-{
-	const struct sbrig_config *cfg = rig_config();
-	struct sbrig_provenance prov = { 0 };
-	const char *sha = getenv("SBRIG_GIT_SHA");
-	int64_t now;
 	int ret;
 
-	if (rec.cap)
-		return sbrig_set_error(-EBUSY, "a capture is running into %s",
-				       rec.dir);
-	snprintf(prov.rig_name, sizeof(prov.rig_name), "%s", cfg->name);
-	snprintf(prov.rig_config, sizeof(prov.rig_config), "%s", cfg->path);
-	snprintf(prov.rig_sha256, sizeof(prov.rig_sha256), "%s", cfg->sha256);
-	snprintf(prov.host_version, sizeof(prov.host_version), "%s",
-		 sbrig_version);
-	snprintf(prov.git_sha, sizeof(prov.git_sha), "%s", sha ? sha : "");
-	if (opts->scenario) {
-		snprintf(prov.scenario, sizeof(prov.scenario), "%s",
-			 opts->scenario->path);
-		snprintf(prov.scenario_sha256, sizeof(prov.scenario_sha256),
-			 "%s", opts->scenario->sha256);
-	}
-	snprintf(prov.power_uri, sizeof(prov.power_uri), "%s", cfg->power_uri);
-	snprintf(prov.target_uri, sizeof(prov.target_uri), "%s",
-		 cfg->target_uri);
-
-	rec.cap = sbrig_capture_new(opts->dir, &prov);
 	if (!rec.cap)
-		return errno ? -errno : -EIO;
-	snprintf(rec.dir, sizeof(rec.dir), "%s", opts->dir);
-	rec.opts = *opts;
-	rec.opts.dir = rec.dir;
-	rec.sink = sink;
-	rec.end = end;
-	rec.end_data = data;
-	memset(&rec.n, 0, sizeof(rec.n));
-	rec.nsnap = 0;
-	if (rig_target()->known)
-		rec_target(rig_target());
-	if (rig_has_power()) {
-		ret = rig_power_start();
-		if (ret < 0) {
-			char st[512];
-
-			snprintf(st, sizeof(st), "failed: sensor: %s",
-				 sbrig_errmsg());
-			rec.end = NULL;
-			finish(ret, st);
-			return sbrig_set_error(ret, "%s", st + 8);
+		return;
+	if (m->type == SBRIG_LINK_STATS) {
+		ret = sbrig_capture_add_stats(rec.cap, sbrig_now_ns(),
+					      &m->stats);
+		if (ret < 0)
+			failed(ret, "stats");
+		else
+			rec.n.stats_rows++;
+		return;
+	}
+	/* the REPLY ends the snapshot (its rows come before it) */
+	for (unsigned int i = 0; i < REC_SNAPSHOTS; i++) {
+		if (rec.snapshots[i] == m->cmd_id) {
+			rig_link_forget(m->cmd_id);
+			rec.snapshots[i] = 0;
 		}
 	}
-	now = sbrig_now_ns();
-	rec.n.start_ns = now;
-	rec.last_progress_ns = now;
-	sched_timer_start(&rec.tick, now + REC_TICK_NS, tick, NULL);
-	if (opts->duration_ns > 0)
-		sched_timer_start(&rec.stop_timer, now + opts->duration_ns,
-				  duration_over, NULL);
-	if (opts->stats_every_ns > 0)
-		ask_stats(NULL);
-	sbrig_info("capture %s started", rec.dir);
-	return 0;
+	if (m->err)
+		log_warn("capture %s: stats: agent: %s", rec.dir, m->text);
 }
 
-/**
- * rec_stop() - end the running capture
- * @status: "complete", "aborted: why", "failed: why"
- *
- * Return: 0, -ENOENT if no capture runs, or the -errno closing hit.
- */
-int rec_stop(const char *status)
+static void ask_stats(void *data)
 {
-	if (!rec.cap)
-		return sbrig_set_error(-ENOENT, "no capture is running");
-	return finish(0, status);
+	unsigned int slot = rec.nsnap++ % REC_SNAPSHOTS;
+	uint32_t id;
+
+	/* an answer that has not come in REC_SNAPSHOTS periods never will */
+	if (rec.snapshots[slot])
+		rig_link_forget(rec.snapshots[slot]);
+	rec.snapshots[slot] = 0;
+	if (rig_has_link() && rig_target()->known &&
+	    rig_link_command("stats", stats_reply, NULL, &id) == 0)
+		rec.snapshots[slot] = id;
+	sched_timer_start(&rec.stats_timer,
+			  time_after(rec.opts.stats_every_ns), ask_stats, NULL);
 }
 
-void rec_status(struct op_sink *sink)
+/* ---- what the rig reports ----------------------------------------------- */
+
+static void on_samples(void *data, const struct sbrig_sample *s, size_t n)
 {
-	char sum[1024];
+	int ret = sbrig_capture_add_samples(rec.cap, s, n);
 
-	if (!rec.cap) {
-		op_line(sink, "data capture: none");
-		return;
-	}
-	summary(sum, sizeof(sum));
-	op_line(sink, "data capture: %s", sum);
-}
-
-void rec_sink_gone(struct op_sink *sink)
-{
-	if (!rec.cap || rec.sink != sink)
-		return;
-	rec.sink = NULL;
-	if (rec.opts.duration_ns <= 0 && !rec.opts.scenario) {
-		rec.end = NULL;		/* nobody to answer */
-		finish(0, "aborted: client disconnected");
-	} else if (rec.end_data == sink) {
-		rec.end = NULL;		/* runs on to its end, silently */
-	}
-}
-
-/* ---- feeds -------------------------------------------------------------- */
-
-void rec_samples(const struct sbrig_sample *s, size_t n)
-{
-	int ret;
-
-	if (!rec.cap || !n)
-		return;
-	ret = sbrig_capture_add_samples(rec.cap, s, n);
 	if (ret < 0) {
 		failed(ret, "samples");
 		return;
@@ -328,13 +216,10 @@ void rec_samples(const struct sbrig_sample *s, size_t n)
 		rec.n.sum_current_uA += s[i].current_uA;
 }
 
-void rec_gap(const struct sbrig_gap *gap)
+static void on_gap(void *data, const struct sbrig_gap *gap)
 {
-	int ret;
+	int ret = sbrig_capture_add_gap(rec.cap, gap);
 
-	if (!rec.cap)
-		return;
-	ret = sbrig_capture_add_gap(rec.cap, gap);
 	if (ret < 0) {
 		failed(ret, "gaps");
 		return;
@@ -343,78 +228,52 @@ void rec_gap(const struct sbrig_gap *gap)
 	rec.n.missing += gap->missing;
 }
 
-void rec_edge(const struct sbrig_edge *edge)
+static void on_edge(void *data, const struct sbrig_edge *edge)
 {
-	int ret;
+	int ret = sbrig_capture_add_edge(rec.cap, edge);
 
-	if (!rec.cap)
-		return;
-	ret = sbrig_capture_add_edge(rec.cap, edge);
 	if (ret < 0)
 		failed(ret, "edges");
 	else
 		rec.n.edges++;
 }
 
-void rec_stimulus(const struct sbrig_stimulus *st)
+static void on_stimulus(void *data, const struct sbrig_stimulus *st)
 {
-	int ret;
+	int ret = sbrig_capture_add_stimulus(rec.cap, st);
 
-	if (!rec.cap)
-		return;
-	ret = sbrig_capture_add_stimulus(rec.cap, st);
 	if (ret < 0)
 		failed(ret, "stimuli");
 	else
 		rec.n.stimuli++;
 }
 
-void rec_event(const struct sbrig_event *ev)
+static void on_event(void *data, const struct sbrig_event *ev)
 {
-	int ret;
+	int ret = sbrig_capture_add_event(rec.cap, ev);
 
-	if (!rec.cap)
-		return;
-	ret = sbrig_capture_add_event(rec.cap, ev);
 	if (ret < 0)
 		failed(ret, "events");
 	else
 		rec.n.events++;
 }
 
-void rec_stats_row(int64_t t_ns, const struct sbrig_blocker_stats *row)
+static void on_clock(void *data, const struct rig_clock_row *row)
 {
-	int ret;
+	int ret = sbrig_capture_add_clock(rec.cap, row->send_ns, row->recv_ns,
+					  row->target_ns, row->retained);
 
-	if (!rec.cap)
-		return;
-	ret = sbrig_capture_add_stats(rec.cap, t_ns, row);
-	if (ret < 0)
-		failed(ret, "stats");
-	else
-		rec.n.stats_rows++;
-}
-
-void rec_clock(int64_t send_ns, int64_t recv_ns, int64_t target_ns,
-	       bool retained)
-{
-	int ret;
-
-	if (!rec.cap)
-		return;
-	ret = sbrig_capture_add_clock(rec.cap, send_ns, recv_ns, target_ns,
-				      retained);
 	if (ret < 0)
 		failed(ret, "clock");
 	else
 		rec.n.clock_rows++;
 }
 
-void rec_target(const struct rig_target *t)
+static void on_target(void *data, const struct rig_target *t)
 {
 	int ret;
 
-	if (!rec.cap || !t->known)
+	if (!t->known)
 		return;
 	ret = sbrig_capture_set_target(rec.cap, t->boot_id, t->kernel,
 				       t->module, t->agent);
@@ -422,9 +281,168 @@ void rec_target(const struct rig_target *t)
 		failed(ret, "meta.ini");
 }
 
+static void on_sensor_failed(void *data, int err, const char *why)
+{
+	char st[400];
+
+	snprintf(st, sizeof(st), "failed: %s", why);
+	log_err("capture %s: %s", rec.dir, st);
+	/* a capture without its samples is no capture */
+	finish(err, st);
+}
+
+static const struct rig_observer_ops rec_observer = {
+	.samples = on_samples,
+	.gap = on_gap,
+	.edge = on_edge,
+	.stimulus = on_stimulus,
+	.event = on_event,
+	.clock = on_clock,
+	.target = on_target,
+	.sensor_failed = on_sensor_failed,
+};
+
+/* ---- start / stop ------------------------------------------------------- */
+
+static void fill_provenance(struct sbrig_provenance *prov,
+			    const struct rec_opts *o)
+{
+	const struct sbrig_config *cfg = rig_config();
+	const char *sha = getenv("SBRIG_GIT_SHA");
+
+	memset(prov, 0, sizeof(*prov));
+	snprintf(prov->rig_name, sizeof(prov->rig_name), "%s", cfg->name);
+	snprintf(prov->rig_config, sizeof(prov->rig_config), "%s", cfg->path);
+	snprintf(prov->rig_sha256, sizeof(prov->rig_sha256), "%s",
+		 cfg->sha256);
+	snprintf(prov->host_version, sizeof(prov->host_version), "%s",
+		 sbrig_version);
+	snprintf(prov->git_sha, sizeof(prov->git_sha), "%s", sha ? sha : "");
+	if (o->scenario) {
+		snprintf(prov->scenario, sizeof(prov->scenario), "%s",
+			 o->scenario->path);
+		snprintf(prov->scenario_sha256, sizeof(prov->scenario_sha256),
+			 "%s", o->scenario->sha256);
+	}
+	snprintf(prov->power_uri, sizeof(prov->power_uri), "%s",
+		 cfg->power_uri);
+	snprintf(prov->target_uri, sizeof(prov->target_uri), "%s",
+		 cfg->target_uri);
+}
+
+/**
+ * rec_start() - create a capture directory and start recording into it
+ * @o: directory, duration, stats period, scenario (copied)
+ * @ops: the owner's callbacks (NULL: nobody is told)
+ * @ctx: for @ops
+ *
+ * Return: 0, or -errno with sbrig_errmsg() (-EBUSY: a capture runs).
+ */
+int rec_start(const struct rec_opts *o, const struct rec_client_ops *ops,
+	      void *ctx)
+{
+	struct sbrig_provenance prov;
+	int64_t now;
+	int ret;
+
+	if (rec.cap)
+		return sbrig_set_error(-EBUSY, "a capture is running into %s",
+				       rec.dir);
+	if (o->duration_ns < 0)
+		return sbrig_set_error(-EINVAL, "duration: must not be negative");
+	if (o->stats_every_ns < 0 || (o->stats_every_ns > 0 &&
+				       o->stats_every_ns < REC_MIN_STATS_EVERY_NS))
+		return sbrig_set_error(-EINVAL, "stats_every: must be 0 (never) "
+				       "or at least %" PRId64 " ms",
+				       REC_MIN_STATS_EVERY_NS / NS_PER_MS);
+	fill_provenance(&prov, o);
+	rec.cap = sbrig_capture_new(o->dir, &prov);
+	if (!rec.cap)
+		return errno ? -errno : -EIO;
+	snprintf(rec.dir, sizeof(rec.dir), "%s", o->dir);
+	rec.opts = *o;
+	rec.opts.dir = rec.dir;
+	rec.ops = ops;
+	rec.ctx = ctx;
+	memset(&rec.n, 0, sizeof(rec.n));
+	memset(rec.snapshots, 0, sizeof(rec.snapshots));
+	rec.nsnap = 0;
+	now = sbrig_now_ns();
+	rec.start_ns = now;
+	rec.last_progress_ns = now;
+	rec.obs = (struct rig_observer){ &rec_observer, NULL };
+	ret = rig_observe(&rec.obs);
+	if (ret == 0 && rig_target()->known)
+		on_target(NULL, rig_target());
+	if (ret == 0 && rig_has_power()) {
+		ret = rig_power_start();
+		if (ret < 0)
+			sbrig_prefix_error("sensor");
+	}
+	if (ret < 0) {
+		char st[512];
+
+		snprintf(st, sizeof(st), "failed: %s", sbrig_errmsg());
+		rec.ops = NULL;		/* the caller hears it from us */
+		finish(ret, st);
+		return sbrig_set_error(ret, "%s", st + 8);
+	}
+	sched_timer_start(&rec.tick, time_add(now, REC_TICK_NS), tick, NULL);
+	if (o->duration_ns > 0)
+		sched_timer_start(&rec.stop_timer, time_add(now, o->duration_ns),
+				  duration_over, NULL);
+	if (o->stats_every_ns > 0)
+		ask_stats(NULL);
+	log_info("capture %s started", rec.dir);
+	return 0;
+}
+
+int rec_stop(const char *status)
+{
+	if (!rec.cap)
+		return sbrig_set_error(-ENOENT, "no capture is running");
+	return finish(0, status);
+}
+
+void rec_detach(void)
+{
+	rec.ops = NULL;
+	rec.ctx = NULL;
+}
+
+/* ---- the handle of a capture request ------------------------------------ */
+
+static void handle_stop(struct op_handle *h, enum op_stop why)
+{
+	/* Ctrl-C is the normal end of an open-ended capture: complete */
+	rec_stop(why == OP_STOP_OWN ? "complete" :
+		 why == OP_STOP_OTHER ? "aborted: stopped by a client" :
+		 "aborted");
+}
+
+static void handle_detach(struct op_handle *h)
+{
+	rec_detach();
+	/* nobody could end an open-ended capture otherwise */
+	if (rec.opts.duration_ns <= 0)
+		rec_stop("aborted: client disconnected");
+}
+
+static const struct op_handle_ops rec_handle_ops = {
+	.kind = "capture",
+	.stop = handle_stop,
+	.detach = handle_detach,
+};
+
+struct op_handle *rec_handle(void)
+{
+	return rec.cap ? &rec.handle : NULL;
+}
+
 int rec_init(void)
 {
 	memset(&rec, 0, sizeof(rec));
+	rec.handle.ops = &rec_handle_ops;
 	return 0;
 }
 

@@ -1,18 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * rig.c - the rig the daemon owns: its config, GPIO lines, power sensor and
- * target link, wired into the poll() loop.
+ * rig.c - the rig the daemon owns, see rig.h.
  *
  * What is not configured (an absent [key:]/[charger]/[marker] section, an
  * empty [power] or [target] uri) is simply not available. A configured
  * sensor that cannot be opened (iiod down) is not fatal either: it is
  * opened again when a capture or a status needs it, and the error is shown
  * there. Everything the rig does to the target goes through rig_set_line()
- * or rig_stimulus(), so it is recorded in the running capture.
+ * or rig_stimulus(), so every observer (the recorder) sees it.
  *
  * The power sensor samples only while a capture runs (rig_power_start());
  * its thread signals an eventfd that the loop watches. The link is driven
- * by its pollfd (which changes on reconnects) and its deadline (a timer).
+ * by its pollfd (which changes on reconnects) and its deadline (a timer);
+ * the messages it decodes are handed on in batches of at most
+ * RIG_LINK_BATCH per loop turn, so a burst of frames cannot starve the
+ * daemon's clients.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -23,16 +25,18 @@
 
 #include <sbrig/gpio.h>
 #include <sbrig/marker.h>
-#include <sbrig/power.h>
 
-#include "sbrigd.h"
-#include "internal.h"
+#include "rig.h"
+#include "sched.h"
+#include "util.h"
 
 #define RIG_SAMPLE_BATCH 512
 #define RIG_GAP_BATCH 32
+#define RIG_LINK_BATCH 256
+#define RIG_MAX_COMMANDS 32
 /* marker edge <-> event pairing: how far apart, and the GPIO path's spread */
-#define RIG_MARKER_WINDOW_NS	(2 * 1000000LL)
-#define RIG_MARKER_UNCERT_NS	(100 * 1000LL)
+#define RIG_MARKER_WINDOW_NS	(2 * NS_PER_MS)
+#define RIG_MARKER_UNCERT_NS	(100 * NS_PER_US)
 
 /**
  * struct rig_press - a key held down until its timer fires
@@ -46,10 +50,23 @@ struct rig_press {
 	char key[SBRIG_ID_MAX];
 	struct sched_timer timer;
 	int64_t press_ns;
-	void (*done)(int err, int64_t press_ns, void *data);
+	rig_press_fn done;
 	void *data;
 };
 
+/**
+ * struct rig_command - an agent command whose answers someone waits for
+ * @id: its id (0: slot free)
+ * @fn: gets its REPLY/DONE/STATS
+ * @data: for @fn
+ */
+struct rig_command {
+	uint32_t id;
+	rig_reply_fn fn;
+	void *data;
+};
+
+/* the rig: only the loop's thread touches it */
 static struct {
 	struct sbrig_config cfg;
 	struct sbrig_gpio *gpio;
@@ -60,11 +77,54 @@ static struct {
 	struct sbrig_marker *marker;	/* marker wired and a link: pairing */
 	int link_fd;			/* registered with sched, or -1 */
 	struct sched_timer link_timer;
+	struct sched_timer link_more;	/* messages left after a batch */
 	struct rig_target target;
 	struct rig_press presses[SBRIG_MAX_KEYS];
+	struct rig_command commands[RIG_MAX_COMMANDS];
+	struct rig_observer *observers[RIG_MAX_OBSERVERS];
 	struct sbrig_sample samples[RIG_SAMPLE_BATCH];
 	struct sbrig_gap gaps[RIG_GAP_BATCH];
 } rig;
+
+/* ---- observers ---------------------------------------------------------- */
+
+int rig_observe(struct rig_observer *o)
+{
+	for (unsigned int i = 0; i < RIG_MAX_OBSERVERS; i++) {
+		if (rig.observers[i] == o)
+			return 0;
+	}
+	for (unsigned int i = 0; i < RIG_MAX_OBSERVERS; i++) {
+		if (!rig.observers[i]) {
+			rig.observers[i] = o;
+			return 0;
+		}
+	}
+	return sbrig_set_error(-ENOSPC, "rig: more than %d observers",
+			       RIG_MAX_OBSERVERS);
+}
+
+void rig_unobserve(struct rig_observer *o)
+{
+	for (unsigned int i = 0; i < RIG_MAX_OBSERVERS; i++)
+		if (rig.observers[i] == o)
+			rig.observers[i] = NULL;
+}
+
+/*
+ * Call @member of every observer, in registration slots order. An observer
+ * unregistered by an earlier callback of the same round is not called.
+ */
+#define NOTIFY(member, ...)						\
+	do {								\
+		for (unsigned int i_ = 0; i_ < RIG_MAX_OBSERVERS; i_++) { \
+			struct rig_observer *o_ = rig.observers[i_];	\
+			if (o_ && o_->ops->member)			\
+				o_->ops->member(o_->data, __VA_ARGS__);	\
+		}							\
+	} while (0)
+
+/* ---- simple queries ----------------------------------------------------- */
 
 const struct sbrig_config *rig_config(void)
 {
@@ -86,12 +146,31 @@ const struct rig_target *rig_target(void)
 	return &rig.target;
 }
 
+static bool is_charger(const struct sbrig_line_cfg *l)
+{
+	return l == &rig.cfg.charger;
+}
+
+static bool is_marker(const struct sbrig_line_cfg *l)
+{
+	return l == &rig.cfg.marker;
+}
+
 bool rig_has_output(const char *name)
 {
 	const struct sbrig_line_cfg *l = sbrig_config_line(&rig.cfg, name);
 
-	return l && l->present && strcmp(name, "marker") != 0 && rig.gpio;
+	return l && l->present && !is_marker(l) && rig.gpio;
 }
+
+bool rig_has_key(const char *name)
+{
+	const struct sbrig_line_cfg *l = sbrig_config_line(&rig.cfg, name);
+
+	return l && l->present && !is_marker(l) && !is_charger(l) && rig.gpio;
+}
+
+/* ---- stimuli and lines -------------------------------------------------- */
 
 void rig_stimulus(const char *what, const char *arg, int64_t t_ns)
 {
@@ -99,8 +178,8 @@ void rig_stimulus(const char *what, const char *arg, int64_t t_ns)
 
 	snprintf(st.what, sizeof(st.what), "%s", what);
 	snprintf(st.arg, sizeof(st.arg), "%s", arg);
-	sbrig_dbg("stimulus %s %s", what, arg);
-	rec_stimulus(&st);
+	log_dbg("stimulus %s %s", what, arg);
+	NOTIFY(stimulus, &st);
 }
 
 int rig_set_line(const char *name, bool active, const char *what,
@@ -119,6 +198,15 @@ int rig_set_line(const char *name, bool active, const char *what,
 	if (t_ns)
 		*t_ns = t;
 	return 0;
+}
+
+int rig_plug(bool in, int64_t *t_ns)
+{
+	if (!rig.cfg.charger.present || !rig.gpio)
+		return sbrig_set_error(-ENOENT, "no charger line on rig %s",
+				       rig.cfg.name);
+	return rig_set_line(rig.cfg.charger.name, in, in ? "plug" : "unplug",
+			    t_ns);
 }
 
 /* ---- power -------------------------------------------------------------- */
@@ -142,11 +230,11 @@ static int power_open(void)
 				       rig.cfg.name);
 	rig.power = sbrig_power_new(rig.cfg.power_uri, &o);
 	if (!rig.power) {
-		int err = -errno;
+		int err = errno ? -errno : -EIO;
 
 		snprintf(rig.power_err, sizeof(rig.power_err), "%s",
 			 sbrig_errmsg());
-		return sbrig_set_error(err ? err : -EIO, "%s", rig.power_err);
+		return err;	/* sbrig_errmsg() says why */
 	}
 	rig.power_err[0] = '\0';
 	if (sched_fd_add(sbrig_power_fd(rig.power), POLLIN, power_readable,
@@ -168,10 +256,22 @@ static void power_close(void)
 	rig.power_capturing = false;
 }
 
-/* Drain the sensor's queue into the capture. */
+static void power_failed(int err)
+{
+	char why[300];
+
+	log_err("power: capture stopped: %s", sbrig_errmsg());
+	snprintf(rig.power_err, sizeof(rig.power_err), "%s", sbrig_errmsg());
+	snprintf(why, sizeof(why), "sensor: %s", rig.power_err);
+	/* the sensor is gone: reopen it next time */
+	power_close();
+	NOTIFY(sensor_failed, err, why);
+}
+
+/* Drain the sensor's queue to the observers. */
 static void power_drain(void)
 {
-	for (;;) {
+	while (rig.power) {
 		size_t ngaps = 0, gi = 0;
 		ssize_t n = sbrig_power_read(rig.power, rig.samples,
 					     RIG_SAMPLE_BATCH, rig.gaps,
@@ -179,31 +279,24 @@ static void power_drain(void)
 		size_t from = 0;
 
 		if (n < 0) {
-			char why[300];
-
-			sbrig_err("power: capture stopped: %s", sbrig_errmsg());
-			snprintf(rig.power_err, sizeof(rig.power_err), "%s",
-				 sbrig_errmsg());
-			snprintf(why, sizeof(why), "failed: sensor: %s",
-				 rig.power_err);
-			/* the sensor is gone: reopen it next time */
-			power_close();
-			/* a capture without its samples is no capture */
-			rec_fail((int)n, why);
+			power_failed((int)n);
 			return;
 		}
 		/* keep gaps in time order with the samples around them */
 		for (ssize_t i = 0; i < n; i++) {
 			while (gi < ngaps &&
 			       rig.gaps[gi].next_t_ns <= rig.samples[i].t_ns) {
-				rec_samples(rig.samples + from, i - from);
-				from = i;
-				rec_gap(&rig.gaps[gi++]);
+				if ((size_t)i > from)
+					NOTIFY(samples, rig.samples + from,
+					       (size_t)i - from);
+				from = (size_t)i;
+				NOTIFY(gap, &rig.gaps[gi++]);
 			}
 		}
-		rec_samples(rig.samples + from, n - from);
+		if ((size_t)n > from)
+			NOTIFY(samples, rig.samples + from, (size_t)n - from);
 		while (gi < ngaps)
-			rec_gap(&rig.gaps[gi++]);
+			NOTIFY(gap, &rig.gaps[gi++]);
 		if (n == 0 && ngaps == 0)
 			return;
 	}
@@ -211,8 +304,7 @@ static void power_drain(void)
 
 static void power_readable(int fd, short revents, void *data)
 {
-	if (rig.power)
-		power_drain();
+	power_drain();
 }
 
 int rig_power_start(void)
@@ -241,9 +333,8 @@ void rig_power_stop(void)
 	ret = sbrig_power_stop(rig.power);
 	rig.power_capturing = false;
 	if (ret < 0)
-		sbrig_warn("power: %s", sbrig_errmsg());
-	if (rig.power)
-		power_drain();
+		log_warn("power: %s", sbrig_errmsg());
+	power_drain();
 }
 
 /* ---- marker line -------------------------------------------------------- */
@@ -251,7 +342,7 @@ void rig_power_stop(void)
 /*
  * Marker edges paired with the events that drove them are clock samples a
  * hundred times tighter than UART pings: hand them to the link's clock
- * model and record them in clock.tsv (as zero-round-trip rows).
+ * model and to the observers (as zero-round-trip clock rows).
  */
 static void marker_drain(void)
 {
@@ -259,10 +350,14 @@ static void marker_drain(void)
 	int ret;
 
 	while (sbrig_marker_next_pair(rig.marker, &p) == 1) {
+		struct rig_clock_row row = { p.host_ns, p.host_ns, p.target_ns,
+					     false };
+
 		ret = sbrig_clock_add_marker(sbrig_link_clock(rig.link),
 					     p.host_ns, p.target_ns,
 					     RIG_MARKER_UNCERT_NS);
-		rec_clock(p.host_ns, p.host_ns, p.target_ns, ret == 0);
+		row.retained = ret == 0;
+		NOTIFY(clock, &row);
 	}
 }
 
@@ -276,7 +371,7 @@ static void marker_event(const struct sbrig_event *ev)
 
 static void marker_edge(const struct sbrig_edge *edge)
 {
-	if (!rig.marker || strcmp(edge->line, "marker") != 0)
+	if (!rig.marker || strcmp(edge->line, rig.cfg.marker.name) != 0)
 		return;
 	sbrig_marker_add_edge(rig.marker, edge);
 	marker_drain();
@@ -289,19 +384,17 @@ static void gpio_readable(int fd, short revents, void *data)
 	struct sbrig_edge edges[16];
 	ssize_t n;
 
-	do {
-		n = sbrig_gpio_read_edges(rig.gpio, edges, 16);
-		if (n < 0) {
-			sbrig_err("gpio: %s", sbrig_errmsg());
-			sched_fd_del(fd);
-			return;
-		}
-		for (ssize_t i = 0; i < n; i++) {
-			rec_edge(&edges[i]);
-			marker_edge(&edges[i]);
-			eng_edge(&edges[i]);
-		}
-	} while (n == 16);
+	n = sbrig_gpio_read_edges(rig.gpio, edges, ARRAY_SIZE(edges));
+	if (n < 0) {
+		log_err("gpio: %s", sbrig_errmsg());
+		sched_fd_del(fd);
+		return;
+	}
+	/* more than a batch: poll() says so again on the next turn */
+	for (ssize_t i = 0; i < n; i++) {
+		NOTIFY(edge, &edges[i]);
+		marker_edge(&edges[i]);
+	}
 }
 
 static bool any_line(void)
@@ -317,24 +410,26 @@ static bool any_line(void)
 static void press_release(void *data)
 {
 	struct rig_press *p = data;
+	rig_press_fn done = p->done;
 	int ret;
 
+	sched_timer_stop(&p->timer);
 	ret = rig_set_line(p->key, false, "release", NULL);
 	if (ret < 0)
-		sbrig_err("release %s: %s", p->key, sbrig_errmsg());
+		log_err("release %s: %s", p->key, sbrig_errmsg());
 	p->key[0] = '\0';
-	if (p->done)
-		p->done(ret, p->press_ns, p->data);
+	p->done = NULL;
+	if (done)
+		done(ret, p->press_ns, p->data);
 }
 
 int rig_press(const char *key, int64_t duration_ns, int64_t *press_ns,
-	      void (*done)(int err, int64_t press_ns, void *data), void *data)
+	      rig_press_fn done, void *data)
 {
 	struct rig_press *slot = NULL;
 	int ret;
 
-	if (strcmp(key, "charger") == 0 || strcmp(key, "marker") == 0 ||
-	    !rig_has_output(key))
+	if (!rig_has_key(key))
 		return sbrig_set_error(-ENOENT, "no key '%s' on rig %s", key,
 				       rig.cfg.name);
 	for (unsigned int i = 0; i < SBRIG_MAX_KEYS; i++) {
@@ -354,11 +449,18 @@ int rig_press(const char *key, int64_t duration_ns, int64_t *press_ns,
 	snprintf(slot->key, sizeof(slot->key), "%s", key);
 	slot->done = done;
 	slot->data = data;
-	sched_timer_start(&slot->timer, slot->press_ns + duration_ns,
+	sched_timer_start(&slot->timer, time_add(slot->press_ns, duration_ns),
 			  press_release, slot);
 	if (press_ns)
 		*press_ns = slot->press_ns;
 	return 0;
+}
+
+void rig_release(void *data)
+{
+	for (unsigned int i = 0; i < SBRIG_MAX_KEYS; i++)
+		if (rig.presses[i].key[0] && rig.presses[i].data == data)
+			press_release(&rig.presses[i]);
 }
 
 void rig_forget(void *data)
@@ -372,6 +474,7 @@ void rig_forget(void *data)
 
 static void link_io(int fd, short revents, void *data);
 static void link_deadline(void *data);
+static void link_dispatch(void *data);
 
 /* Follow the link's pollfd and deadline after it did anything. */
 static void link_rearm(void)
@@ -398,220 +501,220 @@ static void link_hello(const struct sbrig_link_msg *m)
 {
 	struct rig_target *t = &rig.target;
 
+	if (rig.marker && (m->hello.new_boot || m->hello.log_restart))
+		sbrig_marker_reset(rig.marker);
 	t->known = true;
 	snprintf(t->boot_id, sizeof(t->boot_id), "%s", m->hello.boot_id);
 	snprintf(t->agent, sizeof(t->agent), "%s", m->hello.agent);
 	snprintf(t->kernel, sizeof(t->kernel), "%s", m->hello.kernel);
 	snprintf(t->module, sizeof(t->module), "%s", m->hello.module);
-	sbrig_info("link: agent %s up: boot %s, kernel %s, module %s%s",
-		   t->agent, t->boot_id, t->kernel, t->module,
-		   m->hello.new_boot ? " (new boot)" :
-		   m->hello.log_restart ? " (module reloaded: new event log)" :
-		   "");
-	rec_target(t);
+	log_info("link: agent %s up: boot %s, kernel %s, module %s%s",
+		 t->agent, t->boot_id, t->kernel, t->module,
+		 m->hello.new_boot ? " (new boot)" :
+		 m->hello.log_restart ? " (module reloaded: new event log)" :
+		 "");
+	NOTIFY(target, t);
 }
 
-static void link_dispatch(void)
+static struct rig_command *command_find(uint32_t id)
+{
+	for (unsigned int i = 0; i < RIG_MAX_COMMANDS; i++)
+		if (rig.commands[i].id == id && id)
+			return &rig.commands[i];
+	return NULL;
+}
+
+static void link_reply(uint32_t id, const struct sbrig_link_msg *m)
+{
+	struct rig_command *c = command_find(id);
+
+	if (c)
+		c->fn(m, c->data);
+	else
+		log_dbg("link: answer to command %" PRIu32 " nobody waits for",
+			id);
+}
+
+static void link_message(const struct sbrig_link_msg *m)
+{
+	struct rig_clock_row row;
+
+	switch (m->type) {
+	case SBRIG_LINK_HELLO:
+		link_hello(m);
+		break;
+	case SBRIG_LINK_EVENT:
+		NOTIFY(event, &m->event);
+		marker_event(&m->event);
+		break;
+	case SBRIG_LINK_GAP:
+		/* the active set is unknown now, as after "lost" */
+		marker_event(&(struct sbrig_event){ .type = "lost" });
+		log_warn("link: target lost events %" PRIu64 "..%" PRIu64,
+			 m->gap.from_seq, m->gap.to_seq);
+		break;
+	case SBRIG_LINK_STATS:
+		link_reply(m->snapshot, m);
+		break;
+	case SBRIG_LINK_REPLY:
+	case SBRIG_LINK_DONE:
+		link_reply(m->cmd_id, m);
+		break;
+	case SBRIG_LINK_CLOCK:
+		row = (struct rig_clock_row){ m->clock.host_send_ns,
+					      m->clock.host_recv_ns,
+					      m->clock.target_ns,
+					      m->clock.retained };
+		NOTIFY(clock, &row);
+		break;
+	case SBRIG_LINK_DOWN:
+		log_warn("link: down: %s", m->text);
+		break;
+	}
+}
+
+/* Hand on at most a batch of decoded messages; the rest next turn. */
+static void link_dispatch(void *data)
 {
 	struct sbrig_link_msg m;
+	unsigned int n = 0;
 
-	while (sbrig_link_next(rig.link, &m) == 1) {
-		switch (m.type) {
-		case SBRIG_LINK_HELLO:
-			if (rig.marker &&
-			    (m.hello.new_boot || m.hello.log_restart))
-				sbrig_marker_reset(rig.marker);
-			link_hello(&m);
-			break;
-		case SBRIG_LINK_EVENT:
-			rec_event(&m.event);
-			marker_event(&m.event);
-			eng_event(&m.event);
-			break;
-		case SBRIG_LINK_GAP:
-			/* the active set is unknown now, as after "lost" */
-			marker_event(&(struct sbrig_event){ .type = "lost" });
-			sbrig_warn("link: target lost events %" PRIu64
-				   "..%" PRIu64, m.gap.from_seq, m.gap.to_seq);
-			break;
-		case SBRIG_LINK_STATS:
-			if (rec_owns_snapshot(m.snapshot))
-				rec_stats_row(sbrig_now_ns(), &m.stats);
-			else
-				eng_link_reply(&m);
-			break;
-		case SBRIG_LINK_REPLY:
-		case SBRIG_LINK_DONE:
-			if (!rec_owns_snapshot(m.cmd_id))
-				eng_link_reply(&m);
-			break;
-		case SBRIG_LINK_CLOCK:
-			rec_clock(m.clock.host_send_ns, m.clock.host_recv_ns,
-				  m.clock.target_ns, m.clock.retained);
-			break;
-		case SBRIG_LINK_DOWN:
-			sbrig_warn("link: down: %s", m.text);
-			break;
-		}
+	while (n < RIG_LINK_BATCH && sbrig_link_next(rig.link, &m) == 1) {
+		link_message(&m);
+		n++;
 	}
+	if (n == RIG_LINK_BATCH)
+		sched_defer(&rig.link_more, link_dispatch, NULL);
 }
 
 static void link_io(int fd, short revents, void *data)
 {
 	sbrig_link_process(rig.link, revents, sbrig_now_ns());
-	link_dispatch();
+	link_dispatch(NULL);
 	link_rearm();
 }
 
 static void link_deadline(void *data)
 {
 	sbrig_link_process(rig.link, 0, sbrig_now_ns());
-	link_dispatch();
+	link_dispatch(NULL);
 	link_rearm();
 }
 
-int rig_link_command(const char *cmd, uint32_t *cmd_id)
+int rig_link_command(const char *cmd, rig_reply_fn fn, void *data,
+		     uint32_t *cmd_id)
 {
+	struct rig_command *slot = NULL;
+	struct sbrig_link_status st;
+	uint32_t id;
 	int ret;
 
 	if (!rig.link)
 		return sbrig_set_error(-ENOTCONN, "no target link on rig %s",
 				       rig.cfg.name);
-	ret = sbrig_link_command(rig.link, cmd, cmd_id);
+	for (unsigned int i = 0; i < RIG_MAX_COMMANDS && !slot; i++)
+		if (!rig.commands[i].id)
+			slot = &rig.commands[i];
+	if (!slot)
+		return sbrig_set_error(-ENOBUFS, "more than %d agent commands "
+				       "in flight", RIG_MAX_COMMANDS);
+	ret = sbrig_link_command(rig.link, cmd, &id);
 	if (ret < 0)
 		return ret;
-	/* let the link send it now rather than at its next deadline */
+	*slot = (struct rig_command){ id, fn, data };
+	*cmd_id = id;
+	/* let the link send it now rather than at its next deadline; its
+	 * answers come on a later turn, never from this call */
 	sbrig_link_process(rig.link, 0, sbrig_now_ns());
-	link_dispatch();
 	link_rearm();
+	sbrig_link_get_status(rig.link, &st);
+	if (st.queued)
+		sched_defer(&rig.link_more, link_dispatch, NULL);
+	return 0;
+}
+
+void rig_link_forget(uint32_t cmd_id)
+{
+	struct rig_command *c = command_find(cmd_id);
+
+	if (c)
+		*c = (struct rig_command){ 0 };
+}
+
+int rig_asleep_poll(int64_t deadline_ns, int64_t *next_ns)
+{
+	struct sbrig_link_status st;
+	int64_t now = sbrig_now_ns(), at = -1;
+
+	if (!rig.link)
+		return sbrig_set_error(-ENOTCONN, "no target link on rig %s",
+				       rig.cfg.name);
+	sbrig_link_get_status(rig.link, &st);
+	if (st.boot_id[0] && st.last_rx_ns) {
+		/* events it sent before it slept are still waiting for the
+		 * clock model: not asleep until they are out */
+		if (st.queued)
+			at = time_add(now, 100 * NS_PER_MS);
+		else
+			at = time_add(st.last_rx_ns,
+				      (int64_t)rig.cfg.quiet_ms * NS_PER_MS);
+		if (!st.queued && now >= at)
+			return 1;
+	}
+	if (now >= deadline_ns)
+		return -ETIMEDOUT;
+	*next_ns = at >= 0 && at < deadline_ns ? at : deadline_ns;
 	return 0;
 }
 
 /* ---- status ------------------------------------------------------------- */
 
-static void status_lines(struct op_sink *sink)
+static void status_line(struct rig_status *st, const struct sbrig_line_cfg *l)
 {
-	const struct sbrig_line_cfg *l;
+	struct rig_line_status *ls;
 
-	for (unsigned int i = 0; i <= rig.cfg.nkeys + 1; i++) {
-		const char *dir = "out";
-		int v;
+	if (!l->present || !rig.gpio)
+		return;
+	ls = &st->lines[st->nlines++];
+	snprintf(ls->name, sizeof(ls->name), "%s", l->name);
+	ls->dir = is_marker(l) ? RIG_LINE_IN : RIG_LINE_OUT;
+	ls->value = sbrig_gpio_get(rig.gpio, l->name);
+	if (ls->value < 0)
+		snprintf(ls->err, sizeof(ls->err), "%s", sbrig_errmsg());
+}
 
-		if (i < rig.cfg.nkeys) {
-			l = &rig.cfg.keys[i];
-		} else if (i == rig.cfg.nkeys) {
-			l = &rig.cfg.charger;
-		} else {
-			l = &rig.cfg.marker;
-			dir = "in";
+void rig_get_status(struct rig_status *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->cfg = &rig.cfg;
+	for (unsigned int i = 0; i < rig.cfg.nkeys; i++)
+		status_line(st, &rig.cfg.keys[i]);
+	status_line(st, &rig.cfg.charger);
+	status_line(st, &rig.cfg.marker);
+
+	st->has_power = rig_has_power();
+	if (st->has_power && power_open() == 0) {
+		st->sensor_ok = sbrig_power_get_info(rig.power,
+						     &st->sensor) == 0;
+		st->capturing = rig.power_capturing;
+		if (!st->capturing) {
+			if (sbrig_power_read_now(rig.power, &st->reading) == 0)
+				st->have_reading = true;
+			else
+				snprintf(st->sensor_err, sizeof(st->sensor_err),
+					 "%s", sbrig_errmsg());
 		}
-		if (!l->present || !rig.gpio)
-			continue;
-		v = sbrig_gpio_get(rig.gpio, l->name);
-		if (v < 0)
-			op_line(sink, "data line.%s: %s error %s", l->name, dir,
-				sbrig_errmsg());
-		else
-			op_line(sink, "data line.%s: %s %s", l->name, dir,
-				v ? "active" : "inactive");
+	} else if (st->has_power) {
+		snprintf(st->sensor_err, sizeof(st->sensor_err), "%s",
+			 rig.power_err);
 	}
-}
 
-static void status_power(struct op_sink *sink)
-{
-	struct sbrig_power_info info;
-	struct sbrig_sample s;
-
-	if (!rig_has_power()) {
-		op_line(sink, "data sensor: none");
-		return;
+	st->has_link = rig.link != NULL;
+	if (st->has_link) {
+		sbrig_link_get_status(rig.link, &st->link);
+		sbrig_clock_get_state(sbrig_link_clock(rig.link), &st->clock);
+		st->target = rig.target;
 	}
-	op_line(sink, "data sensor.uri: %s", rig.cfg.power_uri);
-	if (power_open() < 0) {
-		op_line(sink, "data sensor.error: %s", rig.power_err);
-		return;
-	}
-	if (sbrig_power_get_info(rig.power, &info) == 0) {
-		op_line(sink, "data sensor.device: %s", info.device);
-		op_line(sink, "data sensor.rate_hz: %.1f", info.sample_rate_hz);
-		op_line(sink, "data sensor.shunt_uohm: %" PRIu32,
-			info.shunt_uohm);
-	}
-	if (rig.power_capturing)
-		return;		/* the capture shows the current */
-	if (sbrig_power_read_now(rig.power, &s) < 0) {
-		op_line(sink, "data sensor.error: %s", sbrig_errmsg());
-		return;
-	}
-	op_line(sink, "data sensor.current_mA: %.3f", s.current_uA / 1000.0);
-	op_line(sink, "data sensor.bus_mV: %.3f", s.bus_uV / 1000.0);
-}
-
-static void status_link(struct op_sink *sink)
-{
-	struct sbrig_link_status st;
-	struct sbrig_clock_state cs;
-
-	if (!rig.link) {
-		op_line(sink, "data link: none");
-		return;
-	}
-	sbrig_link_get_status(rig.link, &st);
-	op_line(sink, "data link.uri: %s", rig.cfg.target_uri);
-	op_line(sink, "data link.connected: %s", st.connected ? "yes" : "no");
-	if (rig.target.known) {
-		op_line(sink, "data link.boot_id: %s", rig.target.boot_id);
-		op_line(sink, "data link.kernel: %s", rig.target.kernel);
-		op_line(sink, "data link.module: %s", rig.target.module);
-		op_line(sink, "data link.agent: %s", rig.target.agent);
-	}
-	op_line(sink, "data link.frames_ok: %" PRIu64, st.frames_ok);
-	op_line(sink, "data link.frames_bad: %" PRIu64, st.frames_bad);
-	op_line(sink, "data link.reconnects: %" PRIu64, st.reconnects);
-	op_line(sink, "data link.events_lost: %" PRIu64, st.events_lost);
-	sbrig_clock_get_state(sbrig_link_clock(rig.link), &cs);
-	op_line(sink, "data clock.samples: %u", cs.samples);
-	if (cs.samples) {
-		op_line(sink, "data clock.offset_ns: %" PRId64, cs.offset_ns);
-		op_line(sink, "data clock.uncert_ns: %" PRId64, cs.uncert_ns);
-		op_line(sink, "data clock.drift_ppb: %" PRId64, cs.drift_ppb);
-	}
-}
-
-void rig_status(struct op_sink *sink)
-{
-	op_line(sink, "data rig.name: %s", rig.cfg.name);
-	op_line(sink, "data rig.config: %s", rig.cfg.path);
-	op_line(sink, "data rig.config_sha256: %s", rig.cfg.sha256);
-	op_line(sink, "data daemon.version: %s", sbrig_version);
-	status_lines(sink);
-	status_power(sink);
-	status_link(sink);
-}
-
-
-int64_t rig_link_asleep_at(void)
-{
-	struct sbrig_link_status st;
-
-	if (!rig.link)
-		return -1;
-	sbrig_link_get_status(rig.link, &st);
-	if (!st.boot_id[0] || !st.last_rx_ns)
-		return -1;
-	/* events it sent before it slept are still waiting for the clock
-	 * model: not asleep until they are out (look again in 100 ms) */
-	if (st.queued)
-		return sbrig_now_ns() + 100 * NS_PER_MS;
-	return st.last_rx_ns + (int64_t)rig.cfg.quiet_ms * NS_PER_MS;
-}
-
-int rig_link_clock_map(int64_t target_ns, int64_t *host_ns, int64_t *uncert_ns)
-{
-	if (!rig.link)
-		return -ENOTCONN;
-	return sbrig_clock_to_host(sbrig_link_clock(rig.link), target_ns,
-				   host_ns, uncert_ns);
 }
 
 /* ---- init/fini ---------------------------------------------------------- */
@@ -646,8 +749,7 @@ int rig_init(const char *conf_path, char **overrides, int noverrides)
 	if (any_line()) {
 		rig.gpio = sbrig_gpio_new(&rig.cfg, "sbrigd");
 		if (!rig.gpio)
-			return sbrig_set_error(errno ? -errno : -EIO, "%s",
-					       sbrig_errmsg());
+			return errno ? -errno : -EIO;	/* message is set */
 		if (sbrig_gpio_event_fd(rig.gpio) >= 0) {
 			ret = sched_fd_add(sbrig_gpio_event_fd(rig.gpio), POLLIN,
 					   gpio_readable, NULL);
@@ -656,7 +758,7 @@ int rig_init(const char *conf_path, char **overrides, int noverrides)
 		}
 	}
 	if (rig_has_power() && power_open() < 0)
-		sbrig_warn("power: %s (will retry when needed)", rig.power_err);
+		log_warn("power: %s (will retry when needed)", rig.power_err);
 	if (rig.cfg.target_uri[0]) {
 		lo.ping_interval_ms = rig.cfg.ping_interval_ms;
 		lo.timeout_ms = rig.cfg.link_timeout_ms;
@@ -669,17 +771,17 @@ int rig_init(const char *conf_path, char **overrides, int noverrides)
 		if (rig.cfg.marker.present) {
 			rig.marker = sbrig_marker_new(RIG_MARKER_WINDOW_NS);
 			if (!rig.marker) {
-				ret = -ENOMEM;
+				ret = sbrig_set_error(-ENOMEM, "out of memory");
 				goto free_link;
 			}
 		}
 	}
-	sbrig_info("rig %s from %s (sha256 %.12s): %u key(s)%s%s, sensor %s, "
-		   "link %s", rig.cfg.name, rig.cfg.path, rig.cfg.sha256,
-		   rig.cfg.nkeys, rig.cfg.charger.present ? ", charger" : "",
-		   rig.cfg.marker.present ? ", marker" : "",
-		   rig_has_power() ? rig.cfg.power_uri : "none",
-		   rig.link ? rig.cfg.target_uri : "none");
+	log_info("rig %s from %s (sha256 %.12s): %u key(s)%s%s, sensor %s, "
+		 "link %s", rig.cfg.name, rig.cfg.path, rig.cfg.sha256,
+		 rig.cfg.nkeys, rig.cfg.charger.present ? ", charger" : "",
+		 rig.cfg.marker.present ? ", marker" : "",
+		 rig_has_power() ? rig.cfg.power_uri : "none",
+		 rig.link ? rig.cfg.target_uri : "none");
 	return 0;
 
 free_link:
@@ -703,10 +805,12 @@ void rig_fini(void)
 	for (unsigned int i = 0; i < SBRIG_MAX_KEYS; i++) {
 		if (!rig.presses[i].key[0])
 			continue;
-		sched_timer_stop(&rig.presses[i].timer);
 		rig.presses[i].done = NULL;
 		press_release(&rig.presses[i]);
 	}
+	memset(rig.observers, 0, sizeof(rig.observers));
+	memset(rig.commands, 0, sizeof(rig.commands));
+	sched_timer_stop(&rig.link_more);
 	if (rig.link) {
 		sched_timer_stop(&rig.link_timer);
 		if (rig.link_fd >= 0)

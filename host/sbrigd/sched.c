@@ -1,20 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * sched.c - the daemon's single poll() loop.
+ * sched.c - the daemon's single poll() loop, see sched.h.
  *
- * Modules register file descriptors (with a callback per fd) and one-shot
- * timers embedded in their own structs. Each iteration polls every fd with
- * the earliest timer's deadline as timeout, then runs the callbacks of the
- * ready fds and of the expired timers. Callbacks may add and remove fds and
- * timers freely: a removed fd's pending revents are dropped.
+ * Each turn polls every fd with the earliest timer's deadline as timeout
+ * (clamped to what poll() takes), then runs the callbacks of the ready fds
+ * and of the timers that were due when the turn started and were armed
+ * before it. Callbacks may add and remove fds and timers freely: a removed
+ * fd's pending revents are dropped, and a timer a callback arms for "now"
+ * runs on the next turn, after poll() (with timeout 0) has looked at the
+ * fds again.
  */
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "sbrigd.h"
-#include "internal.h"
+#include "sched.h"
+#include "util.h"
 
 #define SCHED_MAX_FDS 128
 
@@ -25,16 +28,19 @@ struct sched_fd {
 	void *data;
 };
 
+/* the loop's state: only the loop's thread touches it */
 static struct sched_fd fds[SCHED_MAX_FDS];
 static unsigned int nfds;
 static struct sched_timer *timers;	/* sorted by when_ns */
-static volatile int quit;
+static uint64_t gen;			/* turns of the loop so far */
+static bool quit;
 
 int sched_init(void)
 {
 	nfds = 0;
 	timers = NULL;
-	quit = 0;
+	gen = 1;
+	quit = false;
 	return 0;
 }
 
@@ -47,7 +53,8 @@ void sched_fini(void)
 int sched_fd_add(int fd, short events, sched_fd_fn fn, void *data)
 {
 	if (nfds == SCHED_MAX_FDS)
-		return sbrig_set_error(-EMFILE, "sched: too many descriptors");
+		return sbrig_set_error(-EMFILE, "sched: more than %d descriptors",
+				       SCHED_MAX_FDS);
 	fds[nfds++] = (struct sched_fd){ fd, events, fn, data };
 	return 0;
 }
@@ -94,6 +101,7 @@ void sched_timer_start(struct sched_timer *t, int64_t when_ns,
 	t->when_ns = when_ns;
 	t->fn = fn;
 	t->data = data;
+	t->gen = gen;
 	for (pp = &timers; *pp && (*pp)->when_ns <= when_ns; pp = &(*pp)->next)
 		;
 	t->next = *pp;
@@ -101,29 +109,59 @@ void sched_timer_start(struct sched_timer *t, int64_t when_ns,
 	t->armed = true;
 }
 
+void sched_defer(struct sched_timer *t, sched_timer_fn fn, void *data)
+{
+	sched_timer_start(t, INT64_MIN, fn, data);
+}
+
 /**
- * sched_quit() - make sched_run() return after the current iteration
+ * sched_quit() - make sched_run() return after the current callback
  *
- * Safe to call from a signal handler (it only sets a flag), though the
- * daemon's handler writes a self-pipe instead so that poll() wakes up.
+ * The daemon's signal handler does not call this: it writes a self-pipe,
+ * whose callback does.
  */
 void sched_quit(void)
 {
-	quit = 1;
+	quit = true;
 }
 
-static void run_timers(void)
+bool sched_quitting(void)
 {
-	int64_t now = sbrig_now_ns();
+	return quit;
+}
 
-	while (timers && timers->when_ns <= now && !quit) {
-		struct sched_timer *t = timers;
+/* Run the timers due at @now that were armed before this turn. */
+static void run_timers(int64_t now, uint64_t turn)
+{
+	struct sched_timer **pp = &timers;
 
-		timers = t->next;
+	while (*pp && (*pp)->when_ns <= now && !quit) {
+		struct sched_timer *t = *pp;
+
+		if (t->gen >= turn) {	/* armed during this turn: next one */
+			pp = &t->next;
+			continue;
+		}
+		*pp = t->next;
 		t->next = NULL;
 		t->armed = false;
 		t->fn(t->data);
+		pp = &timers;	/* the callback may have changed the list */
 	}
+}
+
+/* poll()'s timeout for the earliest timer: 0 if due, -1 if none. */
+static int poll_timeout(void)
+{
+	int64_t dt, ms;
+
+	if (!timers || timers->when_ns == TIME_NEVER)
+		return -1;
+	dt = time_sub(timers->when_ns, sbrig_now_ns());
+	if (dt <= 0)
+		return 0;
+	ms = dt / NS_PER_MS + (dt % NS_PER_MS != 0);
+	return ms > INT_MAX ? INT_MAX : (int)ms;
 }
 
 /**
@@ -138,21 +176,13 @@ int sched_run(void)
 
 	while (!quit) {
 		unsigned int n = nfds;
-		int timeout = -1;
+		uint64_t turn = ++gen;
 
 		for (unsigned int i = 0; i < n; i++) {
 			snap[i] = fds[i];
 			pfds[i] = (struct pollfd){ fds[i].fd, fds[i].events, 0 };
 		}
-		if (timers) {
-			int64_t dt = timers->when_ns - sbrig_now_ns();
-
-			if (dt <= 0)
-				timeout = 0;
-			else
-				timeout = (int)((dt + NS_PER_MS - 1) / NS_PER_MS);
-		}
-		if (poll(pfds, n, timeout) < 0) {
+		if (poll(pfds, n, poll_timeout()) < 0) {
 			if (errno == EINTR)
 				continue;
 			return sbrig_set_error(-errno, "poll: %s",
@@ -173,7 +203,7 @@ int sched_run(void)
 				snap[i].fn(snap[i].fd, pfds[i].revents,
 					   snap[i].data);
 		}
-		run_timers();
+		run_timers(sbrig_now_ns(), turn);
 	}
 	return 0;
 }

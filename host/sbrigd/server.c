@@ -5,12 +5,28 @@
  * The protocol is text lines (host/doc/daemon-protocol.md): a request is
  * "VERB ARGS...\n" with shell-like double quotes for arguments that contain
  * spaces; the answer is zero or more "data ..." / "progress ..." lines and
- * one final "ok [text]" or "err ERRNO message". A client has at most one
- * request in progress; while it is, the only request handled is "stop"
- * (end its own capture, run or latency measurement; the final
- * answer of the interrupted request follows); other requests wait for
- * their turn. Requests are dispatched
+ * one final "ok [text]" or "err ERRNO message". Requests are dispatched
  * through one table; a bad request gets "err" naming the argument.
+ *
+ * A client has at most one request in progress. A request that takes time
+ * hands the server a struct op_handle (op.h): while it runs, the only line
+ * handled is "stop" (the handle's stop: the final answer follows), other
+ * requests wait in the input buffer for their turn; if the client goes
+ * away, the handle is detached. The operations tell the server what
+ * happens through the client callbacks below, with structs; this file is
+ * the only one that writes protocol text.
+ *
+ * Fairness: a client's next request is taken on a later turn of the loop
+ * (a deferred timer), never from inside the answer to the previous one,
+ * and one request per turn: a client that pipelines thousands of requests
+ * cannot starve the others. Progress lines of step bursts and capture
+ * progress are coalesced while a client reads slower than they come (the
+ * newest replaces the queued one), so its output buffer stays small.
+ *
+ * Limits: SRV_MAX_CLIENTS connections; when all are taken, the one idle
+ * the longest (no request in progress) is closed to make room; a
+ * connection with no request in progress that sends nothing for
+ * SRV_IDLE_NS is closed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +34,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,64 +45,182 @@
 
 #include <sbrig/scenario.h>
 
-#include "sbrigd.h"
-#include "internal.h"
+#include "agentop.h"
+#include "latency.h"
+#include "op.h"
+#include "rec.h"
+#include "rig.h"
+#include "run.h"
+#include "sched.h"
+#include "server.h"
+#include "util.h"
 
 #define SRV_MAX_CLIENTS 32
 #define SRV_LINE_MAX 8192
 #define SRV_MAX_ARGS 16
 #define SRV_OUT_MAX (4 << 20)		/* a client this far behind is dropped */
+#define SRV_COALESCE_AT (64 << 10)	/* progress coalesced beyond this */
 #define SRV_SCENARIO_MAX (1 << 20)
+#define SRV_IDLE_NS (60 * NS_PER_S)
+#define SRV_ACCEPT_BATCH 16
+#define SRV_ANSWER_MAX 16384
 
 /**
- * struct op_sink - a client connection, as the modules see it
+ * struct client - one connection
  * @fd: the connection
- * @in: bytes received, not yet a complete line (or a scenario body)
+ * @in: bytes received, not yet handled (lines, or a scenario body)
  * @nin: bytes in @in
  * @out: answer bytes not yet written
  * @nout: bytes in @out
+ * @out_size: allocated size of @out
+ * @pending: a coalesced progress line waiting for room ("" = none)
  * @busy: a request is in progress (its final answer is still due)
- * @in_input: client_input() runs (it goes on with the next request itself)
+ * @op: the handle of that request, if it takes time
+ * @press_h: the handle of a press request (stop releases the key)
+ * @lat_n: rounds a latency request asked for
  * @body: bytes of a "run" request's scenario still to read
+ * @body_buf: the scenario read so far
+ * @nbody: bytes in @body_buf
  * @run_dir: the pending "run" request's capture directory
  * @run_origin: its scenario path (for messages and provenance)
  * @run_stats_ns: its stats period
- * @dead: the connection is closed or broken; freed by the loop
+ * @kick: deferred work: the next request, or freeing a dead client
+ * @idle: closes the connection after SRV_IDLE_NS without a request
+ * @idle_since_ns: when it last became idle
+ * @dead: the connection is closed or broken; freed from the loop
  */
-struct op_sink {
+struct client {
 	int fd;
 	char in[SRV_LINE_MAX + 1];
 	size_t nin;
 	char *out;
 	size_t nout, out_size;
+	char pending[SRV_ANSWER_MAX];
 	bool busy;
-	bool in_input;
+	struct op_handle *op;
+	struct op_handle press_h;
+	unsigned int lat_n;
 	size_t body;
 	char *body_buf;
 	size_t nbody;
 	char run_dir[PATH_MAX];
 	char run_origin[PATH_MAX];
 	int64_t run_stats_ns;
+	struct sched_timer kick;
+	struct sched_timer idle;
+	int64_t idle_since_ns;
 	bool dead;
 };
 
+/* the server: only the loop's thread touches it */
 static struct {
 	int fd;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	dev_t dev;
 	ino_t ino;
-	struct op_sink *clients[SRV_MAX_CLIENTS];
+	bool closing;		/* shutting down: no new requests */
+	struct client *clients[SRV_MAX_CLIENTS];
 } srv = { .fd = -1 };
 
-static void client_flush(struct op_sink *c);
-static void client_input(struct op_sink *c);
+static void client_flush(struct client *c);
+static void client_kick(void *data);
+static void client_idle(void *data);
+
+/* ---- lines -------------------------------------------------------------- */
+
+/** struct line - an answer line being built */
+struct line {
+	char buf[SRV_ANSWER_MAX];
+	size_t len;
+};
+
+static void line_add(struct line *l, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void line_add(struct line *l, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (l->len >= sizeof(l->buf) - 1)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(l->buf + l->len, sizeof(l->buf) - l->len, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		l->len += (size_t)n;
+	if (l->len >= sizeof(l->buf))
+		l->len = sizeof(l->buf) - 1;
+}
+
+static bool safe_char(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		(ch >= '0' && ch <= '9') || strchr("_-./:+,@%", ch);
+}
+
+/*
+ * " key=value": a value that is empty or holds anything but [A-Za-z0-9]
+ * and _-./:+,@% is written in double quotes with \" and \\ escaped, so a
+ * value can never pose as another key (a directory named "x status=ok").
+ */
+static void line_kv(struct line *l, const char *key, const char *value)
+{
+	bool quote = !*value;
+
+	for (const char *p = value; *p && !quote; p++)
+		quote = !safe_char(*p);
+	line_add(l, "%s%s=%s", l->len ? " " : "", key, quote ? "\"" : "");
+	for (const char *p = value; *p && l->len < sizeof(l->buf) - 3; p++) {
+		if (quote && (*p == '"' || *p == '\\'))
+			l->buf[l->len++] = '\\';
+		l->buf[l->len++] = *p;
+	}
+	l->buf[l->len] = '\0';
+	if (quote)
+		line_add(l, "\"");
+}
+
+static void line_kvf(struct line *l, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void line_kvf(struct line *l, const char *key, const char *fmt, ...)
+{
+	char v[SRV_ANSWER_MAX / 2];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(v, sizeof(v), fmt, ap);
+	va_end(ap);
+	line_kv(l, key, v);
+}
+
+/* "dir=... elapsed_ms=... ... status=..." of a capture */
+static void line_summary(struct line *l, const struct rec_result *r)
+{
+	line_kv(l, "dir", r->dir);
+	line_kvf(l, "elapsed_ms", "%" PRId64, r->elapsed_ns / NS_PER_MS);
+	line_kvf(l, "samples", "%" PRIu64, r->n.samples);
+	line_kvf(l, "gaps", "%" PRIu64, r->n.gaps);
+	line_kvf(l, "missing", "%" PRIu64, r->n.missing);
+	line_kvf(l, "edges", "%" PRIu64, r->n.edges);
+	line_kvf(l, "stimuli", "%" PRIu64, r->n.stimuli);
+	line_kvf(l, "events", "%" PRIu64, r->n.events);
+	line_kvf(l, "stats_rows", "%" PRIu64, r->n.stats_rows);
+	line_kvf(l, "clock_rows", "%" PRIu64, r->n.clock_rows);
+	line_kvf(l, "mean_mA", "%.3f", r->mean_mA);
+	if (r->status[0])
+		line_kv(l, "status", r->status);
+}
 
 /* ---- output ------------------------------------------------------------- */
 
-static void client_put(struct op_sink *c, const char *line)
+static void client_kill(struct client *c)
 {
-	size_t len = strlen(line);
+	c->dead = true;
+	sched_defer(&c->kick, client_kick, c);
+}
 
+static void client_put(struct client *c, const char *text, size_t len)
+{
 	if (c->dead)
 		return;
 	if (c->nout + len + 1 > c->out_size) {
@@ -95,59 +230,105 @@ static void client_put(struct op_sink *c, const char *line)
 		while (size < c->nout + len + 1)
 			size *= 2;
 		if (size > SRV_OUT_MAX) {
-			sbrig_warn("client %d: too far behind, dropped", c->fd);
-			c->dead = true;
+			log_warn("client %d: too far behind, dropped", c->fd);
+			client_kill(c);
 			return;
 		}
 		p = realloc(c->out, size);
 		if (!p) {
-			c->dead = true;
+			client_kill(c);
 			return;
 		}
 		c->out = p;
 		c->out_size = size;
 	}
-	memcpy(c->out + c->nout, line, len);
+	memcpy(c->out + c->nout, text, len);
 	c->out[c->nout + len] = '\n';
 	c->nout += len + 1;
+}
+
+/* One answer line (newlines inside become spaces). */
+static void client_send(struct client *c, struct line *l)
+{
+	for (size_t i = 0; i < l->len; i++)
+		if (l->buf[i] == '\n' || l->buf[i] == '\r')
+			l->buf[i] = ' ';
+	client_put(c, l->buf, l->len);
 	client_flush(c);
 }
 
-void op_line(struct op_sink *sink, const char *fmt, ...)
+static void client_sendf(struct client *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void client_sendf(struct client *c, const char *fmt, ...)
 {
-	char line[2048];
+	struct line l = { .len = 0 };
 	va_list ap;
+	int n;
 
-	if (!sink)
-		return;
 	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
+	n = vsnprintf(l.buf, sizeof(l.buf), fmt, ap);
 	va_end(ap);
-	/* one request line, one answer line: no newlines inside */
-	for (char *p = line; *p; p++)
-		if (*p == '\n' || *p == '\r')
-			*p = ' ';
-	client_put(sink, line);
+	l.len = n < 0 ? 0 : (size_t)n >= sizeof(l.buf) ? sizeof(l.buf) - 1 :
+		(size_t)n;
+	client_send(c, &l);
 }
 
-void op_done(struct op_sink *sink, int err, const char *fmt, ...)
+/*
+ * A progress line that a newer one may replace: sent at once while the
+ * client keeps up, else parked in @pending (the newest wins) until its
+ * output drains.
+ */
+static void client_progress_coalesced(struct client *c, struct line *l)
 {
-	char msg[1800];
+	if (c->nout < SRV_COALESCE_AT && !c->pending[0]) {
+		client_send(c, l);
+		return;
+	}
+	snprintf(c->pending, sizeof(c->pending), "%s", l->buf);
+	client_flush(c);
+}
+
+/* The request is over: "ok TEXT" or "err ERRNO TEXT". */
+static void client_final(struct client *c, int err, const char *text)
+{
+	if (c->pending[0]) {	/* the last progress goes before the answer */
+		client_sendf(c, "%s", c->pending);
+		c->pending[0] = '\0';
+	}
+	if (err)
+		client_sendf(c, "err %d %s", err < 0 ? -err : err, text);
+	else
+		client_sendf(c, text[0] ? "ok %s" : "ok", text);
+	c->busy = false;
+	c->op = NULL;
+	c->idle_since_ns = sbrig_now_ns();
+	if (!c->dead) {
+		sched_timer_start(&c->idle, time_add(c->idle_since_ns,
+						     SRV_IDLE_NS),
+				  client_idle, c);
+		/* the next request, on a later turn of the loop */
+		if (c->nin && !srv.closing)
+			sched_defer(&c->kick, client_kick, c);
+	}
+}
+
+static void client_finalf(struct client *c, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void client_finalf(struct client *c, int err, const char *fmt, ...)
+{
+	char text[SRV_ANSWER_MAX];
 	va_list ap;
 
-	if (!sink)
-		return;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	if (err)
-		op_line(sink, "err %d %s", err < 0 ? -err : err, msg);
-	else
-		op_line(sink, msg[0] ? "ok %s" : "ok", msg);
-	sink->busy = false;
-	/* requests that arrived meanwhile */
-	if (!sink->dead && sink->nin && !sink->in_input)
-		client_input(sink);
+	client_final(c, err, text);
+}
+
+/* Fail the request with what the failing call recorded. */
+static void client_error(struct client *c, int err)
+{
+	client_final(c, err, sbrig_errmsg());
 }
 
 /* ---- request helpers ---------------------------------------------------- */
@@ -187,7 +368,7 @@ static int split(char *line, char **argv, int max)
 }
 
 /* Parse "name=value" options into @vals, names from @names. */
-static int options(struct op_sink *c, int argc, char **argv,
+static int options(struct client *c, int argc, char **argv,
 		   const char *const *names, const char **vals, int nnames)
 {
 	for (int i = 0; i < argc; i++) {
@@ -195,7 +376,8 @@ static int options(struct op_sink *c, int argc, char **argv,
 		int j;
 
 		if (!eq) {
-			op_done(c, -EINVAL, "unexpected argument '%s'", argv[i]);
+			client_finalf(c, -EINVAL, "unexpected argument '%.200s'",
+				      argv[i]);
 			return -EINVAL;
 		}
 		*eq = '\0';
@@ -203,7 +385,8 @@ static int options(struct op_sink *c, int argc, char **argv,
 			if (strcmp(argv[i], names[j]) == 0)
 				break;
 		if (j == nnames) {
-			op_done(c, -EINVAL, "unknown option '%s'", argv[i]);
+			client_finalf(c, -EINVAL, "unknown option '%.200s'",
+				      argv[i]);
 			return -EINVAL;
 		}
 		vals[j] = eq + 1;
@@ -211,129 +394,343 @@ static int options(struct op_sink *c, int argc, char **argv,
 	return 0;
 }
 
-static int duration_arg(struct op_sink *c, const char *name, const char *s,
+static int duration_arg(struct client *c, const char *name, const char *s,
 			int64_t *ns)
 {
 	if (!s)
 		return 0;
 	if (sbrig_parse_duration(s, ns) < 0) {
-		op_done(c, -EINVAL, "%s: bad duration '%s' (e.g. 250ms, 2s)",
-			name, s);
+		client_finalf(c, -EINVAL, "%s: bad duration '%.200s' (e.g. "
+			      "250ms, 2s)", name, s);
 		return -EINVAL;
 	}
 	return 0;
 }
 
-/* ---- requests ----------------------------------------------------------- */
-
-static void req_status(struct op_sink *c, int argc, char **argv)
+static int dir_arg(struct client *c, int argc, char **argv)
 {
-	rig_status(c);
-	rec_status(c);
-	op_line(c, "data operation: %s", eng_busy() ? "running" : "none");
-	op_done(c, 0, "%s", "");
+	if (argc < 2 || argv[1][0] != '/') {
+		client_final(c, -EINVAL, "DIR: an absolute directory is "
+			     "required");
+		return -EINVAL;
+	}
+	if (strlen(argv[1]) >= PATH_MAX) {
+		client_final(c, -ENAMETOOLONG, "DIR: too long");
+		return -EINVAL;
+	}
+	return 0;
 }
+
+/* ---- status ------------------------------------------------------------- */
+
+static void status_rig(struct client *c, const struct rig_status *st)
+{
+	const struct sbrig_config *cfg = st->cfg;
+
+	client_sendf(c, "data rig.name: %s", cfg->name);
+	client_sendf(c, "data rig.config: %s", cfg->path);
+	client_sendf(c, "data rig.config_sha256: %s", cfg->sha256);
+	client_sendf(c, "data daemon.version: %s", sbrig_version);
+	for (unsigned int i = 0; i < st->nlines; i++) {
+		const struct rig_line_status *l = &st->lines[i];
+		const char *dir = l->dir == RIG_LINE_IN ? "in" : "out";
+
+		if (l->value < 0)
+			client_sendf(c, "data line.%s: %s error %s", l->name,
+				     dir, l->err);
+		else
+			client_sendf(c, "data line.%s: %s %s", l->name, dir,
+				     l->value ? "active" : "inactive");
+	}
+}
+
+static void status_sensor(struct client *c, const struct rig_status *st)
+{
+	if (!st->has_power) {
+		client_sendf(c, "data sensor: none");
+		return;
+	}
+	client_sendf(c, "data sensor.uri: %s", st->cfg->power_uri);
+	if (st->sensor_ok) {
+		client_sendf(c, "data sensor.device: %s", st->sensor.device);
+		client_sendf(c, "data sensor.rate_hz: %.1f",
+			     st->sensor.sample_rate_hz);
+		client_sendf(c, "data sensor.shunt_uohm: %" PRIu32,
+			     st->sensor.shunt_uohm);
+	}
+	if (st->have_reading) {
+		client_sendf(c, "data sensor.current_mA: %.3f",
+			     st->reading.current_uA / 1000.0);
+		client_sendf(c, "data sensor.bus_mV: %.3f",
+			     st->reading.bus_uV / 1000.0);
+	} else if (st->sensor_err[0]) {
+		client_sendf(c, "data sensor.error: %s", st->sensor_err);
+	}
+}
+
+static void status_link(struct client *c, const struct rig_status *st)
+{
+	if (!st->has_link) {
+		client_sendf(c, "data link: none");
+		return;
+	}
+	client_sendf(c, "data link.uri: %s", st->cfg->target_uri);
+	client_sendf(c, "data link.connected: %s",
+		     st->link.connected ? "yes" : "no");
+	if (st->target.known) {
+		client_sendf(c, "data link.boot_id: %s", st->target.boot_id);
+		client_sendf(c, "data link.kernel: %s", st->target.kernel);
+		client_sendf(c, "data link.module: %s", st->target.module);
+		client_sendf(c, "data link.agent: %s", st->target.agent);
+	}
+	client_sendf(c, "data link.frames_ok: %" PRIu64, st->link.frames_ok);
+	client_sendf(c, "data link.frames_bad: %" PRIu64, st->link.frames_bad);
+	client_sendf(c, "data link.reconnects: %" PRIu64, st->link.reconnects);
+	client_sendf(c, "data link.events_lost: %" PRIu64,
+		     st->link.events_lost);
+	client_sendf(c, "data clock.samples: %u", st->clock.samples);
+	if (st->clock.samples) {
+		client_sendf(c, "data clock.offset_ns: %" PRId64,
+			     st->clock.offset_ns);
+		client_sendf(c, "data clock.uncert_ns: %" PRId64,
+			     st->clock.uncert_ns);
+		client_sendf(c, "data clock.drift_ppb: %" PRId64,
+			     st->clock.drift_ppb);
+	}
+}
+
+static void req_status(struct client *c, int argc, char **argv)
+{
+	struct rig_status st;
+	struct rec_result r;
+	struct line l = { .len = 0 };
+	struct op_handle *op = op_current();
+
+	if (argc != 1) {
+		client_final(c, -EINVAL, "usage: status");
+		return;
+	}
+	rig_get_status(&st);
+	status_rig(c, &st);
+	status_sensor(c, &st);
+	status_link(c, &st);
+	if (rec_get_result(&r)) {
+		line_summary(&l, &r);
+		client_sendf(c, "data capture: %s", l.buf);
+	} else {
+		client_sendf(c, "data capture: none");
+	}
+	client_sendf(c, "data operation: %s%s%s", op ? "running (" : "none",
+		     op ? op->ops->kind : "", op ? ")" : "");
+	client_final(c, 0, "");
+}
+
+/* ---- press and plug ----------------------------------------------------- */
+
+static struct client *press_client(struct op_handle *h)
+{
+	return (struct client *)((char *)h - offsetof(struct client, press_h));
+}
+
+static void press_stop(struct op_handle *h, enum op_stop why)
+{
+	rig_release(press_client(h));	/* press_done() answers */
+}
+
+static void press_detach(struct op_handle *h)
+{
+	rig_forget(press_client(h));	/* the key is still released */
+}
+
+static const struct op_handle_ops press_handle_ops = {
+	.kind = "press",
+	.stop = press_stop,
+	.detach = press_detach,
+};
 
 static void press_done(int err, int64_t press_ns, void *data)
 {
-	struct op_sink *c = data;
+	struct client *c = data;
 
 	if (err)
-		op_done(c, err, "release failed: %s", sbrig_errmsg());
+		client_finalf(c, err, "release failed: %s", sbrig_errmsg());
 	else
-		op_done(c, 0, "pressed_ns=%" PRId64 " released_ns=%" PRId64,
-			press_ns, sbrig_now_ns());
+		client_finalf(c, 0, "pressed_ns=%" PRId64 " released_ns=%"
+			      PRId64, press_ns, sbrig_now_ns());
 }
 
-static void req_press(struct op_sink *c, int argc, char **argv)
+static void req_press(struct client *c, int argc, char **argv)
 {
 	int64_t dur = 0;
 	int ret;
 
 	if (argc < 2 || argc > 3) {
-		op_done(c, -EINVAL, "usage: press KEY [DURATION]");
+		client_final(c, -EINVAL, "usage: press KEY [DURATION]");
 		return;
 	}
 	if (argc == 3 && duration_arg(c, "DURATION", argv[2], &dur) < 0)
 		return;
 	if (argc == 3 && dur <= 0) {
-		op_done(c, -EINVAL, "DURATION: must be positive");
+		client_final(c, -EINVAL, "DURATION: must be positive");
 		return;
 	}
 	ret = rig_press(argv[1], dur, NULL, press_done, c);
-	if (ret < 0)
-		op_done(c, ret, "%s", sbrig_errmsg());
+	if (ret < 0) {
+		client_error(c, ret);
+		return;
+	}
+	c->press_h.ops = &press_handle_ops;
+	c->op = &c->press_h;
 }
 
-static void req_plug(struct op_sink *c, int argc, char **argv)
+static void req_plug(struct client *c, int argc, char **argv)
 {
-	bool in;
 	int64_t t;
 	int ret;
 
 	if (argc != 2 || (strcmp(argv[1], "in") && strcmp(argv[1], "out"))) {
-		op_done(c, -EINVAL, "usage: plug in|out");
+		client_final(c, -EINVAL, "usage: plug in|out");
 		return;
 	}
-	in = strcmp(argv[1], "in") == 0;
-	ret = rig_set_line("charger", in, in ? "plug" : "unplug", &t);
+	ret = rig_plug(strcmp(argv[1], "in") == 0, &t);
 	if (ret < 0)
-		op_done(c, ret, "%s", sbrig_errmsg());
+		client_error(c, ret);
 	else
-		op_done(c, 0, "t_ns=%" PRId64, t);
+		client_finalf(c, 0, "t_ns=%" PRId64, t);
 }
 
-static void capture_end(int err, const char *summary, void *data)
+/* ---- capture ------------------------------------------------------------ */
+
+static void send_capture_progress(struct client *c, const struct rec_result *r)
 {
-	op_done(data, err, "%s", summary);
+	struct line l = { .len = 0 };
+
+	line_add(&l, "progress");
+	line_kvf(&l, "elapsed_ms", "%" PRId64, r->elapsed_ns / NS_PER_MS);
+	line_kvf(&l, "samples", "%" PRIu64, r->n.samples);
+	line_kvf(&l, "gaps", "%" PRIu64, r->n.gaps);
+	line_kvf(&l, "events", "%" PRIu64, r->n.events);
+	line_kvf(&l, "mean_mA", "%.3f", r->mean_mA);
+	client_progress_coalesced(c, &l);
 }
 
-static void req_capture(struct op_sink *c, int argc, char **argv)
+/*
+ * The final answer of a request that recorded a capture: its summary,
+ * whose status says why it failed if it did.
+ */
+static void final_summary(struct client *c, int err,
+			  const struct rec_result *res)
+{
+	struct line l = { .len = 0 };
+
+	line_summary(&l, res);
+	client_final(c, err, l.buf);
+}
+
+static void capture_progress(void *ctx, const struct rec_result *now)
+{
+	send_capture_progress(ctx, now);
+}
+
+static void capture_end(void *ctx, int err, const struct rec_result *res)
+{
+	final_summary(ctx, err, res);
+}
+
+static const struct rec_client_ops capture_ops = {
+	.progress = capture_progress,
+	.end = capture_end,
+};
+
+static void req_capture(struct client *c, int argc, char **argv)
 {
 	static const char *const names[] = { "duration", "stats_every" };
 	const char *vals[2] = { NULL, NULL };
 	struct rec_opts o = { 0 };
+	struct line l = { .len = 0 };
 	int ret;
 
-	if (argc < 2 || argv[1][0] != '/') {
-		op_done(c, -EINVAL, "DIR: an absolute directory is required");
+	if (dir_arg(c, argc, argv) < 0)
 		return;
-	}
 	o.dir = argv[1];
 	if (options(c, argc - 2, argv + 2, names, vals, 2) < 0 ||
 	    duration_arg(c, "duration", vals[0], &o.duration_ns) < 0 ||
 	    duration_arg(c, "stats_every", vals[1], &o.stats_every_ns) < 0)
 		return;
-	ret = rec_start(&o, c, capture_end, c);
-	if (ret < 0)
-		op_done(c, ret, "%s", sbrig_errmsg());
-	else
-		op_line(c, "progress started dir=%s", o.dir);
+	ret = rec_start(&o, &capture_ops, c);
+	if (ret < 0) {
+		client_error(c, ret);
+		return;
+	}
+	c->op = rec_handle();
+	line_add(&l, "progress started");
+	line_kv(&l, "dir", o.dir);
+	client_send(c, &l);
 }
 
+/* ---- run ---------------------------------------------------------------- */
+
+static void run_started(void *ctx, const char *dir,
+			const struct sbrig_scenario *sc)
+{
+	struct line l = { .len = 0 };
+
+	line_add(&l, "progress started");
+	line_kv(&l, "dir", dir);
+	line_kv(&l, "scenario", sc->path);
+	line_kvf(&l, "steps", "%zu", sc->nsteps);
+	client_send(ctx, &l);
+}
+
+static void run_step(void *ctx, size_t index, const struct sbrig_scenario *sc)
+{
+	const struct sbrig_step *s = &sc->steps[index];
+	struct line l = { .len = 0 };
+	char desc[600];
+
+	run_step_describe(s, true, desc, sizeof(desc));
+	line_add(&l, "progress step=%zu/%zu line=%u %s", index + 1,
+		 sc->nsteps, s->line, desc);
+	client_progress_coalesced(ctx, &l);
+}
+
+static void run_capture(void *ctx, const struct rec_result *now)
+{
+	send_capture_progress(ctx, now);
+}
+
+static void run_done(void *ctx, int err, const struct rec_result *res)
+{
+	final_summary(ctx, err, res);
+}
+
+static const struct run_client_ops run_ops = {
+	.started = run_started,
+	.step = run_step,
+	.capture = run_capture,
+	.done = run_done,
+};
+
 /* "run DIR bytes=N origin=PATH [stats_every=D]" + N bytes of scenario */
-static void req_run(struct op_sink *c, int argc, char **argv)
+static void req_run(struct client *c, int argc, char **argv)
 {
 	static const char *const names[] = { "bytes", "origin", "stats_every" };
 	const char *vals[3] = { NULL, NULL, NULL };
 	char *end;
 	unsigned long n;
 
-	if (argc < 2 || argv[1][0] != '/') {
-		op_done(c, -EINVAL, "DIR: an absolute directory is required");
-		return;
-	}
-	if (options(c, argc - 2, argv + 2, names, vals, 3) < 0)
+	if (dir_arg(c, argc, argv) < 0 ||
+	    options(c, argc - 2, argv + 2, names, vals, 3) < 0)
 		return;
 	if (!vals[0] || !vals[1]) {
-		op_done(c, -EINVAL, "bytes= and origin= are required");
+		client_final(c, -EINVAL, "bytes= and origin= are required");
 		return;
 	}
 	errno = 0;
 	n = strtoul(vals[0], &end, 10);
 	if (errno || *end || n == 0 || n > SRV_SCENARIO_MAX) {
-		op_done(c, -EINVAL, "bytes: '%s' is not 1..%d", vals[0],
-			SRV_SCENARIO_MAX);
+		client_finalf(c, -EINVAL, "bytes: '%.40s' is not 1..%d",
+			      vals[0], SRV_SCENARIO_MAX);
 		return;
 	}
 	c->run_stats_ns = 0;
@@ -341,7 +738,7 @@ static void req_run(struct op_sink *c, int argc, char **argv)
 		return;
 	c->body_buf = malloc(n + 1);
 	if (!c->body_buf) {
-		op_done(c, -ENOMEM, "no memory for the scenario");
+		client_final(c, -ENOMEM, "no memory for the scenario");
 		return;
 	}
 	snprintf(c->run_dir, sizeof(c->run_dir), "%s", argv[1]);
@@ -351,7 +748,7 @@ static void req_run(struct op_sink *c, int argc, char **argv)
 }
 
 /* The scenario body of a "run" request is complete. */
-static void run_body(struct op_sink *c)
+static void run_body(struct client *c)
 {
 	struct sbrig_scenario *sc;
 	struct rec_opts o = { 0 };
@@ -362,47 +759,144 @@ static void run_body(struct op_sink *c)
 	free(c->body_buf);
 	c->body_buf = NULL;
 	if (!sc) {
-		op_done(c, errno ? -errno : -EINVAL, "%s", sbrig_errmsg());
+		client_error(c, errno ? -errno : -EINVAL);
 		return;
 	}
 	o.dir = c->run_dir;
 	o.stats_every_ns = c->run_stats_ns;
-	ret = eng_run(sc, &o, c);	/* takes @sc */
+	ret = run_start(sc, &o, &run_ops, c, &c->op);	/* takes @sc */
 	if (ret < 0)
-		op_done(c, ret, "%s", sbrig_errmsg());
+		client_error(c, ret);
 }
 
-static void req_latency(struct op_sink *c, int argc, char **argv)
+/* ---- latency ------------------------------------------------------------ */
+
+static void lat_started(void *ctx, const struct lat_opts *o)
+{
+	struct client *c = ctx;
+	struct line l = { .len = 0 };
+
+	line_add(&l, "progress started");
+	line_kvf(&l, "n", "%u", o->n);
+	line_kv(&l, "key", o->key);
+	line_kv(&l, "until", o->until);
+	line_kv(&l, "dir", c->run_dir);
+	client_send(c, &l);
+}
+
+static void lat_round(void *ctx, const struct lat_round *r)
+{
+	struct line l = { .len = 0 };
+
+	line_add(&l, "progress i=%u/%u", r->i, r->n);
+	switch (r->kind) {
+	case LAT_MEASURED:
+		line_kvf(&l, "latency_ns", "%" PRId64, r->latency_ns);
+		line_kvf(&l, "uncert_ns", "%" PRId64, r->uncert_ns);
+		break;
+	case LAT_RETRY:
+		line_kv(&l, "retry", r->why);
+		line_kv(&l, "event", r->event);
+		break;
+	case LAT_NUDGE:
+		line_kvf(&l, "nudge", "%u", r->nudge);
+		break;
+	}
+	client_send(ctx, &l);
+}
+
+static void lat_done(void *ctx, int err, const struct lat_result *s,
+		     const struct rec_result *res)
+{
+	struct client *c = ctx;
+	struct line l = { .len = 0 };
+
+	line_kvf(&l, "n", "%u", s->n);
+	if (err)
+		line_kvf(&l, "requested", "%u", c->lat_n);
+	if (s->n) {
+		line_kvf(&l, "min_ns", "%" PRId64, s->min_ns);
+		line_kvf(&l, "median_ns", "%" PRId64, s->median_ns);
+		line_kvf(&l, "p95_ns", "%" PRId64, s->p95_ns);
+		line_kvf(&l, "max_ns", "%" PRId64, s->max_ns);
+		line_kvf(&l, "uncert_ns", "%" PRId64, s->uncert_ns);
+	}
+	line_summary(&l, res);
+	client_final(c, err, l.buf);
+}
+
+static const struct lat_client_ops lat_ops = {
+	.started = lat_started,
+	.round = lat_round,
+	.done = lat_done,
+};
+
+static void req_latency(struct client *c, int argc, char **argv)
 {
 	static const char *const names[] = { "n", "key", "press", "until",
-					     "timeout" };
-	const char *vals[5] = { "10", "power", NULL, "resume", "30s" };
-	int64_t press_ns = 0, timeout_ns = 0;
+					     "timeout", "stats_every" };
+	const char *vals[6] = { "10", "power", NULL, "resume", "30s", NULL };
+	struct lat_opts o = { 0 };
 	unsigned long n;
 	char *end;
 	int ret;
 
-	if (options(c, argc - 1, argv + 1, names, vals, 5) < 0 ||
-	    duration_arg(c, "press", vals[2], &press_ns) < 0 ||
-	    duration_arg(c, "timeout", vals[4], &timeout_ns) < 0)
+	if (dir_arg(c, argc, argv) < 0 ||
+	    options(c, argc - 2, argv + 2, names, vals, 6) < 0 ||
+	    duration_arg(c, "press", vals[2], &o.press_ns) < 0 ||
+	    duration_arg(c, "timeout", vals[4], &o.timeout_ns) < 0 ||
+	    duration_arg(c, "stats_every", vals[5], &o.stats_every_ns) < 0)
 		return;
 	errno = 0;
 	n = strtoul(vals[0], &end, 10);
-	if (errno || *end || n == 0 || n > 100000) {
-		op_done(c, -EINVAL, "n: '%s' is not 1..100000", vals[0]);
+	if (errno || *end || n == 0 || n > LAT_MAX_N) {
+		client_finalf(c, -EINVAL, "n: '%.40s' is not 1..%d", vals[0],
+			      LAT_MAX_N);
 		return;
 	}
-	if (timeout_ns <= 0) {
-		op_done(c, -EINVAL, "timeout: must be positive");
+	if (strlen(vals[1]) >= sizeof(o.key)) {
+		client_finalf(c, -ENOENT, "key: no key '%.40s' on rig %s",
+			      vals[1], rig_config()->name);
 		return;
 	}
-	ret = eng_latency(n, vals[1], press_ns, vals[3], timeout_ns, c);
+	if (strlen(vals[3]) >= sizeof(o.until)) {
+		client_finalf(c, -EINVAL, "until: bad event type '%.40s'",
+			      vals[3]);
+		return;
+	}
+	o.n = (unsigned int)n;
+	snprintf(o.key, sizeof(o.key), "%s", vals[1]);
+	snprintf(o.until, sizeof(o.until), "%s", vals[3]);
+	snprintf(c->run_dir, sizeof(c->run_dir), "%s", argv[1]);
+	o.dir = c->run_dir;
+	c->lat_n = o.n;
+	ret = lat_start(&o, &lat_ops, c, &c->op);
 	if (ret < 0)
-		op_done(c, ret, "%s", sbrig_errmsg());
+		client_error(c, ret);
 }
 
+/* ---- agent -------------------------------------------------------------- */
+
+static void agent_accepted(void *ctx, const char *text)
+{
+	struct line l = { .len = 0 };
+
+	line_add(&l, "progress accepted %s", text);
+	client_send(ctx, &l);
+}
+
+static void agent_done(void *ctx, int err, const char *text)
+{
+	client_final(ctx, err, text);
+}
+
+static const struct agentop_client_ops agent_ops = {
+	.accepted = agent_accepted,
+	.done = agent_done,
+};
+
 /* "agent TIMEOUT CMD..." : a command for the target agent, until DONE */
-static void req_agent(struct op_sink *c, int argc, char **argv)
+static void req_agent(struct client *c, int argc, char **argv)
 {
 	char cmd[512] = "";
 	int64_t timeout_ns;
@@ -410,7 +904,8 @@ static void req_agent(struct op_sink *c, int argc, char **argv)
 	int ret;
 
 	if (argc < 3) {
-		op_done(c, -EINVAL, "usage: agent TIMEOUT COMMAND [ARGS...]");
+		client_final(c, -EINVAL, "usage: agent TIMEOUT COMMAND "
+			     "[ARGS...]");
 		return;
 	}
 	if (duration_arg(c, "TIMEOUT", argv[1], &timeout_ns) < 0)
@@ -422,37 +917,42 @@ static void req_agent(struct op_sink *c, int argc, char **argv)
 				i > 2 ? " " : "", q ? "\"" : "", argv[i],
 				q ? "\"" : "");
 		if (len >= sizeof(cmd)) {
-			op_done(c, -E2BIG, "command too long");
+			client_final(c, -E2BIG, "command too long");
 			return;
 		}
 	}
-	ret = eng_agent(cmd, timeout_ns, c);
+	ret = agentop_start(cmd, timeout_ns, &agent_ops, c, &c->op);
 	if (ret < 0)
-		op_done(c, ret, "%s", sbrig_errmsg());
+		client_error(c, ret);
 }
 
-static void req_stop(struct op_sink *c, int argc, char **argv)
+/* ---- stop and version --------------------------------------------------- */
+
+static void req_stop(struct client *c, int argc, char **argv)
 {
 	/* not the client's own operation (that is handled in client_line) */
-	if (eng_busy()) {
-		eng_abort("aborted: stopped by a client");
-		op_done(c, 0, "stopped the running operation");
-	} else if (rec_active()) {
-		rec_stop("aborted: stopped by a client");
-		op_done(c, 0, "stopped the running capture");
-	} else {
-		op_done(c, -ENOENT, "nothing is running");
+	struct op_handle *h = op_current();
+	const char *kind;
+
+	if (!h)
+		h = rec_handle();
+	if (!h) {
+		client_final(c, -ENOENT, "nothing is running");
+		return;
 	}
+	kind = h->ops->kind;
+	h->ops->stop(h, OP_STOP_OTHER);
+	client_finalf(c, 0, "stopped the running %s", kind);
 }
 
-static void req_version(struct op_sink *c, int argc, char **argv)
+static void req_version(struct client *c, int argc, char **argv)
 {
-	op_done(c, 0, "sbrigd %s", sbrig_version);
+	client_finalf(c, 0, "sbrigd %s", sbrig_version);
 }
 
 static const struct {
 	const char *verb;
-	void (*fn)(struct op_sink *c, int argc, char **argv);
+	void (*fn)(struct client *c, int argc, char **argv);
 } requests[] = {
 	{ "status", req_status },
 	{ "press", req_press },
@@ -465,130 +965,117 @@ static const struct {
 	{ "version", req_version },
 };
 
-static void client_line(struct op_sink *c, char *line)
+/* ---- input -------------------------------------------------------------- */
+
+static void client_line(struct client *c, char *line)
 {
 	char *argv[SRV_MAX_ARGS];
 	int argc;
 
-	if (c->busy) {
-		/*
-		 * Stop what this client started; its final answer follows. A
-		 * bare capture without a duration normally ends this way
-		 * (Ctrl-C): it is complete. A scenario cut short is not.
-		 */
-		if (eng_busy())
-			eng_abort("aborted: stopped by the client");
-		else if (rec_active())
-			rec_stop("complete");
-		return;
-	}
 	argc = split(line, argv, SRV_MAX_ARGS);
 	if (argc == 0)
 		return;		/* empty line: ignored */
 	c->busy = true;
+	sched_timer_stop(&c->idle);
 	if (argc < 0) {
-		op_done(c, argc, argc == -E2BIG ? "too many arguments" :
-			"unterminated quote");
+		client_final(c, argc, argc == -E2BIG ? "too many arguments" :
+			     "unterminated quote");
 		return;
 	}
-	for (size_t i = 0; i < SBRIG_ARRAY_SIZE(requests); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(requests); i++) {
 		if (strcmp(argv[0], requests[i].verb) == 0) {
 			requests[i].fn(c, argc, argv);
 			return;
 		}
 	}
-	op_done(c, -EINVAL, "unknown request '%.40s'", argv[0]);
+	client_finalf(c, -EINVAL, "unknown request '%.40s'", argv[0]);
 }
 
-static void client_input_loop(struct op_sink *c);
-
-/* Handle what @c->in holds: complete lines, or a scenario body. */
-static void client_input(struct op_sink *c)
+/* Remove the first @len bytes of the input buffer. */
+static void consume_input(struct client *c, size_t len)
 {
-	c->in_input = true;
-	client_input_loop(c);
-	c->in_input = false;
+	memmove(c->in, c->in + len, c->nin - len);
+	c->nin -= len;
 }
 
-static void client_input_loop(struct op_sink *c)
+/*
+ * Handle what the input buffer holds, at most one request: scenario body
+ * bytes, a "stop" for the request in progress, or the next request.
+ */
+static void client_process(struct client *c)
 {
-	while (!c->dead && c->nin) {
-		bool nul;
-		char *nl;
-		size_t len;
+	char line[SRV_LINE_MAX + 1];
+	char *nl;
+	size_t len;
 
-		if (c->body) {
-			size_t take = c->nin < c->body ? c->nin : c->body;
+	if (c->dead || !c->nin)
+		return;
+	if (c->body) {
+		size_t take = c->nin < c->body ? c->nin : c->body;
 
-			memcpy(c->body_buf + c->nbody, c->in, take);
-			c->nbody += take;
-			c->body -= take;
-			memmove(c->in, c->in + take, c->nin - take);
-			c->nin -= take;
-			if (!c->body)
-				run_body(c);
-			continue;
-		}
-		if (c->busy) {
-			/*
-			 * While a request runs, "stop" is handled at once; any
-			 * other request waits in the buffer for its turn.
-			 */
-			nl = memchr(c->in, '\n', c->nin);
-			if (!nl)
-				return;
-			len = nl + 1 - c->in;
-			if (strncmp(c->in, "stop\n", len) &&
-			    strncmp(c->in, "stop\r\n", len))
-				return;
-			memmove(c->in, nl + 1, c->nin - len);
-			c->nin -= len;
-			{
-				char stop[] = "stop";
-
-				client_line(c, stop);
-			}
-			continue;
-		}
-		nl = memchr(c->in, '\n', c->nin);
-		if (!nl) {
-			if (c->nin >= SRV_LINE_MAX) {
-				op_line(c, "err %d request line longer than %d "
-					"bytes", E2BIG, SRV_LINE_MAX);
-				c->dead = true;
-			}
-			return;
-		}
-		nul = memchr(c->in, '\0', nl - c->in) != NULL;
-		*nl = '\0';
-		len = nl + 1 - c->in;
-		if (nl > c->in && nl[-1] == '\r')
-			nl[-1] = '\0';
-		{
-			char line[SRV_LINE_MAX + 1];
-
-			memcpy(line, c->in, len);
-			memmove(c->in, nl + 1, c->nin - len);
-			c->nin -= len;
-			if (nul)
-				op_line(c, "err %d bad request: NUL byte", EINVAL);
-			else
-				client_line(c, line);
-		}
+		memcpy(c->body_buf + c->nbody, c->in, take);
+		c->nbody += take;
+		c->body -= take;
+		consume_input(c, take);
+		if (!c->body)
+			run_body(c);
+		return;
 	}
+	nl = memchr(c->in, '\n', c->nin);
+	if (!nl) {
+		if (c->nin >= SRV_LINE_MAX && !c->busy) {
+			client_sendf(c, "err %d request line longer than %d "
+				     "bytes", E2BIG, SRV_LINE_MAX);
+			client_kill(c);
+		}
+		return;
+	}
+	len = (size_t)(nl + 1 - c->in);
+	if (c->busy) {
+		/*
+		 * While a request runs, "stop" as the next line stops it (its
+		 * final answer follows); any other request waits its turn.
+		 */
+		if (strncmp(c->in, "stop\n", len) &&
+		    strncmp(c->in, "stop\r\n", len))
+			return;
+		consume_input(c, len);
+		if (c->op)
+			c->op->ops->stop(c->op, OP_STOP_OWN);
+		return;
+	}
+	if (srv.closing)
+		return;
+	memcpy(line, c->in, len);
+	line[len - 1] = '\0';
+	if (len > 1 && line[len - 2] == '\r')
+		line[len - 2] = '\0';
+	consume_input(c, len);
+	if (memchr(line, '\0', len - 1)) {
+		c->busy = true;
+		client_finalf(c, -EINVAL, "bad request: NUL byte");
+	} else {
+		client_line(c, line);
+	}
+	/* the next request (after an empty line, too), or the body of this
+	 * one, on a later turn */
+	if (c->nin && !c->dead && (!c->busy || c->body))
+		sched_defer(&c->kick, client_kick, c);
 }
 
 /* ---- connections -------------------------------------------------------- */
 
-static void client_free(struct op_sink *c)
+static void client_free(struct client *c)
 {
 	for (int i = 0; i < SRV_MAX_CLIENTS; i++)
 		if (srv.clients[i] == c)
 			srv.clients[i] = NULL;
 	/* nobody reports to this client any more */
-	rig_forget(c);
-	rec_sink_gone(c);
-	eng_sink_gone(c);
+	if (c->op)
+		c->op->ops->detach(c->op);
+	c->op = NULL;
+	sched_timer_stop(&c->kick);
+	sched_timer_stop(&c->idle);
 	sched_fd_del(c->fd);
 	close(c->fd);
 	free(c->out);
@@ -596,21 +1083,57 @@ static void client_free(struct op_sink *c)
 	free(c);
 }
 
-static void client_flush(struct op_sink *c)
+static void client_kick(void *data)
 {
-	while (c->nout && !c->dead) {
-		ssize_t n = send(c->fd, c->out, c->nout, MSG_NOSIGNAL);
+	struct client *c = data;
 
-		if (n < 0) {
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				break;
-			if (errno == EINTR)
-				continue;
-			c->dead = true;
-			return;
+	if (c->dead) {
+		client_free(c);
+		return;
+	}
+	client_process(c);
+	client_flush(c);
+}
+
+static void client_idle(void *data)
+{
+	struct client *c = data;
+
+	if (c->busy)
+		return;
+	log_dbg("client %d: idle for %" PRId64 " s, closed", c->fd,
+		SRV_IDLE_NS / NS_PER_S);
+	client_kill(c);
+}
+
+static void client_flush(struct client *c)
+{
+	while (!c->dead) {
+		while (c->nout) {
+			ssize_t n = send(c->fd, c->out, c->nout,
+					 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+			if (n < 0) {
+				if (errno == EAGAIN || errno == EWOULDBLOCK)
+					break;
+				if (errno == EINTR)
+					continue;
+				client_kill(c);
+				return;
+			}
+			memmove(c->out, c->out + n, c->nout - (size_t)n);
+			c->nout -= (size_t)n;
 		}
-		memmove(c->out, c->out + n, c->nout - n);
-		c->nout -= n;
+		/* a coalesced progress line, once there is room */
+		if (!c->pending[0] || c->nout >= SRV_COALESCE_AT)
+			break;
+		client_put(c, c->pending, strlen(c->pending));
+		c->pending[0] = '\0';
+	}
+	if (c->nout == 0 && c->out_size > 65536) {	/* after a burst */
+		free(c->out);
+		c->out = NULL;
+		c->out_size = 0;
 	}
 	/* a full input buffer waits for the request in progress to end */
 	if (!c->dead)
@@ -620,51 +1143,93 @@ static void client_flush(struct op_sink *c)
 
 static void client_io(int fd, short revents, void *data)
 {
-	struct op_sink *c = data;
+	struct client *c = data;
 
 	if (revents & POLLOUT)
 		client_flush(c);
-	if (revents & (POLLIN | POLLHUP | POLLERR)) {
+	if (!c->dead && (revents & (POLLIN | POLLHUP | POLLERR))) {
 		ssize_t n = recv(fd, c->in + c->nin, SRV_LINE_MAX - c->nin, 0);
 
 		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
 			c->dead = true;
 		} else if (n > 0) {
-			c->nin += n;
-			client_input(c);
+			c->nin += (size_t)n;
+			if (!c->busy)
+				sched_timer_start(&c->idle,
+						  time_after(SRV_IDLE_NS),
+						  client_idle, c);
+			client_process(c);
 		}
-		client_flush(c);	/* follow the input buffer's room */
+		if (!c->dead)
+			client_flush(c);	/* follow the input buffer's room */
 	}
 	if (c->dead)
 		client_free(c);
 }
 
+/* Close the connection idle the longest to make room; false if none is. */
+static bool evict_idle(void)
+{
+	struct client *victim = NULL;
+
+	for (int i = 0; i < SRV_MAX_CLIENTS; i++) {
+		struct client *c = srv.clients[i];
+
+		if (c && !c->busy && !c->dead &&
+		    (!victim || c->idle_since_ns < victim->idle_since_ns))
+			victim = c;
+	}
+	if (!victim)
+		return false;
+	log_info("client %d: closed to make room for a new one (idle %" PRId64
+		 " ms)", victim->fd,
+		 (sbrig_now_ns() - victim->idle_since_ns) / NS_PER_MS);
+	client_sendf(victim, "err %d closed: too many clients, this one idle",
+		     EUSERS);
+	client_free(victim);
+	return true;
+}
+
+static int free_slot(void)
+{
+	for (int i = 0; i < SRV_MAX_CLIENTS; i++)
+		if (!srv.clients[i])
+			return i;
+	return -1;
+}
+
 static void listener_io(int fd, short revents, void *data)
 {
-	struct op_sink *c;
-	int cfd, slot = -1;
+	for (int k = 0; k < SRV_ACCEPT_BATCH; k++) {
+		struct client *c;
+		int cfd, slot;
 
-	cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-	if (cfd < 0)
-		return;
-	for (int i = 0; i < SRV_MAX_CLIENTS; i++)
-		if (!srv.clients[i] && slot < 0)
-			slot = i;
-	if (slot < 0) {
-		static const char busy[] = "err 24 too many clients\n";
+		cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (cfd < 0)
+			return;
+		slot = free_slot();
+		if (slot < 0 && evict_idle())
+			slot = free_slot();
+		if (slot < 0) {
+			static const char busy[] = "err 24 too many clients\n";
 
-		(void)!send(cfd, busy, sizeof(busy) - 1, MSG_NOSIGNAL);
-		close(cfd);
-		return;
+			(void)!send(cfd, busy, sizeof(busy) - 1, MSG_NOSIGNAL);
+			close(cfd);
+			continue;
+		}
+		c = calloc(1, sizeof(*c));
+		if (!c || sched_fd_add(cfd, POLLIN, client_io, c) < 0) {
+			free(c);
+			close(cfd);
+			continue;
+		}
+		c->fd = cfd;
+		c->idle_since_ns = sbrig_now_ns();
+		sched_timer_start(&c->idle, time_add(c->idle_since_ns,
+						     SRV_IDLE_NS),
+				  client_idle, c);
+		srv.clients[slot] = c;
 	}
-	c = calloc(1, sizeof(*c));
-	if (!c || sched_fd_add(cfd, POLLIN, client_io, c) < 0) {
-		free(c);
-		close(cfd);
-		return;
-	}
-	c->fd = cfd;
-	srv.clients[slot] = c;
 }
 
 /* Refuse a live socket; remove a stale one. */
@@ -689,7 +1254,7 @@ static int check_stale(const struct sockaddr_un *sa)
 	if (unlink(sa->sun_path) < 0 && errno != ENOENT)
 		return sbrig_set_error(-errno, "cannot remove stale %s: %s",
 				       sa->sun_path, strerror(errno));
-	sbrig_info("removed stale socket %s", sa->sun_path);
+	log_info("removed stale socket %s", sa->sun_path);
 	return 0;
 }
 
@@ -732,6 +1297,7 @@ int srv_init(const char *path)
 	mode_t old;
 	int ret;
 
+	srv.closing = false;
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return sbrig_set_error(-ENAMETOOLONG, "socket path too long: "
 				       "%s", path);
@@ -754,7 +1320,7 @@ int srv_init(const char *path)
 		goto close_fd;
 	}
 	if (chmod(path, 0660) < 0 || stat(path, &st) < 0 ||
-	    listen(srv.fd, 16) < 0) {
+	    listen(srv.fd, 64) < 0) {
 		ret = sbrig_set_error(-errno, "%s: %s", path, strerror(errno));
 		goto unlink_path;
 	}
@@ -764,7 +1330,7 @@ int srv_init(const char *path)
 	ret = sched_fd_add(srv.fd, POLLIN, listener_io, NULL);
 	if (ret < 0)
 		goto unlink_path;
-	sbrig_info("listening on %s", path);
+	log_info("listening on %s", path);
 	return 0;
 
 unlink_path:
@@ -775,18 +1341,41 @@ close_fd:
 	return ret;
 }
 
+void srv_shutdown(void)
+{
+	struct op_handle *h;
+
+	srv.closing = true;
+	/* stop what runs while the clients can still hear about it */
+	h = op_current();
+	if (h)
+		h->ops->stop(h, OP_STOP_SHUTDOWN);
+	h = rec_handle();
+	if (h)
+		h->ops->stop(h, OP_STOP_SHUTDOWN);
+	for (int i = 0; i < SRV_MAX_CLIENTS; i++) {
+		struct client *c = srv.clients[i];
+
+		if (c && c->busy && c->op)
+			c->op->ops->stop(c->op, OP_STOP_SHUTDOWN);
+	}
+}
+
 void srv_fini(void)
 {
 	struct stat st;
 
+	srv.closing = true;
 	for (int i = 0; i < SRV_MAX_CLIENTS; i++) {
-		if (!srv.clients[i])
+		struct client *c = srv.clients[i];
+
+		if (!c)
 			continue;
 		/* say goodbye to whoever still waits for an answer */
-		if (srv.clients[i]->busy)
-			op_done(srv.clients[i], -ESHUTDOWN, "sbrigd is shutting down");
-		client_flush(srv.clients[i]);
-		client_free(srv.clients[i]);
+		if (c->busy && !c->dead)
+			client_final(c, -ESHUTDOWN, "sbrigd is shutting down");
+		client_flush(c);
+		client_free(c);
 	}
 	if (srv.fd < 0)
 		return;

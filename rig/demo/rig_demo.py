@@ -339,7 +339,8 @@ def run_rig(out: Path, timings: dict) -> None:
         t = time.monotonic()
         print("demo: 3/5 wakeup latency", flush=True)
         sbrig(vr.socket, "latency", "-n", "5", "--key", "power", "--timeout", "15s",
-              "--csv", out / "latency.csv", timeout=240)
+              "--csv", out / "latency.csv", "-o", out / "latency-capture",
+              timeout=240)
         timings["latency_s"] = time.monotonic() - t
 
 
@@ -356,7 +357,8 @@ def main(argv=None) -> int:
     t_all = time.monotonic()
     try:
         if not args.analyze_only:
-            for old in ("capture", "latency.csv", "analysis.json", "report.txt"):
+            for old in ("capture", "latency-capture", "latency.csv",
+                        "analysis.json", "report.txt"):
                 p = out / old
                 if p.is_dir():
                     import shutil
@@ -379,7 +381,8 @@ def main(argv=None) -> int:
     print()
     print(report)
     print("Files:")
-    for name in ("capture", "latency.csv", "analysis.json", "report.txt"):
+    for name in ("capture", "latency-capture", "latency.csv", "analysis.json",
+                 "report.txt"):
         if (out / name).exists():
             print(f"  {out / name}")
     print("timings: " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()))

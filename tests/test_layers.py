@@ -1,0 +1,112 @@
+"""The host code's module structure, checked from its sources.
+
+* No include cycle between the daemon's modules (host/sbrigd/: foo.c and
+  foo.h are one module) nor between libsbrig's (host/lib/foo.c and
+  host/include/sbrig/foo.h are one module): layers call downwards only.
+* The daemon and the CLI use only libsbrig's public headers (sbrig/*.h),
+  never host/lib's private ones.
+* Only main.c includes the server (the top module).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+HOST = REPO / "host"
+INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
+
+
+def includes(path: Path) -> list[tuple[str, str]]:
+    """(kind, name) of each #include: kind '<' or '"'."""
+    return INCLUDE.findall(path.read_text())
+
+
+def graph(files: list[Path], module_of) -> dict[str, set[str]]:
+    g: dict[str, set[str]] = {}
+    for f in files:
+        m = f.stem
+        g.setdefault(m, set())
+        for _, name in includes(f):
+            dep = module_of(name)
+            if dep and dep != m:
+                g[m].add(dep)
+    return g
+
+
+def find_cycle(g: dict[str, set[str]]) -> list[str] | None:
+    """A cycle of modules, or None (depth-first search, colours)."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(n: str) -> list[str] | None:
+        state[n] = 1
+        stack.append(n)
+        for d in sorted(g.get(n, ())):
+            if state.get(d) == 1:
+                return stack[stack.index(d):] + [d]
+            if not state.get(d):
+                found = visit(d)
+                if found:
+                    return found
+        stack.pop()
+        state[n] = 2
+        return None
+
+    for n in sorted(g):
+        if not state.get(n):
+            found = visit(n)
+            if found:
+                return found
+    return None
+
+
+def test_find_cycle_finds_one():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
+
+
+def sbrigd_graph() -> dict[str, set[str]]:
+    d = HOST / "sbrigd"
+    local = {p.stem for p in d.glob("*.h")}
+    return graph(sorted(d.glob("*.[ch]")),
+                 lambda name: Path(name).stem if Path(name).stem in local
+                 and "/" not in name else None)
+
+
+def test_no_include_cycle_between_daemon_modules():
+    g = sbrigd_graph()
+    assert {"rig", "rec", "run", "latency", "agentop", "server", "sched"} <= set(g)
+    assert find_cycle(g) is None, f"include cycle: {' -> '.join(find_cycle(g))}"
+
+
+def test_no_include_cycle_between_library_modules():
+    files = sorted((HOST / "lib").glob("*.[ch]")) + \
+        sorted((HOST / "include" / "sbrig").glob("*.h"))
+
+    def module_of(name: str) -> str | None:
+        stem = Path(name).stem
+        if name.startswith("sbrig/") or "/" not in name:
+            return stem
+        return None
+    g = graph(files, module_of)
+    assert find_cycle(g) is None, f"include cycle: {' -> '.join(find_cycle(g))}"
+
+
+def test_programs_use_only_public_headers():
+    private = {p.name for p in (HOST / "lib").glob("*.h")}
+    for d in ("sbrigd", "sbrig", "tools"):
+        for f in sorted((HOST / d).glob("*.[ch]")):
+            for kind, name in includes(f):
+                assert Path(name).name not in private or kind == "<" and \
+                    name.startswith("sbrig/"), \
+                    f"{f.relative_to(REPO)} includes libsbrig's private {name}"
+
+
+def test_only_main_includes_the_server():
+    for f in sorted((HOST / "sbrigd").glob("*.c")):
+        if f.name in ("main.c", "server.c"):
+            continue
+        assert ("\"", "server.h") not in includes(f), \
+            f"{f.relative_to(REPO)} includes the server (the top module)"
