@@ -24,10 +24,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sha256.h>	/* libmd */
+
 #include <sbrig/config.h>
 
 #include "internal.h"
-#include "sha256.h"
 
 #define CFG_MAX_BYTES (1 << 20)
 
@@ -736,7 +737,7 @@ int sbrig_config_load(const char *path, struct sbrig_config *cfg)
 	if (ret)
 		return ret;
 	snprintf(cfg->path, sizeof(cfg->path), "%s", path);
-	sbrig_sha256_hex(buf, len, cfg->sha256);
+	SHA256Data((const uint8_t *)buf, len, cfg->sha256);
 
 	p = calloc(1, sizeof(*p));
 	if (!p) {

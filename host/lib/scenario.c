@@ -19,10 +19,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sha256.h>	/* libmd */
+
 #include <sbrig/scenario.h>
 
 #include "internal.h"
-#include "sha256.h"
 
 #define SC_MAX_TOKENS 16
 #define SC_MAX_DEPTH 8
@@ -474,7 +475,7 @@ static struct sbrig_scenario *parse_text(const char *text, size_t len,
 		goto fail;
 	}
 	snprintf(sc->path, sizeof(sc->path), "%s", origin);
-	sbrig_sha256_hex(text, len, sc->sha256);
+	SHA256Data((const uint8_t *)text, len, sc->sha256);
 	p->origin = origin;
 	p->sc = sc;
 	while (pos < len) {

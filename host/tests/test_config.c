@@ -17,7 +17,6 @@
 #include <sbrig/config.h>
 #include <sbrig/sbrig.h>
 
-#include "sha256.h"
 
 static const char *fixtures(void)
 {
@@ -98,7 +97,7 @@ static void virtual_rig_has_a_qmp_key_only(void **state)
 
 static void defaults_and_hash(void **state)
 {
-	char path[PATH_MAX], hex[SBRIG_SHA256_HEX_LEN];
+	char path[PATH_MAX];
 	struct sbrig_config *cfg = malloc(sizeof(*cfg));
 	const char *text = "# only a comment\n[timing]\n";
 	FILE *f;
@@ -123,8 +122,9 @@ static void defaults_and_hash(void **state)
 	assert_int_equal(cfg->sample_rate_hz, 0);
 	assert_string_equal(cfg->power_uri, "");
 	assert_string_equal(cfg->target_uri, "");
-	sbrig_sha256_hex(text, strlen(text), hex);
-	assert_string_equal(cfg->sha256, hex);
+	/* sha256sum of the text (libmd computes it) */
+	assert_string_equal(cfg->sha256,
+		"3ae7766f43499ad34bb2e3c366ad29ba9dd1bb8a05fd33574d434a52aa2d216a");
 	free(cfg);
 }
 
