@@ -13,6 +13,15 @@
  * unknown or duplicate sections are caught even when they are empty, and
  * how errors get their line numbers (Debian's libinih has no
  * INI_HANDLER_LINENO).
+ *
+ * The reader also makes sure libinih and it read every line the same way
+ * (they used to disagree): it drops a UTF-8 BOM at the start of the file,
+ * strips leading blanks (libinih would take an indented line as the
+ * continuation of the previous value, where we saw a section header),
+ * refuses text after a section header's ']' other than a comment, and
+ * refuses a carriage return that is not part of a CRLF line end (a file
+ * with CR-only line ends is one long line to libinih). CRLF line ends are
+ * fine: libinih strips the '\r' as trailing blank.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -549,9 +558,12 @@ static int enter_section(struct cfg_parser *p, const char *name)
 static char *cfg_reader(char *str, int num, void *stream)
 {
 	struct cfg_parser *p = stream;
-	const char *line = p->buf + p->pos, *nl, *s;
-	size_t n;
+	const char *line, *nl, *s, *cr;
+	size_t n, blanks;
 
+	if (p->pos == 0 && p->len >= 3 && !memcmp(p->buf, "\xef\xbb\xbf", 3))
+		p->pos = 3;	/* a UTF-8 BOM (libinih would skip it too) */
+	line = p->buf + p->pos;
 	if (p->err || p->pos >= p->len)
 		return NULL;
 	nl = memchr(line, '\n', p->len - p->pos);
@@ -561,6 +573,19 @@ static char *cfg_reader(char *str, int num, void *stream)
 		parser_fail(p, sbrig_set_error(-EINVAL, "NUL byte in line"));
 		return NULL;
 	}
+	cr = memchr(line, '\r', n);
+	if (cr && cr + 1 != line + n && cr[1] != '\n') {
+		parser_fail(p, sbrig_set_error(-EINVAL,
+			"carriage return without a newline (CR line ends are not supported; use LF or CRLF)"));
+		return NULL;
+	}
+	p->pos += n;
+	/* indented lines are plain lines (never libinih continuations) */
+	blanks = strspn(line, " \t");
+	if (blanks > n)
+		blanks = n;
+	line += blanks;
+	n -= blanks;
 	/* libinih needs room for "\r\n\0" after the longest line */
 	if (n + 3 > (size_t)num) {
 		parser_fail(p, sbrig_set_error(-EINVAL,
@@ -569,12 +594,10 @@ static char *cfg_reader(char *str, int num, void *stream)
 	}
 	memcpy(str, line, n);
 	str[n] = '\0';
-	p->pos += n;
 
-	for (s = str; *s == ' ' || *s == '\t'; s++)
-		;
+	s = str;
 	if (*s == '[') {
-		const char *end = strchr(s, ']');
+		const char *end = strchr(s, ']'), *rest;
 		char name[64];
 
 		if (!end)
@@ -586,6 +609,13 @@ static char *cfg_reader(char *str, int num, void *stream)
 		}
 		memcpy(name, s + 1, end - s - 1);
 		name[end - s - 1] = '\0';
+		rest = end + 1 + strspn(end + 1, " \t\r\n");
+		if (*rest && *rest != ';' && *rest != '#') {
+			parser_fail(p, sbrig_set_error(-EINVAL,
+				"[%s]: text after the section header (only a comment may follow it)",
+				name));
+			return NULL;
+		}
 		if (enter_section(p, name)) {
 			parser_fail(p, -EINVAL);
 			return NULL;
@@ -680,7 +710,8 @@ static int read_file(const char *path, char **buf, size_t *len)
 	size_t got = 0;
 	int fd, ret;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: opening a FIFO must not wait for a writer */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return sbrig_set_error(-errno, "%s: %s", path, strerror(errno));
 	if (fstat(fd, &st)) {

@@ -528,7 +528,8 @@ struct sbrig_scenario *sbrig_scenario_load(const char *path)
 	ssize_t n;
 	int fd, err;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: opening a FIFO must not wait for a writer */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0) {
 		err = sbrig_set_error(-errno, "%s: %s", path, strerror(errno));
 		goto fail;

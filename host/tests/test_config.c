@@ -11,7 +11,10 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include <sbrig/config.h>
@@ -268,6 +271,120 @@ static void mutated_files_fail_cleanly(void **state)
 	free(cfg);
 }
 
+/* Write @text (@len bytes) to TMPDIR/@name; the path goes to @path. */
+static void write_tmp(char *path, size_t size, const char *name,
+		      const char *text, size_t len)
+{
+	FILE *f;
+
+	snprintf(path, size, "%s/%s",
+		 getenv("SBRIG_TMPDIR") ? getenv("SBRIG_TMPDIR") : "/tmp", name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(text, 1, len, f), len);
+	fclose(f);
+}
+
+static int load_text(const char *name, const char *text,
+		     struct sbrig_config *cfg, char *path, size_t size)
+{
+	write_tmp(path, size, name, text, strlen(text));
+	return sbrig_config_load(path, cfg);
+}
+
+static void assert_err(const char *path, const char *msg)
+{
+	char want[PATH_MAX + 200];
+
+	snprintf(want, sizeof(want), "%s:%s", path, msg);
+	if (strncmp(sbrig_errmsg(), want, strlen(want)))
+		fail_msg("got '%s', want '%s...'", sbrig_errmsg(), want);
+}
+
+/*
+ * Issue 7 §4.7: our line reader and libinih disagreed. An indented
+ * "  [power]" switched the section for us and was a continuation line for
+ * libinih (wrong errors, a key silently named "[key:vol]"); a UTF-8 BOM was
+ * a syntax error at line 2; "[rig] junk" and CR-only line ends were
+ * accepted with the rest ignored.
+ */
+static void both_readers_agree_on_every_line(void **state)
+{
+	struct sbrig_config *cfg = malloc(sizeof(*cfg));
+	char path[PATH_MAX];
+
+	/* indentation is ignored, as the man page says */
+	assert_int_equal(load_text("indented.conf",
+		"[rig]\nname = ind\n  [power]\n  uri = local:\n"
+		"\t[key:vol]\n  chip = gpiochip0\n  line = 3\n", cfg, path,
+		sizeof(path)), 0);
+	assert_string_equal(cfg->name, "ind");
+	assert_string_equal(cfg->power_uri, "local:");
+	assert_int_equal(cfg->nkeys, 1);
+	assert_string_equal(cfg->keys[0].name, "vol");
+	assert_string_equal(cfg->keys[0].chip, "gpiochip0");
+	assert_int_equal(cfg->keys[0].offset, 3);
+	assert_true(cfg->keys[0].present);
+	/* an indented unknown key is reported as such, at its line */
+	assert_int_equal(load_text("indented-bad.conf",
+		"[rig]\nname = x\n  [power]\n    url = local:\n", cfg, path,
+		sizeof(path)), -EINVAL);
+	assert_err(path, "4: power.url: unknown key");
+	/* a UTF-8 BOM */
+	assert_int_equal(load_text("bom.conf",
+		"\xef\xbb\xbf[rig]\nname = bom\n", cfg, path, sizeof(path)), 0);
+	assert_string_equal(cfg->name, "bom");
+	assert_string_equal(cfg->sha256,	/* of every byte, BOM included */
+		"a29b49584e63a6de1febadc74b272b82f1b8e6259a68bf8bb04d3b1284fd04a7");
+	/* text after a section header */
+	assert_int_equal(load_text("junk.conf", "[rig] junk\nname = x\n", cfg,
+				   path, sizeof(path)), -EINVAL);
+	assert_err(path, "1: [rig]: text after the section header");
+	assert_int_equal(load_text("hdr-comment.conf",
+		"[rig] ; the rig\nname = c\n[timing]  # times\n", cfg, path,
+		sizeof(path)), 0);
+	assert_string_equal(cfg->name, "c");
+	/* CRLF line ends are fine */
+	assert_int_equal(load_text("crlf.conf",
+		"[rig]\r\nname = crlf\r\n[timing]\r\npress_ms = 50\r\n", cfg,
+		path, sizeof(path)), 0);
+	assert_string_equal(cfg->name, "crlf");
+	assert_int_equal(cfg->press_ms, 50);
+	/* CR-only line ends are not */
+	assert_int_equal(load_text("cr.conf",
+		"[rig]\rname = x\r[timing]\rpress_ms = 0\r", cfg, path,
+		sizeof(path)), -EINVAL);
+	assert_err(path, "1: carriage return without a newline");
+	free(cfg);
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	_exit(3);	/* blocked: the test fails */
+}
+
+/* Issue 7 §4.7: sbrigd -c FIFO blocked forever in open(). */
+static void not_a_regular_file_fails_at_once(void **state)
+{
+	struct sbrig_config *cfg = malloc(sizeof(*cfg));
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/fifo.conf",
+		 getenv("SBRIG_TMPDIR") ? getenv("SBRIG_TMPDIR") : "/tmp");
+	unlink(path);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	signal(SIGALRM, on_alarm);
+	alarm(10);
+	assert_int_equal(sbrig_config_load(path, cfg), -EINVAL);
+	alarm(0);
+	assert_non_null(strstr(sbrig_errmsg(), "not a regular file"));
+	unlink(path);
+	assert_int_equal(sbrig_config_load("/dev/null", cfg), -EINVAL);
+	assert_non_null(strstr(sbrig_errmsg(), "/dev/null: not a regular file"));
+	free(cfg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -278,6 +395,8 @@ int main(void)
 		cmocka_unit_test(overrides),
 		cmocka_unit_test(virtual_rig_cannot_add_lines),
 		cmocka_unit_test(mutated_files_fail_cleanly),
+		cmocka_unit_test(both_readers_agree_on_every_line),
+		cmocka_unit_test(not_a_regular_file_fails_at_once),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
