@@ -36,6 +36,9 @@
 #include <sha256.h>	/* libmd */
 
 #include <sbrig/config.h>
+#include <sbrig/gpio.h>
+#include <sbrig/link.h>
+#include <sbrig/power.h>
 
 #include "internal.h"
 
@@ -74,6 +77,7 @@ enum cfg_type {
 	T_BOOL,
 	T_URI_POWER,	/* local: ip: or empty */
 	T_URI_TARGET,	/* serial: tcp: or empty */
+	T_CHIP,		/* a gpiochip, or qmp:PATH (sbrig_gpio_check_chip) */
 };
 
 /**
@@ -103,7 +107,7 @@ struct cfg_key {
 	{ s, k, t, offsetof(struct sbrig_line_cfg, field), \
 	  sizeof(((struct sbrig_line_cfg *)0)->field), lo, hi }
 #define LINE_KEYS(s) \
-	LINE(s, "chip", T_STR, chip, 0, 0), \
+	LINE(s, "chip", T_CHIP, chip, 0, 0), \
 	LINE(s, "line", T_U32, offset, 0, 1023), \
 	LINE(s, "active_low", T_BOOL, active_low, 0, 0)
 
@@ -217,120 +221,6 @@ static int parse_bool(const char *v, bool *out, const char **why)
 	return -EINVAL;
 }
 
-static bool is_port(const char *s)
-{
-	unsigned long n;
-	char *end;
-
-	if (*s < '0' || *s > '9')
-		return false;
-	n = strtoul(s, &end, 10);
-	return !*end && n >= 1 && n <= 65535;
-}
-
-/* HOST or [V6ADDR], then @rest points after it. */
-static bool parse_host(const char *s, const char **rest)
-{
-	size_t n;
-
-	if (*s == '[') {
-		n = strspn(s + 1, "0123456789abcdefABCDEF:.");
-		if (!n || s[1 + n] != ']')
-			return false;
-		*rest = s + n + 2;
-		return true;
-	}
-	n = strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-		      "0123456789.-_");
-	*rest = s + n;
-	return n > 0;
-}
-
-/* ip:HOST[:PORT] (libiio network context) */
-static bool uri_ip(const char *s)
-{
-	const char *rest;
-
-	if (!parse_host(s, &rest))
-		return false;
-	return !*rest || (*rest == ':' && is_port(rest + 1));
-}
-
-/* tcp:HOST:PORT (raw console server) */
-static bool uri_tcp(const char *s)
-{
-	const char *rest;
-
-	return parse_host(s, &rest) && *rest == ':' && is_port(rest + 1);
-}
-
-/* local: (the rig host's own IIO devices; no argument) */
-static bool uri_local(const char *s)
-{
-	return !*s;
-}
-
-/* serial:/dev/PATH[:BAUD] */
-static bool uri_serial(const char *s)
-{
-	const char *colon = strrchr(s, ':');
-	unsigned long baud;
-	char *end;
-
-	if (s[0] != '/' || !s[1])
-		return false;
-	if (!colon)
-		return true;
-	if (colon[1] < '1' || colon[1] > '9')
-		return false;
-	baud = strtoul(colon + 1, &end, 10);
-	return !*end && baud <= 4000000;
-}
-
-struct uri_scheme {
-	const char *prefix;
-	bool (*valid)(const char *rest);
-	const char *syntax;
-};
-
-static const struct uri_scheme power_schemes[] = {
-	{ "local:", uri_local, "local:" },
-	{ "ip:", uri_ip, "ip:HOST[:PORT]" },
-	{ NULL, NULL, NULL },
-};
-
-static const struct uri_scheme target_schemes[] = {
-	{ "serial:", uri_serial, "serial:/dev/TTY[:BAUD]" },
-	{ "tcp:", uri_tcp, "tcp:HOST:PORT" },
-	{ NULL, NULL, NULL },
-};
-
-/* On failure, @why (80 bytes) says what was expected. */
-static int parse_uri(const char *v, const struct uri_scheme *schemes,
-		     char *why, size_t whylen)
-{
-	const struct uri_scheme *s;
-	size_t off = 0;
-
-	if (!*v)
-		return 0;	/* not used on this rig */
-	for (s = schemes; s->prefix; s++) {
-		if (strncmp(v, s->prefix, strlen(s->prefix)))
-			continue;
-		if (s->valid(v + strlen(s->prefix)))
-			return 0;
-		snprintf(why, whylen, "expected %s", s->syntax);
-		return -EINVAL;
-	}
-	off = snprintf(why, whylen, "unknown scheme (expected");
-	for (s = schemes; s->prefix && off < whylen; s++)
-		off += snprintf(why + off, whylen - off, "%s %s",
-				s == schemes ? "" : " or", s->syntax);
-	if (off < whylen)
-		snprintf(why + off, whylen - off, ")");
-	return -EINVAL;
-}
-
 static bool is_printable_word(const char *s)
 {
 	for (; *s; s++)
@@ -382,17 +272,34 @@ static int cfg_store(const struct cfg_key *k, void *base, const char *secname,
 			why = "too long";
 			break;
 		}
-		ret = parse_uri(value, k->type == T_URI_POWER ? power_schemes :
-				target_schemes, expected, sizeof(expected));
-		if (ret)
-			why = expected;
+		if (!*value)
+			break;	/* not used on this rig */
+		/* the modules' own checks, with their message */
+		ret = k->type == T_URI_POWER ? sbrig_power_check_uri(value) :
+					       sbrig_link_check_uri(value);
+		if (ret) {
+			sbrig_prefix_error("%s.%s", secname, k->key);
+			return ret;
+		}
+		break;
+	case T_CHIP:
+		if (!*value) {
+			why = "must not be empty";
+		} else if (strlen(value) >= k->size) {
+			why = "too long";
+		} else if (!is_printable_word(value)) {
+			why = "must not contain spaces or control characters";
+		} else if (sbrig_gpio_check_chip(value)) {
+			sbrig_prefix_error("%s.%s", secname, k->key);
+			return -EINVAL;
+		}
 		break;
 	}
 	if (why)
 		return sbrig_set_error(-EINVAL, "%s.%s: '%s': %s", secname,
 				       k->key, value, why);
 	if (k->type == T_ID || k->type == T_STR || k->type == T_URI_POWER ||
-	    k->type == T_URI_TARGET)
+	    k->type == T_URI_TARGET || k->type == T_CHIP)
 		snprintf(dst, k->size, "%s", value);
 	return 0;
 }

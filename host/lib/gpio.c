@@ -36,6 +36,7 @@
 
 #include "internal.h"
 #include "qmp.h"
+#include "uri.h"
 
 #define GPIO_MAX_LINES (SBRIG_MAX_KEYS + 2)
 #define GPIO_EVENT_BUF 64
@@ -513,10 +514,12 @@ static int qmp_request(struct sbrig_gpio *gpio, unsigned int ci,
 		       const char *consumer)
 {
 	struct gpio_chip_req *c = &gpio->chips[ci];
-	const char *sock = c->spec + strlen(GPIO_QMP_PREFIX);
 	unsigned int i;
 
-	memcpy(c->path, sock, strlen(sock) + 1);	/* spec < path */
+	if (sbrig_uri_parse_qmp(c->spec, c->path, sizeof(c->path))) {
+		sbrig_prefix_error("gpio: chip");
+		return -EINVAL;
+	}
 	for (i = 0; i < gpio->nlines; i++) {
 		struct gpio_line *l = &gpio->lines[i];
 

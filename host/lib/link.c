@@ -996,6 +996,7 @@ int link_transport_lookup(const char *uri,
 			  const struct link_transport_ops **ops)
 {
 	size_t i, n;
+	int ret;
 
 	for (i = 0; i < SBRIG_ARRAY_SIZE(transports); i++) {
 		n = strlen(transports[i]->prefix);
@@ -1004,9 +1005,11 @@ int link_transport_lookup(const char *uri,
 			return 0;
 		}
 	}
-	return sbrig_set_error(-EINVAL,
-			       "link %s: unknown URI (want serial:DEV[:BAUD] or tcp:HOST:PORT)",
-			       uri);
+	ret = sbrig_link_check_uri(uri);	/* says why */
+	if (!ret)
+		ret = sbrig_set_error(-EINVAL, "'%s': no transport", uri);
+	sbrig_prefix_error("link");
+	return ret;
 }
 
 struct sbrig_link *sbrig_link_new(const char *uri,

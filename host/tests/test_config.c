@@ -18,6 +18,9 @@
 #include <cmocka.h>
 
 #include <sbrig/config.h>
+#include <sbrig/gpio.h>
+#include <sbrig/link.h>
+#include <sbrig/power.h>
 #include <sbrig/sbrig.h>
 
 
@@ -385,6 +388,80 @@ static void not_a_regular_file_fails_at_once(void **state)
 	free(cfg);
 }
 
+/*
+ * Issue 7 §3: URI syntax was parsed twice (config.c and each transport),
+ * with different rules. One check per module, one message each, the same
+ * from the config, from the check and from the module that opens it.
+ */
+static void uri_checks_are_the_modules(void **state)
+{
+	static const struct { const char *uri; int ok; } link_uris[] = {
+		{ "serial:/dev/ttyS1", 1 }, { "serial:/dev/ttyUSB0:115200", 1 },
+		{ "tcp:localhost:4000", 1 }, { "tcp:[::1]:4000", 1 },
+		{ "tcp:10.0.0.1:65535", 1 }, { "serial:ttyS1", 0 },
+		{ "serial:/", 0 }, { "serial:/dev/ttyS1:0", 0 },
+		{ "serial:/dev/ttyS1:9999999", 0 }, { "tcp:localhost", 0 },
+		{ "tcp::4000", 0 }, { "tcp:host:0", 0 }, { "tcp:host:65536", 0 },
+		{ "tcp:a b:1", 0 }, { "tcp:[::1:4000", 0 }, { "usb:1", 0 },
+		{ "", 0 },
+	};
+	static const struct { const char *uri; int ok; } power_uris[] = {
+		{ "local:", 1 }, { "ip:rig", 1 }, { "ip:rig:30431", 1 },
+		{ "ip:[fe80::1]:30431", 1 }, { "local:x", 0 }, { "ip:", 0 },
+		{ "ip:rig:", 0 }, { "ip:rig:x", 0 }, { "usb:1.2.3", 0 },
+	};
+	char msg[512], conf[600], path[PATH_MAX];
+	struct sbrig_config *cfg = malloc(sizeof(*cfg));
+	struct sbrig_link *l;
+	size_t i;
+
+	for (i = 0; i < sizeof(link_uris) / sizeof(link_uris[0]); i++) {
+		int ret = sbrig_link_check_uri(link_uris[i].uri);
+
+		if ((ret == 0) != link_uris[i].ok)
+			fail_msg("link '%s': %d %s", link_uris[i].uri, ret,
+				 sbrig_errmsg());
+		if (!ret || !link_uris[i].uri[0])
+			continue;
+		snprintf(msg, sizeof(msg), "%s", sbrig_errmsg());
+		/* the link itself says the same */
+		l = sbrig_link_new(link_uris[i].uri, NULL);
+		assert_null(l);
+		assert_int_equal(errno, EINVAL);
+		assert_true(!strncmp(sbrig_errmsg(), "link: ", 6));
+		assert_string_equal(sbrig_errmsg() + 6, msg);
+		/* and so does the config, after its position */
+		snprintf(conf, sizeof(conf), "[target]\nuri = %s\n",
+			 link_uris[i].uri);
+		assert_int_equal(load_text("uri.conf", conf, cfg, path,
+					   sizeof(path)), -EINVAL);
+		assert_true(strstr(sbrig_errmsg(), ":2: target.uri: ") &&
+			    !strcmp(strstr(sbrig_errmsg(), ": '") + 2, msg));
+	}
+	for (i = 0; i < sizeof(power_uris) / sizeof(power_uris[0]); i++) {
+		int ret = sbrig_power_check_uri(power_uris[i].uri);
+
+		if ((ret == 0) != power_uris[i].ok)
+			fail_msg("power '%s': %d %s", power_uris[i].uri, ret,
+				 sbrig_errmsg());
+		if (ret)
+			assert_true(!strncmp(sbrig_errmsg(), "'", 1));
+	}
+	assert_int_equal(sbrig_gpio_check_chip("gpiochip0"), 0);
+	assert_int_equal(sbrig_gpio_check_chip("qmp:/run/q.sock"), 0);
+	assert_int_equal(sbrig_gpio_check_chip("qmp:"), -EINVAL);
+	assert_non_null(strstr(sbrig_errmsg(), "'qmp:': expected qmp:PATH"));
+	memset(conf, 'x', 120);
+	memcpy(conf, "qmp:/", 5);
+	conf[120] = '\0';
+	assert_int_equal(sbrig_gpio_check_chip(conf), -EINVAL);
+	assert_int_equal(load_text("qmp.conf",
+		"[key:power]\nchip = qmp:\nline = 116\n", cfg, path,
+		sizeof(path)), -EINVAL);
+	assert_err(path, "2: key:power.chip: 'qmp:': expected qmp:PATH");
+	free(cfg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -397,6 +474,7 @@ int main(void)
 		cmocka_unit_test(mutated_files_fail_cleanly),
 		cmocka_unit_test(both_readers_agree_on_every_line),
 		cmocka_unit_test(not_a_regular_file_fails_at_once),
+		cmocka_unit_test(uri_checks_are_the_modules),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

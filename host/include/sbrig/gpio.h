@@ -33,6 +33,19 @@ struct sbrig_gpio;
 struct sbrig_gpio *sbrig_gpio_new(const struct sbrig_config *cfg,
 				  const char *consumer);
 
+/**
+ * sbrig_gpio_check_chip() - check a line's chip spelling (config [*] chip)
+ * @chip: a gpiochip path, name or label (anything non-empty: whether it
+ *	exists shows when it is opened), or qmp:PATH (PATH a unix socket
+ *	path that fits a sockaddr_un)
+ *
+ * Syntax only, libc only (config.c calls it); the qmp backend parses the
+ * chip with the same code.
+ *
+ * Return: 0, or -EINVAL with sbrig_errmsg() "'CHIP': expected qmp:PATH ...".
+ */
+int sbrig_gpio_check_chip(const char *chip);
+
 /** sbrig_gpio_free() - release all lines (outputs go inactive); NULL ok */
 void sbrig_gpio_free(struct sbrig_gpio *gpio);
 

@@ -205,6 +205,19 @@ struct sbrig_link_status {
 struct sbrig_link *sbrig_link_new(const char *uri,
 				  const struct sbrig_link_opts *opts);
 
+/**
+ * sbrig_link_check_uri() - is @uri a target link URI sbrig_link_new() opens
+ * @uri: serial:/dev/TTY[:BAUD] (BAUD 1..4000000) or tcp:HOST:PORT (HOST a
+ *	name, an IPv4 address or [IPv6], PORT 1..65535)
+ *
+ * The same parser as the transport that opens it. Touches no device and
+ * no network; needs no library beyond libc (config.c calls it).
+ *
+ * Return: 0, or -EINVAL with sbrig_errmsg() "'URI': expected SYNTAX" or
+ * "'URI': unknown scheme (expected serial:/dev/TTY[:BAUD] or tcp:HOST:PORT)".
+ */
+int sbrig_link_check_uri(const char *uri);
+
 /** sbrig_link_free() - close; NULL ok */
 void sbrig_link_free(struct sbrig_link *link);
 
