@@ -351,7 +351,9 @@ static void cfg_defaults(struct sbrig_config *cfg)
 	cfg->link_timeout_ms = 3000;
 	cfg->quiet_ms = 2500;
 	snprintf(cfg->charger.name, sizeof(cfg->charger.name), "charger");
+	cfg->charger.role = SBRIG_LINE_CHARGER;
 	snprintf(cfg->marker.name, sizeof(cfg->marker.name), "marker");
+	cfg->marker.role = SBRIG_LINE_MARKER;
 }
 
 /* --- the file parser ---------------------------------------------------- */
@@ -436,6 +438,7 @@ static int enter_section(struct cfg_parser *p, const char *name)
 		i = cfg->nkeys++;
 		snprintf(cfg->keys[i].name, sizeof(cfg->keys[i].name), "%s",
 			 keyname);
+		cfg->keys[i].role = SBRIG_LINE_KEY;
 		p->cur = &cfg->keys[i];
 		p->cur_seen = &p->seen[i];
 	} else {

@@ -263,15 +263,20 @@ close_chip:
 	return ret;
 }
 
-/* Add @cfg as a line of @gpio, grouping by chip spelling (exact). */
+/*
+ * Add @cfg as a line of @gpio, grouping by chip spelling (exact). The role
+ * is the one of the struct sbrig_config member the line came from (a
+ * config built by hand need not have set it).
+ */
 static void add_line(struct sbrig_gpio *gpio, const struct sbrig_line_cfg *cfg,
-		     bool output)
+		     enum sbrig_line_role role)
 {
 	struct gpio_line *l = &gpio->lines[gpio->nlines++];
 	unsigned int ci;
 
 	l->cfg = *cfg;
-	l->output = output;
+	l->cfg.role = role;
+	l->output = role != SBRIG_LINE_MARKER;
 	for (ci = 0; ci < gpio->nchips; ci++)
 		if (strcmp(gpio->chips[ci].spec, cfg->chip) == 0)
 			break;
@@ -335,12 +340,12 @@ struct sbrig_gpio *sbrig_gpio_new(const struct sbrig_config *cfg,
 	gpio->marker = -1;
 	for (i = 0; i < cfg->nkeys; i++)
 		if (cfg->keys[i].present)
-			add_line(gpio, &cfg->keys[i], true);
+			add_line(gpio, &cfg->keys[i], SBRIG_LINE_KEY);
 	if (cfg->charger.present)
-		add_line(gpio, &cfg->charger, true);
+		add_line(gpio, &cfg->charger, SBRIG_LINE_CHARGER);
 	if (cfg->marker.present) {
 		gpio->marker = gpio->nlines;
-		add_line(gpio, &cfg->marker, false);
+		add_line(gpio, &cfg->marker, SBRIG_LINE_MARKER);
 	}
 	merge_same_chips(gpio);
 
@@ -525,7 +530,7 @@ static int qmp_request(struct sbrig_gpio *gpio, unsigned int ci,
 
 		if (l->chip != ci)
 			continue;
-		if (!l->output || !strcmp(l->cfg.name, "charger"))
+		if (l->cfg.role != SBRIG_LINE_KEY)
 			return sbrig_set_error(-EINVAL,
 				"gpio: chip '%s' line %u (%s): a qmp: chip drives keys only",
 				c->spec, l->cfg.offset, l->cfg.name);

@@ -325,6 +325,9 @@ static void both_readers_agree_on_every_line(void **state)
 	assert_string_equal(cfg->power_uri, "local:");
 	assert_int_equal(cfg->nkeys, 1);
 	assert_string_equal(cfg->keys[0].name, "vol");
+	assert_int_equal(cfg->keys[0].role, SBRIG_LINE_KEY);
+	assert_int_equal(cfg->charger.role, SBRIG_LINE_CHARGER);
+	assert_int_equal(cfg->marker.role, SBRIG_LINE_MARKER);
 	assert_string_equal(cfg->keys[0].chip, "gpiochip0");
 	assert_int_equal(cfg->keys[0].offset, 3);
 	assert_true(cfg->keys[0].present);

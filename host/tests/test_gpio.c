@@ -274,6 +274,14 @@ static void qmp_bad_lines_are_refused_before_connecting(void **state)
 	assert_int_equal(errno, EINVAL);
 	assert_non_null(strstr(sbrig_errmsg(), "drives keys only"));
 
+	/* the charger is refused by its role (a hand-built config need not
+	 * set .role: it comes from the member the line is in) */
+	memset(&cfg, 0, sizeof(cfg));
+	line(&cfg.charger, "plug-switch", "qmp:/nonexistent/qmp.sock", 116);
+	assert_null(sbrig_gpio_new(&cfg, "test"));
+	assert_int_equal(errno, EINVAL);
+	assert_non_null(strstr(sbrig_errmsg(), "(plug-switch): a qmp: chip drives keys only"));
+
 	qmp_key(&cfg, "power", "/nonexistent/qmp.sock", 116);
 	cfg.keys[0].active_low = true;
 	assert_null(sbrig_gpio_new(&cfg, "test"));
