@@ -473,6 +473,7 @@ int sbrig_capread_next_sample(struct sbrig_capread *cr, struct sbrig_sample *s)
 
 	if (ret <= 0)
 		return ret;
+	memset(&r, 0, sizeof(r));	/* padding too: rows compare whole */
 	if (col_i64(cr, id, c, 0, &r.t_ns) ||
 	    col_i32(cr, id, c, 1, &r.current_uA) ||
 	    col_i32(cr, id, c, 2, &r.bus_uV) ||
