@@ -43,7 +43,7 @@ extern "C" {
 
 struct sbrig_link;
 
-/* Most decoded messages queued at once (about 2 MiB); see above. */
+/* Most decoded messages queued at once (1.4 MiB: 352 bytes each). */
 #define SBRIG_LINK_QUEUE_MAX	4096
 /*
  * Largest target CLOCK_BOOTTIME accepted: 2^62 ns, 146 years of uptime.
