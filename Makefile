@@ -2,11 +2,16 @@
 #
 #   make demo    set up (Debian packages, kernels) and run the main job
 #   make test    set up and run the whole test suite
+#   make fuzz    run each libFuzzer harness of host/fuzz/ for FUZZ_SECONDS
+#                (default 600, one at a time)
 #
 # Everything built or downloaded goes under build/ (kept between runs).
 PY     ?= /usr/bin/python3
 PYTEST ?= $(PY) -m pytest
 KSRC   := build/linux-source-6.1
+# make fuzz: seconds per harness; make test runs each for FUZZ_TEST_SECONDS
+FUZZ_SECONDS      ?= 600
+FUZZ_TEST_SECONDS ?= 5
 
 all: demo
 
@@ -40,11 +45,18 @@ host: deps
 # The suite: the module's style checks (checkpatch --strict, kernel-doc,
 # sparse), then pytest: host unit and daemon tests, and the target (QEMU)
 # tests on amd64 and armhf.
+# The fuzz harnesses: their corpus replayed (a regression fails) and a few
+# seconds of fuzzing each, then the suite.
 test: deps host $(KSRC)/scripts/checkpatch.pl
+	$(MAKE) -C host fuzz-run FUZZ_SECONDS=$(FUZZ_TEST_SECONDS)
 	$(PY) -m tests.vm build amd64 armhf
 	$(MAKE) -C kernel-module check KSRC=$(CURDIR)/$(KSRC) \
 		KDIR=$$(ls -d $(CURDIR)/build/kernels/amd64/usr/src/linux-headers-*-amd64 | head -1)
 	$(PYTEST) -v -rfE tests
+
+fuzz: deps
+	$(MAKE) -C host -j2 fuzz-build
+	$(MAKE) -C host fuzz-run FUZZ_SECONDS=$(FUZZ_SECONDS)
 
 bench: deps host
 	$(PY) tests/bench/bench_module.py
@@ -56,4 +68,4 @@ install: host
 clean:
 	rm -rf build
 
-.PHONY: all deps host demo demo-module test bench install clean
+.PHONY: all deps host demo demo-module test fuzz bench install clean

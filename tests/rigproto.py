@@ -19,6 +19,8 @@ API (all thread-safe; a background thread serves the socket):
 * ``send_event(seq, t_ns, type, arg)`` -- add a module record (``arg``
   exactly as in the log line, e.g. ``'"name"'``, ``'"cut"+'``,
   ``'opportunistic mem'``) and stream it if a host is synced.
+* ``send_burst(start, n, t_ns)`` -- log n records and write their frames
+  in one ``sendall`` (a burst).
 * ``corrupt_next(n=1)`` -- flip a byte in the next n EV frames sent.
 * ``drop_next_cmds(n)`` -- ignore the next n CMD frames (tests retries).
 * ``send_garbage(data)``, ``send_raw(data)``, ``send_kmsg(text)`` (a
@@ -294,6 +296,27 @@ class FakeAgent:
             self.ring[seq] = _Rec(t_ns, type, arg)
             self.head = max(self.head, seq + 1)
             self._stream_locked()
+
+    def send_burst(self, start: int, n: int, t_ns: int, type: str = "block",
+                   arg: str = '"burst"') -> int:
+        """Log records start..start+n-1 (all at t_ns + i ns) and, if the host
+        is synced and streaming is at ``start``, write all their frames with
+        ONE sendall (a burst the host must take in without loss); returns
+        the bytes sent (0 if they are left to the normal streaming)."""
+        with self._cond:
+            for i in range(n):
+                self.ring[start + i] = _Rec(t_ns + i, type, arg)
+            self.head = max(self.head, start + n)
+            if (not self.synced or self.asleep or self._conn is None
+                    or self.send_pos != start):
+                self._stream_locked()
+                return 0
+            data = b"".join(frame(f"@sb1 EV {start + i} {t_ns + i} {type} {arg}")
+                            for i in range(n))
+            self._write(data)
+            self.send_pos = start + n
+            self._cond.notify_all()
+            return len(data)
 
     def corrupt_next(self, n: int = 1) -> None:
         with self._cond:

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from tests.rigproto import LINKDUMP, FakeAgent, LinkDump, build_linkdump
+from tests.rigproto import LINKDUMP, FakeAgent, LinkDump, build_linkdump, frame
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -377,3 +377,61 @@ def test_reply_does_not_wait_behind_events_held_for_the_clock(agent):
         assert all(e["uncert_ns"] >= 0 for e in events(ld))
     finally:
         ld.close()
+
+
+# ---- hostile input from a valid-CRC agent (issue 7 §4.3, §4.7) -----------
+
+INT64_MIN, INT64_MAX = -2**63, 2**63 - 1
+
+
+def test_impossible_target_times_are_refused_and_the_link_stays_up(agent, dump):
+    """EV with t_ns = INT64_MIN / INT64_MAX and PONGs from near INT64_MIN
+    (all with valid CRCs) killed the ASan host in the clock model, and the
+    release host recorded INT64_MAX with a nonsense host time. They are
+    refused and counted; the refused events are reported as one-seq gaps;
+    the link stays up and the events after them come through."""
+    fill(agent, 0, 3)
+    dump.wait(n_events(3), what="3 events")
+    dump.wait(lambda ms: any(m["type"] == "clock" for m in ms), what="clock")
+    agent.send_event(3, INT64_MIN, "block", '"x"')
+    agent.send_event(4, INT64_MAX, "block", '"y"')
+    agent.send_event(5, -1, "block", '"z"')
+    fill(agent, 6, 3)
+    dump.wait(n_events(6), what="the events after the refused ones")
+    assert [e["seq"] for e in events(dump)] == [0, 1, 2, 6, 7, 8]
+    assert all(0 <= e["t_ns"] < 2**62 for e in events(dump))
+    assert [(g["from_seq"], g["to_seq"]) for g in dump.of("gap")] == \
+        [(3, 3), (4, 4), (5, 5)]
+    st = dump.status()
+    assert st["connected"] and st["bad_times"] == 3 and st["next_seq"] == 9, st
+    # PONG (and BEAT) times near INT64_MIN: the agent's clock is made so
+    n_clock = len(dump.of("clock"))
+    agent.clock_offset_ns = INT64_MIN + 5 - time.monotonic_ns()
+    dump.wait(lambda ms: [m for m in ms if m["type"] == "status"]
+              and dump.status()["bad_times"] >= 5, what="refused PONGs")
+    agent.clock_offset_ns = 0
+    dump.wait(lambda ms: len([m for m in ms if m["type"] == "clock"]) > n_clock + 1,
+              what="good PONGs again")
+    assert all(m["target_ns"] >= 0 for m in dump.of("clock"))
+    fill(agent, 9, 1)
+    dump.wait(n_events(7), what="event 9")
+    st = dump.status()
+    assert st["connected"] and st["reconnects"] == 0, st
+
+
+def test_a_gap_up_to_the_last_seq_does_not_wrap_the_sequence(agent, dump):
+    """GAP 3 2^64-1 moved the host's next seq to 2^64, that is 0, and an
+    old EV 0 was accepted again. A seq that high is refused."""
+    fill(agent, 0, 3)
+    dump.wait(n_events(3), what="3 events")
+    agent.send_gap(3, 2**64 - 1)
+    agent.send_raw(frame('@sb1 EV 0 1000 block "old"'))
+    agent.send_raw(frame(f'@sb1 EV {2**64 - 1} 1000 block "last"'))
+    agent.send_raw(frame(f'@sb1 BEAT {2**63} 1000'))
+    fill(agent, 3, 2)
+    dump.wait(n_events(5), what="events 3 and 4")
+    assert [e["seq"] for e in events(dump)] == [0, 1, 2, 3, 4]
+    assert not [e for e in events(dump) if e["arg"] in ("old", "last")]
+    assert not dump.of("gap")
+    st = dump.status()
+    assert st["bad_seqs"] == 3 and st["next_seq"] == 5 and st["connected"], st

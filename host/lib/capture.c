@@ -20,6 +20,13 @@
  * the file are kept and returned by every later call; close still writes
  * what it can (the other files, meta.ini with the error).
  *
+ * [target] sections: one per target identity (boot id, kernel, module,
+ * agent) the link reports, at most SBRIG_CAPTURE_MAX_TARGETS; an identity
+ * already listed adds nothing (an agent says HELLO on every reconnect) and
+ * the ones beyond the bound are counted into [end] targets_not_listed, so
+ * a target that reboots in a loop cannot grow meta.ini (and its rewrite +
+ * fsync per HELLO) without bound.
+ *
  * Not thread-safe: one thread owns a capture.
  */
 #include <dirent.h>
@@ -46,7 +53,7 @@
 #define CAP_SYNC_NS 1000000000LL
 /* room for the final meta.ini.tmp (a few KiB) and a directory block */
 #define CAP_RESERVE_NAME ".reserve"
-#define CAP_RESERVE_SIZE (32 * 1024)
+#define CAP_RESERVE_SIZE (128 * 1024)	/* fits 64 escaped [target]s */
 
 enum cap_file_id {
 	F_SAMPLES,
@@ -110,6 +117,10 @@ struct cap_file {
  * @last_sync_ns: host time of the last sync
  * @err: first error (0 = none)
  * @errmsg: its message (sbrig_errmsg() is per call, this stays)
+ * @targets: identities listed in [target] sections (escaped fields joined
+ *	by tabs, so two differ exactly when one of their fields does)
+ * @ntargets: entries in @targets
+ * @targets_dropped: new identities seen after @targets was full
  */
 struct sbrig_capture {
 	char dir[PATH_MAX];
@@ -120,6 +131,9 @@ struct sbrig_capture {
 	int64_t last_sync_ns;
 	int err;
 	char errmsg[512];
+	char *targets[SBRIG_CAPTURE_MAX_TARGETS];
+	unsigned int ntargets;
+	uint64_t targets_dropped;
 };
 
 /* ---- errors -------------------------------------------------------------- */
@@ -456,6 +470,8 @@ static void cap_free(struct sbrig_capture *cap)
 			close(cap->files[i].fd);
 		free(cap->files[i].buf);
 	}
+	for (i = 0; i < cap->ntargets; i++)
+		free(cap->targets[i]);
 	if (cap->dirfd >= 0) {
 		unlinkat(cap->dirfd, CAP_RESERVE_NAME, 0);
 		close(cap->dirfd);
@@ -537,10 +553,34 @@ int sbrig_capture_set_target(struct sbrig_capture *cap, const char *boot_id,
 			     const char *kernel, const char *module,
 			     const char *agent)
 {
+	const char *f[4] = { boot_id, kernel, module, agent };
+	size_t len = 4, i;
+	char *id, *p;
 	int ret = cap_check(cap);
 
 	if (ret)
 		return ret;
+	for (i = 0; i < 4; i++)
+		len += 4 * strlen(f[i]);
+	id = malloc(len);
+	if (!id)
+		return cap_fail(cap, -ENOMEM, "%s/meta.ini: out of memory",
+				cap->dir);
+	for (i = 0, p = id; i < 4; i++) {
+		p += escape(p, f[i]);
+		*p++ = i < 3 ? '\t' : '\0';
+	}
+	for (i = 0; i < cap->ntargets; i++)
+		if (!strcmp(cap->targets[i], id)) {
+			free(id);
+			return 0;	/* listed already */
+		}
+	if (cap->ntargets == SBRIG_CAPTURE_MAX_TARGETS) {
+		free(id);
+		cap->targets_dropped++;
+		return 0;
+	}
+	cap->targets[cap->ntargets++] = id;
 	ret = meta_add(cap, "\n[target]\n");
 	ret = ret ?: meta_kv(cap, "boot_id", boot_id);
 	ret = ret ?: meta_kv(cap, "kernel", kernel);
@@ -734,6 +774,10 @@ int sbrig_capture_close(struct sbrig_capture *cap, const char *status)
 			off += snprintf(tail + off, size - off,
 					"error = %s\nerrno = %d\n",
 					ESC(esc, cap->errmsg), -cap->err);
+		if (cap->targets_dropped && off < size)
+			off += snprintf(tail + off, size - off,
+					"targets_not_listed = %" PRIu64 "\n",
+					cap->targets_dropped);
 		for (i = 0; i < F_NR && off < size; i++)
 			off += snprintf(tail + off, size - off, "%s = %" PRIu64 "\n",
 					cap_files[i].counter, cap->files[i].rows);

@@ -34,8 +34,19 @@
  * of a retained sample if that is larger (the fit is off by at least
  * that), plus DRIFT_BUDGET_PPB times the distance from x to the retained
  * samples' time span (extrapolation error of an imperfect drift).
+ *
+ * Arithmetic. Inputs come from the target link, that is from outside: any
+ * int64_t must be safe here. Every sum and difference of two times goes
+ * through sat_add()/sat_sub() (saturating at INT64_MIN/INT64_MAX, never
+ * undefined behaviour), differences that feed the fit are taken in double,
+ * and every double goes back to an integer through d2i() (clamped, NaN is
+ * 0). A mapping that saturated is refused (-ERANGE) rather than returned
+ * as a nonsense host time; a ping whose round trip does not fit is refused
+ * (-ERANGE) before it reaches the model.
  */
 #include <errno.h>
+#include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,6 +60,51 @@
 #define BAND_SLACK_NS		50000	/* 50 us */
 #define MIN_SPAN_NS		2000000000LL	/* 2 s */
 #define DRIFT_BUDGET_PPB	20000	/* 20 ppm extrapolation budget */
+
+/* ---- overflow-free arithmetic ------------------------------------------ */
+
+/* a + b, saturated; *sat set when it saturated (may be NULL) */
+static int64_t sat_add(int64_t a, int64_t b, bool *sat)
+{
+	int64_t r;
+
+	if (!__builtin_add_overflow(a, b, &r))
+		return r;
+	if (sat)
+		*sat = true;
+	return b > 0 ? INT64_MAX : INT64_MIN;
+}
+
+static int64_t sat_sub(int64_t a, int64_t b, bool *sat)
+{
+	int64_t r;
+
+	if (!__builtin_sub_overflow(a, b, &r))
+		return r;
+	if (sat)
+		*sat = true;
+	return b < 0 ? INT64_MAX : INT64_MIN;
+}
+
+/* |a| saturated (|INT64_MIN| is INT64_MAX) */
+static int64_t sat_abs(int64_t a)
+{
+	return a >= 0 ? a : a == INT64_MIN ? INT64_MAX : -a;
+}
+
+/* a double as int64_t: truncated toward 0, clamped, NaN -> 0 */
+static int64_t d2i(double d, bool *sat)
+{
+	if (isnan(d))
+		return 0;
+	/* 2^63 is exactly representable; INT64_MAX is not */
+	if (d >= 9223372036854775808.0 || d < -9223372036854775808.0) {
+		if (sat)
+			*sat = true;
+		return d > 0 ? INT64_MAX : INT64_MIN;
+	}
+	return (int64_t)d;
+}
 
 struct clk_sample {
 	int64_t target_ns;
@@ -109,7 +165,8 @@ static int64_t window_min_rtt(const struct sbrig_clock *clk)
 
 static int64_t band_limit(int64_t min_rtt)
 {
-	return (int64_t)(min_rtt * BAND_FACTOR) + BAND_SLACK_NS;
+	return sat_add(d2i((double)min_rtt * BAND_FACTOR, NULL), BAND_SLACK_NS,
+		       NULL);
 }
 
 /* Visit every retained sample. */
@@ -148,8 +205,8 @@ static void refit(struct sbrig_clock *clk)
 	ref = hi;
 	for_each_retained(clk, s, band, i) {
 		w = 1.0 / ((double)s->half_ns * (double)s->half_ns);
-		x = (double)(s->target_ns - ref);
-		y = (double)(s->offset_ns - off0);
+		x = (double)s->target_ns - (double)ref;
+		y = (double)s->offset_ns - (double)off0;
 		sw += w;
 		sx += w * x;
 		sy += w * y;
@@ -162,15 +219,18 @@ static void refit(struct sbrig_clock *clk)
 	my = sy / sw;
 	d = sxx - sx * mx;
 	clk->slope = 0;
-	if (n >= 2 && hi - lo >= MIN_SPAN_NS && d > 0)
+	if (n >= 2 && sat_sub(hi, lo, NULL) >= MIN_SPAN_NS && d > 0)
 		clk->slope = (sxy - sx * my) / d;
+	/* a slope this far from 1 is no clock: hostile or broken samples */
+	if (!isfinite(clk->slope) || fabs(clk->slope) > 0.5)
+		clk->slope = 0;
 	clk->ref_target_ns = ref;
 	/* line through the weighted centroid, evaluated at ref (x = 0) */
-	clk->offset_ns = off0 + (int64_t)(my - clk->slope * mx);
+	clk->offset_ns = sat_add(off0, d2i(my - clk->slope * mx, NULL), NULL);
 	for_each_retained(clk, s, band, i) {
-		double pred = (double)(clk->offset_ns - s->offset_ns) +
-			      clk->slope * (double)(s->target_ns - ref);
-		int64_t res = (int64_t)(pred < 0 ? -pred : pred);
+		double pred = ((double)clk->offset_ns - (double)s->offset_ns) +
+			      clk->slope * ((double)s->target_ns - (double)ref);
+		int64_t res = d2i(fabs(pred), NULL);
 
 		if (res > max_res)
 			max_res = res;
@@ -195,11 +255,16 @@ int sbrig_clock_add_ping(struct sbrig_clock *clk, int64_t host_send_ns,
 	struct clk_sample s;
 	int64_t min_rtt;
 
+	bool sat = false;
+
 	if (host_recv_ns < host_send_ns)
 		return -EINVAL;
-	s.rtt_ns = host_recv_ns - host_send_ns;
+	s.rtt_ns = sat_sub(host_recv_ns, host_send_ns, &sat);
 	s.target_ns = target_ns;
-	s.offset_ns = host_send_ns + s.rtt_ns / 2 - target_ns;
+	s.offset_ns = sat_sub(sat_add(host_send_ns, s.rtt_ns / 2, &sat),
+			      target_ns, &sat);
+	if (sat)
+		return -ERANGE;
 	s.half_ns = s.rtt_ns / 2 > 0 ? s.rtt_ns / 2 : 1;
 	push(clk->ping, PING_WINDOW, &clk->n_ping, &clk->next_ping, &s);
 	refit(clk);
@@ -210,20 +275,21 @@ int sbrig_clock_add_ping(struct sbrig_clock *clk, int64_t host_send_ns,
 int sbrig_clock_add_marker(struct sbrig_clock *clk, int64_t host_ns,
 			   int64_t target_ns, int64_t uncert_ns)
 {
+	bool sat = false;
 	struct clk_sample s = {
 		.target_ns = target_ns,
-		.offset_ns = host_ns - target_ns,
+		.offset_ns = sat_sub(host_ns, target_ns, &sat),
 		.half_ns = uncert_ns > 0 ? uncert_ns : 1,
 		.rtt_ns = 0,
 	};
 	int64_t pred, u;
 
+	if (sat)
+		return -ERANGE;
 	if (sbrig_clock_to_host(clk, target_ns, &pred, &u) == 0) {
-		int64_t diff = pred - host_ns;
+		int64_t diff = sat_abs(sat_sub(pred, host_ns, NULL));
 
-		if (diff < 0)
-			diff = -diff;
-		if (diff > u + s.half_ns)
+		if (diff > sat_add(u, s.half_ns, NULL))
 			return -EINVAL;
 	}
 	push(clk->marker, MARKER_WINDOW, &clk->n_marker, &clk->next_marker, &s);
@@ -234,19 +300,26 @@ int sbrig_clock_add_marker(struct sbrig_clock *clk, int64_t host_ns,
 int sbrig_clock_to_host(const struct sbrig_clock *clk, int64_t target_ns,
 			int64_t *host_ns, int64_t *uncert_ns)
 {
-	int64_t dist = 0;
+	int64_t dist = 0, h;
+	bool sat = false;
 
 	if (!clk->samples)
 		return -EAGAIN;
-	*host_ns = target_ns + clk->offset_ns +
-		   (int64_t)(clk->slope * (double)(target_ns - clk->ref_target_ns));
+	h = sat_add(target_ns, clk->offset_ns, &sat);
+	h = sat_add(h, d2i(clk->slope * ((double)target_ns -
+					 (double)clk->ref_target_ns), &sat),
+		    &sat);
+	if (sat)
+		return -ERANGE;	/* no host time can be that */
+	*host_ns = h;
 	if (target_ns > clk->span_hi)
-		dist = target_ns - clk->span_hi;
+		dist = sat_sub(target_ns, clk->span_hi, NULL);
 	else if (target_ns < clk->span_lo)
-		dist = clk->span_lo - target_ns;
+		dist = sat_sub(clk->span_lo, target_ns, NULL);
 	if (uncert_ns)
-		*uncert_ns = clk->base_uncert_ns +
-			     (int64_t)((double)dist * DRIFT_BUDGET_PPB / 1e9);
+		*uncert_ns = sat_add(clk->base_uncert_ns,
+				     d2i((double)dist * DRIFT_BUDGET_PPB / 1e9,
+					 NULL), NULL);
 	return 0;
 }
 
@@ -260,6 +333,6 @@ void sbrig_clock_get_state(const struct sbrig_clock *clk,
 		return;
 	st->offset_ns = clk->offset_ns;
 	st->ref_target_ns = clk->ref_target_ns;
-	st->drift_ppb = (int64_t)(clk->slope * 1e9);
+	st->drift_ppb = d2i(clk->slope * 1e9, NULL);
 	st->uncert_ns = clk->base_uncert_ns;
 }

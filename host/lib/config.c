@@ -13,6 +13,15 @@
  * unknown or duplicate sections are caught even when they are empty, and
  * how errors get their line numbers (Debian's libinih has no
  * INI_HANDLER_LINENO).
+ *
+ * The reader also makes sure libinih and it read every line the same way
+ * (they used to disagree): it drops a UTF-8 BOM at the start of the file,
+ * strips leading blanks (libinih would take an indented line as the
+ * continuation of the previous value, where we saw a section header),
+ * refuses text after a section header's ']' other than a comment, and
+ * refuses a carriage return that is not part of a CRLF line end (a file
+ * with CR-only line ends is one long line to libinih). CRLF line ends are
+ * fine: libinih strips the '\r' as trailing blank.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,10 +33,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sha256.h>	/* libmd */
+
 #include <sbrig/config.h>
+#include <sbrig/gpio.h>
+#include <sbrig/link.h>
+#include <sbrig/power.h>
 
 #include "internal.h"
-#include "sha256.h"
 
 #define CFG_MAX_BYTES (1 << 20)
 
@@ -64,6 +77,7 @@ enum cfg_type {
 	T_BOOL,
 	T_URI_POWER,	/* local: ip: or empty */
 	T_URI_TARGET,	/* serial: tcp: or empty */
+	T_CHIP,		/* a gpiochip, or qmp:PATH (sbrig_gpio_check_chip) */
 };
 
 /**
@@ -93,7 +107,7 @@ struct cfg_key {
 	{ s, k, t, offsetof(struct sbrig_line_cfg, field), \
 	  sizeof(((struct sbrig_line_cfg *)0)->field), lo, hi }
 #define LINE_KEYS(s) \
-	LINE(s, "chip", T_STR, chip, 0, 0), \
+	LINE(s, "chip", T_CHIP, chip, 0, 0), \
 	LINE(s, "line", T_U32, offset, 0, 1023), \
 	LINE(s, "active_low", T_BOOL, active_low, 0, 0)
 
@@ -207,120 +221,6 @@ static int parse_bool(const char *v, bool *out, const char **why)
 	return -EINVAL;
 }
 
-static bool is_port(const char *s)
-{
-	unsigned long n;
-	char *end;
-
-	if (*s < '0' || *s > '9')
-		return false;
-	n = strtoul(s, &end, 10);
-	return !*end && n >= 1 && n <= 65535;
-}
-
-/* HOST or [V6ADDR], then @rest points after it. */
-static bool parse_host(const char *s, const char **rest)
-{
-	size_t n;
-
-	if (*s == '[') {
-		n = strspn(s + 1, "0123456789abcdefABCDEF:.");
-		if (!n || s[1 + n] != ']')
-			return false;
-		*rest = s + n + 2;
-		return true;
-	}
-	n = strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-		      "0123456789.-_");
-	*rest = s + n;
-	return n > 0;
-}
-
-/* ip:HOST[:PORT] (libiio network context) */
-static bool uri_ip(const char *s)
-{
-	const char *rest;
-
-	if (!parse_host(s, &rest))
-		return false;
-	return !*rest || (*rest == ':' && is_port(rest + 1));
-}
-
-/* tcp:HOST:PORT (raw console server) */
-static bool uri_tcp(const char *s)
-{
-	const char *rest;
-
-	return parse_host(s, &rest) && *rest == ':' && is_port(rest + 1);
-}
-
-/* local: (the rig host's own IIO devices; no argument) */
-static bool uri_local(const char *s)
-{
-	return !*s;
-}
-
-/* serial:/dev/PATH[:BAUD] */
-static bool uri_serial(const char *s)
-{
-	const char *colon = strrchr(s, ':');
-	unsigned long baud;
-	char *end;
-
-	if (s[0] != '/' || !s[1])
-		return false;
-	if (!colon)
-		return true;
-	if (colon[1] < '1' || colon[1] > '9')
-		return false;
-	baud = strtoul(colon + 1, &end, 10);
-	return !*end && baud <= 4000000;
-}
-
-struct uri_scheme {
-	const char *prefix;
-	bool (*valid)(const char *rest);
-	const char *syntax;
-};
-
-static const struct uri_scheme power_schemes[] = {
-	{ "local:", uri_local, "local:" },
-	{ "ip:", uri_ip, "ip:HOST[:PORT]" },
-	{ NULL, NULL, NULL },
-};
-
-static const struct uri_scheme target_schemes[] = {
-	{ "serial:", uri_serial, "serial:/dev/TTY[:BAUD]" },
-	{ "tcp:", uri_tcp, "tcp:HOST:PORT" },
-	{ NULL, NULL, NULL },
-};
-
-/* On failure, @why (80 bytes) says what was expected. */
-static int parse_uri(const char *v, const struct uri_scheme *schemes,
-		     char *why, size_t whylen)
-{
-	const struct uri_scheme *s;
-	size_t off = 0;
-
-	if (!*v)
-		return 0;	/* not used on this rig */
-	for (s = schemes; s->prefix; s++) {
-		if (strncmp(v, s->prefix, strlen(s->prefix)))
-			continue;
-		if (s->valid(v + strlen(s->prefix)))
-			return 0;
-		snprintf(why, whylen, "expected %s", s->syntax);
-		return -EINVAL;
-	}
-	off = snprintf(why, whylen, "unknown scheme (expected");
-	for (s = schemes; s->prefix && off < whylen; s++)
-		off += snprintf(why + off, whylen - off, "%s %s",
-				s == schemes ? "" : " or", s->syntax);
-	if (off < whylen)
-		snprintf(why + off, whylen - off, ")");
-	return -EINVAL;
-}
-
 static bool is_printable_word(const char *s)
 {
 	for (; *s; s++)
@@ -372,17 +272,34 @@ static int cfg_store(const struct cfg_key *k, void *base, const char *secname,
 			why = "too long";
 			break;
 		}
-		ret = parse_uri(value, k->type == T_URI_POWER ? power_schemes :
-				target_schemes, expected, sizeof(expected));
-		if (ret)
-			why = expected;
+		if (!*value)
+			break;	/* not used on this rig */
+		/* the modules' own checks, with their message */
+		ret = k->type == T_URI_POWER ? sbrig_power_check_uri(value) :
+					       sbrig_link_check_uri(value);
+		if (ret) {
+			sbrig_prefix_error("%s.%s", secname, k->key);
+			return ret;
+		}
+		break;
+	case T_CHIP:
+		if (!*value) {
+			why = "must not be empty";
+		} else if (strlen(value) >= k->size) {
+			why = "too long";
+		} else if (!is_printable_word(value)) {
+			why = "must not contain spaces or control characters";
+		} else if (sbrig_gpio_check_chip(value)) {
+			sbrig_prefix_error("%s.%s", secname, k->key);
+			return -EINVAL;
+		}
 		break;
 	}
 	if (why)
 		return sbrig_set_error(-EINVAL, "%s.%s: '%s': %s", secname,
 				       k->key, value, why);
 	if (k->type == T_ID || k->type == T_STR || k->type == T_URI_POWER ||
-	    k->type == T_URI_TARGET)
+	    k->type == T_URI_TARGET || k->type == T_CHIP)
 		snprintf(dst, k->size, "%s", value);
 	return 0;
 }
@@ -434,7 +351,9 @@ static void cfg_defaults(struct sbrig_config *cfg)
 	cfg->link_timeout_ms = 3000;
 	cfg->quiet_ms = 2500;
 	snprintf(cfg->charger.name, sizeof(cfg->charger.name), "charger");
+	cfg->charger.role = SBRIG_LINE_CHARGER;
 	snprintf(cfg->marker.name, sizeof(cfg->marker.name), "marker");
+	cfg->marker.role = SBRIG_LINE_MARKER;
 }
 
 /* --- the file parser ---------------------------------------------------- */
@@ -519,6 +438,7 @@ static int enter_section(struct cfg_parser *p, const char *name)
 		i = cfg->nkeys++;
 		snprintf(cfg->keys[i].name, sizeof(cfg->keys[i].name), "%s",
 			 keyname);
+		cfg->keys[i].role = SBRIG_LINE_KEY;
 		p->cur = &cfg->keys[i];
 		p->cur_seen = &p->seen[i];
 	} else {
@@ -548,9 +468,12 @@ static int enter_section(struct cfg_parser *p, const char *name)
 static char *cfg_reader(char *str, int num, void *stream)
 {
 	struct cfg_parser *p = stream;
-	const char *line = p->buf + p->pos, *nl, *s;
-	size_t n;
+	const char *line, *nl, *s, *cr;
+	size_t n, blanks;
 
+	if (p->pos == 0 && p->len >= 3 && !memcmp(p->buf, "\xef\xbb\xbf", 3))
+		p->pos = 3;	/* a UTF-8 BOM (libinih would skip it too) */
+	line = p->buf + p->pos;
 	if (p->err || p->pos >= p->len)
 		return NULL;
 	nl = memchr(line, '\n', p->len - p->pos);
@@ -560,6 +483,19 @@ static char *cfg_reader(char *str, int num, void *stream)
 		parser_fail(p, sbrig_set_error(-EINVAL, "NUL byte in line"));
 		return NULL;
 	}
+	cr = memchr(line, '\r', n);
+	if (cr && cr + 1 != line + n && cr[1] != '\n') {
+		parser_fail(p, sbrig_set_error(-EINVAL,
+			"carriage return without a newline (CR line ends are not supported; use LF or CRLF)"));
+		return NULL;
+	}
+	p->pos += n;
+	/* indented lines are plain lines (never libinih continuations) */
+	blanks = strspn(line, " \t");
+	if (blanks > n)
+		blanks = n;
+	line += blanks;
+	n -= blanks;
 	/* libinih needs room for "\r\n\0" after the longest line */
 	if (n + 3 > (size_t)num) {
 		parser_fail(p, sbrig_set_error(-EINVAL,
@@ -568,12 +504,10 @@ static char *cfg_reader(char *str, int num, void *stream)
 	}
 	memcpy(str, line, n);
 	str[n] = '\0';
-	p->pos += n;
 
-	for (s = str; *s == ' ' || *s == '\t'; s++)
-		;
+	s = str;
 	if (*s == '[') {
-		const char *end = strchr(s, ']');
+		const char *end = strchr(s, ']'), *rest;
 		char name[64];
 
 		if (!end)
@@ -585,6 +519,13 @@ static char *cfg_reader(char *str, int num, void *stream)
 		}
 		memcpy(name, s + 1, end - s - 1);
 		name[end - s - 1] = '\0';
+		rest = end + 1 + strspn(end + 1, " \t\r\n");
+		if (*rest && *rest != ';' && *rest != '#') {
+			parser_fail(p, sbrig_set_error(-EINVAL,
+				"[%s]: text after the section header (only a comment may follow it)",
+				name));
+			return NULL;
+		}
 		if (enter_section(p, name)) {
 			parser_fail(p, -EINVAL);
 			return NULL;
@@ -679,7 +620,8 @@ static int read_file(const char *path, char **buf, size_t *len)
 	size_t got = 0;
 	int fd, ret;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: opening a FIFO must not wait for a writer */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return sbrig_set_error(-errno, "%s: %s", path, strerror(errno));
 	if (fstat(fd, &st)) {
@@ -736,7 +678,7 @@ int sbrig_config_load(const char *path, struct sbrig_config *cfg)
 	if (ret)
 		return ret;
 	snprintf(cfg->path, sizeof(cfg->path), "%s", path);
-	sbrig_sha256_hex(buf, len, cfg->sha256);
+	SHA256Data((const uint8_t *)buf, len, cfg->sha256);
 
 	p = calloc(1, sizeof(*p));
 	if (!p) {

@@ -19,13 +19,25 @@
  * (and gpio-sim) chips, and "qmp:/path/to/qmp.sock" for the keys of a
  * virtual target, where a key's line number is a Linux input key code
  * (116 = KEY_POWER) and setting the line active/inactive sends QMP
- * input-send-event key down/up for the matching QEMU qcode. Each qmp
- * request is a short exchange bounded by GPIO_QMP_TIMEOUT_MS (see qmp.h).
+ * input-send-event key down/up for the matching QEMU qcode.
+ *
+ * The qmp backend never waits (only sbrig_gpio_new()'s connect does,
+ * bounded): setting a key sends the request and returns (qmp.h). Its
+ * answer, an error QEMU answered, a timeout (GPIO_QMP_TIMEOUT_MS) and a
+ * lost connection are found by sbrig_gpio_process() from the caller's
+ * poll loop (sbrig_gpio_fds(), sbrig_gpio_deadline()); each set also reads
+ * what has arrived, so a caller that never calls sbrig_gpio_process()
+ * still has its answers read (and their errors logged, and returned by the
+ * next sbrig_gpio_process()). A key whose "down" QEMU refused or never
+ * answered is taken as up again. A lost connection is made again by the
+ * next set.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <gpiod.h>
+#include <json-c/json.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +48,7 @@
 
 #include "internal.h"
 #include "qmp.h"
+#include "uri.h"
 
 #define GPIO_MAX_LINES (SBRIG_MAX_KEYS + 2)
 #define GPIO_EVENT_BUF 64
@@ -49,14 +62,16 @@ struct gpio_chip_req;
 /**
  * struct gpio_backend - how the lines of one chip are driven
  * @request: take every line of chip @ci (outputs inactive); 0 or -errno
- * @set: drive output line @l; 0 or -errno with the message set
+ * @set: drive output line @l; 0 or -errno with the message set; *@t_ns:
+ *	when it took effect (or, for qmp, when the request was sent)
  * @get: read line @l; 0, 1 or -errno with the message set
  * @release: let go of the chip (after outputs were set inactive)
  */
 struct gpio_backend {
 	int (*request)(struct sbrig_gpio *gpio, unsigned int ci,
 		       const char *consumer);
-	int (*set)(struct gpio_chip_req *c, struct gpio_line *l, bool active);
+	int (*set)(struct gpio_chip_req *c, struct gpio_line *l, bool active,
+		   int64_t *t_ns);
 	int (*get)(struct gpio_chip_req *c, struct gpio_line *l);
 	void (*release)(struct gpio_chip_req *c);
 };
@@ -71,6 +86,7 @@ static const struct gpio_backend gpiod_backend, qmp_backend;
  * @requested: @be->request succeeded (@be->release is due)
  * @req: the line request (owned; libgpiod backend)
  * @qmp: the QMP connection (owned; qmp backend)
+ * @gpio: the object the chip belongs to
  */
 struct gpio_chip_req {
 	char spec[sizeof(((struct sbrig_line_cfg *)0)->chip)];
@@ -79,6 +95,7 @@ struct gpio_chip_req {
 	bool requested;
 	struct gpiod_line_request *req;
 	struct qmp *qmp;
+	struct sbrig_gpio *gpio;
 };
 
 /**
@@ -104,6 +121,8 @@ struct sbrig_gpio {
 	unsigned int nlines;
 	int marker;		/* index into lines, -1: none */
 	struct gpiod_edge_event_buffer *events;
+	int deferred_err;	/* found outside sbrig_gpio_process() */
+	char deferred_msg[384];
 };
 
 /* Open @spec as a path, a chip name or a chip label; sets @path. */
@@ -262,21 +281,27 @@ close_chip:
 	return ret;
 }
 
-/* Add @cfg as a line of @gpio, grouping by chip spelling (exact). */
+/*
+ * Add @cfg as a line of @gpio, grouping by chip spelling (exact). The role
+ * is the one of the struct sbrig_config member the line came from (a
+ * config built by hand need not have set it).
+ */
 static void add_line(struct sbrig_gpio *gpio, const struct sbrig_line_cfg *cfg,
-		     bool output)
+		     enum sbrig_line_role role)
 {
 	struct gpio_line *l = &gpio->lines[gpio->nlines++];
 	unsigned int ci;
 
 	l->cfg = *cfg;
-	l->output = output;
+	l->cfg.role = role;
+	l->output = role != SBRIG_LINE_MARKER;
 	for (ci = 0; ci < gpio->nchips; ci++)
 		if (strcmp(gpio->chips[ci].spec, cfg->chip) == 0)
 			break;
 	if (ci == gpio->nchips) {
 		snprintf(gpio->chips[ci].spec, sizeof(gpio->chips[ci].spec), "%s",
 			 cfg->chip);
+		gpio->chips[ci].gpio = gpio;
 		gpio->chips[ci].be = strncmp(cfg->chip, GPIO_QMP_PREFIX,
 					     strlen(GPIO_QMP_PREFIX)) ?
 				     &gpiod_backend : &qmp_backend;
@@ -334,12 +359,12 @@ struct sbrig_gpio *sbrig_gpio_new(const struct sbrig_config *cfg,
 	gpio->marker = -1;
 	for (i = 0; i < cfg->nkeys; i++)
 		if (cfg->keys[i].present)
-			add_line(gpio, &cfg->keys[i], true);
+			add_line(gpio, &cfg->keys[i], SBRIG_LINE_KEY);
 	if (cfg->charger.present)
-		add_line(gpio, &cfg->charger, true);
+		add_line(gpio, &cfg->charger, SBRIG_LINE_CHARGER);
 	if (cfg->marker.present) {
 		gpio->marker = gpio->nlines;
-		add_line(gpio, &cfg->marker, false);
+		add_line(gpio, &cfg->marker, SBRIG_LINE_MARKER);
 	}
 	merge_same_chips(gpio);
 
@@ -382,7 +407,7 @@ void sbrig_gpio_free(struct sbrig_gpio *gpio)
 		struct gpio_chip_req *c = &gpio->chips[l->chip];
 
 		if (l->output && c->requested)
-			c->be->set(c, l, false);
+			c->be->set(c, l, false, NULL);
 	}
 	for (i = 0; i < gpio->nchips; i++)
 		if (gpio->chips[i].requested)
@@ -411,11 +436,9 @@ int sbrig_gpio_set(struct sbrig_gpio *gpio, const char *name, bool active,
 	if (!l || !l->output)
 		return sbrig_set_error(-ENOENT, "gpio: no output line '%s'", name);
 	c = &gpio->chips[l->chip];
-	ret = c->be->set(c, l, active);
+	ret = c->be->set(c, l, active, t_ns);
 	if (ret)
 		return ret;
-	if (t_ns)
-		*t_ns = sbrig_now_ns();
 	return 0;
 }
 
@@ -432,7 +455,8 @@ int sbrig_gpio_get(struct sbrig_gpio *gpio, const char *name)
 
 /* --- libgpiod backend ---------------------------------------------------- */
 
-static int gpiod_set(struct gpio_chip_req *c, struct gpio_line *l, bool active)
+static int gpiod_set(struct gpio_chip_req *c, struct gpio_line *l, bool active,
+		     int64_t *t_ns)
 {
 	if (gpiod_line_request_set_value(c->req, l->cfg.offset,
 			active ? GPIOD_LINE_VALUE_ACTIVE :
@@ -440,6 +464,8 @@ static int gpiod_set(struct gpio_chip_req *c, struct gpio_line *l, bool active)
 		return sbrig_set_error(-errno, "gpio: chip '%s' line %u (%s): set %d: %s",
 				       c->spec, l->cfg.offset, l->cfg.name,
 				       active, strerror(errno));
+	if (t_ns)
+		*t_ns = sbrig_now_ns();
 	l->value = active;
 	return 0;
 }
@@ -513,16 +539,18 @@ static int qmp_request(struct sbrig_gpio *gpio, unsigned int ci,
 		       const char *consumer)
 {
 	struct gpio_chip_req *c = &gpio->chips[ci];
-	const char *sock = c->spec + strlen(GPIO_QMP_PREFIX);
 	unsigned int i;
 
-	memcpy(c->path, sock, strlen(sock) + 1);	/* spec < path */
+	if (sbrig_uri_parse_qmp(c->spec, c->path, sizeof(c->path))) {
+		sbrig_prefix_error("gpio: chip");
+		return -EINVAL;
+	}
 	for (i = 0; i < gpio->nlines; i++) {
 		struct gpio_line *l = &gpio->lines[i];
 
 		if (l->chip != ci)
 			continue;
-		if (!l->output || !strcmp(l->cfg.name, "charger"))
+		if (l->cfg.role != SBRIG_LINE_KEY)
 			return sbrig_set_error(-EINVAL,
 				"gpio: chip '%s' line %u (%s): a qmp: chip drives keys only",
 				c->spec, l->cfg.offset, l->cfg.name);
@@ -547,19 +575,103 @@ static int qmp_request(struct sbrig_gpio *gpio, unsigned int ci,
 	return 0;
 }
 
-static int qmp_set(struct gpio_chip_req *c, struct gpio_line *l, bool active)
+/* A request's tag: the line and the value it sets. */
+#define QMP_TAG(li, active) (((uint64_t)(li) << 1) | (active))
+
+static struct sbrig_gpio *chip_gpio(struct gpio_chip_req *c);
+
+/*
+ * Handle what the connection of @c finished; the first error is returned
+ * (-errno, message "gpio: key NAME (QCODE) down: qmp: PATH: COMMAND: why").
+ */
+static int qmp_collect(struct gpio_chip_req *c, short revents)
 {
-	char args[256];
+	struct sbrig_gpio *gpio = chip_gpio(c);
+	struct qmp_done d;
+	int first = 0;
+
+	while (qmp_process(c->qmp, revents, &d) == 1) {
+		struct gpio_line *l = NULL;
+		char msg[sizeof(gpio->deferred_msg)];
+
+		revents = 0;
+		if (!d.err)
+			continue;
+		if (d.tag != QMP_TAG_NONE && (d.tag >> 1) < gpio->nlines) {
+			l = &gpio->lines[d.tag >> 1];
+			/* refused or never answered: QEMU has it up */
+			if (d.tag & 1)
+				l->value = false;
+			snprintf(msg, sizeof(msg), "gpio: key %s (%s) %s: %s",
+				 l->cfg.name, l->qcode, d.tag & 1 ? "down" : "up",
+				 d.msg);
+		} else {
+			snprintf(msg, sizeof(msg), "gpio: chip '%s': %s", c->spec,
+				 d.msg);
+		}
+		if (!first) {
+			first = sbrig_set_error(d.err, "%s", msg);
+			continue;
+		}
+		sbrig_warn("%s", msg);
+	}
+	return first;
+}
+
+/* Keep an error found outside sbrig_gpio_process() for it to return. */
+static void defer_error(struct sbrig_gpio *gpio, int err)
+{
+	sbrig_warn("%s", sbrig_errmsg());
+	if (gpio->deferred_err)
+		return;
+	gpio->deferred_err = err;
+	snprintf(gpio->deferred_msg, sizeof(gpio->deferred_msg), "%s",
+		 sbrig_errmsg());
+}
+
+static int qmp_set(struct gpio_chip_req *c, struct gpio_line *l, bool active,
+		   int64_t *t_ns)
+{
+	struct sbrig_gpio *gpio = chip_gpio(c);
+	struct json_object *args = NULL, *events, *ev, *data, *key;
 	int ret;
 
-	if (active == l->value)
+	/* answers that came meanwhile (the caller may not poll us) */
+	ret = qmp_collect(c, 0);
+	if (ret)
+		defer_error(gpio, ret);
+	if (active == l->value) {
+		if (t_ns)
+			*t_ns = sbrig_now_ns();
 		return 0;	/* no key-up for a key that is not down */
-	snprintf(args, sizeof(args),
-		 "{\"events\": [{\"type\": \"key\", \"data\": {\"down\": %s, "
-		 "\"key\": {\"type\": \"qcode\", \"data\": \"%s\"}}}]}",
-		 active ? "true" : "false", l->qcode);
-	ret = qmp_execute(c->qmp, "input-send-event", args,
-			  GPIO_QMP_TIMEOUT_MS);
+	}
+	/* {"events": [{"type": "key", "data": {"down": B, "key":
+	 *  {"type": "qcode", "data": QCODE}}}]} */
+	args = json_object_new_object();
+	events = json_object_new_array();
+	ev = json_object_new_object();
+	data = json_object_new_object();
+	key = json_object_new_object();
+	if (!args || !events || !ev || !data || !key) {
+		json_object_put(key);
+		json_object_put(data);
+		json_object_put(ev);
+		json_object_put(events);
+		json_object_put(args);
+		return sbrig_set_error(-ENOMEM, "gpio: key %s: out of memory",
+				       l->cfg.name);
+	}
+	/* each add hands the value to its parent */
+	json_object_object_add(key, "type", json_object_new_string("qcode"));
+	json_object_object_add(key, "data", json_object_new_string(l->qcode));
+	json_object_object_add(data, "down", json_object_new_boolean(active));
+	json_object_object_add(data, "key", key);
+	json_object_object_add(ev, "type", json_object_new_string("key"));
+	json_object_object_add(ev, "data", data);
+	json_object_array_add(events, ev);
+	json_object_object_add(args, "events", events);
+	ret = qmp_send(c->qmp, "input-send-event", args,
+		       QMP_TAG(l - gpio->lines, active), t_ns);
 	if (ret) {
 		sbrig_prefix_error("gpio: key %s (%s) %s", l->cfg.name, l->qcode,
 				   active ? "down" : "up");
@@ -574,8 +686,24 @@ static int qmp_get(struct gpio_chip_req *c, struct gpio_line *l)
 	return l->value;
 }
 
+/* After the keys were let go (sbrig_gpio_free()): wait for the answers. */
 static void qmp_release(struct gpio_chip_req *c)
 {
+	int64_t end = sbrig_now_ns() + (int64_t)GPIO_QMP_TIMEOUT_MS * 1000000;
+	int ret;
+
+	while (qmp_pending(c->qmp) && qmp_fd(c->qmp) >= 0) {
+		struct pollfd pfd = { .fd = qmp_fd(c->qmp),
+				      .events = qmp_events(c->qmp) };
+		int64_t left = end - sbrig_now_ns();
+
+		if (left <= 0)
+			break;
+		poll(&pfd, 1, (int)(left / 1000000) + 1);
+		ret = qmp_collect(c, pfd.revents);
+		if (ret)
+			sbrig_warn("%s", sbrig_errmsg());
+	}
 	qmp_free(c->qmp);
 	c->qmp = NULL;
 }
@@ -586,6 +714,105 @@ static const struct gpio_backend qmp_backend = {
 	.get = qmp_get,
 	.release = qmp_release,
 };
+
+static struct sbrig_gpio *chip_gpio(struct gpio_chip_req *c)
+{
+	return c->gpio;
+}
+
+/* --- the poll loop's view ------------------------------------------------ */
+
+int sbrig_gpio_fds(struct sbrig_gpio *gpio, struct pollfd *pfds, size_t max)
+{
+	size_t n = 0;
+	unsigned int i;
+	int fd = sbrig_gpio_event_fd(gpio);
+
+	if (fd >= 0) {
+		if (n == max)
+			return sbrig_set_error(-ENOSPC, "gpio: more than %zu fds",
+					       max);
+		pfds[n].fd = fd;
+		pfds[n].events = POLLIN;
+		pfds[n++].revents = 0;
+	}
+	for (i = 0; i < gpio->nchips; i++) {
+		struct gpio_chip_req *c = &gpio->chips[i];
+
+		if (!c->qmp || qmp_fd(c->qmp) < 0)
+			continue;
+		if (n == max)
+			return sbrig_set_error(-ENOSPC, "gpio: more than %zu fds",
+					       max);
+		pfds[n].fd = qmp_fd(c->qmp);
+		pfds[n].events = qmp_events(c->qmp);
+		pfds[n++].revents = 0;
+	}
+	return (int)n;
+}
+
+int sbrig_gpio_process(struct sbrig_gpio *gpio, const struct pollfd *pfds,
+		       size_t n)
+{
+	unsigned int i;
+	size_t j;
+	int first = 0, ret;
+
+	for (i = 0; i < gpio->nchips; i++) {
+		struct gpio_chip_req *c = &gpio->chips[i];
+		short revents = 0;
+
+		if (!c->qmp)
+			continue;
+		for (j = 0; j < n; j++)
+			if (pfds[j].fd >= 0 && pfds[j].fd == qmp_fd(c->qmp))
+				revents |= pfds[j].revents;
+		ret = qmp_collect(c, revents);
+		if (ret && !first)
+			first = ret;
+		else if (ret)
+			sbrig_warn("%s", sbrig_errmsg());
+	}
+	if (gpio->deferred_err) {
+		char msg[sizeof(gpio->deferred_msg)];
+		int err = gpio->deferred_err;
+
+		gpio->deferred_err = 0;
+		if (first) {
+			sbrig_warn("%s", gpio->deferred_msg);
+			/* the message of @first is still the current one */
+			return first;
+		}
+		snprintf(msg, sizeof(msg), "%s", gpio->deferred_msg);
+		return sbrig_set_error(err, "%s", msg);
+	}
+	return first;
+}
+
+int64_t sbrig_gpio_deadline(struct sbrig_gpio *gpio)
+{
+	int64_t d = gpio->deferred_err ? 0 : INT64_MAX, q;
+	unsigned int i;
+
+	for (i = 0; i < gpio->nchips; i++) {
+		if (!gpio->chips[i].qmp)
+			continue;
+		q = qmp_deadline(gpio->chips[i].qmp);
+		if (q < d)
+			d = q;
+	}
+	return d;
+}
+
+unsigned int sbrig_gpio_pending(struct sbrig_gpio *gpio)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < gpio->nchips; i++)
+		if (gpio->chips[i].qmp)
+			n += qmp_pending(gpio->chips[i].qmp);
+	return n;
+}
 
 /* --- the marker (libgpiod only) ----------------------------------------- */
 

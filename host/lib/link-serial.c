@@ -18,8 +18,7 @@
 
 #include "internal.h"
 #include "link-transport.h"
-
-#define DEFAULT_BAUD 115200
+#include "uri.h"
 
 struct serial_tr {
 	struct sp_port *port;
@@ -56,25 +55,15 @@ static int sp_to_errno(enum sp_return r, const char *uri, const char *what)
 
 static int serial_parse(const char *uri, char *dev, size_t size, int *baud)
 {
-	const char *d = uri + 7, *colon = strrchr(d, ':');
-	size_t n = colon ? (size_t)(colon - d) : strlen(d);
-	char *end;
-	long b = DEFAULT_BAUD;
+	unsigned int b;
+	int ret = sbrig_uri_parse_serial(uri, dev, size, &b);
 
-	if (colon) {
-		b = strtol(colon + 1, &end, 10);
-		if (*end || !colon[1] || b <= 0 || b > 4000000)
-			goto bad;
+	if (ret) {
+		sbrig_prefix_error("link");
+		return ret;
 	}
-	if (!n || n >= size || d[0] != '/')
-		goto bad;
-	memcpy(dev, d, n);
-	dev[n] = '\0';
 	*baud = (int)b;
 	return 0;
-bad:
-	return sbrig_set_error(-EINVAL,
-			       "link %s: want serial:/dev/TTY[:BAUD]", uri);
 }
 
 static int serial_check(const char *uri)

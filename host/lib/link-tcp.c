@@ -23,6 +23,7 @@
 
 #include "internal.h"
 #include "link-transport.h"
+#include "uri.h"
 
 #define TCP_DEAD_MS	20000
 
@@ -31,31 +32,19 @@ struct tcp_tr {
 	char uri[256];
 };
 
-/* Split tcp:HOST:PORT (HOST may be [v6]) into host and port. */
+/* Split tcp:HOST:PORT (HOST may be [v6]) into host and port (uri.c). */
 static int tcp_parse(const char *uri, char *host, size_t hsize, char *port,
 		     size_t psize)
 {
-	const char *h = uri + 4, *colon = strrchr(h, ':');
-	size_t hl;
-	char *end;
-	unsigned long p;
+	unsigned int p;
+	int ret = sbrig_uri_parse_tcp(uri, host, hsize, &p);
 
-	if (!colon || colon == h)
-		goto bad;
-	hl = (size_t)(colon - h);
-	if (h[0] == '[' && hl >= 2 && h[hl - 1] == ']') {
-		h++;
-		hl -= 2;
+	if (ret) {
+		sbrig_prefix_error("link");
+		return ret;
 	}
-	p = strtoul(colon + 1, &end, 10);
-	if (!hl || hl >= hsize || *end || !colon[1] || !p || p > 65535)
-		goto bad;
-	memcpy(host, h, hl);
-	host[hl] = '\0';
-	snprintf(port, psize, "%lu", p);
+	snprintf(port, psize, "%u", p);
 	return 0;
-bad:
-	return sbrig_set_error(-EINVAL, "link %s: want tcp:HOST:PORT", uri);
 }
 
 static int tcp_check(const char *uri)

@@ -47,6 +47,24 @@
  *
  * Everything the caller sees goes through a queue of struct
  * sbrig_link_msg; the link never blocks and never calls back.
+ *
+ * The queue is bounded (SBRIG_LINK_QUEUE_MAX): a line yields at most one
+ * message and a frame is at least SBRIG_MIN_LINE bytes, so do_read() reads
+ * no more bytes than the free slots can take (back-pressure) and stops
+ * asking for POLLIN while the queue is full; the bytes wait in the
+ * transport (the kernel's socket or tty buffer) and, when those overflow,
+ * in the agent's ring, from which RESEND recovers what a UART dropped.
+ * Events held for the clock are let go when the queue is full, so the
+ * PONGs they wait for can be read. The ring grows by doubling and shrinks
+ * by half when it is a quarter full, so a burst's memory is given back.
+ *
+ * Input from the agent is checked beyond its CRC: a target time outside
+ * 0..SBRIG_TARGET_T_MAX (EV, PONG, BEAT) and a seq at or above
+ * SBRIG_LINK_SEQ_MAX (EV, GAP, HELLO, BEAT) are impossible and refused,
+ * counted in bad_times / bad_seqs; the link stays up. An EV refused for
+ * its time that is next in order is consumed (no RESEND loop) and reported
+ * as a GAP of that one seq. No seq can reach SBRIG_LINK_SEQ_MAX, so
+ * next_seq never wraps (a wrap made old records acceptable again).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -72,6 +90,10 @@
 #define CLOCK_SETTLE_SAMPLES	4	/* after a restart, before events */
 #define FAST_PING_NS		(250 * MS)
 #define SETTLE_QUIET_NS		(1000 * MS)	/* pinged at FAST_PING_NS */
+#define Q_MIN			64	/* queue ring slots at least */
+#define Q_RESERVE		8	/* slots not filled by reading (DOWN) */
+/* shortest line that yields a message: "@sb1 R" ... " *xxxxxxxx\n" */
+#define SBRIG_MIN_LINE		16
 
 enum link_state {
 	LINK_DOWN,
@@ -134,30 +156,65 @@ struct sbrig_link {
 	struct sbrig_link_msg *q;	/* ring of decoded messages */
 	size_t q_cap, q_head, q_len;
 	size_t q_release;		/* head entries let go without a hold */
+	bool rx_paused;			/* the queue is full: not reading */
 };
 
 /* ------------------------------------------------------------- queue -- */
+
+/* Move the ring into @cap slots (>= q_len), oldest first. */
+static int q_resize(struct sbrig_link *l, size_t cap)
+{
+	struct sbrig_link_msg *n = calloc(cap, sizeof(*n));
+	size_t i;
+
+	if (!n)
+		return -ENOMEM;
+	for (i = 0; i < l->q_len; i++)
+		n[i] = l->q[(l->q_head + i) % l->q_cap];
+	free(l->q);
+	l->q = n;
+	l->q_cap = cap;
+	l->q_head = 0;
+	return 0;
+}
+
+/* Free slots that reading may fill (the reserve is for the link's news). */
+static size_t q_room(const struct sbrig_link *l)
+{
+	size_t used = l->q_len + Q_RESERVE;
+
+	return used >= SBRIG_LINK_QUEUE_MAX ? 0 : SBRIG_LINK_QUEUE_MAX - used;
+}
+
+/* After a dequeue: give memory back once the ring is a quarter full. */
+static void q_shrink(struct sbrig_link *l)
+{
+	if (l->q_cap > Q_MIN && l->q_len <= l->q_cap / 4)
+		q_resize(l, l->q_cap / 2);	/* ENOMEM: keep the big one */
+}
 
 static struct sbrig_link_msg *q_push(struct sbrig_link *l,
 				     enum sbrig_link_msg_type type)
 {
 	struct sbrig_link_msg *m;
 
+	if (l->q_len >= SBRIG_LINK_QUEUE_MAX) {
+		/* cannot happen: reading stops while the queue is full */
+		l->st.queue_drops++;
+		sbrig_err("link %s: queue full, message dropped", l->uri);
+		return NULL;
+	}
 	if (l->q_len == l->q_cap) {
-		size_t cap = l->q_cap ? l->q_cap * 2 : 64, i;
-		struct sbrig_link_msg *n = calloc(cap, sizeof(*n));
+		size_t cap = l->q_cap ? l->q_cap * 2 : Q_MIN;
 
-		if (!n) {
+		if (cap > SBRIG_LINK_QUEUE_MAX)
+			cap = SBRIG_LINK_QUEUE_MAX;
+		if (q_resize(l, cap)) {
+			l->st.queue_drops++;
 			sbrig_err("link %s: out of memory, message dropped",
 				  l->uri);
 			return NULL;
 		}
-		for (i = 0; i < l->q_len; i++)
-			n[i] = l->q[(l->q_head + i) % l->q_cap];
-		free(l->q);
-		l->q = n;
-		l->q_cap = cap;
-		l->q_head = 0;
 	}
 	m = &l->q[(l->q_head + l->q_len++) % l->q_cap];
 	memset(m, 0, sizeof(*m));
@@ -202,7 +259,8 @@ static bool hold_for_clock(struct sbrig_link *l, struct sbrig_link_msg *m)
 	    sbrig_clock_to_host(l->clock, e->target_t_ns, &e->host_t_ns,
 				&e->uncert_ns) == 0)
 		return false;
-	if (l->state == LINK_UP &&
+	/* a full queue cannot wait: the PONGs are behind it, unread */
+	if (q_room(l) > 1 && !l->rx_paused && l->state == LINK_UP &&
 	    strcmp(e->boot_id, l->st.boot_id) == 0 &&
 	    now - l->last_rx_ns < SETTLE_QUIET_NS &&
 	    now - (l->up_ns > l->clock_reset_ns ? l->up_ns :
@@ -242,6 +300,7 @@ static int next_past_held(struct sbrig_link *l, struct sbrig_link_msg *msg)
 	l->q_len--;
 	if (l->q_release > i)
 		l->q_release--;
+	q_shrink(l);
 	return 1;
 }
 
@@ -256,6 +315,7 @@ int sbrig_link_next(struct sbrig_link *l, struct sbrig_link_msg *msg)
 	l->q_len--;
 	if (l->q_release)
 		l->q_release--;
+	q_shrink(l);
 	return 1;
 }
 
@@ -408,6 +468,7 @@ static void link_down_ex(struct sbrig_link *l, int64_t now, const char *why,
 	l->st.connected = false;
 	l->rx_len = 0;
 	l->rx_discard = false;
+	l->rx_paused = false;
 	l->tx_len = 0;
 	l->reconnect_at_ns = now + l->reconnect_delay_ns;
 	if (!backoff)
@@ -555,12 +616,22 @@ static void handle_hello(struct sbrig_link *l, const struct sbrig_proto_msg *p,
 	send_cmds(l, now);
 }
 
+/* A target CLOCK_BOOTTIME that can be (see SBRIG_TARGET_T_MAX). */
+static bool target_time_ok(int64_t t_ns)
+{
+	return t_ns >= 0 && t_ns <= SBRIG_TARGET_T_MAX;
+}
+
 static void handle_ev(struct sbrig_link *l, const struct sbrig_proto_msg *p,
 		      int64_t now)
 {
 	struct sbrig_link_msg *m;
 	struct sbrig_event *e;
 
+	if (p->ev.seq >= SBRIG_LINK_SEQ_MAX) {
+		l->st.bad_seqs++;	/* would wrap next_seq: see the top */
+		return;
+	}
 	if (p->ev.seq < l->st.next_seq)
 		return;			/* duplicate (retransmission) */
 	if (p->ev.seq > l->st.next_seq) {
@@ -568,6 +639,18 @@ static void handle_ev(struct sbrig_link *l, const struct sbrig_proto_msg *p,
 		return;
 	}
 	l->st.next_seq++;
+	if (!target_time_ok(p->ev.t_ns)) {
+		/* consumed (a RESEND would bring it back), reported lost */
+		l->st.bad_times++;
+		l->st.events_lost++;
+		sbrig_warn("link %s: event %" PRIu64 " refused: impossible "
+			   "target time %" PRId64 " ns", l->uri, p->ev.seq,
+			   p->ev.t_ns);
+		m = q_push(l, SBRIG_LINK_GAP);
+		if (m)
+			m->gap.from_seq = m->gap.to_seq = p->ev.seq;
+		return;
+	}
 	if (l->clock_suspect && (!strcmp(p->ev.type, "exit") ||
 				 !strcmp(p->ev.type, "resume")))
 		clock_restart(l, now);
@@ -601,6 +684,10 @@ static void handle_gap(struct sbrig_link *l, const struct sbrig_proto_msg *p,
 {
 	struct sbrig_link_msg *m;
 
+	if (p->gap.to_seq >= SBRIG_LINK_SEQ_MAX) {
+		l->st.bad_seqs++;	/* would wrap next_seq */
+		return;
+	}
 	if (p->gap.to_seq < l->st.next_seq)
 		return;			/* already past it */
 	if (p->gap.from_seq > l->st.next_seq) {
@@ -679,6 +766,11 @@ static void handle_pong(struct sbrig_link *l, const struct sbrig_proto_msg *p,
 
 	if (slot->token != p->pong.token || !slot->sent_ns)
 		return;			/* stale or duplicate */
+	if (!target_time_ok(p->pong.t_boot_ns)) {
+		l->st.bad_times++;
+		slot->sent_ns = 0;
+		return;
+	}
 	if (slot->sent_ns < l->clock_reset_ns) {
 		slot->sent_ns = 0;	/* asked before the target slept */
 		return;
@@ -698,6 +790,36 @@ static void handle_pong(struct sbrig_link *l, const struct sbrig_proto_msg *p,
 	slot->sent_ns = 0;
 }
 
+/*
+ * HELLO and BEAT with impossible numbers are refused whole (EV, GAP and
+ * PONG are checked where they are handled: some of them are consumed).
+ */
+static bool frame_values_ok(struct sbrig_link *l,
+			    const struct sbrig_proto_msg *p)
+{
+	switch (p->type) {
+	case SBRIG_PROTO_T_HELLO:
+		if (p->hello.next_seq >= SBRIG_LINK_SEQ_MAX ||
+		    p->hello.oldest_seq > p->hello.next_seq) {
+			l->st.bad_seqs++;
+			return false;
+		}
+		return true;
+	case SBRIG_PROTO_T_BEAT:
+		if (p->beat.next_seq >= SBRIG_LINK_SEQ_MAX) {
+			l->st.bad_seqs++;
+			return false;
+		}
+		if (!target_time_ok(p->beat.t_boot_ns)) {
+			l->st.bad_times++;
+			return false;
+		}
+		return true;
+	default:
+		return true;
+	}
+}
+
 static void handle_frame(struct sbrig_link *l, const struct sbrig_proto_msg *p,
 			 int64_t now)
 {
@@ -711,6 +833,8 @@ static void handle_frame(struct sbrig_link *l, const struct sbrig_proto_msg *p,
 		else
 			l->hello_kick = true;	/* at hello_sent + kick */
 	}
+	if (!frame_values_ok(l, p))
+		return;
 	/* the event stream needs the HELLO handshake; replies and pongs
 	 * do not (an agent restarting mid-command still answers) */
 	if ((p->type == SBRIG_PROTO_T_EV || p->type == SBRIG_PROTO_T_GAP ||
@@ -785,14 +909,31 @@ static void handle_line(struct sbrig_link *l, const char *line, size_t len,
 	handle_frame(l, &p, now);
 }
 
+/*
+ * Read and handle what the transport has, no more than the queue can take:
+ * a line yields at most one message and is at least SBRIG_MIN_LINE bytes
+ * (the first line completed may have started in an earlier read: hence
+ * room - 1). With the queue full, l->rx_paused is set and nothing is read.
+ */
 static int do_read(struct sbrig_link *l, int64_t now)
 {
 	char buf[4096];
 	ssize_t n;
-	size_t i;
+	size_t i, room, want;
 
 	for (;;) {
-		n = l->ops->read(l->tr, buf, sizeof(buf));
+		room = q_room(l);
+		if (room <= 1) {
+			if (!l->rx_paused)
+				l->st.rx_pauses++;
+			l->rx_paused = true;
+			return 0;
+		}
+		l->rx_paused = false;
+		want = (room - 1) * SBRIG_MIN_LINE;
+		if (want > sizeof(buf))
+			want = sizeof(buf);
+		n = l->ops->read(l->tr, buf, want);
 		if (n < 0)
 			return (int)n;
 		if (n == 0)
@@ -855,6 +996,7 @@ int link_transport_lookup(const char *uri,
 			  const struct link_transport_ops **ops)
 {
 	size_t i, n;
+	int ret;
 
 	for (i = 0; i < SBRIG_ARRAY_SIZE(transports); i++) {
 		n = strlen(transports[i]->prefix);
@@ -863,9 +1005,11 @@ int link_transport_lookup(const char *uri,
 			return 0;
 		}
 	}
-	return sbrig_set_error(-EINVAL,
-			       "link %s: unknown URI (want serial:DEV[:BAUD] or tcp:HOST:PORT)",
-			       uri);
+	ret = sbrig_link_check_uri(uri);	/* says why */
+	if (!ret)
+		ret = sbrig_set_error(-EINVAL, "'%s': no transport", uri);
+	sbrig_prefix_error("link");
+	return ret;
 }
 
 struct sbrig_link *sbrig_link_new(const char *uri,
@@ -936,7 +1080,8 @@ int sbrig_link_pollfd(struct sbrig_link *l, struct pollfd *pfd)
 	if (l->state == LINK_DOWN || !l->tr)
 		return 0;
 	pfd->fd = l->ops->fd(l->tr);
-	pfd->events = POLLIN;
+	/* back-pressure: with the queue full, the bytes wait in the kernel */
+	pfd->events = q_room(l) > 1 ? POLLIN : 0;
 	pfd->revents = 0;
 	if (l->state == LINK_CONNECTING || l->tx_len)
 		pfd->events |= POLLOUT;
@@ -1021,6 +1166,14 @@ int sbrig_link_process(struct sbrig_link *l, short revents, int64_t now)
 		on_open(l, now);
 		revents = 0;
 	}
+	if (l->rx_paused) {
+		/* the caller did not take the messages: bytes are waiting
+		 * unread, so the agent is not silent */
+		l->last_rx_ns = now;
+		l->st.last_rx_ns = now;
+		if (q_room(l) > 1)
+			revents |= POLLIN;	/* read what waited */
+	}
 	if (revents & (POLLIN | POLLERR | POLLHUP)) {
 		ret = do_read(l, now);
 		if (ret < 0) {
@@ -1090,6 +1243,8 @@ void sbrig_link_get_status(struct sbrig_link *l, struct sbrig_link_status *st)
 {
 	*st = l->st;
 	st->queued = (uint32_t)l->q_len;
+	st->queue_slots = (uint32_t)l->q_cap;
+	st->rx_paused = l->rx_paused;
 }
 
 struct sbrig_clock *sbrig_link_clock(struct sbrig_link *l)

@@ -588,6 +588,11 @@ struct sbrig_power *sbrig_power_new(const char *uri,
 		sbrig_set_error(-EINVAL, "power: no libiio URI");
 		return NULL;
 	}
+	if (sbrig_power_check_uri(uri)) {	/* the syntax config.c checks */
+		sbrig_prefix_error("power");
+		errno = EINVAL;
+		return NULL;
+	}
 	pwr = calloc(1, sizeof(*pwr));
 	if (!pwr) {
 		errno = ENOMEM;

@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -19,10 +20,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sha256.h>	/* libmd */
+
 #include <sbrig/scenario.h>
 
 #include "internal.h"
-#include "sha256.h"
 
 #define SC_MAX_TOKENS 16
 #define SC_MAX_DEPTH 8
@@ -474,16 +476,19 @@ static struct sbrig_scenario *parse_text(const char *text, size_t len,
 		goto fail;
 	}
 	snprintf(sc->path, sizeof(sc->path), "%s", origin);
-	sbrig_sha256_hex(text, len, sc->sha256);
+	SHA256Data((const uint8_t *)text, len, sc->sha256);
 	p->origin = origin;
 	p->sc = sc;
 	while (pos < len) {
 		const char *nl = memchr(text + pos, '\n', len - pos);
 		size_t n = nl ? (size_t)(nl - text) - pos : len - pos;
 
+		const char *nul = memchr(text + pos, '\0', n);
+
 		p->line++;
-		if (memchr(text + pos, '\0', n)) {
-			ret = sc_error(p, 1, "NUL byte in line");
+		if (nul) {
+			ret = sc_error(p, (unsigned int)(nul - text - pos) + 1,
+				       "NUL byte (a scenario is text)");
 			goto fail;
 		}
 		ret = parse_line(p, text + pos, n);
@@ -512,10 +517,73 @@ fail:
 	return NULL;
 }
 
+struct sbrig_scenario *sbrig_scenario_parse_buf(const char *text, size_t len,
+						const char *origin)
+{
+	if (!text && len) {
+		sbrig_set_error(-EINVAL, "%s: no text", origin);
+		errno = EINVAL;
+		return NULL;
+	}
+	return parse_text(text ? text : "", len, origin);
+}
+
 struct sbrig_scenario *sbrig_scenario_parse(const char *text,
 					    const char *origin)
 {
-	return parse_text(text, strlen(text), origin);
+	return sbrig_scenario_parse_buf(text, strlen(text), origin);
+}
+
+int sbrig_format_duration(int64_t ns, char *buf, size_t size)
+{
+	if (ns % 1000000000 == 0)
+		return snprintf(buf, size, "%" PRId64 "s", ns / 1000000000);
+	if (ns % 1000000 == 0)
+		return snprintf(buf, size, "%" PRId64 "ms", ns / 1000000);
+	return snprintf(buf, size, "%" PRId64 "ns", ns);
+}
+
+int sbrig_step_describe(const struct sbrig_step *s, bool with_timeout,
+			char *buf, size_t size)
+{
+	char d[32], t[48] = "";
+
+	sbrig_format_duration(s->duration_ns, d, sizeof(d));
+	if (with_timeout) {
+		memcpy(t, " timeout ", 9);
+		sbrig_format_duration(s->timeout_ns ? s->timeout_ns :
+				      SBRIG_STEP_DEFAULT_TIMEOUT_NS, t + 9,
+				      sizeof(t) - 9);
+	}
+	switch (s->op) {
+	case SBRIG_STEP_SETTLE:
+		return snprintf(buf, size, "settle %s", d);
+	case SBRIG_STEP_PRESS:
+		return snprintf(buf, size, "press %s %s", s->name,
+				s->duration_ns ? d : "default");
+	case SBRIG_STEP_PLUG:
+		return snprintf(buf, size, "plug");
+	case SBRIG_STEP_UNPLUG:
+		return snprintf(buf, size, "unplug");
+	case SBRIG_STEP_HOLD:
+		return snprintf(buf, size, "hold \"%s\" %s", s->name, d);
+	case SBRIG_STEP_BURN:
+		return snprintf(buf, size, "burn %s", d);
+	case SBRIG_STEP_WAIT_EVENT:
+		return snprintf(buf, size, "wait event %s%s%s%s%s", s->name,
+				s->arg[0] ? " \"" : "", s->arg,
+				s->arg[0] ? "\"" : "", t);
+	case SBRIG_STEP_WAIT_EDGE:
+		return snprintf(buf, size, "wait edge %s %s%s", s->name,
+				s->rising ? "rising" : "falling", t);
+	case SBRIG_STEP_WAIT_ASLEEP:
+		return snprintf(buf, size, "wait asleep%s", t);
+	case SBRIG_STEP_REPEAT:
+		return snprintf(buf, size, "repeat %" PRIu32, s->count);
+	case SBRIG_STEP_END:
+		return snprintf(buf, size, "end");
+	}
+	return snprintf(buf, size, "?");
 }
 
 struct sbrig_scenario *sbrig_scenario_load(const char *path)
@@ -527,7 +595,8 @@ struct sbrig_scenario *sbrig_scenario_load(const char *path)
 	ssize_t n;
 	int fd, err;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: opening a FIFO must not wait for a writer */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0) {
 		err = sbrig_set_error(-errno, "%s: %s", path, strerror(errno));
 		goto fail;

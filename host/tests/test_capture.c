@@ -312,6 +312,54 @@ static void write_error_fails_cleanly(void **state)
 	free(t);
 }
 
+static unsigned int count(const char *hay, const char *needle)
+{
+	unsigned int n = 0;
+
+	for (; (hay = strstr(hay, needle)); hay++)
+		n++;
+	return n;
+}
+
+/*
+ * Issue 7 §4.7: every HELLO with a new boot id appended a [target] section
+ * (2000 HELLOs, 3001 sections, each a rewrite + fsync of meta.ini). An
+ * identity already listed adds nothing; at most SBRIG_CAPTURE_MAX_TARGETS
+ * are listed, the others are counted in [end] targets_not_listed.
+ */
+static void target_sections_are_bounded(void **state)
+{
+	struct sbrig_capture *cap;
+	char dir[PATH_MAX], boot[32], *t;
+	unsigned int i;
+
+	tmp_path(dir, sizeof(dir), "cap-targets");
+	cap = sbrig_capture_new(dir, &prov);
+	assert_non_null(cap);
+	for (i = 0; i < 5; i++)		/* the same agent saying HELLO again */
+		assert_int_equal(sbrig_capture_set_target(cap, "b-0", "6.1",
+							  "0.1", "0.1"), 0);
+	/* the module reloaded with another version: a new identity */
+	assert_int_equal(sbrig_capture_set_target(cap, "b-0", "6.1", "0.2",
+						  "0.1"), 0);
+	t = slurp(dir, "meta.ini");
+	assert_int_equal(count(t, "[target]"), 2);
+	free(t);
+	for (i = 1; i < 2000; i++) {
+		snprintf(boot, sizeof(boot), "b-%u", i);
+		assert_int_equal(sbrig_capture_set_target(cap, boot, "6.1",
+							  "0.1", "0.1"), 0);
+	}
+	assert_int_equal(sbrig_capture_close(cap, "complete"), 0);
+	t = slurp(dir, "meta.ini");
+	assert_int_equal(count(t, "[target]"), SBRIG_CAPTURE_MAX_TARGETS);
+	assert_non_null(strstr(t, "\nboot_id = b-62\n"));
+	assert_null(strstr(t, "\nboot_id = b-63\n"));
+	assert_non_null(strstr(t, "\ntargets_not_listed = 1937\n"));
+	assert_non_null(strstr(t, "[end]\nstatus = complete\n"));
+	free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -320,6 +368,7 @@ int main(void)
 		cmocka_unit_test(rows_wait_for_sync),
 		cmocka_unit_test(existing_directory),
 		cmocka_unit_test(write_error_fails_cleanly),
+		cmocka_unit_test(target_sections_are_bounded),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -141,6 +141,56 @@ static void markers_dominate_and_outliers_are_rejected(void **state)
 	sbrig_clock_free(clk);
 }
 
+/*
+ * Issue 7 §4.3: a PONG with t_boot near INT64_MIN (or any other extreme)
+ * overflowed in the model (UBSan stops this test on the first signed
+ * overflow). Every combination of extreme inputs must be refused or mapped
+ * without undefined behaviour, and a refused sample leaves a sane model.
+ */
+static void extreme_inputs_never_overflow(void **state)
+{
+	static const int64_t v[] = {
+		INT64_MIN, INT64_MIN + 1, -(1LL << 62), -1 * S, -1, 0, 1,
+		5 * S, 1LL << 62, INT64_MAX - 1, INT64_MAX,
+	};
+	const size_t n = sizeof(v) / sizeof(v[0]);
+	struct sbrig_clock *clk = sbrig_clock_new();
+	size_t a, b, c;
+	int64_t h, u;
+	int ret;
+
+	for (a = 0; a < n; a++) {
+		for (b = 0; b < n; b++) {
+			for (c = 0; c < n; c++) {
+				ret = sbrig_clock_add_ping(clk, v[a], v[b], v[c]);
+				assert_true(ret == 0 || ret == 1 || ret == -EINVAL ||
+					    ret == -ERANGE);
+				ret = sbrig_clock_add_marker(clk, v[a], v[c], v[b]);
+				assert_true(ret == 0 || ret == -EINVAL ||
+					    ret == -ERANGE);
+				ret = sbrig_clock_to_host(clk, v[c], &h, &u);
+				assert_true(ret == 0 || ret == -ERANGE ||
+					    ret == -EAGAIN);
+				if (!ret)
+					assert_true(u >= 0);
+			}
+			sbrig_clock_reset(clk);
+		}
+	}
+	/* the case of the issue: a good model, then a PONG from INT64_MIN */
+	ping_at(clk, 10 * S, 2 * S, 0, 100 * US, 100 * US);
+	assert_int_equal(sbrig_clock_add_ping(clk, 12 * S, 12 * S + 200 * US,
+					      INT64_MIN + 3), -ERANGE);
+	assert_int_equal(sbrig_clock_to_host(clk, 10 * S, &h, &u), 0);
+	assert_true(llabs(h - 12 * S) <= u && u <= 100 * US);
+	/* a target time no host time can match is refused, not wrapped */
+	assert_int_equal(sbrig_clock_to_host(clk, INT64_MAX - 1 * S, &h, &u),
+			 -ERANGE);
+	assert_int_equal(sbrig_clock_to_host(clk, INT64_MIN, &h, &u), 0);
+	assert_true(h < 0 && u > 0);
+	sbrig_clock_free(clk);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -148,6 +198,7 @@ int main(void)
 		cmocka_unit_test(offset_and_drift_from_jittery_pings),
 		cmocka_unit_test(short_span_means_offset_only),
 		cmocka_unit_test(markers_dominate_and_outliers_are_rejected),
+		cmocka_unit_test(extreme_inputs_never_overflow),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

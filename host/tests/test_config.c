@@ -11,13 +11,18 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include <sbrig/config.h>
+#include <sbrig/gpio.h>
+#include <sbrig/link.h>
+#include <sbrig/power.h>
 #include <sbrig/sbrig.h>
 
-#include "sha256.h"
 
 static const char *fixtures(void)
 {
@@ -98,7 +103,7 @@ static void virtual_rig_has_a_qmp_key_only(void **state)
 
 static void defaults_and_hash(void **state)
 {
-	char path[PATH_MAX], hex[SBRIG_SHA256_HEX_LEN];
+	char path[PATH_MAX];
 	struct sbrig_config *cfg = malloc(sizeof(*cfg));
 	const char *text = "# only a comment\n[timing]\n";
 	FILE *f;
@@ -123,8 +128,9 @@ static void defaults_and_hash(void **state)
 	assert_int_equal(cfg->sample_rate_hz, 0);
 	assert_string_equal(cfg->power_uri, "");
 	assert_string_equal(cfg->target_uri, "");
-	sbrig_sha256_hex(text, strlen(text), hex);
-	assert_string_equal(cfg->sha256, hex);
+	/* sha256sum of the text (libmd computes it) */
+	assert_string_equal(cfg->sha256,
+		"3ae7766f43499ad34bb2e3c366ad29ba9dd1bb8a05fd33574d434a52aa2d216a");
 	free(cfg);
 }
 
@@ -268,6 +274,197 @@ static void mutated_files_fail_cleanly(void **state)
 	free(cfg);
 }
 
+/* Write @text (@len bytes) to TMPDIR/@name; the path goes to @path. */
+static void write_tmp(char *path, size_t size, const char *name,
+		      const char *text, size_t len)
+{
+	FILE *f;
+
+	snprintf(path, size, "%s/%s",
+		 getenv("SBRIG_TMPDIR") ? getenv("SBRIG_TMPDIR") : "/tmp", name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(text, 1, len, f), len);
+	fclose(f);
+}
+
+static int load_text(const char *name, const char *text,
+		     struct sbrig_config *cfg, char *path, size_t size)
+{
+	write_tmp(path, size, name, text, strlen(text));
+	return sbrig_config_load(path, cfg);
+}
+
+static void assert_err(const char *path, const char *msg)
+{
+	char want[PATH_MAX + 200];
+
+	snprintf(want, sizeof(want), "%s:%s", path, msg);
+	if (strncmp(sbrig_errmsg(), want, strlen(want)))
+		fail_msg("got '%s', want '%s...'", sbrig_errmsg(), want);
+}
+
+/*
+ * Issue 7 §4.7: our line reader and libinih disagreed. An indented
+ * "  [power]" switched the section for us and was a continuation line for
+ * libinih (wrong errors, a key silently named "[key:vol]"); a UTF-8 BOM was
+ * a syntax error at line 2; "[rig] junk" and CR-only line ends were
+ * accepted with the rest ignored.
+ */
+static void both_readers_agree_on_every_line(void **state)
+{
+	struct sbrig_config *cfg = malloc(sizeof(*cfg));
+	char path[PATH_MAX];
+
+	/* indentation is ignored, as the man page says */
+	assert_int_equal(load_text("indented.conf",
+		"[rig]\nname = ind\n  [power]\n  uri = local:\n"
+		"\t[key:vol]\n  chip = gpiochip0\n  line = 3\n", cfg, path,
+		sizeof(path)), 0);
+	assert_string_equal(cfg->name, "ind");
+	assert_string_equal(cfg->power_uri, "local:");
+	assert_int_equal(cfg->nkeys, 1);
+	assert_string_equal(cfg->keys[0].name, "vol");
+	assert_int_equal(cfg->keys[0].role, SBRIG_LINE_KEY);
+	assert_int_equal(cfg->charger.role, SBRIG_LINE_CHARGER);
+	assert_int_equal(cfg->marker.role, SBRIG_LINE_MARKER);
+	assert_string_equal(cfg->keys[0].chip, "gpiochip0");
+	assert_int_equal(cfg->keys[0].offset, 3);
+	assert_true(cfg->keys[0].present);
+	/* an indented unknown key is reported as such, at its line */
+	assert_int_equal(load_text("indented-bad.conf",
+		"[rig]\nname = x\n  [power]\n    url = local:\n", cfg, path,
+		sizeof(path)), -EINVAL);
+	assert_err(path, "4: power.url: unknown key");
+	/* a UTF-8 BOM */
+	assert_int_equal(load_text("bom.conf",
+		"\xef\xbb\xbf[rig]\nname = bom\n", cfg, path, sizeof(path)), 0);
+	assert_string_equal(cfg->name, "bom");
+	assert_string_equal(cfg->sha256,	/* of every byte, BOM included */
+		"a29b49584e63a6de1febadc74b272b82f1b8e6259a68bf8bb04d3b1284fd04a7");
+	/* text after a section header */
+	assert_int_equal(load_text("junk.conf", "[rig] junk\nname = x\n", cfg,
+				   path, sizeof(path)), -EINVAL);
+	assert_err(path, "1: [rig]: text after the section header");
+	assert_int_equal(load_text("hdr-comment.conf",
+		"[rig] ; the rig\nname = c\n[timing]  # times\n", cfg, path,
+		sizeof(path)), 0);
+	assert_string_equal(cfg->name, "c");
+	/* CRLF line ends are fine */
+	assert_int_equal(load_text("crlf.conf",
+		"[rig]\r\nname = crlf\r\n[timing]\r\npress_ms = 50\r\n", cfg,
+		path, sizeof(path)), 0);
+	assert_string_equal(cfg->name, "crlf");
+	assert_int_equal(cfg->press_ms, 50);
+	/* CR-only line ends are not */
+	assert_int_equal(load_text("cr.conf",
+		"[rig]\rname = x\r[timing]\rpress_ms = 0\r", cfg, path,
+		sizeof(path)), -EINVAL);
+	assert_err(path, "1: carriage return without a newline");
+	free(cfg);
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	_exit(3);	/* blocked: the test fails */
+}
+
+/* Issue 7 §4.7: sbrigd -c FIFO blocked forever in open(). */
+static void not_a_regular_file_fails_at_once(void **state)
+{
+	struct sbrig_config *cfg = malloc(sizeof(*cfg));
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/fifo.conf",
+		 getenv("SBRIG_TMPDIR") ? getenv("SBRIG_TMPDIR") : "/tmp");
+	unlink(path);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	signal(SIGALRM, on_alarm);
+	alarm(10);
+	assert_int_equal(sbrig_config_load(path, cfg), -EINVAL);
+	alarm(0);
+	assert_non_null(strstr(sbrig_errmsg(), "not a regular file"));
+	unlink(path);
+	assert_int_equal(sbrig_config_load("/dev/null", cfg), -EINVAL);
+	assert_non_null(strstr(sbrig_errmsg(), "/dev/null: not a regular file"));
+	free(cfg);
+}
+
+/*
+ * Issue 7 §3: URI syntax was parsed twice (config.c and each transport),
+ * with different rules. One check per module, one message each, the same
+ * from the config, from the check and from the module that opens it.
+ */
+static void uri_checks_are_the_modules(void **state)
+{
+	static const struct { const char *uri; int ok; } link_uris[] = {
+		{ "serial:/dev/ttyS1", 1 }, { "serial:/dev/ttyUSB0:115200", 1 },
+		{ "tcp:localhost:4000", 1 }, { "tcp:[::1]:4000", 1 },
+		{ "tcp:10.0.0.1:65535", 1 }, { "serial:ttyS1", 0 },
+		{ "serial:/", 0 }, { "serial:/dev/ttyS1:0", 0 },
+		{ "serial:/dev/ttyS1:9999999", 0 }, { "tcp:localhost", 0 },
+		{ "tcp::4000", 0 }, { "tcp:host:0", 0 }, { "tcp:host:65536", 0 },
+		{ "tcp:a b:1", 0 }, { "tcp:[::1:4000", 0 }, { "usb:1", 0 },
+		{ "", 0 },
+	};
+	static const struct { const char *uri; int ok; } power_uris[] = {
+		{ "local:", 1 }, { "ip:rig", 1 }, { "ip:rig:30431", 1 },
+		{ "ip:[fe80::1]:30431", 1 }, { "local:x", 0 }, { "ip:", 0 },
+		{ "ip:rig:", 0 }, { "ip:rig:x", 0 }, { "usb:1.2.3", 0 },
+	};
+	char msg[512], conf[600], path[PATH_MAX];
+	struct sbrig_config *cfg = malloc(sizeof(*cfg));
+	struct sbrig_link *l;
+	size_t i;
+
+	for (i = 0; i < sizeof(link_uris) / sizeof(link_uris[0]); i++) {
+		int ret = sbrig_link_check_uri(link_uris[i].uri);
+
+		if ((ret == 0) != link_uris[i].ok)
+			fail_msg("link '%s': %d %s", link_uris[i].uri, ret,
+				 sbrig_errmsg());
+		if (!ret || !link_uris[i].uri[0])
+			continue;
+		snprintf(msg, sizeof(msg), "%s", sbrig_errmsg());
+		/* the link itself says the same */
+		l = sbrig_link_new(link_uris[i].uri, NULL);
+		assert_null(l);
+		assert_int_equal(errno, EINVAL);
+		assert_true(!strncmp(sbrig_errmsg(), "link: ", 6));
+		assert_string_equal(sbrig_errmsg() + 6, msg);
+		/* and so does the config, after its position */
+		snprintf(conf, sizeof(conf), "[target]\nuri = %s\n",
+			 link_uris[i].uri);
+		assert_int_equal(load_text("uri.conf", conf, cfg, path,
+					   sizeof(path)), -EINVAL);
+		assert_true(strstr(sbrig_errmsg(), ":2: target.uri: ") &&
+			    !strcmp(strstr(sbrig_errmsg(), ": '") + 2, msg));
+	}
+	for (i = 0; i < sizeof(power_uris) / sizeof(power_uris[0]); i++) {
+		int ret = sbrig_power_check_uri(power_uris[i].uri);
+
+		if ((ret == 0) != power_uris[i].ok)
+			fail_msg("power '%s': %d %s", power_uris[i].uri, ret,
+				 sbrig_errmsg());
+		if (ret)
+			assert_true(!strncmp(sbrig_errmsg(), "'", 1));
+	}
+	assert_int_equal(sbrig_gpio_check_chip("gpiochip0"), 0);
+	assert_int_equal(sbrig_gpio_check_chip("qmp:/run/q.sock"), 0);
+	assert_int_equal(sbrig_gpio_check_chip("qmp:"), -EINVAL);
+	assert_non_null(strstr(sbrig_errmsg(), "'qmp:': expected qmp:PATH"));
+	memset(conf, 'x', 120);
+	memcpy(conf, "qmp:/", 5);
+	conf[120] = '\0';
+	assert_int_equal(sbrig_gpio_check_chip(conf), -EINVAL);
+	assert_int_equal(load_text("qmp.conf",
+		"[key:power]\nchip = qmp:\nline = 116\n", cfg, path,
+		sizeof(path)), -EINVAL);
+	assert_err(path, "2: key:power.chip: 'qmp:': expected qmp:PATH");
+	free(cfg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -278,6 +475,9 @@ int main(void)
 		cmocka_unit_test(overrides),
 		cmocka_unit_test(virtual_rig_cannot_add_lines),
 		cmocka_unit_test(mutated_files_fail_cleanly),
+		cmocka_unit_test(both_readers_agree_on_every_line),
+		cmocka_unit_test(not_a_regular_file_fails_at_once),
+		cmocka_unit_test(uri_checks_are_the_modules),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

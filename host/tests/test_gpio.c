@@ -5,17 +5,25 @@
  * and an empty config gives an object with no lines. Real lines (gpio-sim)
  * are exercised by tests/test_host_interface.py in an amd64 guest.
  *
- * The qmp: backend (keys of a QEMU guest) is tested against a scripted
- * fake QMP server in a thread (it answers like QEMU, with an asynchronous
- * event before each answer); tests/test_vrig.py drives a real QEMU.
+ * The qmp: backend (keys of a QEMU guest) is tested against a real QEMU
+ * (qemu-system-x86_64 -M pc without a guest: its PS/2 keyboard takes the
+ * key events; a second QMP monitor stops and continues it): answers,
+ * errors QEMU answers, a stopped QEMU, a killed one and its restart. A
+ * scripted fake QMP server in a thread remains only where QEMU cannot be
+ * made to do something: an error with an escaped description and an
+ * event before every answer. tests/test_vrig.py drives a guest.
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -115,7 +123,7 @@ static void *fake_qmp_thread(void *arg)
 		"\"capabilities\": [\"oob\"]}}\r\n");
 	in = fdopen(fd, "r");
 	while (fgets(buf, sizeof(buf), in)) {
-		const char *id = strstr(buf, "\"id\": ");
+		const char *id = strstr(buf, "\"id\":");
 		const char *ans = n >= 0 && n < f->nanswers ? f->answers[n] : NULL;
 
 		if (len + strlen(buf) < sizeof(f->got)) {
@@ -126,7 +134,7 @@ static void *fake_qmp_thread(void *arg)
 		dprintf(fd, "{\"timestamp\": {\"seconds\": 1, \"microseconds\": 2}, "
 			"\"event\": \"SUSPEND\"}\r\n");
 		dprintf(fd, "{%s, \"id\": %d}\r\n",
-			ans ? ans : "\"return\": {}", id ? atoi(id + 6) : 0);
+			ans ? ans : "\"return\": {}", id ? atoi(id + 5) : 0);
 		n++;
 	}
 	fclose(in);
@@ -167,6 +175,34 @@ static void qmp_key(struct sbrig_config *cfg, const char *name,
 	cfg->nkeys = 1;
 }
 
+/*
+ * The caller's poll loop, until every qmp request is answered or
+ * sbrig_gpio_process() reports an error (returned), at most @timeout_ms.
+ */
+static int pump(struct sbrig_gpio *gpio, int timeout_ms)
+{
+	int64_t end = sbrig_now_ns() + (int64_t)timeout_ms * 1000000;
+
+	for (;;) {
+		struct pollfd p[8];
+		int n = sbrig_gpio_fds(gpio, p, 8), ret;
+		int64_t now = sbrig_now_ns(), until = sbrig_gpio_deadline(gpio);
+
+		assert_true(n >= 0);
+		if (until > end)
+			until = end;
+		poll(p, (nfds_t)n, until <= now ? 0 :
+		     (int)((until - now) / 1000000) + 1);
+		ret = sbrig_gpio_process(gpio, p, (size_t)n);
+		if (ret)
+			return ret;
+		if (!sbrig_gpio_pending(gpio))
+			return 0;
+		if (sbrig_now_ns() > end)
+			fail_msg("no answer from QMP within %d ms", timeout_ms);
+	}
+}
+
 static void qmp_press_sends_key_down_then_up(void **state)
 {
 	static struct sbrig_config cfg;
@@ -189,19 +225,20 @@ static void qmp_press_sends_key_down_then_up(void **state)
 	assert_int_equal(sbrig_gpio_set(gpio, "power", true, NULL), 0);
 	assert_int_equal(sbrig_gpio_set(gpio, "power", false, NULL), 0);
 	assert_int_equal(sbrig_gpio_get(gpio, "power"), 0);
+	assert_int_equal(pump(gpio, 5000), 0);
 	sbrig_gpio_free(gpio);	/* key already up: nothing more sent */
 	fake_qmp_stop(&f, th);
 
-	assert_non_null(strstr(f.got, "\"execute\": \"qmp_capabilities\""));
-	down = strstr(f.got, "\"down\": true, \"key\": {\"type\": \"qcode\", "
-			     "\"data\": \"power\"}");
-	up = strstr(f.got, "\"down\": false, \"key\": {\"type\": \"qcode\", "
-			   "\"data\": \"power\"}");
+	assert_non_null(strstr(f.got, "\"execute\":\"qmp_capabilities\""));
+	down = strstr(f.got, "\"down\":true,\"key\":{\"type\":\"qcode\","
+			     "\"data\":\"power\"}");
+	up = strstr(f.got, "\"down\":false,\"key\":{\"type\":\"qcode\","
+			   "\"data\":\"power\"}");
 	assert_non_null(down);
 	assert_non_null(up);
 	assert_true(down < up);
 	assert_null(strstr(up + 1, "input-send-event"));
-	assert_non_null(strstr(f.got, "\"execute\": \"input-send-event\""));
+	assert_non_null(strstr(f.got, "\"execute\":\"input-send-event\""));
 }
 
 static void qmp_free_releases_a_held_key(void **state)
@@ -219,8 +256,8 @@ static void qmp_free_releases_a_held_key(void **state)
 	assert_int_equal(sbrig_gpio_set(gpio, "vol-up", true, NULL), 0);
 	sbrig_gpio_free(gpio);
 	fake_qmp_stop(&f, th);
-	assert_non_null(strstr(f.got, "\"down\": false, \"key\": {\"type\": "
-				      "\"qcode\", \"data\": \"volumeup\"}"));
+	assert_non_null(strstr(f.got, "\"down\":false,\"key\":{\"type\":"
+				      "\"qcode\",\"data\":\"volumeup\"}"));
 }
 
 static void qmp_error_answer_names_socket_and_desc(void **state)
@@ -238,8 +275,11 @@ static void qmp_error_answer_names_socket_and_desc(void **state)
 	qmp_key(&cfg, "power", f.path, 116);
 	gpio = sbrig_gpio_new(&cfg, "test");
 	assert_non_null(gpio);
-	assert_int_equal(sbrig_gpio_set(gpio, "power", true, NULL), -EIO);
+	/* sent at once; the answer comes out of the poll loop */
+	assert_int_equal(sbrig_gpio_set(gpio, "power", true, NULL), 0);
+	assert_int_equal(pump(gpio, 5000), -EIO);
 	assert_non_null(strstr(sbrig_errmsg(), f.path));
+	assert_non_null(strstr(sbrig_errmsg(), "gpio: key power (power) down: "));
 	assert_non_null(strstr(sbrig_errmsg(), "input-send-event: Invalid \"key\" here"));
 	assert_int_equal(sbrig_gpio_get(gpio, "power"), 0);
 	sbrig_gpio_free(gpio);
@@ -274,10 +314,248 @@ static void qmp_bad_lines_are_refused_before_connecting(void **state)
 	assert_int_equal(errno, EINVAL);
 	assert_non_null(strstr(sbrig_errmsg(), "drives keys only"));
 
+	/* the charger is refused by its role (a hand-built config need not
+	 * set .role: it comes from the member the line is in) */
+	memset(&cfg, 0, sizeof(cfg));
+	line(&cfg.charger, "plug-switch", "qmp:/nonexistent/qmp.sock", 116);
+	assert_null(sbrig_gpio_new(&cfg, "test"));
+	assert_int_equal(errno, EINVAL);
+	assert_non_null(strstr(sbrig_errmsg(), "(plug-switch): a qmp: chip drives keys only"));
+
 	qmp_key(&cfg, "power", "/nonexistent/qmp.sock", 116);
 	cfg.keys[0].active_low = true;
 	assert_null(sbrig_gpio_new(&cfg, "test"));
 	assert_int_equal(errno, EINVAL);
+}
+
+/* --- a real QEMU --------------------------------------------------------- */
+
+/**
+ * struct qemu - a qemu-system-x86_64 without a guest
+ * @pid: its process (0: not running)
+ * @sock: the QMP socket the rig uses
+ * @mon: a second QMP monitor for the test (stop, cont)
+ */
+struct qemu {
+	pid_t pid;
+	char sock[108];
+	char mon[108];
+};
+
+static bool qemu_start(struct qemu *q)
+{
+	char a1[160], a2[160];
+	int64_t end;
+	struct stat st;
+
+	snprintf(q->sock, sizeof(q->sock), "%s/qemu-%d.sock",
+		 getenv("SBRIG_TMPDIR") ? getenv("SBRIG_TMPDIR") : "/tmp",
+		 (int)getpid());
+	snprintf(q->mon, sizeof(q->mon), "%s/qemu-%d.mon",
+		 getenv("SBRIG_TMPDIR") ? getenv("SBRIG_TMPDIR") : "/tmp",
+		 (int)getpid());
+	unlink(q->sock);
+	unlink(q->mon);
+	snprintf(a1, sizeof(a1), "unix:%s,server=on,wait=off", q->sock);
+	snprintf(a2, sizeof(a2), "unix:%s,server=on,wait=off", q->mon);
+	q->pid = fork();
+	assert_true(q->pid >= 0);
+	if (!q->pid) {
+		execlp("qemu-system-x86_64", "qemu-system-x86_64", "-M", "pc",
+		       "-m", "16", "-nodefaults", "-display", "none", "-qmp",
+		       a1, "-qmp", a2, (char *)NULL);
+		_exit(127);
+	}
+	/* ready once both monitors listen (QEMU makes them before it runs) */
+	end = sbrig_now_ns() + 20000000000LL;
+	while (stat(q->sock, &st) || stat(q->mon, &st)) {
+		int status;
+
+		if (waitpid(q->pid, &status, WNOHANG) == q->pid) {
+			q->pid = 0;
+			return false;	/* no QEMU here */
+		}
+		assert_true(sbrig_now_ns() < end);
+		poll(NULL, 0, 20);
+	}
+	return true;
+}
+
+static void qemu_kill(struct qemu *q)
+{
+	if (q->pid) {
+		kill(q->pid, SIGKILL);
+		waitpid(q->pid, NULL, 0);
+	}
+	q->pid = 0;
+}
+
+/* A command on the test's own monitor (blocking: test code). */
+static void qemu_monitor(struct qemu *q, const char *cmd)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char line[4096];
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	FILE *f;
+
+	strcpy(sa.sun_path, q->mon);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	f = fdopen(fd, "r+");
+	assert_non_null(fgets(line, sizeof(line), f));	/* greeting */
+	fprintf(f, "{\"execute\": \"qmp_capabilities\"}\n{\"execute\": \"%s\"}\n",
+		cmd);
+	fflush(f);
+	assert_non_null(fgets(line, sizeof(line), f));
+	assert_non_null(strstr(line, "\"return\""));
+	do
+		assert_non_null(fgets(line, sizeof(line), f));
+	while (!strstr(line, "\"return\""));	/* events (STOP) may come first */
+	fclose(f);
+}
+
+static int setup_qemu(void **state)
+{
+	static struct qemu q;
+
+	memset(&q, 0, sizeof(q));
+	*state = &q;
+	return 0;
+}
+
+static int teardown_qemu(void **state)
+{
+	struct qemu *q = *state;
+
+	qemu_kill(q);
+	unlink(q->sock);
+	unlink(q->mon);
+	return 0;
+}
+
+/*
+ * Issue 7 §3: a key event blocked the daemon's poll loop for up to 1 s
+ * (qmp_execute() waited for the answer). Against a QEMU that does not
+ * answer (SIGSTOP): set returns at once, requests are bounded, the answers
+ * come out of the poll loop once QEMU runs again.
+ */
+static void qmp_qemu_set_never_waits(void **state)
+{
+	struct qemu *q = *state;
+	static struct sbrig_config cfg;
+	struct sbrig_gpio *gpio;
+	int64_t t0, t = 0, dt;
+	int i;
+
+	if (!qemu_start(q))
+		skip();
+	qmp_key(&cfg, "power", q->sock, 116);
+	gpio = sbrig_gpio_new(&cfg, "test");
+	if (!gpio)
+		fail_msg("%s", sbrig_errmsg());
+	assert_int_equal(sbrig_gpio_set(gpio, "power", true, &t), 0);
+	assert_int_equal(pump(gpio, 5000), 0);	/* QEMU answered */
+	assert_int_equal(sbrig_gpio_get(gpio, "power"), 1);
+
+	kill(q->pid, SIGSTOP);
+	t0 = sbrig_now_ns();
+	assert_int_equal(sbrig_gpio_set(gpio, "power", false, &t), 0);
+	dt = sbrig_now_ns() - t0;
+	if (dt > 100000000)
+		fail_msg("sbrig_gpio_set() took %lld ms", (long long)(dt / 1000000));
+	assert_true(t >= t0 && t <= t0 + dt);
+	assert_int_equal(sbrig_gpio_pending(gpio), 1);
+	/* the queue of unanswered requests is bounded */
+	for (i = 1; i < 16; i++)
+		assert_int_equal(sbrig_gpio_set(gpio, "power", i % 2, NULL), 0);
+	assert_int_equal(sbrig_gpio_pending(gpio), 16);
+	assert_int_equal(sbrig_gpio_get(gpio, "power"), 1);
+	assert_int_equal(sbrig_gpio_set(gpio, "power", false, NULL), -ENOBUFS);
+	assert_non_null(strstr(sbrig_errmsg(), "16 requests unanswered"));
+	assert_non_null(strstr(sbrig_errmsg(), q->sock));
+	assert_true(sbrig_now_ns() - t0 < 500000000);
+	kill(q->pid, SIGCONT);
+	i = pump(gpio, 5000);
+	if (i)
+		fail_msg("%d %s", i, sbrig_errmsg());
+	assert_int_equal(sbrig_gpio_pending(gpio), 0);
+	sbrig_gpio_free(gpio);
+	qemu_kill(q);
+}
+
+/* An error QEMU answers ("VM not running" while stopped), then success. */
+static void qmp_qemu_error_answer(void **state)
+{
+	struct qemu *q = *state;
+	static struct sbrig_config cfg;
+	struct sbrig_gpio *gpio;
+
+	if (!qemu_start(q))
+		skip();
+	qmp_key(&cfg, "vol-up", q->sock, 115);
+	gpio = sbrig_gpio_new(&cfg, "test");
+	assert_non_null(gpio);
+	qemu_monitor(q, "stop");
+	assert_int_equal(sbrig_gpio_set(gpio, "vol-up", true, NULL), 0);
+	assert_int_equal(sbrig_gpio_get(gpio, "vol-up"), 1);
+	assert_int_equal(pump(gpio, 5000), -EIO);
+	if (!strstr(sbrig_errmsg(), "gpio: key vol-up (volumeup) down: qmp: ") ||
+	    !strstr(sbrig_errmsg(), q->sock) ||
+	    !strstr(sbrig_errmsg(), ": input-send-event: VM not running"))
+		fail_msg("%s", sbrig_errmsg());
+	assert_int_equal(sbrig_gpio_get(gpio, "vol-up"), 0);	/* not down */
+	qemu_monitor(q, "cont");
+	assert_int_equal(sbrig_gpio_set(gpio, "vol-up", true, NULL), 0);
+	assert_int_equal(pump(gpio, 5000), 0);
+	assert_int_equal(sbrig_gpio_get(gpio, "vol-up"), 1);
+	sbrig_gpio_free(gpio);
+	qemu_kill(q);
+}
+
+/*
+ * QEMU killed: the poll loop hears it (-ECONNRESET naming the socket); a
+ * QEMU started again on the same socket is connected to by the next set.
+ * A QEMU that stops answering: -ETIMEDOUT after 1 s, the connection reset.
+ */
+static void qmp_qemu_lost_and_reconnected(void **state)
+{
+	struct qemu *q = *state;
+	static struct sbrig_config cfg;
+	struct sbrig_gpio *gpio;
+	struct pollfd p[4];
+	int64_t t0;
+
+	if (!qemu_start(q))
+		skip();
+	qmp_key(&cfg, "power", q->sock, 116);
+	gpio = sbrig_gpio_new(&cfg, "test");
+	assert_non_null(gpio);
+	assert_int_equal(sbrig_gpio_fds(gpio, p, 4), 1);
+	qemu_kill(q);
+	assert_int_equal(poll(p, 1, 5000), 1);
+	assert_int_equal(sbrig_gpio_process(gpio, p, 1), -ECONNRESET);
+	if (!strstr(sbrig_errmsg(), q->sock) ||
+	    !strstr(sbrig_errmsg(), "QEMU closed the connection"))
+		fail_msg("%s", sbrig_errmsg());
+	assert_int_equal(sbrig_gpio_fds(gpio, p, 4), 0);	/* nothing to poll */
+	/* no QEMU: the reconnect fails at once, naming the socket */
+	assert_int_equal(sbrig_gpio_set(gpio, "power", true, NULL), -ECONNREFUSED);
+	assert_non_null(strstr(sbrig_errmsg(), "connect"));
+	assert_true(qemu_start(q));
+	assert_int_equal(sbrig_gpio_set(gpio, "power", true, NULL), 0);
+	assert_int_equal(pump(gpio, 5000), 0);
+	assert_int_equal(sbrig_gpio_get(gpio, "power"), 1);
+
+	kill(q->pid, SIGSTOP);
+	t0 = sbrig_now_ns();
+	assert_int_equal(sbrig_gpio_set(gpio, "power", false, NULL), 0);
+	assert_int_equal(pump(gpio, 5000), -ETIMEDOUT);
+	assert_true(sbrig_now_ns() - t0 >= 900000000);
+	assert_non_null(strstr(sbrig_errmsg(), "input-send-event: no answer in time"));
+	kill(q->pid, SIGCONT);
+	assert_int_equal(sbrig_gpio_set(gpio, "power", true, NULL), 0);
+	assert_int_equal(pump(gpio, 5000), 0);
+	sbrig_gpio_free(gpio);
+	qemu_kill(q);
 }
 
 int main(void)
@@ -291,6 +569,12 @@ int main(void)
 		cmocka_unit_test(qmp_error_answer_names_socket_and_desc),
 		cmocka_unit_test(qmp_missing_socket_names_path),
 		cmocka_unit_test(qmp_bad_lines_are_refused_before_connecting),
+		cmocka_unit_test_setup_teardown(qmp_qemu_set_never_waits,
+						setup_qemu, teardown_qemu),
+		cmocka_unit_test_setup_teardown(qmp_qemu_error_answer,
+						setup_qemu, teardown_qemu),
+		cmocka_unit_test_setup_teardown(qmp_qemu_lost_and_reconnected,
+						setup_qemu, teardown_qemu),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

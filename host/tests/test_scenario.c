@@ -119,6 +119,108 @@ static void every_step(void **state)
 	sbrig_scenario_free(sc);
 }
 
+/*
+ * sbrig_step_describe(): the text sbrigd's engine.c describe() printed
+ * (progress lines must not change when the daemon switches to it), and
+ * the same without " timeout D" (it used to be cut off with strstr).
+ */
+static void steps_described_as_the_daemon_did(void **state)
+{
+	struct sbrig_scenario *sc = parse_ok(
+		"settle 1s\n"
+		"press power\n"
+		"press volume-up 250ms\n"
+		"plug\n"
+		"unplug\n"
+		"hold \"rig agent\" 2s\n"
+		"burn 10ms\n"
+		"wait event suspend\n"
+		"wait event block \"keypad-scan\" timeout 3s\n"
+		"wait edge marker rising timeout 500ms\n"
+		"wait edge marker falling\n"
+		"wait asleep\n"
+		"wait asleep timeout 30s\n"
+		"repeat 3\n"
+		"settle 1500ns\n"
+		"settle 0s\n"
+		"end\n");
+	static const char *const with[] = {
+		"settle 1s", "press power default", "press volume-up 250ms",
+		"plug", "unplug", "hold \"rig agent\" 2s", "burn 10ms",
+		"wait event suspend timeout 10s",
+		"wait event block \"keypad-scan\" timeout 3s",
+		"wait edge marker rising timeout 500ms",
+		"wait edge marker falling timeout 10s",
+		"wait asleep timeout 10s", "wait asleep timeout 30s", "repeat 3",
+		"settle 1500ns", "settle 0s", "end",
+	};
+	static const char *const without[] = {
+		[7] = "wait event suspend",
+		[8] = "wait event block \"keypad-scan\"",
+		[9] = "wait edge marker rising",
+		[10] = "wait edge marker falling",
+		[11] = "wait asleep", [12] = "wait asleep",
+	};
+	char buf[128];
+	size_t i;
+
+	assert_int_equal(sc->nsteps, sizeof(with) / sizeof(with[0]));
+	for (i = 0; i < sc->nsteps; i++) {
+		assert_int_equal(sbrig_step_describe(&sc->steps[i], true, buf,
+						     sizeof(buf)),
+				 strlen(with[i]));
+		assert_string_equal(buf, with[i]);
+		sbrig_step_describe(&sc->steps[i], false, buf, sizeof(buf));
+		assert_string_equal(buf, i < sizeof(without) / sizeof(*without) &&
+				    without[i] ? without[i] : with[i]);
+	}
+	/* cut like snprintf, the full length returned */
+	assert_int_equal(sbrig_step_describe(&sc->steps[8], true, buf, 10),
+			 strlen(with[8]));
+	assert_string_equal(buf, "wait even");
+	assert_int_equal(sbrig_format_duration(90 * 1000000000LL, buf,
+					       sizeof(buf)), 3);
+	assert_string_equal(buf, "90s");
+	sbrig_scenario_free(sc);
+}
+
+/*
+ * Issue 7 §4.7: a NUL byte in a run body cut the scenario short silently
+ * (parsed with strlen), and its sha256 covered only the part parsed.
+ */
+static void parse_buf_takes_every_byte(void **state)
+{
+	static const char text[] = "settle 1s\npress po\0wer\nsettle 2s\n";
+	static const char good[] = "settle 1s\n# a comment at the end";
+	struct sbrig_scenario *sc;
+
+	sc = sbrig_scenario_parse_buf(text, sizeof(text) - 1, "body.scn");
+	assert_null(sc);
+	assert_int_equal(errno, EINVAL);
+	assert_string_equal(sbrig_errmsg(),
+			    "body.scn:2:9: NUL byte (a scenario is text)");
+	/* the hash is that of every byte given (sha256sum of @good) */
+	sc = sbrig_scenario_parse_buf(good, sizeof(good) - 1, "good.scn");
+	assert_non_null(sc);
+	assert_int_equal(sc->nsteps, 1);
+	assert_string_equal(sc->sha256,
+		"e1de49a1d14e54c9d6c5544f48d60f38cbe477c35ecc616288b85d00cbfb1bd6");
+	sbrig_scenario_free(sc);
+	/* not NUL-terminated: nothing past @len is read (ASan checks) */
+	{
+		char *copy = malloc(9);
+
+		memcpy(copy, "settle 1s", 9);
+		sc = sbrig_scenario_parse_buf(copy, 9, "exact.scn");
+		assert_non_null(sc);
+		assert_int_equal(sc->steps[0].duration_ns, 1000000000);
+		sbrig_scenario_free(sc);
+		free(copy);
+	}
+	assert_null(sbrig_scenario_parse_buf(NULL, 0, "empty.scn"));
+	assert_string_equal(sbrig_errmsg(), "empty.scn: no steps");
+}
+
 static void nested_repeats_match(void **state)
 {
 	char path[PATH_MAX];
@@ -299,6 +401,8 @@ static void random_text(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(steps_described_as_the_daemon_did),
+		cmocka_unit_test(parse_buf_takes_every_byte),
 		cmocka_unit_test(durations),
 		cmocka_unit_test(every_step),
 		cmocka_unit_test(nested_repeats_match),

@@ -137,10 +137,15 @@ static void print_status(struct sbrig_link *link)
 	       ",\"next_seq\":%" PRIu64 ",\"events_lost\":%" PRIu64
 	       ",\"log_restarts\":%" PRIu64 ",\"clock_samples\":%u,\"offset_ns\":%" PRId64
 	       ",\"drift_ppb\":%" PRId64 ",\"uncert_ns\":%" PRId64
-	       ",\"min_rtt_ns\":%" PRId64 "}\n", st.frames_ok, st.frames_bad,
+	       ",\"min_rtt_ns\":%" PRId64, st.frames_ok, st.frames_bad,
 	       st.noise_bytes, st.resends, st.reconnects, st.reboots,
 	       st.next_seq, st.events_lost, st.log_restarts, cs.samples, cs.offset_ns,
 	       cs.drift_ppb, cs.uncert_ns, cs.min_rtt_ns);
+	printf(",\"bad_times\":%" PRIu64 ",\"bad_seqs\":%" PRIu64
+	       ",\"rx_pauses\":%" PRIu64 ",\"queue_drops\":%" PRIu64
+	       ",\"queued\":%" PRIu32 ",\"queue_slots\":%" PRIu32 "}\n",
+	       st.bad_times, st.bad_seqs, st.rx_pauses, st.queue_drops,
+	       st.queued, st.queue_slots);
 }
 
 static int queue_cmd(struct sbrig_link *link, const char *cmd)

@@ -25,6 +25,9 @@ extern "C" {
 
 struct sbrig_capture;
 
+/* Most [target] sections in meta.ini (see sbrig_capture_set_target()). */
+#define SBRIG_CAPTURE_MAX_TARGETS 64
+
 /**
  * struct sbrig_provenance - where the data comes from (meta.ini [provenance])
  * @rig_name: config [rig] name
@@ -68,8 +71,15 @@ struct sbrig_capture *sbrig_capture_new(const char *dir,
  * @module: module version
  * @agent: agent version
  *
- * Appended to meta.ini as a [target] section (one per boot seen).
- * Return: 0 or -errno.
+ * Appended to meta.ini as a [target] section, once per identity: a call
+ * with the same four values as a listed section adds nothing (an agent says
+ * HELLO again on every reconnect); a module reloaded with another version
+ * is a new identity. At most SBRIG_CAPTURE_MAX_TARGETS sections are
+ * written; further identities are only counted, in [end]
+ * targets_not_listed. The strings are copied (the caller keeps them).
+ *
+ * Return: 0 (also for an identity listed already or not listed for the
+ * bound), or -errno (meta.ini could not be rewritten: the capture failed).
  */
 int sbrig_capture_set_target(struct sbrig_capture *cap, const char *boot_id,
 			     const char *kernel, const char *module,

@@ -9,6 +9,11 @@
  * (much tighter). Exchanges with a large round trip are filtered out; the
  * model is an offset plus a rate (drift) fitted over the retained samples.
  * Every mapping comes with its uncertainty (half-width, ns).
+ *
+ * Any int64_t input is safe (the arithmetic saturates, see clock.c): a
+ * sample or a mapping whose result does not fit an int64_t is refused with
+ * -ERANGE, never wrapped. The link refuses impossible target times before
+ * they get here (SBRIG_TARGET_T_MAX in link.h).
  */
 #ifndef SBRIG_CLOCK_H
 #define SBRIG_CLOCK_H
@@ -56,7 +61,8 @@ void sbrig_clock_reset(struct sbrig_clock *clk);
  * @target_ns: target time stamped in the pong
  *
  * Return: 0 if retained, 1 if filtered out (round trip too long),
- * -EINVAL if @host_recv_ns < @host_send_ns.
+ * -EINVAL if @host_recv_ns < @host_send_ns, -ERANGE if the round trip or
+ * the offset does not fit an int64_t (not added).
  */
 int sbrig_clock_add_ping(struct sbrig_clock *clk, int64_t host_send_ns,
 			 int64_t host_recv_ns, int64_t target_ns);
@@ -69,7 +75,8 @@ int sbrig_clock_add_ping(struct sbrig_clock *clk, int64_t host_send_ns,
  * @uncert_ns: how far apart the two can be (GPIO latency)
  *
  * Return: 0, or -EINVAL if the pair contradicts the model by more than the
- * combined uncertainty (a mismatched pair: not retained).
+ * combined uncertainty (a mismatched pair: not retained), -ERANGE if the
+ * offset does not fit an int64_t (not retained).
  */
 int sbrig_clock_add_marker(struct sbrig_clock *clk, int64_t host_ns,
 			   int64_t target_ns, int64_t uncert_ns);
@@ -81,7 +88,8 @@ int sbrig_clock_add_marker(struct sbrig_clock *clk, int64_t host_ns,
  * @host_ns: out: host CLOCK_MONOTONIC
  * @uncert_ns: out (may be NULL): uncertainty of @host_ns
  *
- * Return: 0, or -EAGAIN while the model has no sample.
+ * Return: 0, or -EAGAIN while the model has no sample, -ERANGE if the
+ * host time would not fit an int64_t (@host_ns untouched).
  */
 int sbrig_clock_to_host(const struct sbrig_clock *clk, int64_t target_ns,
 			int64_t *host_ns, int64_t *uncert_ns);

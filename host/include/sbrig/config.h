@@ -24,8 +24,22 @@ extern "C" {
 #define SBRIG_URI_MAX 256
 
 /**
+ * enum sbrig_line_role - what a rig line is for
+ * @SBRIG_LINE_KEY: a key of the target's keypad (output; [key:NAME])
+ * @SBRIG_LINE_CHARGER: the charger switch (output; [charger])
+ * @SBRIG_LINE_MARKER: the target's marker line (input with edges; [marker])
+ */
+enum sbrig_line_role {
+	SBRIG_LINE_KEY,
+	SBRIG_LINE_CHARGER,
+	SBRIG_LINE_MARKER,
+};
+
+/**
  * struct sbrig_line_cfg - one GPIO line of the rig
  * @name: rig name of the line ("power", "volume-up", "charger", "marker")
+ * @role: what the line is for (set by sbrig_config_load() from its section;
+ *	compare roles, not names)
  * @chip: gpiochip path (/dev/gpiochip0), name (gpiochip0) or label; or
  *	qmp:/path/to/qmp.sock for the keys of a QEMU guest (see sbrig_gpio)
  * @offset: line offset on the chip (qmp: chips: a Linux input key code)
@@ -34,6 +48,7 @@ extern "C" {
  */
 struct sbrig_line_cfg {
 	char name[SBRIG_ID_MAX];
+	enum sbrig_line_role role;
 	char chip[128];	/* a unix socket path fits after qmp: */
 	unsigned int offset;
 	bool active_low;

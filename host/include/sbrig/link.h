@@ -11,6 +11,21 @@
  * reconnects on its own, says HELLO, acknowledges events, asks for
  * retransmission of what a corrupted frame lost, pings for the clock model
  * and retries commands. What it decodes is queued as struct sbrig_link_msg.
+ *
+ * The queue holds at most SBRIG_LINK_QUEUE_MAX messages. While it is full
+ * the link stops reading the transport (sbrig_link_pollfd() asks for no
+ * POLLIN): take messages with sbrig_link_next() and call
+ * sbrig_link_process() again. Nothing is lost by that: the bytes wait in
+ * the transport (socket buffer, TCP window) and then in the agent's ring
+ * of 65536 records, which keeps every record the host has not ACKed; what
+ * a UART drops meanwhile is asked again with RESEND. After a burst the
+ * queue's memory is given back.
+ *
+ * Frames with a valid CRC but impossible values are refused and counted,
+ * and the link stays up: a target time outside 0..SBRIG_TARGET_T_MAX
+ * (@bad_times; an EV refused for its time is reported as a GAP of its one
+ * seq) and a seq at or above SBRIG_LINK_SEQ_MAX (@bad_seqs), so the next
+ * expected seq never wraps around.
  */
 #ifndef SBRIG_LINK_H
 #define SBRIG_LINK_H
@@ -27,6 +42,16 @@ extern "C" {
 #endif
 
 struct sbrig_link;
+
+/* Most decoded messages queued at once (1.4 MiB: 352 bytes each). */
+#define SBRIG_LINK_QUEUE_MAX	4096
+/*
+ * Largest target CLOCK_BOOTTIME accepted: 2^62 ns, 146 years of uptime.
+ * A larger or negative time in an EV, PONG or BEAT is refused.
+ */
+#define SBRIG_TARGET_T_MAX	(1LL << 62)
+/* Seqs (EV, GAP, HELLO, BEAT) at or above this are refused (no wrap). */
+#define SBRIG_LINK_SEQ_MAX	((uint64_t)INT64_MAX)
 
 /**
  * struct sbrig_link_opts - timings (0 = default)
@@ -137,6 +162,15 @@ struct sbrig_link_msg {
  *	suspended (or dead) target. sbrigd's "asleep" test is built on it.
  * @queued: decoded messages not yet taken with sbrig_link_next() (events
  *	wait there for the clock model after a connect or a target's sleep)
+ * @bad_times: valid frames refused for a target time outside
+ *	0..SBRIG_TARGET_T_MAX (EV, PONG, BEAT)
+ * @bad_seqs: valid frames refused for a seq at or above SBRIG_LINK_SEQ_MAX
+ *	(EV, GAP, BEAT, HELLO; also a HELLO whose oldest_seq > next_seq)
+ * @rx_pauses: times reading stopped because the queue was full
+ * @queue_drops: messages dropped because the queue could not take them
+ *	(out of memory; 0 unless something is badly wrong)
+ * @queue_slots: slots the queue's ring has allocated now
+ * @rx_paused: reading is stopped now (the queue is full)
  */
 struct sbrig_link_status {
 	bool connected;
@@ -152,6 +186,12 @@ struct sbrig_link_status {
 	uint64_t log_restarts;
 	int64_t last_rx_ns;
 	uint32_t queued;
+	uint64_t bad_times;
+	uint64_t bad_seqs;
+	uint64_t rx_pauses;
+	uint64_t queue_drops;
+	uint32_t queue_slots;
+	bool rx_paused;
 };
 
 /**
@@ -165,13 +205,30 @@ struct sbrig_link_status {
 struct sbrig_link *sbrig_link_new(const char *uri,
 				  const struct sbrig_link_opts *opts);
 
+/**
+ * sbrig_link_check_uri() - is @uri a target link URI sbrig_link_new() opens
+ * @uri: serial:/dev/TTY[:BAUD] (BAUD 1..4000000) or tcp:HOST:PORT (HOST a
+ *	name, an IPv4 address or [IPv6], PORT 1..65535)
+ *
+ * The same parser as the transport that opens it. Touches no device and
+ * no network; needs no library beyond libc (config.c calls it).
+ *
+ * Return: 0, or -EINVAL with sbrig_errmsg() "'URI': expected SYNTAX" or
+ * "'URI': unknown scheme (expected serial:/dev/TTY[:BAUD] or tcp:HOST:PORT)".
+ */
+int sbrig_link_check_uri(const char *uri);
+
 /** sbrig_link_free() - close; NULL ok */
 void sbrig_link_free(struct sbrig_link *link);
 
 /**
  * sbrig_link_pollfd() - what to poll for
  * @link: the link
- * @pfd: filled with fd and events when the transport is open
+ * @pfd: filled with fd and events when the transport is open (events
+ *	without POLLIN while the queue is full: back-pressure)
+ *
+ * Call it again after every sbrig_link_process() and after taking
+ * messages: what the link wants changes with its state and its queue.
  *
  * Return: 1 if @pfd is valid, 0 if there is nothing to poll (disconnected:
  * just honour sbrig_link_deadline()).
@@ -180,6 +237,7 @@ int sbrig_link_pollfd(struct sbrig_link *link, struct pollfd *pfd);
 
 /**
  * sbrig_link_deadline() - when sbrig_link_process() must run next
+ * @link: the link
  *
  * Return: host CLOCK_MONOTONIC ns (pings, retries, timeouts, reconnects).
  */

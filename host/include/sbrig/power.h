@@ -84,6 +84,18 @@ struct sbrig_power_stats {
 struct sbrig_power *sbrig_power_new(const char *uri,
 				    const struct sbrig_power_opts *opts);
 
+/**
+ * sbrig_power_check_uri() - is @uri a sensor URI sbrig_power_new() takes
+ * @uri: local: or ip:HOST[:PORT] (HOST a name, an IPv4 address or [IPv6])
+ *
+ * Syntax only: touches no device and no network, needs no library beyond
+ * libc (config.c calls it); sbrig_power_new() calls it first.
+ *
+ * Return: 0, or -EINVAL with sbrig_errmsg() "'URI': expected SYNTAX" or
+ * "'URI': unknown scheme (expected local: or ip:HOST[:PORT])".
+ */
+int sbrig_power_check_uri(const char *uri);
+
 /** sbrig_power_free() - stop capturing and close; NULL ok */
 void sbrig_power_free(struct sbrig_power *pwr);
 

@@ -44,6 +44,9 @@
 extern "C" {
 #endif
 
+/* A wait's timeout when the scenario gives none (timeout_ns == 0). */
+#define SBRIG_STEP_DEFAULT_TIMEOUT_NS 10000000000LL
+
 /** enum sbrig_step_op - step kinds */
 enum sbrig_step_op {
 	SBRIG_STEP_SETTLE,
@@ -109,14 +112,65 @@ struct sbrig_scenario {
 struct sbrig_scenario *sbrig_scenario_load(const char *path);
 
 /**
- * sbrig_scenario_parse() - parse scenario text (for tests and sbrigd)
- * @text: NUL-terminated scenario
+ * sbrig_scenario_parse_buf() - parse scenario text of a known length
+ * @text: the scenario's bytes (need not be NUL-terminated; read only,
+ *	still the caller's after the call); may be NULL if @len is 0
+ * @len: their count: every byte is parsed and hashed
+ * @origin: name used in error messages and as @path (copied)
+ *
+ * A NUL byte is an error at its file:line:column (a scenario is text): it
+ * no longer cuts the text short with the hash covering only the part
+ * parsed. This is what sbrigd uses for a `run` body of N bytes.
+ *
+ * Return: as sbrig_scenario_load(); @sha256 is that of all @len bytes.
+ */
+struct sbrig_scenario *sbrig_scenario_parse_buf(const char *text, size_t len,
+						const char *origin);
+
+/**
+ * sbrig_scenario_parse() - parse NUL-terminated scenario text
+ * @text: the scenario, up to its NUL (the caller's)
  * @origin: name used in error messages and as @path
+ *
+ * Same as sbrig_scenario_parse_buf(@text, strlen(@text), @origin).
  *
  * Return: as sbrig_scenario_load().
  */
 struct sbrig_scenario *sbrig_scenario_parse(const char *text,
 					    const char *origin);
+
+/**
+ * sbrig_step_describe() - a step as one line of text (progress, errors)
+ * @s: the step
+ * @with_timeout: append " timeout D" to wait steps (D the step's timeout,
+ *	or SBRIG_STEP_DEFAULT_TIMEOUT_NS); false gives the step without it,
+ *	e.g. for "wait event resume timed out after 10s"
+ * @buf: out, NUL-terminated, cut to @size - 1 bytes
+ * @size: size of @buf
+ *
+ * The text is the one sbrigd's progress lines have always shown, e.g.
+ * ``press power default``, ``hold "x" 500ms``,
+ * ``wait event block "x" timeout 10s``, ``repeat 3``. Durations are
+ * written as sbrig_format_duration() does.
+ *
+ * Return: the length of the whole description, like snprintf() (a value
+ * >= @size means it was cut).
+ */
+int sbrig_step_describe(const struct sbrig_step *s, bool with_timeout,
+			char *buf, size_t size);
+
+/**
+ * sbrig_format_duration() - a duration in the largest exact unit
+ * @ns: the duration
+ * @buf: out, NUL-terminated, cut to @size - 1 bytes
+ * @size: size of @buf (32 bytes always suffice)
+ *
+ * Whole seconds ("2s"), else whole milliseconds ("250ms"), else
+ * nanoseconds ("1500ns"); sbrig_parse_duration() reads it back.
+ *
+ * Return: the length, like snprintf().
+ */
+int sbrig_format_duration(int64_t ns, char *buf, size_t size);
 
 /** sbrig_scenario_free() - NULL ok */
 void sbrig_scenario_free(struct sbrig_scenario *sc);

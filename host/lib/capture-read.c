@@ -1,0 +1,974 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * capture-read.c - the offline reader of capture directories, format
+ * version 1 (host/doc/capture-format.md; sbrig/capture-read.h).
+ *
+ * meta.ini is small and rewritten atomically by the writer: it is read
+ * whole and parsed with one table of known keys (unknown sections and keys
+ * are skipped: the format lets writers add them). Each data file has its
+ * own cursor: a 64 KiB buffer refilled with read(), lines cut at '\n' in
+ * place, a line split into its tab-separated columns and each column
+ * parsed strictly (decimal integers in range, text unescaped in one pass:
+ * \\ \t \n \r \xHH). The bytes after the last newline are a write the
+ * writer did not finish: ignored and counted. A file's first error is
+ * sticky, like the writer's.
+ *
+ * libc only (plus sbrig_set_error()): part of libsbrig-core.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sbrig/capture-read.h>
+
+#include "internal.h"
+
+#define CR_BUF		65536		/* also the longest line */
+#define CR_META_MAX	(1 << 20)
+#define CR_MAX_COLS	9
+
+static const struct {
+	const char *name;
+	const char *counter;	/* its key in meta.ini [end] */
+	const char *header;
+	unsigned int ncols;
+} cr_files[SBRIG_CAPFILE_NR] = {
+	[SBRIG_CAPFILE_SAMPLES] = { "samples.tsv", "samples",
+		"t_ns\tcurrent_uA\tbus_uV\tshunt_nV\tpower_uW", 5 },
+	[SBRIG_CAPFILE_GAPS] = { "gaps.tsv", "gaps",
+		"t_ns\tnext_t_ns\tmissing", 3 },
+	[SBRIG_CAPFILE_EDGES] = { "edges.tsv", "edges",
+		"t_ns\tline\tedge\tseqno", 4 },
+	[SBRIG_CAPFILE_STIMULI] = { "stimuli.tsv", "stimuli",
+		"t_ns\twhat\targ", 3 },
+	[SBRIG_CAPFILE_EVENTS] = { "events.tsv", "events",
+		"host_t_ns\tuncert_ns\ttarget_t_ns\tboot_id\tseq\ttype\targ\tcut", 8 },
+	[SBRIG_CAPFILE_STATS] = { "stats.tsv", "stats",
+		"t_ns\tname\tcount\twake_count\tactive_since_ns\ttotal_time_ns\t"
+		"sleep_time_ns\tmax_time_ns\tlast_change_ns", 9 },
+	[SBRIG_CAPFILE_CLOCK] = { "clock.tsv", "clock",
+		"host_send_ns\thost_recv_ns\ttarget_ns\tretained", 4 },
+};
+
+/**
+ * struct cr_file - the cursor of one data file
+ * @fd: open file (-1: not opened yet)
+ * @buf: read buffer (CR_BUF bytes)
+ * @start: first byte not consumed
+ * @end: end of the bytes read
+ * @at_eof: read() returned 0
+ * @header_ok: the header line was read and checked
+ * @info: what the caller sees
+ * @err: first error (sticky), 0 = none
+ * @errmsg: its message
+ */
+struct cr_file {
+	int fd;
+	char *buf;
+	size_t start, end;
+	bool at_eof;
+	bool header_ok;
+	struct sbrig_capfile_info info;
+	int err;
+	char errmsg[512];
+};
+
+struct sbrig_capread {
+	char dir[PATH_MAX];
+	struct sbrig_capture_meta meta;
+	struct cr_file files[SBRIG_CAPFILE_NR];
+};
+
+/* A field of a line: not NUL-terminated. */
+struct field {
+	const char *s;
+	size_t n;
+};
+
+/* ---- values -------------------------------------------------------------- */
+
+static bool parse_u64(struct field f, uint64_t *out)
+{
+	uint64_t v = 0;
+	size_t i;
+
+	if (!f.n || f.n > 20)
+		return false;
+	for (i = 0; i < f.n; i++) {
+		unsigned int d = (unsigned char)f.s[i] - '0';
+
+		if (d > 9 || v > (UINT64_MAX - d) / 10)
+			return false;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return true;
+}
+
+static bool parse_i64(struct field f, int64_t *out)
+{
+	bool neg = f.n && f.s[0] == '-';
+	uint64_t v;
+
+	if (neg) {
+		f.s++;
+		f.n--;
+	}
+	if (!parse_u64(f, &v) || v > (uint64_t)INT64_MAX + neg)
+		return false;
+	*out = neg ? (int64_t)(0 - v) : (int64_t)v;
+	return true;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/*
+ * Unescape @f into @dst (@size bytes, NUL-terminated). On failure @why
+ * (static text, or @whybuf) says why.
+ */
+static bool unescape(struct field f, char *dst, size_t size, const char **why,
+		     char *whybuf, size_t whylen)
+{
+	size_t i, o = 0;
+
+	for (i = 0; i < f.n; i++) {
+		unsigned char c = (unsigned char)f.s[i];
+
+		if (c == '\\') {
+			char e = i + 1 < f.n ? f.s[i + 1] : '\0';
+
+			i++;
+			switch (e) {
+			case '\\': c = '\\'; break;
+			case 't': c = '\t'; break;
+			case 'n': c = '\n'; break;
+			case 'r': c = '\r'; break;
+			case 'x': {
+				int hi = i + 2 < f.n ? hexval(f.s[i + 1]) : -1;
+				int lo = hi >= 0 ? hexval(f.s[i + 2]) : -1;
+
+				if (lo < 0 || (hi == 0 && lo == 0)) {
+					snprintf(whybuf, whylen,
+						 "bad \\x escape at byte %zu",
+						 i);
+					*why = whybuf;
+					return false;
+				}
+				c = (unsigned char)(hi << 4 | lo);
+				i += 2;
+				break;
+			}
+			default:
+				snprintf(whybuf, whylen, "bad escape at byte %zu",
+					 i);
+				*why = whybuf;
+				return false;
+			}
+		} else if (c < ' ' || c == 0x7f) {
+			snprintf(whybuf, whylen,
+				 "control byte 0x%02x not escaped at byte %zu",
+				 c, i + 1);
+			*why = whybuf;
+			return false;
+		}
+		if (o + 1 >= size) {
+			snprintf(whybuf, whylen, "longer than %zu bytes",
+				 size - 1);
+			*why = whybuf;
+			return false;
+		}
+		dst[o++] = (char)c;
+	}
+	dst[o] = '\0';
+	return true;
+}
+
+/* ---- data files ---------------------------------------------------------- */
+
+static int SBRIG_PRINTF(3, 4)
+file_fail(struct sbrig_capread *cr, enum sbrig_capfile id, const char *fmt,
+	  ...)
+{
+	struct cr_file *f = &cr->files[id];
+	char msg[400], full[sizeof(f->errmsg)];
+	va_list ap;
+
+	if (!f->err) {
+		va_start(ap, fmt);
+		vsnprintf(msg, sizeof(msg), fmt, ap);
+		va_end(ap);
+		snprintf(full, sizeof(full), "%s/%s:%" PRIu64 ": %s", cr->dir,
+			 cr_files[id].name, f->info.line, msg);
+		memcpy(f->errmsg, full, sizeof(full));
+		f->err = -EINVAL;
+	}
+	return sbrig_set_error(f->err, "%s", f->errmsg);
+}
+
+static int file_open(struct sbrig_capread *cr, enum sbrig_capfile id)
+{
+	struct cr_file *f = &cr->files[id];
+	char path[PATH_MAX + 32];
+	struct stat st;
+	int err;
+
+	snprintf(path, sizeof(path), "%s/%s", cr->dir, cr_files[id].name);
+	err = 0;
+	f->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (f->fd < 0)
+		err = errno;
+	else if (fstat(f->fd, &st))
+		err = errno;
+	else if (!S_ISREG(st.st_mode))
+		err = EINVAL;
+	if (err) {
+		if (f->fd >= 0)
+			close(f->fd);
+		f->fd = -1;
+		f->err = -err;
+		snprintf(f->errmsg, sizeof(f->errmsg), "%s: %s", path,
+			 err == EINVAL ? "not a regular file" : strerror(err));
+		return sbrig_set_error(f->err, "%s", f->errmsg);
+	}
+	if (!f->buf) {
+		f->buf = malloc(CR_BUF);
+		if (!f->buf) {
+			f->err = -ENOMEM;
+			snprintf(f->errmsg, sizeof(f->errmsg), "%s: out of memory",
+				 path);
+			return sbrig_set_error(f->err, "%s", f->errmsg);
+		}
+	}
+	f->start = f->end = 0;
+	f->at_eof = false;
+	return 0;
+}
+
+/*
+ * The next complete line of file @id (without its '\n'), in place in the
+ * buffer: valid until the next call. Return 1, 0 at the end (a last line
+ * without its newline is dropped and counted), -errno.
+ */
+static int next_line(struct sbrig_capread *cr, enum sbrig_capfile id,
+		     struct field *line)
+{
+	struct cr_file *f = &cr->files[id];
+	char *nl;
+	ssize_t n;
+
+	for (;;) {
+		nl = memchr(f->buf + f->start, '\n', f->end - f->start);
+		if (nl) {
+			line->s = f->buf + f->start;
+			line->n = (size_t)(nl - line->s);
+			f->start += line->n + 1;
+			f->info.line++;
+			return 1;
+		}
+		if (f->at_eof) {
+			if (f->start < f->end) {
+				f->info.cut_lines = 1;	/* an unfinished write */
+				f->start = f->end;
+			}
+			f->info.eof = true;
+			return 0;
+		}
+		if (f->start) {
+			memmove(f->buf, f->buf + f->start, f->end - f->start);
+			f->end -= f->start;
+			f->start = 0;
+		}
+		if (f->end == CR_BUF) {
+			f->info.line++;
+			return file_fail(cr, id, "line longer than %d bytes",
+					 CR_BUF - 1);
+		}
+		n = read(f->fd, f->buf + f->end, CR_BUF - f->end);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int err = errno;
+
+			file_fail(cr, id, "read: %s", strerror(err));
+			f->err = -err;
+			return sbrig_set_error(f->err, "%s", f->errmsg);
+		}
+		if (n == 0)
+			f->at_eof = true;
+		f->end += (size_t)n;
+	}
+}
+
+/* Column names of file @id, for messages: the header's words. */
+static void column_name(enum sbrig_capfile id, unsigned int col, char *out,
+			size_t size)
+{
+	const char *h = cr_files[id].header, *tab;
+	unsigned int i;
+
+	for (i = 0; i < col && (tab = strchr(h, '\t')); i++)
+		h = tab + 1;
+	tab = strchr(h, '\t');
+	snprintf(out, size, "%.*s", (int)(tab ? (size_t)(tab - h) : strlen(h)),
+		 h);
+}
+
+static int SBRIG_PRINTF(4, 5)
+col_fail(struct sbrig_capread *cr, enum sbrig_capfile id, unsigned int col,
+	 const char *fmt, ...)
+{
+	char name[32], msg[300];
+	va_list ap;
+
+	column_name(id, col, name, sizeof(name));
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return file_fail(cr, id, "column %u (%s): %s", col + 1, name, msg);
+}
+
+/*
+ * The next row of file @id split into its columns (checked against the
+ * header first). Return 1, 0 at the end, -errno.
+ */
+static int next_row(struct sbrig_capread *cr, enum sbrig_capfile id,
+		    struct field *cols)
+{
+	struct cr_file *f = &cr->files[id];
+	struct field line;
+	unsigned int n = 0;
+	size_t i, start = 0;
+	int ret;
+
+	if (f->err)
+		return sbrig_set_error(f->err, "%s", f->errmsg);
+	if (f->fd < 0) {
+		ret = file_open(cr, id);
+		if (ret)
+			return ret;
+	}
+	if (!f->header_ok) {
+		ret = next_line(cr, id, &line);
+		if (ret < 0)
+			return ret;
+		if (!ret) {
+			f->info.line = 1;
+			return file_fail(cr, id, "no header line (expected '%s')",
+					 cr_files[id].header);
+		}
+		if (line.n != strlen(cr_files[id].header) ||
+		    memcmp(line.s, cr_files[id].header, line.n))
+			return file_fail(cr, id,
+					 "header: expected '%s' (format version 1)",
+					 cr_files[id].header);
+		f->header_ok = true;
+	}
+	ret = next_line(cr, id, &line);
+	if (ret <= 0)
+		return ret;
+	if (memchr(line.s, '\0', line.n))
+		return file_fail(cr, id, "NUL byte");
+	for (i = 0; i <= line.n; i++) {
+		if (i < line.n && line.s[i] != '\t')
+			continue;
+		if (n == cr_files[id].ncols)
+			return file_fail(cr, id, "more than %u columns",
+					 cr_files[id].ncols);
+		cols[n].s = line.s + start;
+		cols[n].n = i - start;
+		n++;
+		start = i + 1;
+	}
+	if (n != cr_files[id].ncols)
+		return file_fail(cr, id, "%u columns, expected %u", n,
+				 cr_files[id].ncols);
+	f->info.rows++;
+	return 1;
+}
+
+/* Typed columns: each returns 0 or the -errno of col_fail(). */
+static int col_i64(struct sbrig_capread *cr, enum sbrig_capfile id,
+		   const struct field *c, unsigned int col, int64_t *v)
+{
+	if (parse_i64(c[col], v))
+		return 0;
+	return col_fail(cr, id, col, "'%.*s': not a 64-bit integer",
+			(int)(c[col].n > 32 ? 32 : c[col].n), c[col].s);
+}
+
+static int col_u64(struct sbrig_capread *cr, enum sbrig_capfile id,
+		   const struct field *c, unsigned int col, uint64_t *v)
+{
+	if (parse_u64(c[col], v))
+		return 0;
+	return col_fail(cr, id, col, "'%.*s': not an unsigned 64-bit integer",
+			(int)(c[col].n > 32 ? 32 : c[col].n), c[col].s);
+}
+
+static int col_i32(struct sbrig_capread *cr, enum sbrig_capfile id,
+		   const struct field *c, unsigned int col, int32_t *v)
+{
+	int64_t w;
+
+	if (parse_i64(c[col], &w) && w >= INT32_MIN && w <= INT32_MAX) {
+		*v = (int32_t)w;
+		return 0;
+	}
+	return col_fail(cr, id, col, "'%.*s': not a 32-bit integer",
+			(int)(c[col].n > 32 ? 32 : c[col].n), c[col].s);
+}
+
+static int col_text(struct sbrig_capread *cr, enum sbrig_capfile id,
+		    const struct field *c, unsigned int col, char *dst,
+		    size_t size)
+{
+	const char *why = NULL;
+	char whybuf[64];
+
+	if (unescape(c[col], dst, size, &why, whybuf, sizeof(whybuf)))
+		return 0;
+	return col_fail(cr, id, col, "%s", why);
+}
+
+/* A column that is one of two words: 1 for @yes, 0 for @no. */
+static int col_word(struct sbrig_capread *cr, enum sbrig_capfile id,
+		    const struct field *c, unsigned int col, const char *yes,
+		    const char *no, bool *v)
+{
+	if (c[col].n == strlen(yes) && !memcmp(c[col].s, yes, c[col].n)) {
+		*v = true;
+		return 0;
+	}
+	if (c[col].n == strlen(no) && !memcmp(c[col].s, no, c[col].n)) {
+		*v = false;
+		return 0;
+	}
+	return col_fail(cr, id, col, "'%.*s': expected %s or %s",
+			(int)(c[col].n > 32 ? 32 : c[col].n), c[col].s, yes, no);
+}
+
+int sbrig_capread_next_sample(struct sbrig_capread *cr, struct sbrig_sample *s)
+{
+	const enum sbrig_capfile id = SBRIG_CAPFILE_SAMPLES;
+	struct field c[CR_MAX_COLS];
+	struct sbrig_sample r;
+	int ret = next_row(cr, id, c);
+
+	if (ret <= 0)
+		return ret;
+	memset(&r, 0, sizeof(r));	/* padding too: rows compare whole */
+	if (col_i64(cr, id, c, 0, &r.t_ns) ||
+	    col_i32(cr, id, c, 1, &r.current_uA) ||
+	    col_i32(cr, id, c, 2, &r.bus_uV) ||
+	    col_i32(cr, id, c, 3, &r.shunt_nV) ||
+	    col_i64(cr, id, c, 4, &r.power_uW))
+		return cr->files[id].err;
+	*s = r;
+	return 1;
+}
+
+int sbrig_capread_next_gap(struct sbrig_capread *cr, struct sbrig_gap *g)
+{
+	const enum sbrig_capfile id = SBRIG_CAPFILE_GAPS;
+	struct field c[CR_MAX_COLS];
+	struct sbrig_gap r;
+	int ret = next_row(cr, id, c);
+
+	if (ret <= 0)
+		return ret;
+	if (col_i64(cr, id, c, 0, &r.t_ns) ||
+	    col_i64(cr, id, c, 1, &r.next_t_ns) ||
+	    col_u64(cr, id, c, 2, &r.missing))
+		return cr->files[id].err;
+	*g = r;
+	return 1;
+}
+
+int sbrig_capread_next_edge(struct sbrig_capread *cr, struct sbrig_edge *e)
+{
+	const enum sbrig_capfile id = SBRIG_CAPFILE_EDGES;
+	struct field c[CR_MAX_COLS];
+	struct sbrig_edge r;
+	int ret = next_row(cr, id, c);
+
+	if (ret <= 0)
+		return ret;
+	memset(&r, 0, sizeof(r));
+	if (col_i64(cr, id, c, 0, &r.t_ns) ||
+	    col_text(cr, id, c, 1, r.line, sizeof(r.line)) ||
+	    col_word(cr, id, c, 2, "rising", "falling", &r.rising) ||
+	    col_u64(cr, id, c, 3, &r.seqno))
+		return cr->files[id].err;
+	*e = r;
+	return 1;
+}
+
+int sbrig_capread_next_stimulus(struct sbrig_capread *cr,
+				struct sbrig_stimulus *st)
+{
+	const enum sbrig_capfile id = SBRIG_CAPFILE_STIMULI;
+	struct field c[CR_MAX_COLS];
+	struct sbrig_stimulus r;
+	int ret = next_row(cr, id, c);
+
+	if (ret <= 0)
+		return ret;
+	memset(&r, 0, sizeof(r));
+	if (col_i64(cr, id, c, 0, &r.t_ns) ||
+	    col_text(cr, id, c, 1, r.what, sizeof(r.what)) ||
+	    col_text(cr, id, c, 2, r.arg, sizeof(r.arg)))
+		return cr->files[id].err;
+	*st = r;
+	return 1;
+}
+
+int sbrig_capread_next_event(struct sbrig_capread *cr, struct sbrig_event *ev)
+{
+	const enum sbrig_capfile id = SBRIG_CAPFILE_EVENTS;
+	struct field c[CR_MAX_COLS];
+	struct sbrig_event r;
+	int ret = next_row(cr, id, c);
+
+	if (ret <= 0)
+		return ret;
+	memset(&r, 0, sizeof(r));
+	if (col_i64(cr, id, c, 0, &r.host_t_ns) ||
+	    col_i64(cr, id, c, 1, &r.uncert_ns) ||
+	    col_i64(cr, id, c, 2, &r.target_t_ns) ||
+	    col_text(cr, id, c, 3, r.boot_id, sizeof(r.boot_id)) ||
+	    col_u64(cr, id, c, 4, &r.seq) ||
+	    col_text(cr, id, c, 5, r.type, sizeof(r.type)) ||
+	    col_text(cr, id, c, 6, r.arg, sizeof(r.arg)) ||
+	    col_word(cr, id, c, 7, "1", "0", &r.cut))
+		return cr->files[id].err;
+	*ev = r;
+	return 1;
+}
+
+int sbrig_capread_next_stats(struct sbrig_capread *cr, int64_t *t_ns,
+			     struct sbrig_blocker_stats *row)
+{
+	const enum sbrig_capfile id = SBRIG_CAPFILE_STATS;
+	struct field c[CR_MAX_COLS];
+	struct sbrig_blocker_stats r;
+	int64_t t;
+	int ret = next_row(cr, id, c);
+
+	if (ret <= 0)
+		return ret;
+	memset(&r, 0, sizeof(r));
+	if (col_i64(cr, id, c, 0, &t) ||
+	    col_text(cr, id, c, 1, r.name, sizeof(r.name)) ||
+	    col_u64(cr, id, c, 2, &r.count) ||
+	    col_u64(cr, id, c, 3, &r.wake_count) ||
+	    col_i64(cr, id, c, 4, &r.active_since_ns) ||
+	    col_i64(cr, id, c, 5, &r.total_time_ns) ||
+	    col_i64(cr, id, c, 6, &r.sleep_time_ns) ||
+	    col_i64(cr, id, c, 7, &r.max_time_ns) ||
+	    col_i64(cr, id, c, 8, &r.last_change_ns))
+		return cr->files[id].err;
+	*t_ns = t;
+	*row = r;
+	return 1;
+}
+
+int sbrig_capread_next_clock(struct sbrig_capread *cr,
+			     struct sbrig_capture_clock_row *cl)
+{
+	const enum sbrig_capfile id = SBRIG_CAPFILE_CLOCK;
+	struct field c[CR_MAX_COLS];
+	struct sbrig_capture_clock_row r;
+	int ret = next_row(cr, id, c);
+
+	if (ret <= 0)
+		return ret;
+	if (col_i64(cr, id, c, 0, &r.host_send_ns) ||
+	    col_i64(cr, id, c, 1, &r.host_recv_ns) ||
+	    col_i64(cr, id, c, 2, &r.target_ns) ||
+	    col_word(cr, id, c, 3, "1", "0", &r.retained))
+		return cr->files[id].err;
+	*cl = r;
+	return 1;
+}
+
+int sbrig_capread_rewind(struct sbrig_capread *cr, enum sbrig_capfile file)
+{
+	struct cr_file *f;
+
+	if ((unsigned int)file >= SBRIG_CAPFILE_NR)
+		return sbrig_set_error(-EINVAL, "capture: no file %d", file);
+	f = &cr->files[file];
+	if (f->fd >= 0)
+		close(f->fd);
+	f->fd = -1;
+	f->header_ok = false;
+	f->err = 0;
+	f->errmsg[0] = '\0';
+	memset(&f->info, 0, sizeof(f->info));
+	return file_open(cr, file);
+}
+
+void sbrig_capread_file_info(const struct sbrig_capread *cr,
+			     enum sbrig_capfile file,
+			     struct sbrig_capfile_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	if ((unsigned int)file < SBRIG_CAPFILE_NR)
+		*info = cr->files[file].info;
+}
+
+const char *sbrig_capfile_name(enum sbrig_capfile file)
+{
+	return (unsigned int)file < SBRIG_CAPFILE_NR ? cr_files[file].name : "?";
+}
+
+/* ---- meta.ini ------------------------------------------------------------ */
+
+enum meta_sec { MS_CAPTURE, MS_PROVENANCE, MS_TARGET, MS_END, MS_OTHER };
+
+enum meta_type { M_STR, M_I64, M_U64, M_UINT, M_INT, M_ROWS };
+
+/**
+ * struct meta_key - a known key of meta.ini
+ * @sec: its section
+ * @key: its name
+ * @type: how the value is parsed
+ * @offset: where it goes (struct sbrig_capture_meta; MS_TARGET: struct
+ *	sbrig_capture_target); M_ROWS: the file index
+ * @size: storage size of a string
+ */
+struct meta_key {
+	enum meta_sec sec;
+	const char *key;
+	enum meta_type type;
+	size_t offset;
+	size_t size;
+};
+
+#define MK(s, k, t, f) { s, k, t, offsetof(struct sbrig_capture_meta, f), \
+			 sizeof(((struct sbrig_capture_meta *)0)->f) }
+#define PK(k) MK(MS_PROVENANCE, #k, M_STR, prov.k)
+#define TK(k, t) { MS_TARGET, #k, t, offsetof(struct sbrig_capture_target, k), \
+		   sizeof(((struct sbrig_capture_target *)0)->k) }
+#define RK(k, i) { MS_END, k, M_ROWS, i, 0 }
+
+static const struct meta_key meta_keys[] = {
+	MK(MS_CAPTURE, "version", M_UINT, version),
+	MK(MS_CAPTURE, "created", M_STR, created),
+	MK(MS_CAPTURE, "created_realtime_ns", M_I64, created_realtime_ns),
+	MK(MS_CAPTURE, "created_monotonic_ns", M_I64, created_monotonic_ns),
+	PK(rig_name), PK(rig_config), PK(rig_sha256), PK(host_version),
+	PK(git_sha), PK(scenario), PK(scenario_sha256), PK(power_uri),
+	PK(target_uri),
+	TK(boot_id, M_STR), TK(kernel, M_STR), TK(module, M_STR),
+	TK(agent, M_STR), TK(seen_monotonic_ns, M_I64),
+	MK(MS_END, "status", M_STR, status),
+	MK(MS_END, "closed_monotonic_ns", M_I64, closed_monotonic_ns),
+	MK(MS_END, "error", M_STR, error),
+	MK(MS_END, "errno", M_INT, errno_value),
+	MK(MS_END, "targets_not_listed", M_U64, targets_not_listed),
+	RK("samples", SBRIG_CAPFILE_SAMPLES), RK("gaps", SBRIG_CAPFILE_GAPS),
+	RK("edges", SBRIG_CAPFILE_EDGES), RK("stimuli", SBRIG_CAPFILE_STIMULI),
+	RK("events", SBRIG_CAPFILE_EVENTS), RK("stats", SBRIG_CAPFILE_STATS),
+	RK("clock", SBRIG_CAPFILE_CLOCK),
+};
+
+static const char *const meta_sections[] = {
+	[MS_CAPTURE] = "capture", [MS_PROVENANCE] = "provenance",
+	[MS_TARGET] = "target", [MS_END] = "end",
+};
+
+/**
+ * struct meta_parser - state of one meta.ini
+ * @cr: the reader (its @dir and @meta)
+ * @line: current line number
+ * @sec: current section (MS_OTHER also before the first one)
+ * @in_section: a section header was seen
+ * @seen_secs: bitmap of the single sections seen
+ * @seen_keys: bitmap of meta_keys[] set in the current section
+ * @format_ok: [capture] format = sbrig-capture was seen
+ */
+struct meta_parser {
+	struct sbrig_capread *cr;
+	unsigned int line;
+	enum meta_sec sec;
+	bool in_section;
+	unsigned int seen_secs;
+	uint64_t seen_keys;
+	bool format_ok;
+};
+
+static int SBRIG_PRINTF(2, 3)
+meta_fail(struct meta_parser *p, const char *fmt, ...)
+{
+	char msg[400];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return sbrig_set_error(-EINVAL, "%s/meta.ini:%u: %s", p->cr->dir,
+			       p->line, msg);
+}
+
+static int meta_section(struct meta_parser *p, struct field name)
+{
+	struct sbrig_capture_meta *m = &p->cr->meta;
+	unsigned int i;
+
+	p->seen_keys = 0;
+	p->in_section = true;
+	p->sec = MS_OTHER;	/* unknown sections are skipped */
+	for (i = 0; i < SBRIG_ARRAY_SIZE(meta_sections); i++)
+		if (name.n == strlen(meta_sections[i]) &&
+		    !memcmp(name.s, meta_sections[i], name.n))
+			p->sec = i;
+	if (p->sec == MS_TARGET) {
+		if (m->ntargets == SBRIG_CAPTURE_MAX_TARGETS)
+			return meta_fail(p, "[target]: more than %d",
+					 SBRIG_CAPTURE_MAX_TARGETS);
+		m->ntargets++;
+	} else if (p->sec != MS_OTHER) {
+		if (p->seen_secs & (1u << p->sec))
+			return meta_fail(p, "[%s]: section given twice",
+					 meta_sections[p->sec]);
+		p->seen_secs |= 1u << p->sec;
+		if (p->sec == MS_END)
+			m->ended = true;
+	}
+	return 0;
+}
+
+static int meta_value(struct meta_parser *p, struct field key, struct field v)
+{
+	struct sbrig_capture_meta *m = &p->cr->meta;
+	const struct meta_key *k = NULL;
+	const char *why = NULL, *sec;
+	char whybuf[64], *base;
+	unsigned int i;
+	int64_t i64;
+	uint64_t u64;
+
+	if (!p->in_section)
+		return meta_fail(p, "'%.*s': key outside of any section",
+				 (int)(key.n > 32 ? 32 : key.n), key.s);
+	sec = p->sec == MS_OTHER ? "?" : meta_sections[p->sec];
+	if (p->sec == MS_CAPTURE && key.n == 6 && !memcmp(key.s, "format", 6)) {
+		if (v.n != 13 || memcmp(v.s, "sbrig-capture", 13))
+			return meta_fail(p, "[capture] format: '%.*s': not an sbrig capture",
+					 (int)(v.n > 32 ? 32 : v.n), v.s);
+		p->format_ok = true;
+		return 0;
+	}
+	for (i = 0; i < SBRIG_ARRAY_SIZE(meta_keys); i++)
+		if (meta_keys[i].sec == p->sec &&
+		    key.n == strlen(meta_keys[i].key) &&
+		    !memcmp(key.s, meta_keys[i].key, key.n)) {
+			k = &meta_keys[i];
+			break;
+		}
+	if (!k)
+		return 0;	/* a key of a later writer: skipped */
+	if (p->seen_keys & (1ull << i))
+		return meta_fail(p, "[%s] %s: set twice", sec, k->key);
+	p->seen_keys |= 1ull << i;
+	base = p->sec == MS_TARGET ? (char *)&m->targets[m->ntargets - 1] :
+				     (char *)m;
+	switch (k->type) {
+	case M_STR:
+		if (!unescape(v, base + k->offset, k->size, &why, whybuf,
+			      sizeof(whybuf)))
+			return meta_fail(p, "[%s] %s: %s", sec, k->key, why);
+		return 0;
+	case M_I64:
+		if (!parse_i64(v, &i64))
+			break;
+		memcpy(base + k->offset, &i64, sizeof(i64));
+		return 0;
+	case M_U64:
+		if (!parse_u64(v, &u64))
+			break;
+		memcpy(base + k->offset, &u64, sizeof(u64));
+		return 0;
+	case M_UINT:
+		if (!parse_u64(v, &u64) || u64 > UINT32_MAX)
+			break;
+		*(unsigned int *)(base + k->offset) = (unsigned int)u64;
+		return 0;
+	case M_INT:
+		if (!parse_i64(v, &i64) || i64 < INT32_MIN || i64 > INT32_MAX)
+			break;
+		*(int *)(base + k->offset) = (int)i64;
+		return 0;
+	case M_ROWS:
+		if (!parse_u64(v, &u64) || u64 > INT64_MAX)
+			break;
+		m->rows[k->offset] = (int64_t)u64;
+		return 0;
+	}
+	return meta_fail(p, "[%s] %s: '%.*s': not a number", sec, k->key,
+			 (int)(v.n > 32 ? 32 : v.n), v.s);
+}
+
+static int meta_line(struct meta_parser *p, struct field l)
+{
+	const char *eq;
+
+	if (!l.n || l.s[0] == ';' || l.s[0] == '#')
+		return 0;
+	if (memchr(l.s, '\0', l.n))
+		return meta_fail(p, "NUL byte");
+	if (l.s[0] == '[') {
+		if (l.n < 3 || l.s[l.n - 1] != ']')
+			return meta_fail(p, "expected [section]");
+		return meta_section(p, (struct field){ l.s + 1, l.n - 2 });
+	}
+	eq = memmem(l.s, l.n, " = ", 3);
+	if (!eq || eq == l.s)
+		return meta_fail(p, "expected [section] or key = value");
+	return meta_value(p, (struct field){ l.s, (size_t)(eq - l.s) },
+			  (struct field){ eq + 3, l.n - (size_t)(eq - l.s) - 3 });
+}
+
+static int read_meta(struct sbrig_capread *cr)
+{
+	struct meta_parser p = { .cr = cr, .sec = MS_OTHER };
+	char path[PATH_MAX + 16], *buf;
+	size_t got = 0, pos = 0;
+	struct stat st;
+	ssize_t n;
+	int fd, ret = 0, i;
+
+	for (i = 0; i < SBRIG_CAPFILE_NR; i++)
+		cr->meta.rows[i] = -1;
+	snprintf(path, sizeof(path), "%s/meta.ini", cr->dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return sbrig_set_error(-errno, "%s: %s", path, strerror(errno));
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size > CR_META_MAX) {
+		close(fd);
+		return sbrig_set_error(-EINVAL,
+			"%s: not a regular file of at most %d bytes", path,
+			CR_META_MAX);
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf) {
+		close(fd);
+		return sbrig_set_error(-ENOMEM, "%s: out of memory", path);
+	}
+	while (got < (size_t)st.st_size) {
+		n = read(fd, buf + got, (size_t)st.st_size - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ret = sbrig_set_error(-errno, "%s: %s", path,
+					      strerror(errno));
+			goto out;
+		}
+		if (!n)
+			break;
+		got += (size_t)n;
+	}
+	/* lines; the bytes after the last newline are an unfinished write */
+	while (pos < got) {
+		const char *nl = memchr(buf + pos, '\n', got - pos);
+
+		if (!nl)
+			break;
+		p.line++;
+		ret = meta_line(&p, (struct field){ buf + pos,
+				(size_t)(nl - buf - pos) });
+		if (ret)
+			goto out;
+		pos = (size_t)(nl - buf) + 1;
+	}
+	p.line = 0;
+	if (!(p.seen_secs & (1u << MS_CAPTURE)) || !p.format_ok) {
+		ret = sbrig_set_error(-EINVAL,
+			"%s: no [capture] format = sbrig-capture: not a capture",
+			path);
+		goto out;
+	}
+	if (cr->meta.version != 1) {
+		ret = sbrig_set_error(-EPROTONOSUPPORT,
+			"%s: [capture] version %u: this reader knows version 1",
+			path, cr->meta.version);
+		goto out;
+	}
+out:
+	free(buf);
+	close(fd);
+	return ret;
+}
+
+/* ---- life cycle ---------------------------------------------------------- */
+
+struct sbrig_capread *sbrig_capread_open(const char *dir)
+{
+	struct sbrig_capread *cr;
+	unsigned int i;
+	int ret;
+
+	if (strlen(dir) >= sizeof(cr->dir)) {
+		sbrig_set_error(-ENAMETOOLONG, "%s: path too long", dir);
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	cr = calloc(1, sizeof(*cr));
+	if (!cr) {
+		sbrig_set_error(-ENOMEM, "%s: out of memory", dir);
+		errno = ENOMEM;
+		return NULL;
+	}
+	snprintf(cr->dir, sizeof(cr->dir), "%s", dir);
+	for (i = 0; i < SBRIG_CAPFILE_NR; i++)
+		cr->files[i].fd = -1;
+	ret = read_meta(cr);
+	if (ret) {
+		sbrig_capread_close(cr);
+		errno = -ret;
+		return NULL;
+	}
+	return cr;
+}
+
+void sbrig_capread_close(struct sbrig_capread *cr)
+{
+	unsigned int i;
+
+	if (!cr)
+		return;
+	for (i = 0; i < SBRIG_CAPFILE_NR; i++) {
+		if (cr->files[i].fd >= 0)
+			close(cr->files[i].fd);
+		free(cr->files[i].buf);
+	}
+	free(cr);
+}
+
+const struct sbrig_capture_meta *sbrig_capread_meta(const struct sbrig_capread *cr)
+{
+	return &cr->meta;
+}
+
+const char *sbrig_capread_dir(const struct sbrig_capread *cr)
+{
+	return cr->dir;
+}

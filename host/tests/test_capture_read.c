@@ -1,0 +1,467 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Unit tests for the capture reader (lib/capture-read.c): a round trip of
+ * everything capture.c writes, the killed and cut captures the format
+ * allows, and hostile files (each error names file:line and the column).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <sbrig/capture-read.h>
+#include <sbrig/capture.h>
+#include <sbrig/sbrig.h>
+
+static const char *tmpdir(void)
+{
+	const char *t = getenv("SBRIG_TMPDIR");
+
+	return t ? t : "/tmp";
+}
+
+static void write_file(const char *dir, const char *name, const char *text,
+		       size_t len)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, len), (ssize_t)len);
+	close(fd);
+}
+
+static void append_file(const char *dir, const char *name, const char *text)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "a");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static const struct sbrig_provenance prov = {
+	.rig_name = "rt", .rig_config = "rig/rt.conf", .rig_sha256 = "ab12",
+	.host_version = "v1-2-g3", .git_sha = "0123",
+	.scenario = "odd\tname\\.scn", .scenario_sha256 = "cd34",
+	.power_uri = "ip:127.0.0.1:30431", .target_uri = "tcp:127.0.0.1:1",
+};
+
+/* Everything capture.c writes comes back as it went in. */
+static void round_trip(void **state)
+{
+	const struct sbrig_sample s[3] = {
+		{ 1000, 12345, 5000000, 1234500, 61725 },
+		{ INT64_MIN, INT32_MIN, INT32_MAX, -1, INT64_MAX },
+		{ 3000, 0, 0, 0, 0 },
+	};
+	const struct sbrig_gap gap = { 2000, 5000, UINT64_MAX };
+	struct sbrig_edge edge = { .t_ns = 3000, .rising = true, .seqno = 7 };
+	struct sbrig_stimulus st = { .t_ns = 2500 };
+	struct sbrig_event ev = {
+		.host_t_ns = 4000, .uncert_ns = 150, .target_t_ns = 5012345678,
+		.seq = UINT64_MAX, .cut = true,
+	};
+	struct sbrig_blocker_stats row = {
+		.count = 3, .wake_count = 1, .active_since_ns = -1,
+		.total_time_ns = 9, .sleep_time_ns = 0, .max_time_ns = 5,
+		.last_change_ns = INT64_MAX,
+	};
+	const struct sbrig_capture_meta *m;
+	struct sbrig_capture_clock_row c;
+	struct sbrig_capfile_info info;
+	struct sbrig_capread *cr;
+	struct sbrig_capture *cap;
+	struct sbrig_sample rs;
+	struct sbrig_gap rg;
+	struct sbrig_edge re;
+	struct sbrig_stimulus rst;
+	struct sbrig_event rev;
+	struct sbrig_blocker_stats rrow;
+	char dir[PATH_MAX];
+	int64_t t;
+	unsigned int i;
+
+	strcpy(edge.line, "marker");
+	strcpy(st.what, "press");
+	strcpy(st.arg, "all bytes \x01\x7f\t\n\r\\ \xc3\xa9");
+	strcpy(ev.boot_id, "b-1");
+	strcpy(ev.type, "block");
+	strcpy(ev.arg, "tab\there\nnl\\bs\x01");
+	memset(row.name, 'n', sizeof(row.name) - 1);	/* the longest name */
+	snprintf(dir, sizeof(dir), "%s/rt", tmpdir());
+	cap = sbrig_capture_new(dir, &prov);
+	assert_non_null(cap);
+	assert_int_equal(sbrig_capture_set_target(cap, "b-1", "6.1.0-18-amd64",
+						  "0.1", "0.1"), 0);
+	assert_int_equal(sbrig_capture_set_target(cap, "b-2", "k\tk", "-",
+						  "0.2"), 0);
+	assert_int_equal(sbrig_capture_add_samples(cap, s, 3), 0);
+	assert_int_equal(sbrig_capture_add_gap(cap, &gap), 0);
+	assert_int_equal(sbrig_capture_add_edge(cap, &edge), 0);
+	assert_int_equal(sbrig_capture_add_stimulus(cap, &st), 0);
+	assert_int_equal(sbrig_capture_add_event(cap, &ev), 0);
+	assert_int_equal(sbrig_capture_add_stats(cap, 4500, &row), 0);
+	assert_int_equal(sbrig_capture_add_clock(cap, 100, 300, 5000000200, 1), 0);
+	assert_int_equal(sbrig_capture_add_clock(cap, 7, 7, -3, 0), 0);
+	assert_int_equal(sbrig_capture_close(cap, "failed: x\ty"), 0);
+
+	cr = sbrig_capread_open(dir);
+	if (!cr)
+		fail_msg("%s", sbrig_errmsg());
+	assert_string_equal(sbrig_capread_dir(cr), dir);
+	m = sbrig_capread_meta(cr);
+	assert_int_equal(m->version, 1);
+	assert_true(m->created_realtime_ns > 0 && m->created_monotonic_ns > 0);
+	assert_int_equal(strlen(m->created), 30);
+	assert_memory_equal(&m->prov, &prov, sizeof(prov));
+	assert_int_equal(m->ntargets, 2);
+	assert_string_equal(m->targets[0].boot_id, "b-1");
+	assert_string_equal(m->targets[0].kernel, "6.1.0-18-amd64");
+	assert_string_equal(m->targets[1].kernel, "k\tk");
+	assert_string_equal(m->targets[1].module, "-");
+	assert_string_equal(m->targets[1].agent, "0.2");
+	assert_true(m->targets[1].seen_monotonic_ns >= m->targets[0].seen_monotonic_ns);
+	assert_true(m->ended);
+	assert_string_equal(m->status, "failed: x\ty");
+	assert_true(m->closed_monotonic_ns >= m->created_monotonic_ns);
+	assert_string_equal(m->error, "");
+	assert_int_equal(m->rows[SBRIG_CAPFILE_SAMPLES], 3);
+	assert_int_equal(m->rows[SBRIG_CAPFILE_CLOCK], 2);
+	assert_int_equal(m->targets_not_listed, 0);
+
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(sbrig_capread_next_sample(cr, &rs), 1);
+		assert_memory_equal(&rs, &s[i], sizeof(rs));
+	}
+	assert_int_equal(sbrig_capread_next_sample(cr, &rs), 0);
+	assert_int_equal(sbrig_capread_next_sample(cr, &rs), 0);
+	sbrig_capread_file_info(cr, SBRIG_CAPFILE_SAMPLES, &info);
+	assert_int_equal(info.rows, 3);
+	assert_int_equal(info.line, 4);
+	assert_int_equal(info.cut_lines, 0);
+	assert_true(info.eof);
+	assert_int_equal(sbrig_capread_next_gap(cr, &rg), 1);
+	assert_memory_equal(&rg, &gap, sizeof(rg));
+	assert_int_equal(sbrig_capread_next_edge(cr, &re), 1);
+	assert_int_equal(re.t_ns, 3000);
+	assert_string_equal(re.line, "marker");
+	assert_true(re.rising);
+	assert_int_equal(re.seqno, 7);
+	assert_int_equal(sbrig_capread_next_stimulus(cr, &rst), 1);
+	assert_int_equal(rst.t_ns, 2500);
+	assert_string_equal(rst.what, "press");
+	assert_string_equal(rst.arg, st.arg);
+	assert_int_equal(sbrig_capread_next_event(cr, &rev), 1);
+	assert_int_equal(rev.host_t_ns, 4000);
+	assert_int_equal(rev.uncert_ns, 150);
+	assert_int_equal(rev.target_t_ns, 5012345678);
+	assert_int_equal(rev.seq, UINT64_MAX);
+	assert_string_equal(rev.boot_id, "b-1");
+	assert_string_equal(rev.type, "block");
+	assert_string_equal(rev.arg, ev.arg);
+	assert_true(rev.cut);
+	assert_int_equal(sbrig_capread_next_event(cr, &rev), 0);
+	assert_int_equal(sbrig_capread_next_stats(cr, &t, &rrow), 1);
+	assert_int_equal(t, 4500);
+	assert_memory_equal(&rrow, &row, sizeof(row));
+	assert_int_equal(sbrig_capread_next_clock(cr, &c), 1);
+	assert_int_equal(c.host_send_ns, 100);
+	assert_int_equal(c.host_recv_ns, 300);
+	assert_int_equal(c.target_ns, 5000000200);
+	assert_true(c.retained);
+	assert_int_equal(sbrig_capread_next_clock(cr, &c), 1);
+	assert_int_equal(c.target_ns, -3);
+	assert_false(c.retained);
+	assert_int_equal(sbrig_capread_next_clock(cr, &c), 0);
+	/* a second pass */
+	assert_int_equal(sbrig_capread_rewind(cr, SBRIG_CAPFILE_SAMPLES), 0);
+	assert_int_equal(sbrig_capread_next_sample(cr, &rs), 1);
+	assert_memory_equal(&rs, &s[0], sizeof(rs));
+	sbrig_capread_close(cr);
+	sbrig_capread_close(NULL);
+	assert_string_equal(sbrig_capfile_name(SBRIG_CAPFILE_EVENTS), "events.tsv");
+}
+
+/* A write cut short by kill -9: the last line is ignored and counted. */
+static void cut_last_line_and_killed_writer(void **state)
+{
+	struct sbrig_capture *cap;
+	struct sbrig_capread *cr;
+	struct sbrig_capfile_info info;
+	struct sbrig_sample s = { 1, 2, 3, 4, 5 }, r;
+	char dir[PATH_MAX];
+	int n = 0;
+
+	snprintf(dir, sizeof(dir), "%s/cut", tmpdir());
+	cap = sbrig_capture_new(dir, &prov);
+	assert_non_null(cap);
+	assert_int_equal(sbrig_capture_add_samples(cap, &s, 1), 0);
+	assert_int_equal(sbrig_capture_close(cap, "complete"), 0);
+	append_file(dir, "samples.tsv", "2000\t12");	/* no newline */
+	cr = sbrig_capread_open(dir);
+	assert_non_null(cr);
+	while (sbrig_capread_next_sample(cr, &r) == 1)
+		n++;
+	assert_int_equal(n, 1);
+	sbrig_capread_file_info(cr, SBRIG_CAPFILE_SAMPLES, &info);
+	assert_int_equal(info.cut_lines, 1);
+	assert_int_equal(info.rows, 1);
+	sbrig_capread_close(cr);
+
+	/* the checked-in capture of a killed writer: no [end] */
+	snprintf(dir, sizeof(dir), "%s/captures/killed",
+		 getenv("SBRIG_FIXTURES") ? getenv("SBRIG_FIXTURES") :
+		 "../../tests/fixtures");
+	cr = sbrig_capread_open(dir);
+	if (!cr)
+		fail_msg("%s", sbrig_errmsg());
+	assert_false(sbrig_capread_meta(cr)->ended);
+	assert_int_equal(sbrig_capread_meta(cr)->rows[0], -1);
+	for (n = 0; sbrig_capread_next_sample(cr, &r) == 1; n++)
+		;
+	sbrig_capread_file_info(cr, SBRIG_CAPFILE_SAMPLES, &info);
+	assert_true(info.eof && info.rows == (uint64_t)n);
+	sbrig_capread_close(cr);
+}
+
+#define META "[capture]\nformat = sbrig-capture\nversion = 1\n\n[provenance]\nrig_name = x\n"
+#define H_SAMPLES "t_ns\tcurrent_uA\tbus_uV\tshunt_nV\tpower_uW\n"
+#define H_EVENTS "host_t_ns\tuncert_ns\ttarget_t_ns\tboot_id\tseq\ttype\targ\tcut\n"
+#define H_EDGES "t_ns\tline\tedge\tseqno\n"
+#define H_STATS "t_ns\tname\tcount\twake_count\tactive_since_ns\ttotal_time_ns\tsleep_time_ns\tmax_time_ns\tlast_change_ns\n"
+
+/**
+ * struct hostile - one bad capture
+ * @file: the file to write (the others are good and empty)
+ * @text: its content
+ * @err: expected -errno (of open for meta.ini, of the first read else)
+ * @msg: expected message after "DIR/"
+ * @len: length of @text if it holds a NUL (0: strlen)
+ */
+struct hostile {
+	const char *file;
+	const char *text;
+	int err;
+	const char *msg;
+	size_t len;
+};
+
+#define NUL_META "[capture]\nformat = sbrig-capture\nversion = 1\nx\0y = 1\n"
+
+static const struct hostile hostile[] = {
+	{ "samples.tsv", "t_ns\tcurrent\n", EINVAL,
+	  "samples.tsv:1: header: expected 't_ns\tcurrent_uA", 0 },
+	{ "samples.tsv", "", EINVAL, "samples.tsv:1: no header line", 0 },
+	{ "samples.tsv", "t_ns\tcurrent_uA", EINVAL, "samples.tsv:1: no header line", 0 },
+	{ "samples.tsv", H_SAMPLES "1\t2\t3\n", EINVAL,
+	  "samples.tsv:2: 3 columns, expected 5", 0 },
+	{ "samples.tsv", H_SAMPLES "1\t2\t3\t4\t5\t6\n", EINVAL,
+	  "samples.tsv:2: more than 5 columns", 0 },
+	{ "samples.tsv", H_SAMPLES "1\t2\t3\t4\t5\n1\tx\t3\t4\t5\n", EINVAL,
+	  "samples.tsv:3: column 2 (current_uA): 'x': not a 32-bit integer", 0 },
+	{ "samples.tsv", H_SAMPLES "1\t2147483648\t3\t4\t5\n", EINVAL,
+	  "samples.tsv:2: column 2 (current_uA): '2147483648': not a 32-bit integer", 0 },
+	{ "samples.tsv", H_SAMPLES "9223372036854775808\t2\t3\t4\t5\n", EINVAL,
+	  "samples.tsv:2: column 1 (t_ns): '9223372036854775808': not a 64-bit integer", 0 },
+	{ "samples.tsv", H_SAMPLES "-\t2\t3\t4\t5\n", EINVAL,
+	  "samples.tsv:2: column 1 (t_ns): '-': not a 64-bit integer", 0 },
+	{ "samples.tsv", H_SAMPLES " 1\t2\t3\t4\t5\n", EINVAL,
+	  "samples.tsv:2: column 1 (t_ns): ' 1'", 0 },
+	{ "samples.tsv", H_SAMPLES "1\t2\t3\t4\t5\r\n", EINVAL,
+	  "samples.tsv:2: column 5 (power_uW): '5\r'", 0 },
+	{ "events.tsv", H_EVENTS "1\t2\t3\tb\t4\tblock\tx\\qy\t0\n", EINVAL,
+	  "events.tsv:2: column 7 (arg): bad escape at byte 2", 0 },
+	{ "events.tsv", H_EVENTS "1\t2\t3\tb\t4\tblock\tx\\x0\t0\n", EINVAL,
+	  "events.tsv:2: column 7 (arg): bad \\x escape", 0 },
+	{ "events.tsv", H_EVENTS "1\t2\t3\tb\t4\tblock\t\\x00\t0\n", EINVAL,
+	  "events.tsv:2: column 7 (arg): bad \\x escape", 0 },
+	{ "events.tsv", H_EVENTS "1\t2\t3\tb\t4\tblock\tx\\\t0\n", EINVAL,
+	  "events.tsv:2: column 7 (arg): bad escape", 0 },
+	{ "events.tsv", H_EVENTS "1\t2\t3\tb\t4\tblock\t\x01\t0\n", EINVAL,
+	  "events.tsv:2: column 7 (arg): control byte 0x01 not escaped", 0 },
+	{ "events.tsv", H_EVENTS "1\t2\t3\tb\t4\tblock\tx\t2\n", EINVAL,
+	  "events.tsv:2: column 8 (cut): '2': expected 1 or 0", 0 },
+	{ "events.tsv", H_EVENTS "1\t2\t3\tb\t-4\tblock\tx\t0\n", EINVAL,
+	  "events.tsv:2: column 5 (seq): '-4': not an unsigned 64-bit integer", 0 },
+	{ "events.tsv", H_EVENTS "1\t2\t3\tb\t4\tblockblockblock\tx\t0\n", EINVAL,
+	  "events.tsv:2: column 6 (type): longer than 11 bytes", 0 },
+	{ "edges.tsv", H_EDGES "1\tmarker\tup\t0\n", EINVAL,
+	  "edges.tsv:2: column 3 (edge): 'up': expected rising or falling", 0 },
+	{ "meta.ini", "[capture]\nversion = 1\n", EINVAL,
+	  "meta.ini: no [capture] format = sbrig-capture", 0 },
+	{ "meta.ini", "[capture]\nformat = sbrig-capture\nversion = 2\n",
+	  EPROTONOSUPPORT, "meta.ini: [capture] version 2: this reader knows version 1", 0 },
+	{ "meta.ini", META "junk\n", EINVAL,
+	  "meta.ini:7: expected [section] or key = value", 0 },
+	{ "meta.ini", "version = 1\n", EINVAL,
+	  "meta.ini:1: 'version': key outside of any section", 0 },
+	{ "meta.ini", "[capture]\nformat = sbrig-capture\nversion = one\n", EINVAL,
+	  "meta.ini:3: [capture] version: 'one': not a number", 0 },
+	{ "meta.ini", META "[capture]\n", EINVAL,
+	  "meta.ini:7: [capture]: section given twice", 0 },
+	{ "meta.ini", META "rig_name = y\n", EINVAL,
+	  "meta.ini:7: [provenance] rig_name: set twice", 0 },
+	{ "meta.ini", META "git_sha = \\z\n", EINVAL,
+	  "meta.ini:7: [provenance] git_sha: bad escape", 0 },
+	{ "meta.ini", META "[end]\nsamples = -1\n", EINVAL,
+	  "meta.ini:8: [end] samples: '-1': not a number", 0 },
+	{ "meta.ini", NUL_META, EINVAL, "meta.ini:4: NUL byte",
+	  sizeof(NUL_META) - 1 },
+};
+
+static void hostile_files_name_file_line_and_column(void **state)
+{
+	static const char *const files[] = {
+		"samples.tsv", "gaps.tsv", "edges.tsv", "stimuli.tsv",
+		"events.tsv", "stats.tsv", "clock.tsv",
+	};
+	static const char *const headers[] = {
+		H_SAMPLES, "t_ns\tnext_t_ns\tmissing\n", H_EDGES,
+		"t_ns\twhat\targ\n", H_EVENTS, H_STATS,
+		"host_send_ns\thost_recv_ns\ttarget_ns\tretained\n",
+	};
+	size_t i, j;
+
+	for (i = 0; i < sizeof(hostile) / sizeof(hostile[0]); i++) {
+		const struct hostile *h = &hostile[i];
+		char dir[PATH_MAX], want[PATH_MAX + 200];
+		struct sbrig_capread *cr;
+		struct sbrig_sample s;
+		struct sbrig_event ev;
+		struct sbrig_edge e;
+		int ret;
+		size_t len = h->len ? h->len : strlen(h->text);
+		snprintf(dir, sizeof(dir), "%s/hostile-%zu", tmpdir(), i);
+		mkdir(dir, 0755);
+		write_file(dir, "meta.ini", META, strlen(META));
+		for (j = 0; j < 7; j++)
+			write_file(dir, files[j], headers[j], strlen(headers[j]));
+		write_file(dir, h->file, h->text, len);
+		snprintf(want, sizeof(want), "%s/%s", dir, h->msg);
+		cr = sbrig_capread_open(dir);
+		if (!strcmp(h->file, "meta.ini")) {
+			ret = cr ? 0 : -errno;
+		} else {
+			assert_non_null(cr);
+			do {
+				if (!strcmp(h->file, "samples.tsv"))
+					ret = sbrig_capread_next_sample(cr, &s);
+				else if (!strcmp(h->file, "events.tsv"))
+					ret = sbrig_capread_next_event(cr, &ev);
+				else
+					ret = sbrig_capread_next_edge(cr, &e);
+			} while (ret == 1);
+		}
+		if (ret != -h->err || strncmp(sbrig_errmsg(), want, strlen(want)))
+			fail_msg("case %zu: got %d '%s', want %d '%s...'", i, ret,
+				 sbrig_errmsg(), -h->err, want);
+		/* sticky */
+		if (cr && !strcmp(h->file, "samples.tsv"))
+			assert_int_equal(sbrig_capread_next_sample(cr, &s), ret);
+		sbrig_capread_close(cr);
+	}
+}
+
+static void missing_files_and_long_lines(void **state)
+{
+	struct sbrig_capread *cr;
+	struct sbrig_sample s;
+	char dir[PATH_MAX], path[PATH_MAX + 16], *big;
+	int ret;
+
+	snprintf(dir, sizeof(dir), "%s/missing", tmpdir());
+	mkdir(dir, 0755);
+	assert_null(sbrig_capread_open(dir));
+	assert_int_equal(errno, ENOENT);
+	assert_non_null(strstr(sbrig_errmsg(), "/missing/meta.ini: No such file"));
+	write_file(dir, "meta.ini", META, strlen(META));
+	cr = sbrig_capread_open(dir);
+	assert_non_null(cr);
+	assert_int_equal(sbrig_capread_next_sample(cr, &s), -ENOENT);
+	assert_non_null(strstr(sbrig_errmsg(), "/missing/samples.tsv: No such file"));
+	sbrig_capread_close(cr);
+
+	/* a line longer than the reader's buffer */
+	big = malloc(70000 + sizeof(H_SAMPLES));
+	strcpy(big, H_SAMPLES);
+	memset(big + strlen(H_SAMPLES), '1', 70000);
+	big[strlen(H_SAMPLES) + 70000 - 1] = '\n';
+	write_file(dir, "samples.tsv", big, strlen(H_SAMPLES) + 70000);
+	free(big);
+	cr = sbrig_capread_open(dir);
+	ret = sbrig_capread_next_sample(cr, &s);
+	assert_int_equal(ret, -EINVAL);
+	snprintf(path, sizeof(path), "%s/samples.tsv:2: line longer than", dir);
+	assert_true(!strncmp(sbrig_errmsg(), path, strlen(path)));
+	sbrig_capread_close(cr);
+	/* a directory where a file should be */
+	unlink(strcat(strcpy(path, dir), "/events.tsv"));
+	mkdir(path, 0755);
+	cr = sbrig_capread_open(dir);
+	assert_int_equal(sbrig_capread_next_event(cr, &(struct sbrig_event){ 0 }),
+			 -EINVAL);
+	assert_non_null(strstr(sbrig_errmsg(), "events.tsv: not a regular file"));
+	sbrig_capread_close(cr);
+}
+
+/* Many samples: streamed, the buffer refilled across row boundaries. */
+static void many_samples_stream(void **state)
+{
+	struct sbrig_capture *cap;
+	struct sbrig_capread *cr;
+	struct sbrig_sample s[1000], r;
+	char dir[PATH_MAX];
+	int64_t want = 0;
+	unsigned int i, k;
+
+	snprintf(dir, sizeof(dir), "%s/many", tmpdir());
+	cap = sbrig_capture_new(dir, &prov);
+	assert_non_null(cap);
+	for (k = 0; k < 200; k++) {
+		for (i = 0; i < 1000; i++)
+			s[i] = (struct sbrig_sample){ k * 1000 + i, (int32_t)i,
+				-(int32_t)i, 7, (int64_t)k << 40 };
+		assert_int_equal(sbrig_capture_add_samples(cap, s, 1000), 0);
+	}
+	assert_int_equal(sbrig_capture_close(cap, "complete"), 0);
+	cr = sbrig_capread_open(dir);
+	assert_non_null(cr);
+	while (sbrig_capread_next_sample(cr, &r) == 1) {
+		assert_int_equal(r.t_ns, want);
+		assert_int_equal(r.current_uA, want % 1000);
+		assert_int_equal(r.power_uW, (want / 1000) << 40);
+		want++;
+	}
+	assert_int_equal(want, 200000);
+	assert_int_equal(sbrig_capread_meta(cr)->rows[SBRIG_CAPFILE_SAMPLES],
+			 200000);
+	sbrig_capread_close(cr);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(round_trip),
+		cmocka_unit_test(cut_last_line_and_killed_writer),
+		cmocka_unit_test(hostile_files_name_file_line_and_column),
+		cmocka_unit_test(missing_files_and_long_lines),
+		cmocka_unit_test(many_samples_stream),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
