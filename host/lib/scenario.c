@@ -249,6 +249,10 @@ static int take_timeout(struct sc_parser *p, struct sbrig_step *st)
 
 static int parse_settle(struct sc_parser *p, struct sbrig_step *st)
 {
+	if (!peek(p)) {		/* the rig's [timing] settle_ms */
+		st->rig_default = true;
+		return 0;
+	}
 	return take_duration(p, false, &st->duration_ns);
 }
 
@@ -256,6 +260,8 @@ static int parse_press(struct sc_parser *p, struct sbrig_step *st)
 {
 	int ret = take_id(p, "a key name", st->name, sizeof(st->name));
 
+	if (!ret && !peek(p))	/* the rig's [timing] press_ms */
+		st->rig_default = true;
 	if (ret || !peek(p))
 		return ret;
 	return take_duration(p, true, &st->duration_ns);
@@ -557,10 +563,11 @@ int sbrig_step_describe(const struct sbrig_step *s, bool with_timeout,
 	}
 	switch (s->op) {
 	case SBRIG_STEP_SETTLE:
-		return snprintf(buf, size, "settle %s", d);
+		return snprintf(buf, size, "settle %s",
+				s->rig_default ? "default" : d);
 	case SBRIG_STEP_PRESS:
 		return snprintf(buf, size, "press %s %s", s->name,
-				s->duration_ns ? d : "default");
+				s->rig_default ? "default" : d);
 	case SBRIG_STEP_PLUG:
 		return snprintf(buf, size, "plug");
 	case SBRIG_STEP_UNPLUG:

@@ -26,6 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sbrig/scenario.h>
+
 #include "evq.h"
 #include "latency.h"
 #include "rig.h"
@@ -60,16 +62,6 @@ static struct {
 	int err;
 	struct lat_result stats;
 } lat;
-
-static void fmt_duration(char *buf, size_t size, int64_t ns)
-{
-	if (ns % NS_PER_S == 0)
-		snprintf(buf, size, "%" PRId64 "s", ns / NS_PER_S);
-	else if (ns % NS_PER_MS == 0)
-		snprintf(buf, size, "%" PRId64 "ms", ns / NS_PER_MS);
-	else
-		snprintf(buf, size, "%" PRId64 "ns", ns);
-}
 
 static void reset(void)
 {
@@ -247,7 +239,7 @@ static void on_timer(void *data)
 	int64_t next;
 	int ret;
 
-	fmt_duration(t, sizeof(t), lat.o.timeout_ns);
+	sbrig_format_duration(lat.o.timeout_ns, t, sizeof(t));
 	if (lat.phase == L_ASLEEP) {
 		ret = rig_asleep_poll(lat.asleep_deadline_ns, &next);
 		if (ret == 1) {

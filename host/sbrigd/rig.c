@@ -34,6 +34,7 @@
 #define RIG_GAP_BATCH 32
 #define RIG_LINK_BATCH 256
 #define RIG_MAX_COMMANDS 32
+#define RIG_GPIO_FDS (SBRIG_MAX_KEYS + 2)
 /* marker edge <-> event pairing: how far apart, and the GPIO path's spread */
 #define RIG_MARKER_WINDOW_NS	(2 * NS_PER_MS)
 #define RIG_MARKER_UNCERT_NS	(100 * NS_PER_US)
@@ -70,6 +71,10 @@ struct rig_command {
 static struct {
 	struct sbrig_config cfg;
 	struct sbrig_gpio *gpio;
+	struct pollfd gpio_fds[RIG_GPIO_FDS];	/* registered with sched */
+	int ngpio_fds;
+	bool edges_broken;		/* reading edges failed: not polled */
+	struct sched_timer gpio_timer;	/* sbrig_gpio_deadline() */
 	struct sbrig_power *power;
 	bool power_capturing;
 	char power_err[256];
@@ -148,12 +153,12 @@ const struct rig_target *rig_target(void)
 
 static bool is_charger(const struct sbrig_line_cfg *l)
 {
-	return l == &rig.cfg.charger;
+	return l->role == SBRIG_LINE_CHARGER;
 }
 
 static bool is_marker(const struct sbrig_line_cfg *l)
 {
-	return l == &rig.cfg.marker;
+	return l->role == SBRIG_LINE_MARKER;
 }
 
 bool rig_has_output(const char *name)
@@ -171,6 +176,8 @@ bool rig_has_key(const char *name)
 }
 
 /* ---- stimuli and lines -------------------------------------------------- */
+
+static void gpio_rearm(void);
 
 void rig_stimulus(const char *what, const char *arg, int64_t t_ns)
 {
@@ -192,6 +199,7 @@ int rig_set_line(const char *name, bool active, const char *what,
 		return sbrig_set_error(-ENOENT, "no output line '%s' on rig %s",
 				       name, rig.cfg.name);
 	ret = sbrig_gpio_set(rig.gpio, name, active, &t);
+	gpio_rearm();	/* a qmp: request may wait to be written */
 	if (ret < 0)
 		return ret;
 	rig_stimulus(what, name, t);
@@ -379,15 +387,16 @@ static void marker_edge(const struct sbrig_edge *edge)
 
 /* ---- GPIO --------------------------------------------------------------- */
 
-static void gpio_readable(int fd, short revents, void *data)
+static void gpio_edges(void)
 {
 	struct sbrig_edge edges[16];
 	ssize_t n;
 
 	n = sbrig_gpio_read_edges(rig.gpio, edges, ARRAY_SIZE(edges));
 	if (n < 0) {
-		log_err("gpio: %s", sbrig_errmsg());
-		sched_fd_del(fd);
+		log_err("gpio: %s (marker edges no longer read)",
+			sbrig_errmsg());
+		rig.edges_broken = true;
 		return;
 	}
 	/* more than a batch: poll() says so again on the next turn */
@@ -395,6 +404,95 @@ static void gpio_readable(int fd, short revents, void *data)
 		NOTIFY(edge, &edges[i]);
 		marker_edge(&edges[i]);
 	}
+}
+
+/*
+ * Answers of qmp: key requests (sent without waiting for them). An error
+ * belongs to a press or release that already happened: it is logged, and
+ * the line reads as it really is (a key whose "down" failed is up).
+ */
+static void gpio_process(const struct pollfd *pfds, size_t n)
+{
+	if (sbrig_gpio_process(rig.gpio, pfds, n) < 0)
+		log_warn("%s", sbrig_errmsg());
+}
+
+static void gpio_io(int fd, short revents, void *data)
+{
+	struct pollfd p = { .fd = fd, .revents = revents };
+
+	if (fd == sbrig_gpio_event_fd(rig.gpio))
+		gpio_edges();
+	else
+		gpio_process(&p, 1);
+	gpio_rearm();
+}
+
+static void gpio_deadline(void *data)
+{
+	gpio_process(NULL, 0);
+	gpio_rearm();
+}
+
+/* Follow the fds and the deadline the GPIO object wants watched. */
+static void gpio_rearm(void)
+{
+	struct pollfd now[RIG_GPIO_FDS];
+	int64_t deadline;
+	int n;
+
+	if (!rig.gpio)
+		return;
+	n = sbrig_gpio_fds(rig.gpio, now, RIG_GPIO_FDS);
+	if (n < 0) {
+		log_err("%s", sbrig_errmsg());
+		n = 0;
+	}
+	if (rig.edges_broken) {		/* drop the edge fd from the set */
+		int k = 0;
+
+		for (int i = 0; i < n; i++)
+			if (now[i].fd != sbrig_gpio_event_fd(rig.gpio))
+				now[k++] = now[i];
+		n = k;
+	}
+	for (int i = 0; i < rig.ngpio_fds; i++) {
+		bool kept = false;
+
+		for (int j = 0; j < n && !kept; j++)
+			kept = now[j].fd == rig.gpio_fds[i].fd;
+		if (!kept)
+			sched_fd_del(rig.gpio_fds[i].fd);
+	}
+	for (int j = 0; j < n; j++) {
+		bool had = false;
+
+		for (int i = 0; i < rig.ngpio_fds && !had; i++)
+			had = now[j].fd == rig.gpio_fds[i].fd;
+		if (had)
+			sched_fd_events(now[j].fd, now[j].events);
+		else if (sched_fd_add(now[j].fd, now[j].events, gpio_io,
+				      NULL) < 0)
+			log_err("%s", sbrig_errmsg());
+	}
+	memcpy(rig.gpio_fds, now, sizeof(now[0]) * (size_t)n);
+	rig.ngpio_fds = n;
+	deadline = sbrig_gpio_deadline(rig.gpio);
+	if (deadline == INT64_MAX)
+		sched_timer_stop(&rig.gpio_timer);
+	else
+		sched_timer_start(&rig.gpio_timer, deadline, gpio_deadline,
+				  NULL);
+}
+
+static void gpio_close(void)
+{
+	for (int i = 0; i < rig.ngpio_fds; i++)
+		sched_fd_del(rig.gpio_fds[i].fd);
+	rig.ngpio_fds = 0;
+	sched_timer_stop(&rig.gpio_timer);
+	sbrig_gpio_free(rig.gpio);	/* outputs go inactive */
+	rig.gpio = NULL;
 }
 
 static bool any_line(void)
@@ -750,12 +848,7 @@ int rig_init(const char *conf_path, char **overrides, int noverrides)
 		rig.gpio = sbrig_gpio_new(&rig.cfg, "sbrigd");
 		if (!rig.gpio)
 			return errno ? -errno : -EIO;	/* message is set */
-		if (sbrig_gpio_event_fd(rig.gpio) >= 0) {
-			ret = sched_fd_add(sbrig_gpio_event_fd(rig.gpio), POLLIN,
-					   gpio_readable, NULL);
-			if (ret < 0)
-				goto free_gpio;
-		}
+		gpio_rearm();
 	}
 	if (rig_has_power() && power_open() < 0)
 		log_warn("power: %s (will retry when needed)", rig.power_err);
@@ -792,11 +885,7 @@ free_link:
 	rig.link = NULL;
 close_power:
 	power_close();
-	if (rig.gpio && sbrig_gpio_event_fd(rig.gpio) >= 0)
-		sched_fd_del(sbrig_gpio_event_fd(rig.gpio));
-free_gpio:
-	sbrig_gpio_free(rig.gpio);
-	rig.gpio = NULL;
+	gpio_close();
 	return ret;
 }
 
@@ -822,8 +911,5 @@ void rig_fini(void)
 	rig.marker = NULL;
 	rig_power_stop();
 	power_close();
-	if (rig.gpio && sbrig_gpio_event_fd(rig.gpio) >= 0)
-		sched_fd_del(sbrig_gpio_event_fd(rig.gpio));
-	sbrig_gpio_free(rig.gpio);	/* outputs go inactive */
-	rig.gpio = NULL;
+	gpio_close();
 }

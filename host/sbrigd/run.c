@@ -70,70 +70,9 @@ static struct {
 	int fail_err;
 } run;
 
-static void fmt_duration(char *buf, size_t size, int64_t ns)
-{
-	if (ns % NS_PER_S == 0)
-		snprintf(buf, size, "%" PRId64 "s", ns / NS_PER_S);
-	else if (ns % NS_PER_MS == 0)
-		snprintf(buf, size, "%" PRId64 "ms", ns / NS_PER_MS);
-	else
-		snprintf(buf, size, "%" PRId64 "ns", ns);
-}
-
 static int64_t step_timeout(const struct sbrig_step *s)
 {
-	return s->timeout_ns ? s->timeout_ns : RUN_DEFAULT_TIMEOUT_NS;
-}
-
-void run_step_describe(const struct sbrig_step *s, bool with_timeout,
-		       char *buf, size_t size)
-{
-	char d[32], t[48] = "";
-
-	fmt_duration(d, sizeof(d), s->duration_ns);
-	if (with_timeout) {
-		memcpy(t, " timeout ", 10);
-		fmt_duration(t + 9, sizeof(t) - 9, step_timeout(s));
-	}
-	switch (s->op) {
-	case SBRIG_STEP_SETTLE:
-		snprintf(buf, size, "settle %s", d);
-		break;
-	case SBRIG_STEP_PRESS:
-		snprintf(buf, size, "press %s %s", s->name,
-			 s->duration_ns ? d : "default");
-		break;
-	case SBRIG_STEP_PLUG:
-		snprintf(buf, size, "plug");
-		break;
-	case SBRIG_STEP_UNPLUG:
-		snprintf(buf, size, "unplug");
-		break;
-	case SBRIG_STEP_HOLD:
-		snprintf(buf, size, "hold \"%s\" %s", s->name, d);
-		break;
-	case SBRIG_STEP_BURN:
-		snprintf(buf, size, "burn %s", d);
-		break;
-	case SBRIG_STEP_WAIT_EVENT:
-		snprintf(buf, size, "wait event %s%s%s%s%s", s->name,
-			 s->arg[0] ? " \"" : "", s->arg, s->arg[0] ? "\"" : "",
-			 t);
-		break;
-	case SBRIG_STEP_WAIT_EDGE:
-		snprintf(buf, size, "wait edge %s %s%s", s->name,
-			 s->rising ? "rising" : "falling", t);
-		break;
-	case SBRIG_STEP_WAIT_ASLEEP:
-		snprintf(buf, size, "wait asleep%s", t);
-		break;
-	case SBRIG_STEP_REPEAT:
-		snprintf(buf, size, "repeat %" PRIu32, s->count);
-		break;
-	case SBRIG_STEP_END:
-		snprintf(buf, size, "end");
-		break;
-	}
+	return s->timeout_ns ? s->timeout_ns : SBRIG_STEP_DEFAULT_TIMEOUT_NS;
 }
 
 static void reset(void)
@@ -240,7 +179,7 @@ static void on_timer(void *data)
 	int64_t next;
 	int ret;
 
-	fmt_duration(t, sizeof(t), step_timeout(s));
+	sbrig_format_duration(step_timeout(s), t, sizeof(t));
 	switch (run.wait) {
 	case W_TIMER:
 		step_done();
@@ -261,7 +200,7 @@ static void on_timer(void *data)
 	case W_EVENT:
 	case W_EDGE:
 		/* "wait event X ... timed out after 2s" */
-		run_step_describe(s, false, step, sizeof(step));
+		sbrig_step_describe(s, false, step, sizeof(step));
 		fail(-ETIMEDOUT, "%s timed out after %s", step, t);
 		return;
 	case W_REPLY:
@@ -352,8 +291,9 @@ static bool start_step(void)
 	switch (s->op) {
 	case SBRIG_STEP_SETTLE:
 		run.wait = W_TIMER;
-		sched_timer_start(&run.timer, time_after(s->duration_ns),
-				  on_timer, NULL);
+		sched_timer_start(&run.timer, time_after(s->rig_default ?
+			(int64_t)rig_config()->settle_ms * NS_PER_MS :
+			s->duration_ns), on_timer, NULL);
 		return false;
 	case SBRIG_STEP_PRESS:
 		run.wait = W_PRESS;

@@ -14,8 +14,6 @@
 #include "op.h"
 #include "rec.h"
 
-/* A step's default timeout (wait steps without "timeout D"). */
-#define RUN_DEFAULT_TIMEOUT_NS ((int64_t)10 * 1000000000)
 /* How long the agent may take to answer a hold/burn step. */
 #define RUN_REPLY_TIMEOUT_NS ((int64_t)10 * 1000000000)
 
@@ -36,13 +34,6 @@ struct run_client_ops {
 	void (*capture)(void *ctx, const struct rec_result *now);
 	void (*done)(void *ctx, int err, const struct rec_result *res);
 };
-
-/*
- * Describe step @s as its scenario line would say it ("wait event block
- * \"x\" timeout 10s"); without the timeout part if !@with_timeout.
- */
-void run_step_describe(const struct sbrig_step *s, bool with_timeout,
-		       char *buf, size_t size);
 
 int run_init(void);
 void run_fini(void);

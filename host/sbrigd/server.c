@@ -688,7 +688,7 @@ static void run_step(void *ctx, size_t index, const struct sbrig_scenario *sc)
 	struct line l = { .len = 0 };
 	char desc[600];
 
-	run_step_describe(s, true, desc, sizeof(desc));
+	sbrig_step_describe(s, true, desc, sizeof(desc));
 	line_add(&l, "progress step=%zu/%zu line=%u %s", index + 1,
 		 sc->nsteps, s->line, desc);
 	client_progress_coalesced(ctx, &l);
@@ -754,8 +754,8 @@ static void run_body(struct client *c)
 	struct rec_opts o = { 0 };
 	int ret;
 
-	c->body_buf[c->nbody] = '\0';
-	sc = sbrig_scenario_parse(c->body_buf, c->run_origin);
+	/* every byte counts: a NUL is an error at its line:col */
+	sc = sbrig_scenario_parse_buf(c->body_buf, c->nbody, c->run_origin);
 	free(c->body_buf);
 	c->body_buf = NULL;
 	if (!sc) {

@@ -79,19 +79,25 @@ static void every_step(void **state)
 		"wait edge marker rising timeout 500ms\n"
 		"\twait edge marker falling\r\n"
 		"wait asleep\n"
-		"wait asleep timeout 30s\n");
+		"wait asleep timeout 30s\n"
+		"settle\n");
 	struct sbrig_step *s = sc->steps;
 
 	assert_string_equal(sc->name, "all-steps");
 	assert_string_equal(sc->path, "t.scn");
 	assert_int_equal(strlen(sc->sha256), 64);
-	assert_int_equal(sc->nsteps, 13);
+	assert_int_equal(sc->nsteps, 14);
+	/* settle without a duration: the rig's settle_ms */
+	assert_int_equal(s[13].op, SBRIG_STEP_SETTLE);
+	assert_true(s[13].rig_default);
+	assert_false(s[0].rig_default);
 	assert_int_equal(s[0].op, SBRIG_STEP_SETTLE);
 	assert_int_equal(s[0].duration_ns, 1000000000);
 	assert_int_equal(s[0].line, 4);
 	assert_int_equal(s[1].op, SBRIG_STEP_PRESS);
 	assert_string_equal(s[1].name, "power");
 	assert_int_equal(s[1].duration_ns, 0);	/* rig default */
+	assert_true(s[1].rig_default);
 	assert_int_equal(s[2].duration_ns, 250000000);
 	assert_int_equal(s[3].op, SBRIG_STEP_PLUG);
 	assert_int_equal(s[4].op, SBRIG_STEP_UNPLUG);
@@ -143,7 +149,8 @@ static void steps_described_as_the_daemon_did(void **state)
 		"repeat 3\n"
 		"settle 1500ns\n"
 		"settle 0s\n"
-		"end\n");
+		"end\n"
+		"settle\n");
 	static const char *const with[] = {
 		"settle 1s", "press power default", "press volume-up 250ms",
 		"plug", "unplug", "hold \"rig agent\" 2s", "burn 10ms",
@@ -152,7 +159,7 @@ static void steps_described_as_the_daemon_did(void **state)
 		"wait edge marker rising timeout 500ms",
 		"wait edge marker falling timeout 10s",
 		"wait asleep timeout 10s", "wait asleep timeout 30s", "repeat 3",
-		"settle 1500ns", "settle 0s", "end",
+		"settle 1500ns", "settle 0s", "end", "settle default",
 	};
 	static const char *const without[] = {
 		[7] = "wait event suspend",
@@ -278,7 +285,7 @@ struct bad {
 
 static const struct bad bad_cases[] = {
 	{ "dance 1s\n", "1:1: expected a step (settle press plug unplug hold burn wait repeat end), got 'dance'" },
-	{ "settle\n", "1:7: expected a duration with a unit" },
+	{ "settle x\n", "1:8: expected a duration with a unit" },
 	{ "settle 10\n", "1:8: expected a duration with a unit" },
 	{ "  settle 1h\n", "1:10: expected a duration with a unit" },
 	{ "settle 1s 2s\n", "1:11: expected end of line, got '2s'" },

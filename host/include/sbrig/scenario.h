@@ -7,7 +7,7 @@
  * sync with rig/scenarios/README.md):
  *
  *	name NAME			(optional, once, before the first step)
- *	settle DURATION
+ *	settle [DURATION]		(default: the rig's settle_ms)
  *	press KEY [DURATION]		(default: the rig's press_ms)
  *	plug | unplug
  *	hold "BLOCKER" DURATION		(via the target agent)
@@ -66,7 +66,9 @@ enum sbrig_step_op {
  * struct sbrig_step - one step of a parsed scenario
  * @op: kind
  * @line: source line (for error and progress messages)
- * @duration_ns: SETTLE/PRESS/HOLD/BURN duration; 0 = rig default (PRESS)
+ * @duration_ns: SETTLE/PRESS/HOLD/BURN duration (0 with @rig_default)
+ * @rig_default: SETTLE/PRESS without a duration: the rig's [timing]
+ *	settle_ms / press_ms
  * @timeout_ns: WAIT_* timeout (0 = the default, 10 s)
  * @name: PRESS key, HOLD blocker, WAIT_EVENT type, WAIT_EDGE line
  * @arg: WAIT_EVENT argument to match ("" = any)
@@ -78,6 +80,7 @@ struct sbrig_step {
 	enum sbrig_step_op op;
 	unsigned int line;
 	int64_t duration_ns;
+	bool rig_default;
 	int64_t timeout_ns;
 	char name[SBRIG_NAME_MAX];
 	char arg[SBRIG_NAME_MAX];

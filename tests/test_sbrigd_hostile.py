@@ -1,0 +1,436 @@
+"""sbrigd against hostile and careless input (issue: foundation repairs).
+
+The real daemon (ASan build) with the INA226 emulator and a FakeAgent, as
+in test_sbrigd.py. Each test is a case that once hung, crashed or
+misbehaved: scenarios that never yield, durations at the top of the
+int64 range, one client's stop ending another's capture, a capture
+directory whose name poses as summary keys, idle connections locking
+everyone out, SIGTERM starting the next pipelined request.
+
+Keys: no GPIO here, so the rig's key is a qmp: key (gpio.c's backend that
+presses a QEMU guest's keys) served by QmpStub below, a scripted QMP peer:
+a mock, since no QEMU guest runs in these host tests (test_vrig.py drives
+the same backend against a real QEMU).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.capture import meta_section, read_rows
+from tests.rigproto import FakeAgent, frame
+from tests.test_power import Emulator
+from tests.test_sbrigd import (SBRIG, SBRIGD, Conn, Daemon, build, hold_handler,  # noqa: F401
+                               kv, run_request, sbrig)
+
+NEVER = "9223372036854775807ns"
+
+
+class QmpStub:
+    """A scripted QMP peer (mock: no QEMU here): greets, answers every
+    command with an empty return, records the input-send-event keys."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.keys: list[tuple[str, bool]] = []
+        self.lock = threading.Lock()
+        self.srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.srv.bind(str(path))
+        self.srv.listen(4)
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.srv.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._client, args=(conn,),
+                             daemon=True).start()
+
+    def _client(self, conn: socket.socket) -> None:
+        f = conn.makefile("rwb")
+        f.write(b'{"QMP": {"version": {}, "capabilities": []}}\r\n')
+        f.flush()
+        for line in f:
+            try:
+                req = json.loads(line)
+            except ValueError:
+                continue
+            if req.get("execute") == "input-send-event":
+                for ev in req["arguments"]["events"]:
+                    d = ev["data"]
+                    with self.lock:
+                        self.keys.append((d["key"]["data"], d["down"]))
+            ans = {"return": {}}
+            if "id" in req:
+                ans["id"] = req["id"]
+            f.write(json.dumps(ans).encode() + b"\r\n")
+            f.flush()
+
+    def downs(self) -> list[tuple[str, bool]]:
+        with self.lock:
+            return list(self.keys)
+
+    def close(self) -> None:
+        self.srv.close()
+
+
+@pytest.fixture
+def hrig(tmp_path):
+    """Emulator + fake agent + a qmp: key + sbrigd."""
+    emu = Emulator(tmp_path, "--current-uA", "20000", "--rate", "500")
+    agent = FakeAgent(boot_id="boot-hostile", kernel="6.1.0-test")
+    agent.cmd_handler = hold_handler(agent)
+    qmp = QmpStub(tmp_path / "qmp.sock")
+    conf = tmp_path / "rig.conf"
+    conf.write_text(f"""[rig]
+name = hostile
+[power]
+uri = {emu.uri}
+device = ina226
+shunt_uohm = 100000
+[target]
+uri = tcp:127.0.0.1:{agent.port}
+[key:power]
+chip = qmp:{tmp_path / 'qmp.sock'}
+line = 116
+[timing]
+ping_interval_ms = 200
+settle_ms = 700
+""")
+    sock = tmp_path / "run" / "sbrigd.sock"
+    d = Daemon(conf, sock)
+    d.wait_log("link: agent fake up")
+
+    class R:
+        pass
+    r = R()
+    r.emu, r.agent, r.qmp, r.daemon, r.sock, r.tmp, r.conf = \
+        emu, agent, qmp, d, sock, tmp_path, conf
+    try:
+        yield r
+    finally:
+        rc = d.stop()
+        agent.close()
+        qmp.close()
+        emu.stop()
+        log = "".join(d.log)
+        assert "ERROR: AddressSanitizer" not in log, log
+        assert "runtime error" not in log, log
+        assert rc in (0, -9), log
+
+
+def words(text: str) -> dict[str, str]:
+    """key=value words of an answer (values may be double-quoted)."""
+    return dict(w.split("=", 1) for w in shlex.split(text) if "=" in w)
+
+
+def status(r) -> dict[str, str]:
+    res = sbrig(r.sock, "status", timeout=10)
+    assert res.returncode == 0, res.stderr
+    return kv(res.stdout)
+
+
+def wait_status(r, pred, timeout: float = 20):
+    end = time.monotonic() + timeout
+    while True:
+        st = status(r)
+        if pred(st):
+            return st
+        assert time.monotonic() < end, st
+        time.sleep(0.05)
+
+
+# ---------------------------------------------------------------- yield --
+
+def test_a_scenario_that_never_waits_yields_to_the_loop(hrig):
+    """repeat 1000000 / repeat 1000000 / end / end never waits for anything:
+    it spun in the daemon for good (no client answered, stop and SIGTERM
+    ignored). Now other clients are answered while it runs, samples keep
+    coming, and stop ends it at once."""
+    c = Conn(hrig.sock)
+    try:
+        c.send(run_request(hrig.tmp / "spin", "repeat 1000000\nrepeat 1000000\n"
+                           "end\nend\n"))
+        assert c.line().startswith("progress started ")
+        t = time.monotonic()
+        st = status(hrig)
+        assert time.monotonic() - t < 5, "status waited for the scenario"
+        assert st["operation"] == "running (run)"
+        n1 = int(words(st["capture"])["samples"])
+        # samples keep coming: the capture is served while the run spins
+        wait_status(hrig, lambda s: int(words(s["capture"])["samples"]) >
+                    n1 + 100)
+        res = sbrig(hrig.sock, "stop", timeout=10)
+        assert res.returncode == 0 and "run" in res.stdout, res
+        final, _ = c.answer()
+        assert final.startswith("err 125 "), final
+    finally:
+        c.close()
+    assert meta_section(hrig.tmp / "spin", "end")["status"] == \
+        "aborted: stopped by a client"
+
+
+def test_sigterm_ends_a_scenario_that_never_waits(hrig):
+    cli = subprocess.Popen([str(SBRIG), "-s", str(hrig.sock), "run",
+                            str(_scn(hrig, "spin2.scn", "repeat 1000000\n"
+                                     "repeat 1000000\nend\nend\n")),
+                            "-o", str(hrig.tmp / "spin2")],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    hrig.daemon.wait_log(f"capture {hrig.tmp / 'spin2'} started")
+    t = time.monotonic()
+    assert hrig.daemon.stop() == 0
+    assert time.monotonic() - t < 10
+    out, err = cli.communicate(timeout=20)
+    assert meta_section(hrig.tmp / "spin2", "end")["status"] == "aborted"
+
+
+def test_a_million_steps_run_to_the_end_and_the_client_keeps_up(hrig):
+    """One repeat 1000000 with a step inside: 2 M step lines would drop the
+    client ('too far behind') and sbrig exited 3 although the run
+    completed. Step progress is coalesced for a client that reads slower:
+    sbrig sees the run through and exits 0."""
+    scn = _scn(hrig, "million.scn", "repeat 1000000\nunplug\nend\n")
+    # no charger on this rig: unplug fails; a step that does nothing:
+    scn.write_text("repeat 1000000\nrepeat 1\nend\nend\n")
+    res = sbrig(hrig.sock, "run", str(scn), "-o", str(hrig.tmp / "million"),
+                timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert kv(res.stdout)["status"] == "complete"
+    lines = [l for l in res.stdout.splitlines() if l.startswith("step ")]
+    assert lines and len(lines) < 3_000_001, len(lines)
+    assert lines[-1].startswith("step 4/4 "), lines[-1]
+    assert "too far behind" not in "".join(hrig.daemon.log)
+
+
+def _scn(r, name: str, text: str) -> Path:
+    p = r.tmp / name
+    p.write_text(text)
+    return p
+
+
+# ------------------------------------------------------------ durations --
+
+@pytest.mark.parametrize("step", [
+    f"settle {NEVER}", "settle 9223372036s",
+    f"wait event block timeout {NEVER}",
+    f"wait asleep timeout {NEVER}",
+])
+def test_huge_durations_mean_never(hrig, step):
+    """Deadlines saturate: these steps used to overflow (ASan killed the
+    daemon) or wrap into the past (the step ended at once)."""
+    c = Conn(hrig.sock)
+    try:
+        c.send(run_request(hrig.tmp / "huge", step + "\n"))
+        assert c.line().startswith("progress started ")
+        assert c.line().startswith("progress step=1/1 ")
+        st = wait_status(hrig, lambda s: s["operation"] == "running (run)")
+        time.sleep(1.0)     # the step must still be running after a while
+        assert status(hrig)["operation"] == "running (run)"
+        c.send(b"stop\n")
+        final, _ = c.answer()
+        assert final.startswith("err 125 "), final
+    finally:
+        c.close()
+    assert meta_section(hrig.tmp / "huge", "end")["status"] == \
+        "aborted: stopped by the client"
+
+
+def test_huge_capture_duration_and_stats_period(hrig):
+    c = Conn(hrig.sock)
+    try:
+        c.send(f"capture {hrig.tmp / 'hugecap'} duration={NEVER} "
+               f"stats_every={NEVER}\n".encode())
+        assert c.line().startswith("progress started ")
+        time.sleep(1.5)
+        st = status(hrig)       # still answering, the capture still runs
+        assert st["capture"].startswith("dir="), st
+        c.send(b"stop\n")
+        final, _ = c.answer()
+        assert final.startswith("ok ") and "status=complete" in final, final
+    finally:
+        c.close()
+    # a huge agent timeout: answered by the agent as usual
+    c = Conn(hrig.sock)
+    try:
+        c.send(f"agent {NEVER} stats\n".encode())
+        final, _ = c.answer()
+        assert final.startswith("ok"), final
+    finally:
+        c.close()
+
+
+def test_a_stats_period_below_100ms_is_refused(hrig):
+    res = sbrig(hrig.sock, "capture", "-d", "1s", "--stats-every", "1ms",
+                "-o", str(hrig.tmp / "fast"))
+    assert res.returncode == 1 and "stats_every" in res.stderr, res.stderr
+    assert not (hrig.tmp / "fast").exists()
+
+
+def test_settle_without_a_duration_waits_settle_ms(hrig):
+    scn = _scn(hrig, "settle.scn", "settle\n")
+    t = time.monotonic()
+    res = sbrig(hrig.sock, "run", str(scn), "-o", str(hrig.tmp / "settle"))
+    took = time.monotonic() - t
+    assert res.returncode == 0, res.stderr
+    assert "step 1/1 line=1 settle default" in res.stdout, res.stdout
+    assert 0.7 <= took < 5, took      # [timing] settle_ms = 700
+
+
+# ------------------------------------------------------------- clients --
+
+def test_one_clients_stop_ends_only_its_own_request(hrig):
+    """A captures; B presses a key for a long time and stops: B's press
+    ends (the key is released early), A's capture runs on. B's stop used
+    to end A's capture."""
+    a = Conn(hrig.sock)
+    b = Conn(hrig.sock)
+    try:
+        a.send(f"capture {hrig.tmp / 'cap-a'}\n".encode())
+        assert a.line().startswith("progress started ")
+        b.send(b"press power 60s\n")
+        end = time.monotonic() + 10
+        while ("Power", True) not in hrig.qmp.downs() and \
+                ("power", True) not in hrig.qmp.downs():
+            assert time.monotonic() < end, hrig.qmp.downs()
+            time.sleep(0.02)
+        t = time.monotonic()
+        b.send(b"stop\n")
+        final, _ = b.answer()
+        assert final.startswith("ok pressed_ns="), final
+        assert time.monotonic() - t < 5, "the key was not released early"
+        assert status(hrig)["capture"].startswith("dir="), \
+            "B's stop ended A's capture"
+        a.send(b"stop\n")
+        final, _ = a.answer()
+        assert "status=complete" in final, final
+    finally:
+        a.close()
+        b.close()
+    keys = [down for _, down in hrig.qmp.downs()]
+    assert keys[-2:] == [True, False], hrig.qmp.downs()
+    stimuli = [(s.what, s.arg) for s in read_rows(hrig.tmp / "cap-a", "stimuli",
+                                                   typed=True)]
+    assert stimuli == [("press", "power"), ("release", "power")], stimuli
+
+
+def test_sigterm_does_not_start_the_next_pipelined_request(hrig):
+    c = Conn(hrig.sock)
+    try:
+        c.send(f"capture {hrig.tmp / 'first'}\n"
+               f"capture {hrig.tmp / 'second'} duration=1s\n".encode())
+        assert c.line().startswith("progress started ")
+        hrig.daemon.proc.send_signal(signal.SIGTERM)
+        final, _ = c.answer()
+        assert "status=aborted" in final, final
+        assert hrig.daemon.proc.wait(20) == 0
+    finally:
+        c.close()
+    assert meta_section(hrig.tmp / "first", "end")["status"] == "aborted"
+    assert not (hrig.tmp / "second").exists()
+
+
+def test_idle_connections_do_not_lock_others_out(hrig):
+    """32 connections that send nothing took every slot, for good. The one
+    idle the longest now makes room for a new client (and is told why)."""
+    idle = [Conn(hrig.sock, timeout=10) for _ in range(40)]
+    try:
+        res = sbrig(hrig.sock, "status", timeout=10)
+        assert res.returncode == 0, res.stderr
+        # the oldest idle connections were closed, with a line saying why
+        assert idle[0].line().startswith("err 87 closed: too many clients")
+    finally:
+        for c in idle:
+            c.close()
+    assert sbrig(hrig.sock, "status").returncode == 0
+
+
+def test_a_directory_named_like_summary_keys_cannot_spoof_them(hrig):
+    out = hrig.tmp / "x samples=7 status=bogus"
+    res = sbrig(hrig.sock, "capture", "-d", "300ms", "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    summary = kv(res.stdout)
+    assert summary["dir"] == str(out), res.stdout
+    assert summary["status"] == "complete"
+    assert int(summary["samples"]) == len(read_rows(out, "samples"))
+    assert res.stdout.count("status: ") == 1, res.stdout
+
+
+def test_a_nul_in_a_run_body_is_an_error_at_its_place(hrig):
+    body = "settle 10ms\nsettle 1\x00s\n"
+    c = Conn(hrig.sock)
+    try:
+        c.send(run_request(hrig.tmp / "nul", body, origin="/nul.scn"))
+        final, _ = c.answer()
+    finally:
+        c.close()
+    assert final.startswith("err 22 /nul.scn:2:9: "), final
+    assert not (hrig.tmp / "nul").exists()
+
+
+# --------------------------------------------------- start-up and the CLI --
+
+def test_a_gpio_failure_at_start_up_names_the_chip(tmp_path):
+    conf = tmp_path / "rig.conf"
+    conf.write_text("[rig]\nname = nochip\n[key:power]\n"
+                    "chip = /dev/gpiochip-does-not-exist\nline = 3\n")
+    res = subprocess.run([str(SBRIGD), "-c", str(conf), "-s",
+                          str(tmp_path / "s.sock")], capture_output=True,
+                         text=True, timeout=30)
+    assert res.returncode == 1, res
+    last = res.stderr.strip().splitlines()[-1]
+    assert last.startswith("sbrigd: ") and "gpiochip-does-not-exist" in last, \
+        res.stderr
+
+
+def test_a_fifo_as_config_is_refused_at_once(tmp_path):
+    fifo = tmp_path / "rig.conf"
+    os.mkfifo(fifo)
+    res = subprocess.run([str(SBRIGD), "-c", str(fifo), "-s",
+                          str(tmp_path / "s.sock")], capture_output=True,
+                         text=True, timeout=30)
+    assert res.returncode == 1 and str(fifo) in res.stderr, res
+
+
+def test_sbrig_gives_up_on_a_wedged_daemon_after_a_second_ctrl_c(tmp_path):
+    """A daemon that accepts but never answers (mock: a bare listening
+    socket): Ctrl-C sends stop; a second Ctrl-C ends sbrig at once (it
+    waited for ever)."""
+    path = tmp_path / "wedged.sock"
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(str(path))
+    srv.listen(1)
+    cli = subprocess.Popen([str(SBRIG), "-s", str(path), "capture", "-o",
+                            str(tmp_path / "c")], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    try:
+        conn, _ = srv.accept()
+        conn.settimeout(10)
+        buf = b""
+        while b"\n" not in buf:
+            buf += conn.recv(4096)
+        cli.send_signal(signal.SIGINT)
+        while b"stop\n" not in buf:
+            buf += conn.recv(4096)
+        t = time.monotonic()
+        cli.send_signal(signal.SIGINT)
+        out, err = cli.communicate(timeout=10)
+        assert time.monotonic() - t < 5
+        assert cli.returncode == 3, (out, err)
+        assert "interrupted again" in err, err
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+        srv.close()
