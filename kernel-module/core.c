@@ -35,6 +35,7 @@
 #define pr_fmt(fmt) "suspend_block: " fmt
 
 #include <linux/device.h>
+#include <linux/lockdep.h>
 #include <linux/module.h>
 #include <linux/pm_wakeup.h>
 #include <linux/seq_file.h>
@@ -43,16 +44,17 @@
 #include "sb_internal.h"
 
 /*
- * sb_lock protects the blocker list and, for every blocker, its link,
- * flags and stat; it also protects every static variable below and the
- * event ring in events.c. It is taken with interrupts disabled because
- * suspend_block() and suspend_unblock() may be called from hard interrupt
- * handlers.
+ * suspend_blockers_lock protects the blocker list and, for every blocker,
+ * its link, flags and stat; it also protects every static variable below
+ * and the event ring in events.c. It is taken with interrupts disabled
+ * because suspend_block() and suspend_unblock() may be called from hard
+ * interrupt handlers. (Not "sb_lock": fs/super.c has a lock of that name,
+ * which makes lockdep reports confusing.)
  *
  * The seed kept an active and an inactive list; one list and a count of
  * active blockers say the same with fewer writes on the hot path.
  */
-DEFINE_SPINLOCK(sb_lock);
+DEFINE_SPINLOCK(suspend_blockers_lock);
 static LIST_HEAD(sb_blockers);
 static unsigned int sb_active_count;
 /* Incremented by every suspend_block(): did anything happen since? */
@@ -76,12 +78,14 @@ struct suspend_blocker sb_deleted_blockers;
 
 static void sb_first_active_locked(void)
 {
+	lockdep_assert_held(&suspend_blockers_lock);
 	if (sb_mirror)
 		__pm_stay_awake(sb_ws);
 }
 
 static void sb_last_inactive_locked(void)
 {
+	lockdep_assert_held(&suspend_blockers_lock);
 	if (sb_mirror)
 		__pm_relax(sb_ws);
 	sb_worker_kick();
@@ -89,6 +93,7 @@ static void sb_last_inactive_locked(void)
 
 static void sb_stat_block_locked(struct suspend_blocker *blocker, ktime_t now)
 {
+	lockdep_assert_held(&suspend_blockers_lock);
 	if (sb_wait_for_wakeup) {
 		if (sb_debug_mask & SB_DEBUG_WAKEUP)
 			pr_info("wakeup suspend blocker: %s\n", blocker->name);
@@ -104,6 +109,7 @@ static void sb_stat_unblock_locked(struct suspend_blocker *blocker,
 {
 	ktime_t duration;
 
+	lockdep_assert_held(&suspend_blockers_lock);
 	if (!(blocker->flags & SBLK_ACTIVE))
 		return;
 	blocker->stat.count++;
@@ -131,6 +137,7 @@ static void sb_update_sleep_wait_stats_locked(bool done, ktime_t now)
 	struct suspend_blocker *blocker;
 	ktime_t elapsed = ktime_sub(now, sb_last_sleep_time_update);
 
+	lockdep_assert_held(&suspend_blockers_lock);
 	list_for_each_entry(blocker, &sb_blockers, link) {
 		if (!(blocker->flags & SBLK_ACTIVE))
 			continue;
@@ -150,6 +157,7 @@ static void sb_stat_destroy_locked(struct suspend_blocker *blocker)
 {
 	struct suspend_blocker *del = &sb_deleted_blockers;
 
+	lockdep_assert_held(&suspend_blockers_lock);
 	if (!blocker->stat.count)
 		return;
 	del->stat.count += blocker->stat.count;
@@ -188,9 +196,9 @@ void suspend_blocker_init(struct suspend_blocker *blocker, const char *name)
 	blocker->name_len = strlen(name);
 	blocker->flags = SBLK_INITIALIZED;
 
-	spin_lock_irqsave(&sb_lock, irqflags);
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	list_add(&blocker->link, &sb_blockers);
-	spin_unlock_irqrestore(&sb_lock, irqflags);
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 }
 EXPORT_SYMBOL_GPL(suspend_blocker_init);
 
@@ -219,7 +227,7 @@ void suspend_blocker_destroy(struct suspend_blocker *blocker)
 			blocker->name);
 
 	now = ktime_get();
-	spin_lock_irqsave(&sb_lock, irqflags);
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	was_active = blocker->flags & SBLK_ACTIVE;
 	if (was_active) {
 		sb_stat_unblock_locked(blocker, now);
@@ -231,7 +239,7 @@ void suspend_blocker_destroy(struct suspend_blocker *blocker)
 	list_del_init(&blocker->link);
 	if (was_active && !--sb_active_count)
 		sb_last_inactive_locked();
-	spin_unlock_irqrestore(&sb_lock, irqflags);
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 }
 EXPORT_SYMBOL_GPL(suspend_blocker_destroy);
 
@@ -255,7 +263,7 @@ void suspend_block(struct suspend_blocker *blocker)
 		return;
 
 	now = ktime_get();
-	spin_lock_irqsave(&sb_lock, irqflags);
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	sb_stat_block_locked(blocker, now);
 	if (!(blocker->flags & SBLK_ACTIVE)) {
 		if (!sb_active_count++)
@@ -274,7 +282,7 @@ void suspend_block(struct suspend_blocker *blocker)
 		sb_update_sleep_wait_stats_locked(true, now);
 	else if (!(sb_main_blocker.flags & SBLK_ACTIVE))
 		sb_update_sleep_wait_stats_locked(false, now);
-	spin_unlock_irqrestore(&sb_lock, irqflags);
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 }
 EXPORT_SYMBOL_GPL(suspend_block);
 
@@ -297,7 +305,7 @@ void suspend_unblock(struct suspend_blocker *blocker)
 		return;
 
 	now = ktime_get();
-	spin_lock_irqsave(&sb_lock, irqflags);
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	if (sb_debug_mask & SB_DEBUG_SUSPEND_BLOCKER)
 		pr_info("%s: %s\n", __func__, blocker->name);
 	if (blocker->flags & SBLK_ACTIVE) {
@@ -310,7 +318,7 @@ void suspend_unblock(struct suspend_blocker *blocker)
 	}
 	if (blocker == &sb_main_blocker)
 		sb_update_sleep_wait_stats_locked(false, now);
-	spin_unlock_irqrestore(&sb_lock, irqflags);
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 }
 EXPORT_SYMBOL_GPL(suspend_unblock);
 
@@ -352,9 +360,9 @@ bool sb_any_active(void)
 	unsigned long irqflags;
 	bool ret;
 
-	spin_lock_irqsave(&sb_lock, irqflags);
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	ret = sb_active_count > 0;
-	spin_unlock_irqrestore(&sb_lock, irqflags);
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 	return ret;
 }
 
@@ -368,27 +376,27 @@ void sb_note_enter_suspend(void)
 {
 	unsigned long irqflags;
 
-	spin_lock_irqsave(&sb_lock, irqflags);
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	sb_wait_for_wakeup = true;
-	spin_unlock_irqrestore(&sb_lock, irqflags);
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 }
 
 void sb_set_suspend_blockers_enabled(bool on)
 {
 	unsigned long irqflags;
 
-	spin_lock_irqsave(&sb_lock, irqflags);
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	sb_enabled = on;
-	spin_unlock_irqrestore(&sb_lock, irqflags);
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 }
 
 void sb_set_suspend_in_progress(bool on)
 {
 	unsigned long irqflags;
 
-	spin_lock_irqsave(&sb_lock, irqflags);
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	sb_suspending = on;
-	spin_unlock_irqrestore(&sb_lock, irqflags);
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 }
 
 /**
@@ -401,7 +409,7 @@ void sb_core_set_mirror(bool on)
 {
 	unsigned long irqflags;
 
-	spin_lock_irqsave(&sb_lock, irqflags);
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	if (on != sb_mirror && sb_active_count) {
 		if (on)
 			__pm_stay_awake(sb_ws);
@@ -409,7 +417,7 @@ void sb_core_set_mirror(bool on)
 			__pm_relax(sb_ws);
 	}
 	sb_mirror = on;
-	spin_unlock_irqrestore(&sb_lock, irqflags);
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 }
 
 static void sb_print_blocker_stat(struct seq_file *m,
@@ -447,13 +455,14 @@ static void sb_print_blocker_stat(struct seq_file *m,
  * sb_stats_show_locked() - print the seed's statistics table
  * @m:	The seq_file to print to.
  *
- * Context: sb_lock held.
+ * Context: suspend_blockers_lock held.
  */
 void sb_stats_show_locked(struct seq_file *m)
 {
 	struct suspend_blocker *blocker;
 	ktime_t now = ktime_get();
 
+	lockdep_assert_held(&suspend_blockers_lock);
 	/* Inactive blockers first, then active ones, as in the seed. */
 	list_for_each_entry(blocker, &sb_blockers, link)
 		if (!(blocker->flags & SBLK_ACTIVE))

@@ -56,8 +56,9 @@ static const char * const sb_event_names[SB_EV_NR] = {
 };
 
 /*
- * The ring, sb_ev_next and sb_offs_boot are protected by sb_lock (core.c);
- * sb_event_locked() in sb_internal.h writes them.
+ * The ring, sb_ev_next and sb_offs_boot are protected by
+ * suspend_blockers_lock (core.c); sb_event_locked() in sb_internal.h
+ * writes them.
  */
 struct sb_event_rec *sb_ring;
 unsigned int sb_ring_mask;
@@ -85,13 +86,13 @@ void sb_events_resync_clock(void)
 
 	boot = ktime_get_boottime();
 	mono = ktime_get();
-	spin_lock_irqsave(&sb_lock, irqflags);
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	sb_offs_boot = ktime_sub(boot, mono);
-	spin_unlock_irqrestore(&sb_lock, irqflags);
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 }
 
 /**
- * sb_event() - append a record, taking sb_lock
+ * sb_event() - append a record, taking suspend_blockers_lock
  * @type:	What happened.
  * @arg:	NUL-terminated argument text.
  *
@@ -102,9 +103,9 @@ void sb_event(enum sb_event_type type, const char *arg)
 	unsigned long irqflags;
 	ktime_t now = ktime_get();
 
-	spin_lock_irqsave(&sb_lock, irqflags);
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	sb_event_locked(type, now, arg, strlen(arg));
-	spin_unlock_irqrestore(&sb_lock, irqflags);
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 }
 
 /**
@@ -135,10 +136,10 @@ static int sb_ev_open(struct inode *inode, struct file *file)
 	r = kzalloc(sizeof(*r), GFP_KERNEL);
 	if (!r)
 		return -ENOMEM;
-	spin_lock_irqsave(&sb_lock, irqflags);
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	if (sb_ev_next > sb_ring_mask + 1)
 		r->cursor = sb_ev_next - (sb_ring_mask + 1);
-	spin_unlock_irqrestore(&sb_lock, irqflags);
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 	file->private_data = r;
 	return nonseekable_open(inode, file);
 }
@@ -154,9 +155,9 @@ static bool sb_ev_available(struct sb_ev_reader *r)
 	unsigned long irqflags;
 	bool ret;
 
-	spin_lock_irqsave(&sb_lock, irqflags);
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	ret = r->cursor < sb_ev_next;
-	spin_unlock_irqrestore(&sb_lock, irqflags);
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 	return ret;
 }
 
@@ -172,7 +173,7 @@ static unsigned int sb_ev_fetch(struct sb_ev_reader *r, unsigned int max,
 	unsigned int n = 0;
 	u64 oldest = 0;
 
-	spin_lock_irqsave(&sb_lock, irqflags);
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	if (sb_ev_next > sb_ring_mask + 1)
 		oldest = sb_ev_next - (sb_ring_mask + 1);
 	*lost = 0;
@@ -185,7 +186,7 @@ static unsigned int sb_ev_fetch(struct sb_ev_reader *r, unsigned int max,
 		r->batch[n++] = sb_ring[r->cursor & sb_ring_mask];
 		r->cursor++;
 	}
-	spin_unlock_irqrestore(&sb_lock, irqflags);
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 	return n;
 }
 
@@ -285,10 +286,10 @@ int sb_events_init(struct dentry *dir)
 	ring = vzalloc(array_size(size, sizeof(*ring)));
 	if (!ring)
 		return -ENOMEM;
-	spin_lock_irqsave(&sb_lock, irqflags);
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	sb_ring_mask = size - 1;
 	sb_ring = ring;
-	spin_unlock_irqrestore(&sb_lock, irqflags);
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 	sb_events_resync_clock();
 	sb_ev_dentry = debugfs_create_file("suspend_blocker_events", 0400, dir,
 					   NULL, &sb_ev_fops);
@@ -301,9 +302,9 @@ void sb_events_exit(void)
 	unsigned long irqflags;
 
 	debugfs_remove(sb_ev_dentry);
-	spin_lock_irqsave(&sb_lock, irqflags);
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	ring = sb_ring;
 	sb_ring = NULL;
-	spin_unlock_irqrestore(&sb_lock, irqflags);
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 	vfree(ring);
 }

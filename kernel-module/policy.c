@@ -31,6 +31,7 @@
 #include <linux/fs.h>
 #include <linux/kobject.h>
 #include <linux/kthread.h>
+#include <linux/lockdep.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/sched/signal.h>
@@ -222,6 +223,7 @@ static bool sb_wakeup_count_arm(unsigned int count)
 	char buf[16];
 	int len = snprintf(buf, sizeof(buf), "%u", count);
 
+	lockdep_assert_held(&sb_policy_lock);
 	sb_armed = sb_file_write(SB_SYS_WAKEUP_COUNT, buf, len) == len;
 	return sb_armed;
 }
@@ -234,6 +236,7 @@ static bool sb_wakeup_count_arm(unsigned int count)
  */
 static void sb_wakeup_count_disarm(void)
 {
+	lockdep_assert_held(&sb_policy_lock);
 	if (!sb_armed)
 		return;
 	sb_file_write(SB_SYS_WAKEUP_COUNT, "4294967295", 10);
@@ -251,6 +254,7 @@ static void sb_policy_event_locked(void)
 {
 	char buf[40];
 
+	lockdep_assert_held(&sb_policy_lock);
 	snprintf(buf, sizeof(buf), "%s %s", sb_policy_names[sb_policy],
 		 sb_requested);
 	sb_event(SB_EV_POLICY, buf);
@@ -259,6 +263,7 @@ static void sb_policy_event_locked(void)
 /* Context: sb_policy_lock held. */
 static void sb_request_locked(const char *name)
 {
+	lockdep_assert_held(&sb_policy_lock);
 	if (sb_debug_mask & SB_DEBUG_USER_STATE)
 		pr_info("request_suspend_state: %s -> %s\n", sb_requested,
 			name);
