@@ -44,24 +44,26 @@
 #include "sb_internal.h"
 
 /*
- * suspend_blockers_lock protects the blocker list and, for every blocker,
- * its link, flags and stat; it also protects every static variable below
- * and the event ring in events.c. It is taken with interrupts disabled
- * because suspend_block() and suspend_unblock() may be called from hard
- * interrupt handlers. (Not "sb_lock": fs/super.c has a lock of that name,
- * which makes lockdep reports confusing.)
+ * suspend_blockers_lock protects both blocker lists and, for every
+ * blocker, its link, flags and stat; it also protects every static
+ * variable below and the event ring in events.c. It is taken with
+ * interrupts disabled because suspend_block() and suspend_unblock() may
+ * be called from hard interrupt handlers. (Not "sb_lock": fs/super.c has
+ * a lock of that name, which makes lockdep reports confusing.)
  *
- * The seed kept an active and an inactive list; one list and a count of
- * active blockers say the same with fewer writes on the hot path.
+ * As in the seed, a blocker is on the active list while it is active and
+ * on the inactive list otherwise, most recently changed first: the block
+ * path walks the active blockers only (to charge their sleep_time), so
+ * its cost does not depend on how many idle blockers are registered.
  */
 DEFINE_SPINLOCK(suspend_blockers_lock);
-static LIST_HEAD(sb_blockers);
-static unsigned int sb_active_count;
+static LIST_HEAD(sb_active_blockers);
+static LIST_HEAD(sb_inactive_blockers);
 /* Incremented by every suspend_block(): did anything happen since? */
 static unsigned int sb_current_event_num;
 /* Start of the interval not yet added to the sleep_time of blockers. */
 static ktime_t sb_last_sleep_time_update;
-/* Set just before the system enters a sleep state (pmhooks.c). */
+/* Set just before the platform enters a sleep state (pmhooks.c). */
 static bool sb_wait_for_wakeup;
 /* Policy is opportunistic: mirror activity onto sb_ws. */
 static bool sb_mirror;
@@ -130,7 +132,7 @@ static void sb_stat_unblock_locked(struct suspend_blocker *blocker,
  * Charge the time since the last update to every active blocker that was
  * preventing a requested suspend, then mark them all as preventing (@done
  * false: suspend is requested) or not (@done true: "main" is active, so
- * nothing is requested).
+ * nothing is requested). Walks the active list only, as the seed does.
  */
 static void sb_update_sleep_wait_stats_locked(bool done, ktime_t now)
 {
@@ -138,9 +140,7 @@ static void sb_update_sleep_wait_stats_locked(bool done, ktime_t now)
 	ktime_t elapsed = ktime_sub(now, sb_last_sleep_time_update);
 
 	lockdep_assert_held(&suspend_blockers_lock);
-	list_for_each_entry(blocker, &sb_blockers, link) {
-		if (!(blocker->flags & SBLK_ACTIVE))
-			continue;
+	list_for_each_entry(blocker, &sb_active_blockers, link) {
 		if (blocker->flags & SBLK_PREVENTING_SUSPEND)
 			blocker->stat.prevent_suspend_time =
 				ktime_add(blocker->stat.prevent_suspend_time,
@@ -197,7 +197,7 @@ void suspend_blocker_init(struct suspend_blocker *blocker, const char *name)
 	blocker->flags = SBLK_INITIALIZED;
 
 	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
-	list_add(&blocker->link, &sb_blockers);
+	list_add(&blocker->link, &sb_inactive_blockers);
 	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 }
 EXPORT_SYMBOL_GPL(suspend_blocker_init);
@@ -237,7 +237,7 @@ void suspend_blocker_destroy(struct suspend_blocker *blocker)
 	sb_stat_destroy_locked(blocker);
 	blocker->flags &= ~(SBLK_INITIALIZED | SBLK_ACTIVE | SBLK_PREVENTING_SUSPEND);
 	list_del_init(&blocker->link);
-	if (was_active && !--sb_active_count)
+	if (was_active && list_empty(&sb_active_blockers))
 		sb_last_inactive_locked();
 	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 }
@@ -266,7 +266,7 @@ void suspend_block(struct suspend_blocker *blocker)
 	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	sb_stat_block_locked(blocker, now);
 	if (!(blocker->flags & SBLK_ACTIVE)) {
-		if (!sb_active_count++)
+		if (list_empty(&sb_active_blockers))
 			sb_first_active_locked();
 		blocker->flags |= SBLK_ACTIVE;
 		sb_event_locked(SB_EV_BLOCK, now, blocker->name,
@@ -274,6 +274,8 @@ void suspend_block(struct suspend_blocker *blocker)
 		if (sb_enabled && sb_suspending)
 			pm_system_wakeup();
 	}
+	/* Most recently changed first, as the seed's list_add(). */
+	list_move(&blocker->link, &sb_active_blockers);
 	if (sb_debug_mask & SB_DEBUG_SUSPEND_BLOCKER)
 		pr_info("%s: %s\n", __func__, blocker->name);
 
@@ -308,12 +310,14 @@ void suspend_unblock(struct suspend_blocker *blocker)
 	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	if (sb_debug_mask & SB_DEBUG_SUSPEND_BLOCKER)
 		pr_info("%s: %s\n", __func__, blocker->name);
+	/* Most recently changed first, as the seed's list_add(). */
+	list_move(&blocker->link, &sb_inactive_blockers);
 	if (blocker->flags & SBLK_ACTIVE) {
 		sb_stat_unblock_locked(blocker, now);
 		blocker->flags &= ~SBLK_ACTIVE;
 		sb_event_locked(SB_EV_UNBLOCK, now, blocker->name,
 				blocker->name_len);
-		if (!--sb_active_count)
+		if (list_empty(&sb_active_blockers))
 			sb_last_inactive_locked();
 	}
 	if (blocker == &sb_main_blocker)
@@ -350,7 +354,7 @@ bool suspend_is_blocked(void)
 {
 	if (!READ_ONCE(sb_enabled))
 		return false;
-	return READ_ONCE(sb_active_count) > 0;
+	return !list_empty(&sb_active_blockers);
 }
 EXPORT_SYMBOL_GPL(suspend_is_blocked);
 
@@ -361,7 +365,7 @@ bool sb_any_active(void)
 	bool ret;
 
 	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
-	ret = sb_active_count > 0;
+	ret = !list_empty(&sb_active_blockers);
 	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 	return ret;
 }
@@ -410,7 +414,7 @@ void sb_core_set_mirror(bool on)
 	unsigned long irqflags;
 
 	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
-	if (on != sb_mirror && sb_active_count) {
+	if (on != sb_mirror && !list_empty(&sb_active_blockers)) {
 		if (on)
 			__pm_stay_awake(sb_ws);
 		else
@@ -455,6 +459,9 @@ static void sb_print_blocker_stat(struct seq_file *m,
  * sb_stats_show_locked() - print the seed's statistics table
  * @m:	The seq_file to print to.
  *
+ * Inactive blockers first, then active ones, each group most recently
+ * changed first, as in the seed.
+ *
  * Context: suspend_blockers_lock held.
  */
 void sb_stats_show_locked(struct seq_file *m)
@@ -463,13 +470,10 @@ void sb_stats_show_locked(struct seq_file *m)
 	ktime_t now = ktime_get();
 
 	lockdep_assert_held(&suspend_blockers_lock);
-	/* Inactive blockers first, then active ones, as in the seed. */
-	list_for_each_entry(blocker, &sb_blockers, link)
-		if (!(blocker->flags & SBLK_ACTIVE))
-			sb_print_blocker_stat(m, blocker, now);
-	list_for_each_entry(blocker, &sb_blockers, link)
-		if (blocker->flags & SBLK_ACTIVE)
-			sb_print_blocker_stat(m, blocker, now);
+	list_for_each_entry(blocker, &sb_inactive_blockers, link)
+		sb_print_blocker_stat(m, blocker, now);
+	list_for_each_entry(blocker, &sb_active_blockers, link)
+		sb_print_blocker_stat(m, blocker, now);
 }
 
 int sb_core_init(void)
@@ -492,8 +496,8 @@ void sb_core_exit(void)
 	suspend_blocker_destroy(&sb_deleted_blockers);
 	suspend_blocker_destroy(&sb_unknown_wakeup);
 	suspend_blocker_destroy(&sb_main_blocker);
-	WARN_ON(sb_active_count);
-	WARN_ON(!list_empty(&sb_blockers));
+	WARN_ON(!list_empty(&sb_active_blockers));
+	WARN_ON(!list_empty(&sb_inactive_blockers));
 	wakeup_source_unregister(sb_ws);
 	sb_ws = NULL;
 }
