@@ -171,6 +171,21 @@ static void sb_stat_destroy_locked(struct suspend_blocker *blocker)
 				       blocker->stat.max_time);
 }
 
+/* Is @blocker on one of the lists? Walks them: for suspicious cases only. */
+static bool sb_is_listed_locked(struct suspend_blocker *blocker)
+{
+	struct suspend_blocker *pos;
+
+	lockdep_assert_held(&suspend_blockers_lock);
+	list_for_each_entry(pos, &sb_active_blockers, link)
+		if (pos == blocker)
+			return true;
+	list_for_each_entry(pos, &sb_inactive_blockers, link)
+		if (pos == blocker)
+			return true;
+	return false;
+}
+
 /**
  * suspend_blocker_init() - initialise a suspend blocker
  * @blocker:	The suspend blocker to initialise.
@@ -179,26 +194,37 @@ static void sb_stat_destroy_locked(struct suspend_blocker *blocker)
  *
  * The blocker starts inactive with zeroed statistics. @blocker and @name
  * must stay valid until suspend_blocker_destroy() has been called.
+ * Initialising a blocker that is already initialised (and not destroyed
+ * since) is a bug: it warns and leaves the blocker as it is.
  *
  * Context: any context; does not sleep.
  */
 void suspend_blocker_init(struct suspend_blocker *blocker, const char *name)
 {
 	unsigned long irqflags;
+	bool live;
 
 	if (WARN_ON(!name))
 		name = "(null)";
 	if (sb_debug_mask & SB_DEBUG_SUSPEND_BLOCKER)
 		pr_info("%s name=%s\n", __func__, name);
 
-	memset(&blocker->stat, 0, sizeof(blocker->stat));
-	blocker->name = name;
-	blocker->name_len = strlen(name);
-	blocker->flags = SBLK_INITIALIZED;
-
 	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
-	list_add(&blocker->link, &sb_inactive_blockers);
+	/*
+	 * Memory that was never initialised may have the flag set by
+	 * chance: only a blocker that really is on a list is live.
+	 */
+	live = (blocker->flags & SBLK_INITIALIZED) &&
+	       sb_is_listed_locked(blocker);
+	if (!live) {
+		memset(&blocker->stat, 0, sizeof(blocker->stat));
+		blocker->name = name;
+		blocker->name_len = strlen(name);
+		blocker->flags = SBLK_INITIALIZED;
+		list_add(&blocker->link, &sb_inactive_blockers);
+	}
 	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
+	WARN(live, "%s: %s is already initialised\n", __func__, name);
 }
 EXPORT_SYMBOL_GPL(suspend_blocker_init);
 
