@@ -7,6 +7,13 @@
  * release() destroys it. Beyond the seed, BLOCK requires CAP_BLOCK_SUSPEND
  * (as mainline's wake_lock and EPOLLWAKEUP do) and names that would break
  * the debugfs table are rejected with EINVAL.
+ *
+ * The node is mode 0666 and INIT needs no capability, so everything here
+ * must be safe against any local user: INIT copies, checks and allocates
+ * the name before it touches anything shared (a name in a page that never
+ * faults in only holds up its own caller).
+ * There is no lock on the ioctl path: a file's blocker pointer is set once
+ * (cmpxchg) and lives until release(), when no ioctl can be running.
  */
 
 #define pr_fmt(fmt) "suspend_block: " fmt
@@ -15,14 +22,10 @@
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
-#include <linux/mutex.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <uapi/linux/suspend_block_dev.h>
 #include "sb_internal.h"
-
-/* Serialises INIT against BLOCK/UNBLOCK on all files: protects private_data. */
-static DEFINE_MUTEX(sb_ioctl_lock);
 
 struct sb_user_blocker {
 	struct suspend_blocker blocker;
@@ -55,7 +58,7 @@ static long sb_user_create(struct file *file, void __user *uname, size_t len)
 {
 	struct sb_user_blocker *bl;
 
-	if (file->private_data)
+	if (READ_ONCE(file->private_data))
 		return -EBUSY;
 	if (len > NAME_MAX)
 		return -ENAMETOOLONG;
@@ -71,7 +74,12 @@ static long sb_user_create(struct file *file, void __user *uname, size_t len)
 		return -EINVAL;
 	}
 	suspend_blocker_init(&bl->blocker, bl->name);
-	file->private_data = bl;
+	/* Publish it (fully ordered); a concurrent INIT on this file won. */
+	if (cmpxchg(&file->private_data, NULL, bl)) {
+		suspend_blocker_destroy(&bl->blocker);
+		kfree(bl);
+		return -EBUSY;
+	}
 	return 0;
 }
 
@@ -81,12 +89,12 @@ static long sb_user_ioctl(struct file *file, unsigned int cmd,
 	struct sb_user_blocker *bl;
 	long ret;
 
-	mutex_lock(&sb_ioctl_lock);
 	if ((cmd & ~IOCSIZE_MASK) == SUSPEND_BLOCKER_IOCTL_INIT(0)) {
 		ret = sb_user_create(file, (void __user *)arg, _IOC_SIZE(cmd));
 		goto out;
 	}
-	bl = file->private_data;
+	/* Pairs with the cmpxchg() in sb_user_create(). */
+	bl = smp_load_acquire(&file->private_data);
 	switch (cmd) {
 	case SUSPEND_BLOCKER_IOCTL_BLOCK:
 		if (!bl) {
@@ -112,7 +120,6 @@ static long sb_user_ioctl(struct file *file, unsigned int cmd,
 out:
 	if (ret && (sb_debug_mask & SB_DEBUG_FAILURE))
 		pr_err("ioctl: cmd %x failed, %ld\n", cmd, ret);
-	mutex_unlock(&sb_ioctl_lock);
 	return ret;
 }
 
