@@ -12,8 +12,8 @@
  * must be safe against any local user: INIT copies, checks and allocates
  * the name before it touches anything shared (a name in a page that never
  * faults in only holds up its own caller), the blocker is charged to the
- * creator's memory cgroup (GFP_KERNEL_ACCOUNT) and every user may own at
- * most max_user_blockers blockers.
+ * creator's memory cgroup (GFP_KERNEL_ACCOUNT), every user may own at most
+ * max_user_blockers blockers, and failures are logged rate-limited.
  * There is no lock on the ioctl path: a file's blocker pointer is set once
  * (cmpxchg) and lives until release(), when no ioctl can be running.
  */
@@ -216,8 +216,9 @@ static long sb_user_ioctl(struct file *file, unsigned int cmd,
 		ret = -ENOTTY;
 	}
 out:
+	/* Any user can make ioctls fail: never flood the log. */
 	if (ret && (sb_debug_mask & SB_DEBUG_FAILURE))
-		pr_err("ioctl: cmd %x failed, %ld\n", cmd, ret);
+		pr_err_ratelimited("ioctl: cmd %x failed, %ld\n", cmd, ret);
 	return ret;
 }
 
