@@ -10,7 +10,10 @@
  * and suspend-to-RAM alike, after all ordinary device callbacks. Our
  * device registers last, so its suspend_noirq is among the first noirq
  * callbacks and its resume_noirq among the last; the gap to the real
- * enter is the other devices' noirq callbacks.
+ * enter is the other devices' noirq callbacks. If a blocker is active
+ * there, the callback reports a wakeup (pm_system_wakeup()) and succeeds:
+ * the PM core then aborts as for any wakeup, without blaming our device
+ * for a failed suspend.
  */
 
 #define pr_fmt(fmt) "suspend_block: " fmt
@@ -21,6 +24,11 @@
 #include "sb_internal.h"
 
 static struct platform_device *sb_pdev;
+/*
+ * Our suspend_noirq logged "enter", so resume_noirq logs "exit". Only the
+ * two noirq callbacks use it, and the PM core runs them one at a time.
+ */
+static bool sb_enter_logged;
 
 static int sb_pm_notify(struct notifier_block *nb, unsigned long action,
 			void *unused)
@@ -42,20 +50,26 @@ static struct notifier_block sb_pm_nb = {
 
 static int sb_suspend_noirq(struct device *dev)
 {
+	sb_enter_logged = false;
 	if (suspend_is_blocked()) {
 		if (sb_debug_mask & SB_DEBUG_SUSPEND)
 			pr_info("suspend blocked in noirq phase\n");
-		return -EBUSY;
+		/* A wakeup, not a device failure (suspend_stats, the log). */
+		pm_system_wakeup();
+		return 0;
 	}
 	sb_note_enter_suspend();
 	sb_event(SB_EV_ENTER, sb_state_name(pm_suspend_target_state));
+	sb_enter_logged = true;
 	return 0;
 }
 
 static int sb_resume_noirq(struct device *dev)
 {
 	sb_events_resync_clock();
-	sb_event(SB_EV_EXIT, sb_state_name(pm_suspend_target_state));
+	if (sb_enter_logged)
+		sb_event(SB_EV_EXIT, sb_state_name(pm_suspend_target_state));
+	sb_enter_logged = false;
 	return 0;
 }
 
