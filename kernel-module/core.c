@@ -401,6 +401,33 @@ unsigned int sb_event_num(void)
 	return READ_ONCE(sb_current_event_num);
 }
 
+/**
+ * sb_kernel_wakeup_events() - events signalled by the kernel's wakeup sources
+ *
+ * The sum of the event counts of every wakeup source except ours (whose
+ * events are blocker activity, counted by sb_event_num()). Like
+ * /sys/power/wakeup_count it changes whenever a driver, the RTC,
+ * EPOLLWAKEUP or power_supply_changed() reports a wakeup event, but it is
+ * read without waiting for events in progress. A source unregistered
+ * meanwhile changes it too, which only makes a wakeup look explained.
+ *
+ * Context: process context.
+ * Return: the sum, to compare with an earlier one.
+ */
+unsigned long sb_kernel_wakeup_events(void)
+{
+	struct wakeup_source *ws;
+	unsigned long sum = 0;
+	int idx;
+
+	idx = wakeup_sources_read_lock();
+	for_each_wakeup_source(ws)
+		if (ws != sb_ws)
+			sum += READ_ONCE(ws->event_count);
+	wakeup_sources_read_unlock(idx);
+	return sum;
+}
+
 /* Called just before the platform enters the sleep state (pmhooks.c). */
 void sb_note_enter_suspend(void)
 {

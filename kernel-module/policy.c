@@ -24,8 +24,10 @@
  * progress, writes the value back to arm the wakeup-event check, then
  * calls pm_suspend(). It goes through the sysfs files because
  * pm_get_wakeup_count() and pm_save_wakeup_count() are not exported.
- * When pm_suspend() returns and no blocker was activated meanwhile, the
- * wakeup is "unknown": the seed's unknown_wakeups blocker is activated and
+ * When pm_suspend() returns and no blocker was activated meanwhile, and
+ * for a failed attempt no kernel wakeup source reported an event either
+ * (autosleep compares the wakeup count the same way), the wakeup is
+ * "unknown": the seed's unknown_wakeups blocker is activated and
  * released. While suspend keeps failing for no known reason, or the
  * wakeup_count write keeps failing, the worker backs off
  * (SB_BACKOFF_MIN_MS doubling to SB_BACKOFF_MAX_MS; a kick ends a wait
@@ -318,11 +320,13 @@ enum sb_attempt {
  * One opportunistic suspend attempt. *@err is the wakeup_count write's
  * error (SB_ARM_FAILED) or pm_suspend()'s result (SB_SUSPENDED), and
  * *@unknown tells (SB_SUSPENDED) whether nothing explains the return: no
- * blocker was activated.
+ * blocker was activated and, if pm_suspend() failed, no kernel wakeup
+ * source reported an event.
  */
 static enum sb_attempt sb_try_suspend(int *err, bool *unknown)
 {
 	char requested[SB_STATE_LEN], arg[40];
+	unsigned long entry_ws;
 	unsigned int entry_num;
 	suspend_state_t state;
 	unsigned int count;
@@ -354,6 +358,7 @@ static enum sb_attempt sb_try_suspend(int *err, bool *unknown)
 	mutex_unlock(&sb_policy_lock);
 
 	entry_num = sb_event_num();
+	entry_ws = sb_kernel_wakeup_events();
 	sb_set_suspend_blockers_enabled(true);
 	if (suspend_is_blocked()) {
 		sb_set_suspend_blockers_enabled(false);
@@ -368,7 +373,16 @@ static enum sb_attempt sb_try_suspend(int *err, bool *unknown)
 	sb_event_int(*err ? SB_EV_ABORT : SB_EV_RESUME, *err);
 	if (sb_debug_mask & SB_DEBUG_EXIT_SUSPEND)
 		pr_info("exit suspend, ret = %d\n", *err);
-	*unknown = sb_event_num() == entry_num;
+	/*
+	 * A blocker activation explains any return. A failed attempt is
+	 * also explained by a kernel wakeup source's event (the wakeup
+	 * count changed: autosleep decides so). A resume is not: drivers
+	 * report wakeup events that hold nothing up (ACPI reports one on the
+	 * power button after such S3 wakes), and unknown_wakeups is there
+	 * to give user space its chance after exactly those.
+	 */
+	*unknown = sb_event_num() == entry_num &&
+		   (!*err || sb_kernel_wakeup_events() == entry_ws);
 	return SB_SUSPENDED;
 }
 

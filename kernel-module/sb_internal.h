@@ -50,6 +50,7 @@ void sb_core_exit(void);
 void sb_core_set_mirror(bool on);
 bool sb_any_active(void);
 unsigned int sb_event_num(void);
+unsigned long sb_kernel_wakeup_events(void);
 void sb_note_enter_suspend(void);
 void sb_set_suspend_blockers_enabled(bool on);
 void sb_set_suspend_in_progress(bool on);
