@@ -519,9 +519,11 @@ static ssize_t policy_store(struct kobject *kobj, struct kobj_attribute *attr,
 		ret = -EBUSY;
 		goto out;
 	}
+	/* As the seed: first request "on" under the current policy. */
+	if (sb_policy == SB_POLICY_OPPORTUNISTIC)
+		sb_request_locked("on");
 	if (i != sb_policy) {
 		if (sb_policy == SB_POLICY_OPPORTUNISTIC) {
-			sb_request_locked("on");
 			sb_core_set_mirror(false);
 			sb_worker_interrupt();
 		}
