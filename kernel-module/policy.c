@@ -631,14 +631,19 @@ int sb_policy_init(void)
 	return 0;
 
 put_kobj:
+	kobject_del(sb_kobj);
 	kobject_put(sb_kobj);
 	return ret;
 }
 
 void sb_policy_exit(void)
 {
-	/* No more policy writes once the files are gone. */
-	kobject_put(sb_kobj);
+	/*
+	 * No more policy writes once the files are gone: kobject_del()
+	 * removes them now and waits for writers in progress, whoever else
+	 * may still hold a reference to the kobject.
+	 */
+	kobject_del(sb_kobj);
 	mutex_lock(&sb_policy_lock);
 	if (sb_policy == SB_POLICY_OPPORTUNISTIC)
 		sb_request_locked("on");
@@ -651,4 +656,6 @@ void sb_policy_exit(void)
 	mutex_lock(&sb_policy_lock);
 	sb_wakeup_count_disarm();
 	mutex_unlock(&sb_policy_lock);
+	kobject_put(sb_kobj);
+	sb_kobj = NULL;
 }
