@@ -44,25 +44,32 @@
 #include "sb_internal.h"
 
 /*
- * suspend_blockers_lock protects both blocker lists and, for every
- * blocker, its link, flags and stat; it also protects every static
- * variable below and the event ring in events.c. It is taken with
- * interrupts disabled because suspend_block() and suspend_unblock() may
- * be called from hard interrupt handlers. (Not "sb_lock": fs/super.c has
- * a lock of that name, which makes lockdep reports confusing.)
+ * suspend_blockers_lock protects the blocker list and, for every blocker,
+ * its link, flags and stat; it also protects every static variable below
+ * and the event ring in events.c. It is taken with interrupts disabled
+ * because suspend_block() and suspend_unblock() may be called from hard
+ * interrupt handlers. (Not "sb_lock": fs/super.c has a lock of that name,
+ * which makes lockdep reports confusing.)
  *
- * As in the seed, a blocker is on the active list while it is active and
- * on the inactive list otherwise, most recently changed first: the block
- * path walks the active blockers only (to charge their sleep_time), so
- * its cost does not depend on how many idle blockers are registered.
+ * The seed kept an active and an inactive list, and on every block with
+ * "main" inactive walked the active one to charge sleep_time. Here no
+ * operation walks any list: sleep_time is read off a "sleep clock" (see
+ * sb_sleep_clock_locked()), so block and unblock cost the same however
+ * many blockers are registered or active, and one list and a count of
+ * active blockers say the rest with fewer writes on the hot path.
  */
 DEFINE_SPINLOCK(suspend_blockers_lock);
-static LIST_HEAD(sb_active_blockers);
-static LIST_HEAD(sb_inactive_blockers);
+static LIST_HEAD(sb_blockers);
+static unsigned int sb_active_count;
 /* Incremented by every suspend_block(): did anything happen since? */
 static unsigned int sb_current_event_num;
-/* Start of the interval not yet added to the sleep_time of blockers. */
-static ktime_t sb_last_sleep_time_update;
+/*
+ * The sleep clock: how long "main" has been inactive (a sleep state
+ * requested in the opportunistic policy) since load, as of
+ * sb_sleep_clock_since while it is inactive.
+ */
+static ktime_t sb_sleep_clock;
+static ktime_t sb_sleep_clock_since;
 /* Set just before the platform enters a sleep state (pmhooks.c). */
 static bool sb_wait_for_wakeup;
 /* Policy is opportunistic: mirror activity onto sb_ws. */
@@ -77,6 +84,19 @@ static struct wakeup_source *sb_ws;
 struct suspend_blocker sb_main_blocker;
 struct suspend_blocker sb_unknown_wakeup;
 struct suspend_blocker sb_deleted_blockers;
+
+/*
+ * The sleep clock at @now. A blocker's sleep_time is the sleep clock's
+ * advance while the blocker was active: exactly the seed's charging of
+ * every active blocker while "main" is inactive, without the walk.
+ */
+static ktime_t sb_sleep_clock_locked(ktime_t now)
+{
+	lockdep_assert_held(&suspend_blockers_lock);
+	if (sb_main_blocker.flags & SBLK_ACTIVE)
+		return sb_sleep_clock;
+	return ktime_add(sb_sleep_clock, ktime_sub(now, sb_sleep_clock_since));
+}
 
 static void sb_first_active_locked(void)
 {
@@ -102,8 +122,10 @@ static void sb_stat_block_locked(struct suspend_blocker *blocker, ktime_t now)
 		sb_wait_for_wakeup = false;
 		blocker->stat.wakeup_count++;
 	}
-	if (!(blocker->flags & SBLK_ACTIVE))
+	if (!(blocker->flags & SBLK_ACTIVE)) {
 		blocker->stat.last_time = now;
+		blocker->stat.sleep_clock = sb_sleep_clock_locked(now);
+	}
 }
 
 static void sb_stat_unblock_locked(struct suspend_blocker *blocker,
@@ -120,37 +142,23 @@ static void sb_stat_unblock_locked(struct suspend_blocker *blocker,
 	if (ktime_after(duration, blocker->stat.max_time))
 		blocker->stat.max_time = duration;
 	blocker->stat.last_time = now;
-	if (blocker->flags & SBLK_PREVENTING_SUSPEND) {
-		duration = ktime_sub(now, sb_last_sleep_time_update);
-		blocker->stat.prevent_suspend_time =
-			ktime_add(blocker->stat.prevent_suspend_time, duration);
-		blocker->flags &= ~SBLK_PREVENTING_SUSPEND;
-	}
+	duration = ktime_sub(sb_sleep_clock_locked(now),
+			     blocker->stat.sleep_clock);
+	blocker->stat.prevent_suspend_time =
+		ktime_add(blocker->stat.prevent_suspend_time, duration);
 }
 
 /*
- * Charge the time since the last update to every active blocker that was
- * preventing a requested suspend, then mark them all as preventing (@done
- * false: suspend is requested) or not (@done true: "main" is active, so
- * nothing is requested). Walks the active list only, as the seed does.
+ * "main" changes state at @now: the sleep clock stops while it is active
+ * and runs while it is not.
  */
-static void sb_update_sleep_wait_stats_locked(bool done, ktime_t now)
+static void sb_main_changed_locked(bool active, ktime_t now)
 {
-	struct suspend_blocker *blocker;
-	ktime_t elapsed = ktime_sub(now, sb_last_sleep_time_update);
-
 	lockdep_assert_held(&suspend_blockers_lock);
-	list_for_each_entry(blocker, &sb_active_blockers, link) {
-		if (blocker->flags & SBLK_PREVENTING_SUSPEND)
-			blocker->stat.prevent_suspend_time =
-				ktime_add(blocker->stat.prevent_suspend_time,
-					  elapsed);
-		if (done)
-			blocker->flags &= ~SBLK_PREVENTING_SUSPEND;
-		else
-			blocker->flags |= SBLK_PREVENTING_SUSPEND;
-	}
-	sb_last_sleep_time_update = now;
+	if (active)
+		sb_sleep_clock = sb_sleep_clock_locked(now);
+	else
+		sb_sleep_clock_since = now;
 }
 
 static void sb_stat_destroy_locked(struct suspend_blocker *blocker)
@@ -171,16 +179,13 @@ static void sb_stat_destroy_locked(struct suspend_blocker *blocker)
 				       blocker->stat.max_time);
 }
 
-/* Is @blocker on one of the lists? Walks them: for suspicious cases only. */
+/* Is @blocker on the list? Walks it: for suspicious cases only. */
 static bool sb_is_listed_locked(struct suspend_blocker *blocker)
 {
 	struct suspend_blocker *pos;
 
 	lockdep_assert_held(&suspend_blockers_lock);
-	list_for_each_entry(pos, &sb_active_blockers, link)
-		if (pos == blocker)
-			return true;
-	list_for_each_entry(pos, &sb_inactive_blockers, link)
+	list_for_each_entry(pos, &sb_blockers, link)
 		if (pos == blocker)
 			return true;
 	return false;
@@ -221,7 +226,7 @@ void suspend_blocker_init(struct suspend_blocker *blocker, const char *name)
 		blocker->name = name;
 		blocker->name_len = strlen(name);
 		blocker->flags = SBLK_INITIALIZED;
-		list_add(&blocker->link, &sb_inactive_blockers);
+		list_add(&blocker->link, &sb_blockers);
 	}
 	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 	WARN(live, "%s: %s is already initialised\n", __func__, name);
@@ -261,9 +266,9 @@ void suspend_blocker_destroy(struct suspend_blocker *blocker)
 				blocker->name_len);
 	}
 	sb_stat_destroy_locked(blocker);
-	blocker->flags &= ~(SBLK_INITIALIZED | SBLK_ACTIVE | SBLK_PREVENTING_SUSPEND);
+	blocker->flags &= ~(SBLK_INITIALIZED | SBLK_ACTIVE);
 	list_del_init(&blocker->link);
-	if (was_active && list_empty(&sb_active_blockers))
+	if (was_active && !--sb_active_count)
 		sb_last_inactive_locked();
 	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 }
@@ -292,24 +297,20 @@ void suspend_block(struct suspend_blocker *blocker)
 	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	sb_stat_block_locked(blocker, now);
 	if (!(blocker->flags & SBLK_ACTIVE)) {
-		if (list_empty(&sb_active_blockers))
+		if (!sb_active_count++)
 			sb_first_active_locked();
+		if (blocker == &sb_main_blocker)
+			sb_main_changed_locked(true, now);
 		blocker->flags |= SBLK_ACTIVE;
 		sb_event_locked(SB_EV_BLOCK, now, blocker->name,
 				blocker->name_len);
 		if (sb_enabled && sb_suspending)
 			pm_system_wakeup();
 	}
-	/* Most recently changed first, as the seed's list_add(). */
-	list_move(&blocker->link, &sb_active_blockers);
 	if (sb_debug_mask & SB_DEBUG_SUSPEND_BLOCKER)
 		pr_info("%s: %s\n", __func__, blocker->name);
 
 	sb_current_event_num++;
-	if (blocker == &sb_main_blocker)
-		sb_update_sleep_wait_stats_locked(true, now);
-	else if (!(sb_main_blocker.flags & SBLK_ACTIVE))
-		sb_update_sleep_wait_stats_locked(false, now);
 	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 }
 EXPORT_SYMBOL_GPL(suspend_block);
@@ -336,18 +337,16 @@ void suspend_unblock(struct suspend_blocker *blocker)
 	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	if (sb_debug_mask & SB_DEBUG_SUSPEND_BLOCKER)
 		pr_info("%s: %s\n", __func__, blocker->name);
-	/* Most recently changed first, as the seed's list_add(). */
-	list_move(&blocker->link, &sb_inactive_blockers);
 	if (blocker->flags & SBLK_ACTIVE) {
 		sb_stat_unblock_locked(blocker, now);
 		blocker->flags &= ~SBLK_ACTIVE;
+		if (blocker == &sb_main_blocker)
+			sb_main_changed_locked(false, now);
 		sb_event_locked(SB_EV_UNBLOCK, now, blocker->name,
 				blocker->name_len);
-		if (list_empty(&sb_active_blockers))
+		if (!--sb_active_count)
 			sb_last_inactive_locked();
 	}
-	if (blocker == &sb_main_blocker)
-		sb_update_sleep_wait_stats_locked(false, now);
 	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 }
 EXPORT_SYMBOL_GPL(suspend_unblock);
@@ -380,7 +379,7 @@ bool suspend_is_blocked(void)
 {
 	if (!READ_ONCE(sb_enabled))
 		return false;
-	return !list_empty(&sb_active_blockers);
+	return READ_ONCE(sb_active_count) > 0;
 }
 EXPORT_SYMBOL_GPL(suspend_is_blocked);
 
@@ -391,7 +390,7 @@ bool sb_any_active(void)
 	bool ret;
 
 	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
-	ret = !list_empty(&sb_active_blockers);
+	ret = sb_active_count > 0;
 	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 	return ret;
 }
@@ -467,7 +466,7 @@ void sb_core_set_mirror(bool on)
 	unsigned long irqflags;
 
 	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
-	if (on != sb_mirror && !list_empty(&sb_active_blockers)) {
+	if (on != sb_mirror && sb_active_count) {
 		if (on)
 			__pm_stay_awake(sb_ws);
 		else
@@ -492,11 +491,10 @@ static void sb_print_blocker_stat(struct seq_file *m,
 		count++;
 		active_time = add_time;
 		total_time = ktime_add(total_time, add_time);
-		if (blocker->flags & SBLK_PREVENTING_SUSPEND)
-			prevent_suspend_time =
-				ktime_add(prevent_suspend_time,
-					  ktime_sub(now,
-						    sb_last_sleep_time_update));
+		prevent_suspend_time =
+			ktime_add(prevent_suspend_time,
+				  ktime_sub(sb_sleep_clock_locked(now),
+					    blocker->stat.sleep_clock));
 		if (ktime_after(add_time, max_time))
 			max_time = add_time;
 	}
@@ -512,8 +510,9 @@ static void sb_print_blocker_stat(struct seq_file *m,
  * sb_stats_show_locked() - print the seed's statistics table
  * @m:	The seq_file to print to.
  *
- * Inactive blockers first, then active ones, each group most recently
- * changed first, as in the seed.
+ * Inactive blockers first, then active ones, as in the seed; within each
+ * group newest first (the seed: most recently changed first, which needs
+ * a list move on every block and unblock; see suspend-block.rst).
  *
  * Context: suspend_blockers_lock held.
  */
@@ -523,10 +522,12 @@ void sb_stats_show_locked(struct seq_file *m)
 	ktime_t now = ktime_get();
 
 	lockdep_assert_held(&suspend_blockers_lock);
-	list_for_each_entry(blocker, &sb_inactive_blockers, link)
-		sb_print_blocker_stat(m, blocker, now);
-	list_for_each_entry(blocker, &sb_active_blockers, link)
-		sb_print_blocker_stat(m, blocker, now);
+	list_for_each_entry(blocker, &sb_blockers, link)
+		if (!(blocker->flags & SBLK_ACTIVE))
+			sb_print_blocker_stat(m, blocker, now);
+	list_for_each_entry(blocker, &sb_blockers, link)
+		if (blocker->flags & SBLK_ACTIVE)
+			sb_print_blocker_stat(m, blocker, now);
 }
 
 int sb_core_init(void)
@@ -535,7 +536,7 @@ int sb_core_init(void)
 	if (!sb_ws)
 		return -ENOMEM;
 
-	sb_last_sleep_time_update = ktime_get();
+	sb_sleep_clock_since = ktime_get();
 	suspend_blocker_init(&sb_main_blocker, "main");
 	suspend_block(&sb_main_blocker);
 	suspend_blocker_init(&sb_unknown_wakeup, "unknown_wakeups");
@@ -549,8 +550,8 @@ void sb_core_exit(void)
 	suspend_blocker_destroy(&sb_deleted_blockers);
 	suspend_blocker_destroy(&sb_unknown_wakeup);
 	suspend_blocker_destroy(&sb_main_blocker);
-	WARN_ON(!list_empty(&sb_active_blockers));
-	WARN_ON(!list_empty(&sb_inactive_blockers));
+	WARN_ON(sb_active_count);
+	WARN_ON(!list_empty(&sb_blockers));
 	wakeup_source_unregister(sb_ws);
 	sb_ws = NULL;
 }

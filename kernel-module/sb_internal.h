@@ -23,10 +23,12 @@
 #include <linux/wait.h>
 #include <linux/suspend_blocker.h>
 
-/* Flag bits in struct suspend_blocker::flags, as in the seed. */
+/*
+ * Flag bits in struct suspend_blocker::flags, as in the seed (whose
+ * PREVENTING_SUSPEND bit the sleep clock of core.c replaces).
+ */
 #define SBLK_INITIALIZED		BIT(8)
 #define SBLK_ACTIVE			BIT(9)
-#define SBLK_PREVENTING_SUSPEND		BIT(10)
 
 /* Debug mask bits (module parameter debug_mask), as in the seed. */
 enum {

@@ -9,9 +9,9 @@
  *
  *	"main"  1  0  0  1200  0  1200  99000
  *
- * One line per blocker, inactive ones first, each group most recently
- * changed first (as the seed's two lists), name in double quotes, times
- * in ns (last_change is CLOCK_MONOTONIC). See core.c for the semantics.
+ * One line per blocker, inactive ones first, each group newest first,
+ * name in double quotes, times in ns (last_change is CLOCK_MONOTONIC).
+ * See core.c for the semantics.
  */
 
 #include <linux/debugfs.h>
