@@ -35,6 +35,7 @@
 #define pr_fmt(fmt) "suspend_block: " fmt
 
 #include <linux/device.h>
+#include <linux/lockdep.h>
 #include <linux/module.h>
 #include <linux/pm_wakeup.h>
 #include <linux/seq_file.h>
@@ -43,23 +44,33 @@
 #include "sb_internal.h"
 
 /*
- * sb_lock protects the blocker list and, for every blocker, its link,
- * flags and stat; it also protects every static variable below and the
- * event ring in events.c. It is taken with interrupts disabled because
- * suspend_block() and suspend_unblock() may be called from hard interrupt
- * handlers.
+ * suspend_blockers_lock protects the blocker list and, for every blocker,
+ * its link, flags and stat; it also protects every static variable below
+ * and the event ring in events.c. It is taken with interrupts disabled
+ * because suspend_block() and suspend_unblock() may be called from hard
+ * interrupt handlers. (Not "sb_lock": fs/super.c has a lock of that name,
+ * which makes lockdep reports confusing.)
  *
- * The seed kept an active and an inactive list; one list and a count of
- * active blockers say the same with fewer writes on the hot path.
+ * The seed kept an active and an inactive list, and on every block with
+ * "main" inactive walked the active one to charge sleep_time. Here no
+ * operation walks any list: sleep_time is read off a "sleep clock" (see
+ * sb_sleep_clock_locked()), so block and unblock cost the same however
+ * many blockers are registered or active, and one list and a count of
+ * active blockers say the rest with fewer writes on the hot path.
  */
-DEFINE_SPINLOCK(sb_lock);
+DEFINE_SPINLOCK(suspend_blockers_lock);
 static LIST_HEAD(sb_blockers);
 static unsigned int sb_active_count;
 /* Incremented by every suspend_block(): did anything happen since? */
 static unsigned int sb_current_event_num;
-/* Start of the interval not yet added to the sleep_time of blockers. */
-static ktime_t sb_last_sleep_time_update;
-/* Set just before the system enters a sleep state (pmhooks.c). */
+/*
+ * The sleep clock: how long "main" has been inactive (a sleep state
+ * requested in the opportunistic policy) since load, as of
+ * sb_sleep_clock_since while it is inactive.
+ */
+static ktime_t sb_sleep_clock;
+static ktime_t sb_sleep_clock_since;
+/* Set just before the platform enters a sleep state (pmhooks.c). */
 static bool sb_wait_for_wakeup;
 /* Policy is opportunistic: mirror activity onto sb_ws. */
 static bool sb_mirror;
@@ -74,14 +85,29 @@ struct suspend_blocker sb_main_blocker;
 struct suspend_blocker sb_unknown_wakeup;
 struct suspend_blocker sb_deleted_blockers;
 
+/*
+ * The sleep clock at @now. A blocker's sleep_time is the sleep clock's
+ * advance while the blocker was active: exactly the seed's charging of
+ * every active blocker while "main" is inactive, without the walk.
+ */
+static ktime_t sb_sleep_clock_locked(ktime_t now)
+{
+	lockdep_assert_held(&suspend_blockers_lock);
+	if (sb_main_blocker.flags & SBLK_ACTIVE)
+		return sb_sleep_clock;
+	return ktime_add(sb_sleep_clock, ktime_sub(now, sb_sleep_clock_since));
+}
+
 static void sb_first_active_locked(void)
 {
+	lockdep_assert_held(&suspend_blockers_lock);
 	if (sb_mirror)
 		__pm_stay_awake(sb_ws);
 }
 
 static void sb_last_inactive_locked(void)
 {
+	lockdep_assert_held(&suspend_blockers_lock);
 	if (sb_mirror)
 		__pm_relax(sb_ws);
 	sb_worker_kick();
@@ -89,14 +115,17 @@ static void sb_last_inactive_locked(void)
 
 static void sb_stat_block_locked(struct suspend_blocker *blocker, ktime_t now)
 {
+	lockdep_assert_held(&suspend_blockers_lock);
 	if (sb_wait_for_wakeup) {
 		if (sb_debug_mask & SB_DEBUG_WAKEUP)
 			pr_info("wakeup suspend blocker: %s\n", blocker->name);
 		sb_wait_for_wakeup = false;
 		blocker->stat.wakeup_count++;
 	}
-	if (!(blocker->flags & SBLK_ACTIVE))
+	if (!(blocker->flags & SBLK_ACTIVE)) {
 		blocker->stat.last_time = now;
+		blocker->stat.sleep_clock = sb_sleep_clock_locked(now);
+	}
 }
 
 static void sb_stat_unblock_locked(struct suspend_blocker *blocker,
@@ -104,6 +133,7 @@ static void sb_stat_unblock_locked(struct suspend_blocker *blocker,
 {
 	ktime_t duration;
 
+	lockdep_assert_held(&suspend_blockers_lock);
 	if (!(blocker->flags & SBLK_ACTIVE))
 		return;
 	blocker->stat.count++;
@@ -112,44 +142,30 @@ static void sb_stat_unblock_locked(struct suspend_blocker *blocker,
 	if (ktime_after(duration, blocker->stat.max_time))
 		blocker->stat.max_time = duration;
 	blocker->stat.last_time = now;
-	if (blocker->flags & SBLK_PREVENTING_SUSPEND) {
-		duration = ktime_sub(now, sb_last_sleep_time_update);
-		blocker->stat.prevent_suspend_time =
-			ktime_add(blocker->stat.prevent_suspend_time, duration);
-		blocker->flags &= ~SBLK_PREVENTING_SUSPEND;
-	}
+	duration = ktime_sub(sb_sleep_clock_locked(now),
+			     blocker->stat.sleep_clock);
+	blocker->stat.prevent_suspend_time =
+		ktime_add(blocker->stat.prevent_suspend_time, duration);
 }
 
 /*
- * Charge the time since the last update to every active blocker that was
- * preventing a requested suspend, then mark them all as preventing (@done
- * false: suspend is requested) or not (@done true: "main" is active, so
- * nothing is requested).
+ * "main" changes state at @now: the sleep clock stops while it is active
+ * and runs while it is not.
  */
-static void sb_update_sleep_wait_stats_locked(bool done, ktime_t now)
+static void sb_main_changed_locked(bool active, ktime_t now)
 {
-	struct suspend_blocker *blocker;
-	ktime_t elapsed = ktime_sub(now, sb_last_sleep_time_update);
-
-	list_for_each_entry(blocker, &sb_blockers, link) {
-		if (!(blocker->flags & SBLK_ACTIVE))
-			continue;
-		if (blocker->flags & SBLK_PREVENTING_SUSPEND)
-			blocker->stat.prevent_suspend_time =
-				ktime_add(blocker->stat.prevent_suspend_time,
-					  elapsed);
-		if (done)
-			blocker->flags &= ~SBLK_PREVENTING_SUSPEND;
-		else
-			blocker->flags |= SBLK_PREVENTING_SUSPEND;
-	}
-	sb_last_sleep_time_update = now;
+	lockdep_assert_held(&suspend_blockers_lock);
+	if (active)
+		sb_sleep_clock = sb_sleep_clock_locked(now);
+	else
+		sb_sleep_clock_since = now;
 }
 
 static void sb_stat_destroy_locked(struct suspend_blocker *blocker)
 {
 	struct suspend_blocker *del = &sb_deleted_blockers;
 
+	lockdep_assert_held(&suspend_blockers_lock);
 	if (!blocker->stat.count)
 		return;
 	del->stat.count += blocker->stat.count;
@@ -163,6 +179,18 @@ static void sb_stat_destroy_locked(struct suspend_blocker *blocker)
 				       blocker->stat.max_time);
 }
 
+/* Is @blocker on the list? Walks it: for suspicious cases only. */
+static bool sb_is_listed_locked(struct suspend_blocker *blocker)
+{
+	struct suspend_blocker *pos;
+
+	lockdep_assert_held(&suspend_blockers_lock);
+	list_for_each_entry(pos, &sb_blockers, link)
+		if (pos == blocker)
+			return true;
+	return false;
+}
+
 /**
  * suspend_blocker_init() - initialise a suspend blocker
  * @blocker:	The suspend blocker to initialise.
@@ -171,26 +199,37 @@ static void sb_stat_destroy_locked(struct suspend_blocker *blocker)
  *
  * The blocker starts inactive with zeroed statistics. @blocker and @name
  * must stay valid until suspend_blocker_destroy() has been called.
+ * Initialising a blocker that is already initialised (and not destroyed
+ * since) is a bug: it warns and leaves the blocker as it is.
  *
  * Context: any context; does not sleep.
  */
 void suspend_blocker_init(struct suspend_blocker *blocker, const char *name)
 {
 	unsigned long irqflags;
+	bool live;
 
 	if (WARN_ON(!name))
 		name = "(null)";
 	if (sb_debug_mask & SB_DEBUG_SUSPEND_BLOCKER)
 		pr_info("%s name=%s\n", __func__, name);
 
-	memset(&blocker->stat, 0, sizeof(blocker->stat));
-	blocker->name = name;
-	blocker->name_len = strlen(name);
-	blocker->flags = SBLK_INITIALIZED;
-
-	spin_lock_irqsave(&sb_lock, irqflags);
-	list_add(&blocker->link, &sb_blockers);
-	spin_unlock_irqrestore(&sb_lock, irqflags);
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
+	/*
+	 * Memory that was never initialised may have the flag set by
+	 * chance: only a blocker that really is on a list is live.
+	 */
+	live = (blocker->flags & SBLK_INITIALIZED) &&
+	       sb_is_listed_locked(blocker);
+	if (!live) {
+		memset(&blocker->stat, 0, sizeof(blocker->stat));
+		blocker->name = name;
+		blocker->name_len = strlen(name);
+		blocker->flags = SBLK_INITIALIZED;
+		list_add(&blocker->link, &sb_blockers);
+	}
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
+	WARN(live, "%s: %s is already initialised\n", __func__, name);
 }
 EXPORT_SYMBOL_GPL(suspend_blocker_init);
 
@@ -219,7 +258,7 @@ void suspend_blocker_destroy(struct suspend_blocker *blocker)
 			blocker->name);
 
 	now = ktime_get();
-	spin_lock_irqsave(&sb_lock, irqflags);
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	was_active = blocker->flags & SBLK_ACTIVE;
 	if (was_active) {
 		sb_stat_unblock_locked(blocker, now);
@@ -227,11 +266,11 @@ void suspend_blocker_destroy(struct suspend_blocker *blocker)
 				blocker->name_len);
 	}
 	sb_stat_destroy_locked(blocker);
-	blocker->flags &= ~(SBLK_INITIALIZED | SBLK_ACTIVE | SBLK_PREVENTING_SUSPEND);
+	blocker->flags &= ~(SBLK_INITIALIZED | SBLK_ACTIVE);
 	list_del_init(&blocker->link);
 	if (was_active && !--sb_active_count)
 		sb_last_inactive_locked();
-	spin_unlock_irqrestore(&sb_lock, irqflags);
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 }
 EXPORT_SYMBOL_GPL(suspend_blocker_destroy);
 
@@ -255,11 +294,13 @@ void suspend_block(struct suspend_blocker *blocker)
 		return;
 
 	now = ktime_get();
-	spin_lock_irqsave(&sb_lock, irqflags);
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	sb_stat_block_locked(blocker, now);
 	if (!(blocker->flags & SBLK_ACTIVE)) {
 		if (!sb_active_count++)
 			sb_first_active_locked();
+		if (blocker == &sb_main_blocker)
+			sb_main_changed_locked(true, now);
 		blocker->flags |= SBLK_ACTIVE;
 		sb_event_locked(SB_EV_BLOCK, now, blocker->name,
 				blocker->name_len);
@@ -270,11 +311,7 @@ void suspend_block(struct suspend_blocker *blocker)
 		pr_info("%s: %s\n", __func__, blocker->name);
 
 	sb_current_event_num++;
-	if (blocker == &sb_main_blocker)
-		sb_update_sleep_wait_stats_locked(true, now);
-	else if (!(sb_main_blocker.flags & SBLK_ACTIVE))
-		sb_update_sleep_wait_stats_locked(false, now);
-	spin_unlock_irqrestore(&sb_lock, irqflags);
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 }
 EXPORT_SYMBOL_GPL(suspend_block);
 
@@ -297,20 +334,20 @@ void suspend_unblock(struct suspend_blocker *blocker)
 		return;
 
 	now = ktime_get();
-	spin_lock_irqsave(&sb_lock, irqflags);
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	if (sb_debug_mask & SB_DEBUG_SUSPEND_BLOCKER)
 		pr_info("%s: %s\n", __func__, blocker->name);
 	if (blocker->flags & SBLK_ACTIVE) {
 		sb_stat_unblock_locked(blocker, now);
 		blocker->flags &= ~SBLK_ACTIVE;
+		if (blocker == &sb_main_blocker)
+			sb_main_changed_locked(false, now);
 		sb_event_locked(SB_EV_UNBLOCK, now, blocker->name,
 				blocker->name_len);
 		if (!--sb_active_count)
 			sb_last_inactive_locked();
 	}
-	if (blocker == &sb_main_blocker)
-		sb_update_sleep_wait_stats_locked(false, now);
-	spin_unlock_irqrestore(&sb_lock, irqflags);
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 }
 EXPORT_SYMBOL_GPL(suspend_unblock);
 
@@ -352,9 +389,9 @@ bool sb_any_active(void)
 	unsigned long irqflags;
 	bool ret;
 
-	spin_lock_irqsave(&sb_lock, irqflags);
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	ret = sb_active_count > 0;
-	spin_unlock_irqrestore(&sb_lock, irqflags);
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 	return ret;
 }
 
@@ -363,32 +400,59 @@ unsigned int sb_event_num(void)
 	return READ_ONCE(sb_current_event_num);
 }
 
+/**
+ * sb_kernel_wakeup_events() - events signalled by the kernel's wakeup sources
+ *
+ * The sum of the event counts of every wakeup source except ours (whose
+ * events are blocker activity, counted by sb_event_num()). Like
+ * /sys/power/wakeup_count it changes whenever a driver, the RTC,
+ * EPOLLWAKEUP or power_supply_changed() reports a wakeup event, but it is
+ * read without waiting for events in progress. A source unregistered
+ * meanwhile changes it too, which only makes a wakeup look explained.
+ *
+ * Context: process context.
+ * Return: the sum, to compare with an earlier one.
+ */
+unsigned long sb_kernel_wakeup_events(void)
+{
+	struct wakeup_source *ws;
+	unsigned long sum = 0;
+	int idx;
+
+	idx = wakeup_sources_read_lock();
+	for_each_wakeup_source(ws)
+		if (ws != sb_ws)
+			sum += READ_ONCE(ws->event_count);
+	wakeup_sources_read_unlock(idx);
+	return sum;
+}
+
 /* Called just before the platform enters the sleep state (pmhooks.c). */
 void sb_note_enter_suspend(void)
 {
 	unsigned long irqflags;
 
-	spin_lock_irqsave(&sb_lock, irqflags);
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	sb_wait_for_wakeup = true;
-	spin_unlock_irqrestore(&sb_lock, irqflags);
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 }
 
 void sb_set_suspend_blockers_enabled(bool on)
 {
 	unsigned long irqflags;
 
-	spin_lock_irqsave(&sb_lock, irqflags);
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	sb_enabled = on;
-	spin_unlock_irqrestore(&sb_lock, irqflags);
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 }
 
 void sb_set_suspend_in_progress(bool on)
 {
 	unsigned long irqflags;
 
-	spin_lock_irqsave(&sb_lock, irqflags);
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	sb_suspending = on;
-	spin_unlock_irqrestore(&sb_lock, irqflags);
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 }
 
 /**
@@ -401,7 +465,7 @@ void sb_core_set_mirror(bool on)
 {
 	unsigned long irqflags;
 
-	spin_lock_irqsave(&sb_lock, irqflags);
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	if (on != sb_mirror && sb_active_count) {
 		if (on)
 			__pm_stay_awake(sb_ws);
@@ -409,7 +473,7 @@ void sb_core_set_mirror(bool on)
 			__pm_relax(sb_ws);
 	}
 	sb_mirror = on;
-	spin_unlock_irqrestore(&sb_lock, irqflags);
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 }
 
 static void sb_print_blocker_stat(struct seq_file *m,
@@ -427,11 +491,10 @@ static void sb_print_blocker_stat(struct seq_file *m,
 		count++;
 		active_time = add_time;
 		total_time = ktime_add(total_time, add_time);
-		if (blocker->flags & SBLK_PREVENTING_SUSPEND)
-			prevent_suspend_time =
-				ktime_add(prevent_suspend_time,
-					  ktime_sub(now,
-						    sb_last_sleep_time_update));
+		prevent_suspend_time =
+			ktime_add(prevent_suspend_time,
+				  ktime_sub(sb_sleep_clock_locked(now),
+					    blocker->stat.sleep_clock));
 		if (ktime_after(add_time, max_time))
 			max_time = add_time;
 	}
@@ -447,14 +510,18 @@ static void sb_print_blocker_stat(struct seq_file *m,
  * sb_stats_show_locked() - print the seed's statistics table
  * @m:	The seq_file to print to.
  *
- * Context: sb_lock held.
+ * Inactive blockers first, then active ones, as in the seed; within each
+ * group newest first (the seed: most recently changed first, which needs
+ * a list move on every block and unblock; see suspend-block.rst).
+ *
+ * Context: suspend_blockers_lock held.
  */
 void sb_stats_show_locked(struct seq_file *m)
 {
 	struct suspend_blocker *blocker;
 	ktime_t now = ktime_get();
 
-	/* Inactive blockers first, then active ones, as in the seed. */
+	lockdep_assert_held(&suspend_blockers_lock);
 	list_for_each_entry(blocker, &sb_blockers, link)
 		if (!(blocker->flags & SBLK_ACTIVE))
 			sb_print_blocker_stat(m, blocker, now);
@@ -469,7 +536,7 @@ int sb_core_init(void)
 	if (!sb_ws)
 		return -ENOMEM;
 
-	sb_last_sleep_time_update = ktime_get();
+	sb_sleep_clock_since = ktime_get();
 	suspend_blocker_init(&sb_main_blocker, "main");
 	suspend_block(&sb_main_blocker);
 	suspend_blocker_init(&sb_unknown_wakeup, "unknown_wakeups");

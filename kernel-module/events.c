@@ -8,6 +8,9 @@
  * fixed-size records. Each open file has its own cursor, starting at the
  * oldest record still held; a reader that falls behind gets one "lost"
  * line saying how many records were overwritten before it could read them.
+ * Reads of one open file are serialised, and a read whose buffer faults
+ * returns the whole lines copied so far (or EFAULT) and leaves the rest
+ * in the ring.
  *
  * Line format (one record a line, tab-separated):
  *
@@ -25,8 +28,10 @@
 
 #include <linux/debugfs.h>
 #include <linux/fs.h>
+#include <linux/lockdep.h>
 #include <linux/log2.h>
 #include <linux/module.h>
+#include <linux/mutex.h>
 #include <linux/poll.h>
 #include <linux/slab.h>
 #include <linux/timekeeping.h>
@@ -56,8 +61,9 @@ static const char * const sb_event_names[SB_EV_NR] = {
 };
 
 /*
- * The ring, sb_ev_next and sb_offs_boot are protected by sb_lock (core.c);
- * sb_event_locked() in sb_internal.h writes them.
+ * The ring, sb_ev_next and sb_offs_boot are protected by
+ * suspend_blockers_lock (core.c); sb_event_locked() in sb_internal.h
+ * writes them.
  */
 struct sb_event_rec *sb_ring;
 unsigned int sb_ring_mask;
@@ -85,13 +91,13 @@ void sb_events_resync_clock(void)
 
 	boot = ktime_get_boottime();
 	mono = ktime_get();
-	spin_lock_irqsave(&sb_lock, irqflags);
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	sb_offs_boot = ktime_sub(boot, mono);
-	spin_unlock_irqrestore(&sb_lock, irqflags);
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 }
 
 /**
- * sb_event() - append a record, taking sb_lock
+ * sb_event() - append a record, taking suspend_blockers_lock
  * @type:	What happened.
  * @arg:	NUL-terminated argument text.
  *
@@ -102,9 +108,9 @@ void sb_event(enum sb_event_type type, const char *arg)
 	unsigned long irqflags;
 	ktime_t now = ktime_get();
 
-	spin_lock_irqsave(&sb_lock, irqflags);
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	sb_event_locked(type, now, arg, strlen(arg));
-	spin_unlock_irqrestore(&sb_lock, irqflags);
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 }
 
 /**
@@ -123,6 +129,14 @@ void sb_event_int(enum sb_event_type type, int val)
 }
 
 struct sb_ev_reader {
+	/*
+	 * lock serialises the reads of one open file (read(2) on a shared
+	 * file takes the file position lock, io_uring reads do not): it
+	 * protects batch and every read-modify-write of cursor. cursor is
+	 * written with both lock and suspend_blockers_lock held, so either
+	 * is enough to read it (poll() takes only the latter).
+	 */
+	struct mutex lock;
 	u64 cursor;		/* next SEQ this reader will see */
 	struct sb_event_rec batch[SB_READ_BATCH];
 };
@@ -135,17 +149,21 @@ static int sb_ev_open(struct inode *inode, struct file *file)
 	r = kzalloc(sizeof(*r), GFP_KERNEL);
 	if (!r)
 		return -ENOMEM;
-	spin_lock_irqsave(&sb_lock, irqflags);
+	mutex_init(&r->lock);
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	if (sb_ev_next > sb_ring_mask + 1)
 		r->cursor = sb_ev_next - (sb_ring_mask + 1);
-	spin_unlock_irqrestore(&sb_lock, irqflags);
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 	file->private_data = r;
 	return nonseekable_open(inode, file);
 }
 
 static int sb_ev_release(struct inode *inode, struct file *file)
 {
-	kfree(file->private_data);
+	struct sb_ev_reader *r = file->private_data;
+
+	mutex_destroy(&r->lock);
+	kfree(r);
 	return 0;
 }
 
@@ -154,25 +172,41 @@ static bool sb_ev_available(struct sb_ev_reader *r)
 	unsigned long irqflags;
 	bool ret;
 
-	spin_lock_irqsave(&sb_lock, irqflags);
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	ret = r->cursor < sb_ev_next;
-	spin_unlock_irqrestore(&sb_lock, irqflags);
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 	return ret;
 }
 
+/* Context: r->lock held. */
+static void sb_ev_set_cursor(struct sb_ev_reader *r, u64 cursor)
+{
+	unsigned long irqflags;
+
+	lockdep_assert_held(&r->lock);
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
+	r->cursor = cursor;
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
+}
+
 /*
- * Copy up to @max records from the ring into the reader's batch. Returns
- * the number copied; *@lost is set to the number of records overwritten
- * before this reader got to them (and the cursor skips them).
+ * Copy up to @max records from the ring into the reader's batch, the
+ * first one being *@first_seq. Returns the number copied; *@lost is set
+ * to the number of records overwritten before this reader got to them
+ * (the cursor skips them, and one record fewer is copied to leave room
+ * for the "lost" line).
+ *
+ * Context: r->lock held.
  */
 static unsigned int sb_ev_fetch(struct sb_ev_reader *r, unsigned int max,
-				u64 *lost, u64 *lost_seq)
+				u64 *lost, u64 *lost_seq, u64 *first_seq)
 {
 	unsigned long irqflags;
 	unsigned int n = 0;
 	u64 oldest = 0;
 
-	spin_lock_irqsave(&sb_lock, irqflags);
+	lockdep_assert_held(&r->lock);
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	if (sb_ev_next > sb_ring_mask + 1)
 		oldest = sb_ev_next - (sb_ring_mask + 1);
 	*lost = 0;
@@ -180,12 +214,14 @@ static unsigned int sb_ev_fetch(struct sb_ev_reader *r, unsigned int max,
 		*lost = oldest - r->cursor;
 		*lost_seq = r->cursor;
 		r->cursor = oldest;
+		max--;
 	}
+	*first_seq = r->cursor;
 	while (n < max && r->cursor < sb_ev_next) {
 		r->batch[n++] = sb_ring[r->cursor & sb_ring_mask];
 		r->cursor++;
 	}
-	spin_unlock_irqrestore(&sb_lock, irqflags);
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 	return n;
 }
 
@@ -203,50 +239,84 @@ static int sb_ev_format(char *buf, size_t size, u64 seq,
 			 rec->t_ns, name, rec->len, rec->arg);
 }
 
-static ssize_t sb_ev_read(struct file *file, char __user *ubuf, size_t count,
-			  loff_t *ppos)
+/* Take r->lock once a record is available (or fail as read() must). */
+static int sb_ev_lock_available(struct file *file, struct sb_ev_reader *r)
 {
-	struct sb_ev_reader *r = file->private_data;
-	unsigned int n, i, max;
-	u64 lost, lost_seq = 0, first_seq;
-	size_t done = 0;
-	char *kbuf;
+	bool nonblock = file->f_flags & O_NONBLOCK;
 	int ret;
 
-	if (count < SB_LINE_MAX)
-		return -EINVAL;
-
-	while (!sb_ev_available(r)) {
-		if (file->f_flags & O_NONBLOCK)
+	for (;;) {
+		if (nonblock) {
+			if (!mutex_trylock(&r->lock))
+				return -EAGAIN;
+		} else if (mutex_lock_interruptible(&r->lock)) {
+			return -ERESTARTSYS;
+		}
+		if (sb_ev_available(r))
+			return 0;
+		mutex_unlock(&r->lock);
+		if (nonblock)
 			return -EAGAIN;
 		ret = wait_event_interruptible(sb_ev_wait, sb_ev_available(r));
 		if (ret)
 			return ret;
 	}
+}
 
+static ssize_t sb_ev_read(struct file *file, char __user *ubuf, size_t count,
+			  loff_t *ppos)
+{
+	struct sb_ev_reader *r = file->private_data;
+	unsigned int ends[SB_READ_BATCH];	/* where each line ends */
+	unsigned int n, i, lines = 0, max;
+	u64 lost, lost_seq = 0, first_seq, start;
+	size_t done = 0, left;
+	ssize_t ret;
+	char *kbuf;
+
+	if (count < SB_LINE_MAX)
+		return -EINVAL;
 	max = min_t(size_t, count / SB_LINE_MAX, SB_READ_BATCH);
 	kbuf = kmalloc(max * SB_LINE_MAX, GFP_KERNEL);
 	if (!kbuf)
 		return -ENOMEM;
-	n = sb_ev_fetch(r, max, &lost, &lost_seq);
-	first_seq = r->cursor - n;
+	ret = sb_ev_lock_available(file, r);
+	if (ret)
+		goto out_free;
+
+	start = r->cursor;
+	n = sb_ev_fetch(r, max, &lost, &lost_seq, &first_seq);
 	if (lost) {
 		done += scnprintf(kbuf, SB_LINE_MAX, "%llu\t%lld\tlost\t%llu\n",
 				  lost_seq, ktime_get_boottime_ns(), lost);
-		/* keep room for the lost line: push the last record back */
-		if (n == max) {
-			n--;
-			r->cursor--;
-		}
+		ends[lines++] = done;
 	}
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		done += sb_ev_format(kbuf + done, SB_LINE_MAX, first_seq + i,
 				     &r->batch[i]);
+		ends[lines++] = done;
+	}
 
-	if (copy_to_user(ubuf, kbuf, done))
-		ret = -EFAULT;
-	else
-		ret = done;
+	left = copy_to_user(ubuf, kbuf, done);
+	ret = done;
+	if (left) {
+		/*
+		 * Deliver the whole lines that made it and give the rest back
+		 * to the ring (a record overwritten meanwhile then shows up in
+		 * a "lost" line), so a bad buffer never loses records silently.
+		 */
+		for (i = lines; i && ends[i - 1] > done - left; i--)
+			;
+		if (!i) {
+			sb_ev_set_cursor(r, start);
+			ret = -EFAULT;
+		} else {
+			sb_ev_set_cursor(r, first_seq + i - !!lost);
+			ret = ends[i - 1];
+		}
+	}
+	mutex_unlock(&r->lock);
+out_free:
 	kfree(kbuf);
 	return ret;
 }
@@ -285,10 +355,10 @@ int sb_events_init(struct dentry *dir)
 	ring = vzalloc(array_size(size, sizeof(*ring)));
 	if (!ring)
 		return -ENOMEM;
-	spin_lock_irqsave(&sb_lock, irqflags);
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	sb_ring_mask = size - 1;
 	sb_ring = ring;
-	spin_unlock_irqrestore(&sb_lock, irqflags);
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 	sb_events_resync_clock();
 	sb_ev_dentry = debugfs_create_file("suspend_blocker_events", 0400, dir,
 					   NULL, &sb_ev_fops);
@@ -301,9 +371,9 @@ void sb_events_exit(void)
 	unsigned long irqflags;
 
 	debugfs_remove(sb_ev_dentry);
-	spin_lock_irqsave(&sb_lock, irqflags);
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	ring = sb_ring;
 	sb_ring = NULL;
-	spin_unlock_irqrestore(&sb_lock, irqflags);
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 	vfree(ring);
 }

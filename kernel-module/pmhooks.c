@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Where a suspend really is: a PM notifier brackets the whole transition
- * and the noirq callbacks of a small platform device mark the moment the
- * platform enters and leaves the sleep state.
+ * Where a suspend really is: a PM notifier brackets the whole transition,
+ * the noirq callbacks of a small platform device mark (for the event log)
+ * the moment the platform enters and leaves the sleep state, and the
+ * "machine_suspend" trace event marks (for the wake_count statistic) the
+ * moment it really enters it.
  *
  * The seed patched suspend_enter() to note "about to enter" just before
  * suspend_ops->enter() and to skip it when a blocker was active. A module
@@ -10,17 +12,37 @@
  * and suspend-to-RAM alike, after all ordinary device callbacks. Our
  * device registers last, so its suspend_noirq is among the first noirq
  * callbacks and its resume_noirq among the last; the gap to the real
- * enter is the other devices' noirq callbacks.
+ * enter is the other devices' noirq callbacks. If a blocker is active
+ * there, the callback reports a wakeup (pm_system_wakeup()) and succeeds:
+ * the PM core then aborts as for any wakeup, without blaming our device
+ * for a failed suspend.
+ *
+ * A suspend can still be aborted after our noirq callback (another
+ * device, syscore, a wakeup, pm_test). So "about to enter" is noted where
+ * the seed noted it: the suspend_resume trace event "machine_suspend"
+ * (start), which the PM core emits right before suspend_ops->enter() and
+ * when s2idle parks the CPUs. Only without tracepoints does the noirq
+ * callback note it.
  */
 
 #define pr_fmt(fmt) "suspend_block: " fmt
 
 #include <linux/platform_device.h>
+#include <linux/string.h>
 #include <linux/suspend.h>
 #include <linux/syscore_ops.h>
+#include <linux/tracepoint.h>
+#include <trace/events/power.h>
 #include "sb_internal.h"
 
 static struct platform_device *sb_pdev;
+/* The machine_suspend probe is registered (set at init only). */
+static bool sb_enter_probe;
+/*
+ * Our suspend_noirq logged "enter", so resume_noirq logs "exit". Only the
+ * two noirq callbacks use it, and the PM core runs them one at a time.
+ */
+static bool sb_enter_logged;
 
 static int sb_pm_notify(struct notifier_block *nb, unsigned long action,
 			void *unused)
@@ -40,22 +62,40 @@ static struct notifier_block sb_pm_nb = {
 	.notifier_call = sb_pm_notify,
 };
 
+/*
+ * The platform is about to enter the sleep state (irqs off, and for
+ * suspend-to-RAM timekeeping already suspended: no clock reads here).
+ */
+static void sb_machine_suspend_probe(void *unused, const char *action,
+				     int val, bool start)
+{
+	if (start && !strcmp(action, "machine_suspend"))
+		sb_note_enter_suspend();
+}
+
 static int sb_suspend_noirq(struct device *dev)
 {
+	sb_enter_logged = false;
 	if (suspend_is_blocked()) {
 		if (sb_debug_mask & SB_DEBUG_SUSPEND)
 			pr_info("suspend blocked in noirq phase\n");
-		return -EBUSY;
+		/* A wakeup, not a device failure (suspend_stats, the log). */
+		pm_system_wakeup();
+		return 0;
 	}
-	sb_note_enter_suspend();
+	if (!sb_enter_probe)
+		sb_note_enter_suspend();
 	sb_event(SB_EV_ENTER, sb_state_name(pm_suspend_target_state));
+	sb_enter_logged = true;
 	return 0;
 }
 
 static int sb_resume_noirq(struct device *dev)
 {
 	sb_events_resync_clock();
-	sb_event(SB_EV_EXIT, sb_state_name(pm_suspend_target_state));
+	if (sb_enter_logged)
+		sb_event(SB_EV_EXIT, sb_state_name(pm_suspend_target_state));
+	sb_enter_logged = false;
 	return 0;
 }
 
@@ -98,6 +138,11 @@ int sb_pmhooks_init(void)
 	if (ret)
 		goto unregister_device;
 	register_syscore_ops(&sb_syscore_ops);
+	ret = register_trace_suspend_resume(sb_machine_suspend_probe, NULL);
+	if (ret)
+		pr_warn("no suspend_resume tracepoint (%d): wake_count is noted in the noirq phase\n",
+			ret);
+	sb_enter_probe = !ret;
 	return 0;
 
 unregister_device:
@@ -109,6 +154,10 @@ unregister_driver:
 
 void sb_pmhooks_exit(void)
 {
+	if (sb_enter_probe) {
+		unregister_trace_suspend_resume(sb_machine_suspend_probe, NULL);
+		tracepoint_synchronize_unregister();
+	}
 	unregister_syscore_ops(&sb_syscore_ops);
 	unregister_pm_notifier(&sb_pm_nb);
 	platform_device_unregister(sb_pdev);

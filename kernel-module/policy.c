@@ -24,6 +24,15 @@
  * progress, writes the value back to arm the wakeup-event check, then
  * calls pm_suspend(). It goes through the sysfs files because
  * pm_get_wakeup_count() and pm_save_wakeup_count() are not exported.
+ * When pm_suspend() returns and no blocker was activated meanwhile, and
+ * for a failed attempt no kernel wakeup source reported an event either
+ * (autosleep compares the wakeup count the same way), the wakeup is
+ * "unknown": the seed's unknown_wakeups blocker is activated and
+ * released. While suspend keeps failing for no known reason, or the
+ * wakeup_count write keeps failing, the worker backs off
+ * (SB_BACKOFF_MIN_MS doubling to SB_BACKOFF_MAX_MS; a kick ends a wait
+ * early). The kernel's own autosleep would fight with us: the
+ * opportunistic policy is refused while it is on.
  */
 
 #define pr_fmt(fmt) "suspend_block: " fmt
@@ -31,6 +40,7 @@
 #include <linux/fs.h>
 #include <linux/kobject.h>
 #include <linux/kthread.h>
+#include <linux/lockdep.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/sched/signal.h>
@@ -43,6 +53,7 @@
 #define SB_SYS_STATE		"/sys/power/state"
 #define SB_SYS_MEM_SLEEP	"/sys/power/mem_sleep"
 #define SB_SYS_WAKEUP_COUNT	"/sys/power/wakeup_count"
+#define SB_SYS_AUTOSLEEP	"/sys/power/autosleep"
 #define SB_STATE_LEN		16
 #define SB_BACKOFF_MIN_MS	10
 #define SB_BACKOFF_MAX_MS	1000
@@ -216,14 +227,38 @@ static int sb_wakeup_count_read(unsigned int *count)
 	return kstrtouint(strim(buf), 10, count);
 }
 
-/* Context: sb_policy_lock held. */
-static bool sb_wakeup_count_arm(unsigned int count)
+/*
+ * Write @count back to arm the wakeup-event check. Returns 0 or the
+ * write's error: -EINVAL if a wakeup event came in since the read (or one
+ * is in progress), -EBUSY while the kernel's autosleep is on.
+ * Context: sb_policy_lock held.
+ */
+static int sb_wakeup_count_arm(unsigned int count)
 {
 	char buf[16];
 	int len = snprintf(buf, sizeof(buf), "%u", count);
+	ssize_t n;
 
-	sb_armed = sb_file_write(SB_SYS_WAKEUP_COUNT, buf, len) == len;
-	return sb_armed;
+	lockdep_assert_held(&sb_policy_lock);
+	n = sb_file_write(SB_SYS_WAKEUP_COUNT, buf, len);
+	sb_armed = n == len;
+	if (n < 0)
+		return n;
+	return sb_armed ? 0 : -EIO;
+}
+
+/*
+ * Is the kernel's own opportunistic sleep (CONFIG_PM_AUTOSLEEP) on? Its
+ * state goes to @buf ("off" or a state; empty without the file).
+ */
+static bool sb_autosleep_active(char *buf, size_t size)
+{
+	if (sb_file_read(SB_SYS_AUTOSLEEP, buf, size) <= 0) {
+		buf[0] = '\0';
+		return false;
+	}
+	strim(buf);
+	return *buf && strcmp(buf, "off");
 }
 
 /*
@@ -234,6 +269,7 @@ static bool sb_wakeup_count_arm(unsigned int count)
  */
 static void sb_wakeup_count_disarm(void)
 {
+	lockdep_assert_held(&sb_policy_lock);
 	if (!sb_armed)
 		return;
 	sb_file_write(SB_SYS_WAKEUP_COUNT, "4294967295", 10);
@@ -251,6 +287,7 @@ static void sb_policy_event_locked(void)
 {
 	char buf[40];
 
+	lockdep_assert_held(&sb_policy_lock);
 	snprintf(buf, sizeof(buf), "%s %s", sb_policy_names[sb_policy],
 		 sb_requested);
 	sb_event(SB_EV_POLICY, buf);
@@ -259,6 +296,7 @@ static void sb_policy_event_locked(void)
 /* Context: sb_policy_lock held. */
 static void sb_request_locked(const char *name)
 {
+	lockdep_assert_held(&sb_policy_lock);
 	if (sb_debug_mask & SB_DEBUG_USER_STATE)
 		pr_info("request_suspend_state: %s -> %s\n", sb_requested,
 			name);
@@ -271,50 +309,104 @@ static void sb_request_locked(const char *name)
 	sb_worker_kick();
 }
 
-/* One opportunistic suspend attempt; returns pm_suspend()'s result. */
-static int sb_try_suspend(unsigned int *entry_num)
+/* What one attempt of the worker came to. */
+enum sb_attempt {
+	SB_SKIPPED,	/* not tried: interrupted, a blocker, the policy */
+	SB_ARM_FAILED,	/* writing wakeup_count failed */
+	SB_SUSPENDED,	/* pm_suspend() was called */
+};
+
+/*
+ * One opportunistic suspend attempt. *@err is the wakeup_count write's
+ * error (SB_ARM_FAILED) or pm_suspend()'s result (SB_SUSPENDED), and
+ * *@unknown tells (SB_SUSPENDED) whether nothing explains the return: no
+ * blocker was activated and, if pm_suspend() failed, no kernel wakeup
+ * source reported an event.
+ */
+static enum sb_attempt sb_try_suspend(int *err, bool *unknown)
 {
 	char requested[SB_STATE_LEN], arg[40];
+	unsigned long entry_ws;
+	unsigned int entry_num;
 	suspend_state_t state;
 	unsigned int count;
 	int ret;
 
 	ret = sb_wakeup_count_read(&count);
 	if (ret == -EINTR || ret == -ERESTARTSYS)
-		return -EAGAIN;
+		return SB_SKIPPED;
 	if (ret)
 		pr_warn_once("cannot read %s (%d): suspending without the wakeup-event check\n",
 			     SB_SYS_WAKEUP_COUNT, ret);
 	if (!sb_should_try())
-		return -EAGAIN;
+		return SB_SKIPPED;
 
 	mutex_lock(&sb_policy_lock);
 	strscpy(requested, sb_requested, sizeof(requested));
 	if (sb_policy != SB_POLICY_OPPORTUNISTIC ||
-	    sb_resolve_state(requested, &state) ||
-	    (!ret && !sb_wakeup_count_arm(count))) {
-		/* policy changed, or a wakeup event came in since the read */
+	    sb_resolve_state(requested, &state)) {
 		mutex_unlock(&sb_policy_lock);
-		return -EAGAIN;
+		return SB_SKIPPED;
+	}
+	if (!ret) {
+		*err = sb_wakeup_count_arm(count);
+		if (*err) {
+			mutex_unlock(&sb_policy_lock);
+			return SB_ARM_FAILED;
+		}
 	}
 	mutex_unlock(&sb_policy_lock);
 
-	*entry_num = sb_event_num();
+	entry_num = sb_event_num();
+	entry_ws = sb_kernel_wakeup_events();
 	sb_set_suspend_blockers_enabled(true);
 	if (suspend_is_blocked()) {
 		sb_set_suspend_blockers_enabled(false);
-		return -EAGAIN;
+		return SB_SKIPPED;
 	}
 	snprintf(arg, sizeof(arg), "%s %s", requested, sb_state_name(state));
 	if (sb_debug_mask & SB_DEBUG_SUSPEND)
 		pr_info("enter suspend (%s)\n", arg);
 	sb_event(SB_EV_SUSPEND, arg);
-	ret = pm_suspend(state);
+	*err = pm_suspend(state);
 	sb_set_suspend_blockers_enabled(false);
-	sb_event_int(ret ? SB_EV_ABORT : SB_EV_RESUME, ret);
+	sb_event_int(*err ? SB_EV_ABORT : SB_EV_RESUME, *err);
 	if (sb_debug_mask & SB_DEBUG_EXIT_SUSPEND)
-		pr_info("exit suspend, ret = %d\n", ret);
-	return ret;
+		pr_info("exit suspend, ret = %d\n", *err);
+	/*
+	 * A blocker activation explains any return. A failed attempt is
+	 * also explained by a kernel wakeup source's event (the wakeup
+	 * count changed: autosleep decides so). A resume is not: drivers
+	 * report wakeup events that hold nothing up (ACPI reports one on the
+	 * power button after such S3 wakes), and unknown_wakeups is there
+	 * to give user space its chance after exactly those.
+	 */
+	*unknown = sb_event_num() == entry_num &&
+		   (!*err || sb_kernel_wakeup_events() == entry_ws);
+	return SB_SUSPENDED;
+}
+
+/* The next back-off after one more failure in a row. */
+static unsigned int sb_backoff_next(unsigned int ms)
+{
+	return clamp(ms * 2, SB_BACKOFF_MIN_MS, SB_BACKOFF_MAX_MS);
+}
+
+/*
+ * Say why the wakeup_count write failed. The caller says it only while
+ * the back-off grows, so a write that keeps failing is said a few times.
+ */
+static void sb_warn_arm_failed(int err, unsigned int backoff_ms)
+{
+	char autosleep[16];
+
+	if (err == -EBUSY && sb_autosleep_active(autosleep, sizeof(autosleep)))
+		pr_warn_ratelimited("cannot arm %s (%d): the kernel's autosleep is on (%s: %s); retrying in %u ms\n",
+				    SB_SYS_WAKEUP_COUNT, err, SB_SYS_AUTOSLEEP,
+				    autosleep, backoff_ms);
+	else if (err != -EINVAL)	/* EINVAL: an event came in, a race */
+		pr_warn_ratelimited("cannot arm %s (%d): retrying in %u ms\n",
+				    SB_SYS_WAKEUP_COUNT, err, backoff_ms);
 }
 
 /* Sleep @ms, or less if something kicks the worker. */
@@ -362,33 +454,37 @@ static int sb_worker_fn(void *unused)
 
 	allow_signal(SIGUSR1);
 	while (!kthread_should_stop()) {
-		unsigned int entry_num;
-		int ret;
+		unsigned int prev = backoff_ms;
+		enum sb_attempt what;
+		bool unknown = false;
+		int err = 0;
 
 		flush_signals(current);
-		if (backoff_ms)
-			sb_worker_backoff(backoff_ms);
 		wait_event_interruptible(sb_worker_wait,
 					 kthread_should_stop() ||
 					 sb_should_try());
 		if (kthread_should_stop() || !sb_should_try())
 			continue;
 
-		entry_num = sb_event_num();
-		ret = sb_try_suspend(&entry_num);
-		if (ret == -EAGAIN)
+		what = sb_try_suspend(&err, &unknown);
+		if (what == SB_SKIPPED)
 			continue;
-		if (sb_event_num() == entry_num) {
-			if (sb_debug_mask & SB_DEBUG_SUSPEND)
-				pr_info("pm_suspend returned with no event\n");
-			sb_worker_hold_unknown_wakeup();
+		if (what == SB_SUSPENDED) {
+			if (unknown) {
+				if (sb_debug_mask & SB_DEBUG_SUSPEND)
+					pr_info("pm_suspend returned with no event\n");
+				sb_worker_hold_unknown_wakeup();
+			}
+			/* Back off only while it fails for no reason. */
+			if (!err || !unknown) {
+				backoff_ms = 0;
+				continue;
+			}
 		}
-		/* Back off only while suspend keeps failing for no reason. */
-		if (ret && sb_event_num() == entry_num + 1)
-			backoff_ms = clamp(backoff_ms * 2, SB_BACKOFF_MIN_MS,
-					   SB_BACKOFF_MAX_MS);
-		else
-			backoff_ms = 0;
+		backoff_ms = sb_backoff_next(backoff_ms);
+		if (what == SB_ARM_FAILED && backoff_ms != prev)
+			sb_warn_arm_failed(err, backoff_ms);
+		sb_worker_backoff(backoff_ms);
 	}
 	return 0;
 }
@@ -410,13 +506,24 @@ static ssize_t policy_store(struct kobject *kobj, struct kobj_attribute *attr,
 			    const char *buf, size_t n)
 {
 	int i = sysfs_match_string(sb_policy_names, buf);
+	char autosleep[16];
+	ssize_t ret = n;
 
 	if (i < 0)
 		return -EINVAL;
 	mutex_lock(&sb_policy_lock);
+	if (i == SB_POLICY_OPPORTUNISTIC && i != sb_policy &&
+	    sb_autosleep_active(autosleep, sizeof(autosleep))) {
+		pr_warn("opportunistic policy refused: the kernel's autosleep is on (%s: %s); write off there first\n",
+			SB_SYS_AUTOSLEEP, autosleep);
+		ret = -EBUSY;
+		goto out;
+	}
+	/* As the seed: first request "on" under the current policy. */
+	if (sb_policy == SB_POLICY_OPPORTUNISTIC)
+		sb_request_locked("on");
 	if (i != sb_policy) {
 		if (sb_policy == SB_POLICY_OPPORTUNISTIC) {
-			sb_request_locked("on");
 			sb_core_set_mirror(false);
 			sb_worker_interrupt();
 		}
@@ -428,8 +535,9 @@ static ssize_t policy_store(struct kobject *kobj, struct kobj_attribute *attr,
 		sb_policy_event_locked();
 		sb_worker_kick();
 	}
+out:
 	mutex_unlock(&sb_policy_lock);
-	return n;
+	return ret;
 }
 
 static ssize_t state_show(struct kobject *kobj, struct kobj_attribute *attr,
@@ -523,14 +631,19 @@ int sb_policy_init(void)
 	return 0;
 
 put_kobj:
+	kobject_del(sb_kobj);
 	kobject_put(sb_kobj);
 	return ret;
 }
 
 void sb_policy_exit(void)
 {
-	/* No more policy writes once the files are gone. */
-	kobject_put(sb_kobj);
+	/*
+	 * No more policy writes once the files are gone: kobject_del()
+	 * removes them now and waits for writers in progress, whoever else
+	 * may still hold a reference to the kobject.
+	 */
+	kobject_del(sb_kobj);
 	mutex_lock(&sb_policy_lock);
 	if (sb_policy == SB_POLICY_OPPORTUNISTIC)
 		sb_request_locked("on");
@@ -543,4 +656,6 @@ void sb_policy_exit(void)
 	mutex_lock(&sb_policy_lock);
 	sb_wakeup_count_disarm();
 	mutex_unlock(&sb_policy_lock);
+	kobject_put(sb_kobj);
+	sb_kobj = NULL;
 }

@@ -2,7 +2,7 @@
 /*
  * Private interfaces between the parts of suspend_block.ko.
  *
- * core.c	blockers, the lists, the statistics and the one lock
+ * core.c	blockers, the lists, the statistics and their lock
  * policy.c	policy/state in sysfs and the opportunistic suspend worker
  * pmhooks.c	PM notifier and noirq callbacks: where a suspend really is
  * userdev.c	/dev/suspend_blocker
@@ -16,15 +16,19 @@
 
 #include <linux/bits.h>
 #include <linux/ktime.h>
+#include <linux/lockdep.h>
+#include <linux/spinlock.h>
 #include <linux/string.h>
 #include <linux/suspend.h>
 #include <linux/wait.h>
 #include <linux/suspend_blocker.h>
 
-/* Flag bits in struct suspend_blocker::flags, as in the seed. */
+/*
+ * Flag bits in struct suspend_blocker::flags, as in the seed (whose
+ * PREVENTING_SUSPEND bit the sleep clock of core.c replaces).
+ */
 #define SBLK_INITIALIZED		BIT(8)
 #define SBLK_ACTIVE			BIT(9)
-#define SBLK_PREVENTING_SUSPEND		BIT(10)
 
 /* Debug mask bits (module parameter debug_mask), as in the seed. */
 enum {
@@ -39,7 +43,7 @@ enum {
 extern int sb_debug_mask;
 
 /* core.c */
-extern spinlock_t sb_lock;
+extern spinlock_t suspend_blockers_lock;
 extern struct suspend_blocker sb_main_blocker;
 extern struct suspend_blocker sb_unknown_wakeup;
 extern struct suspend_blocker sb_deleted_blockers;
@@ -48,6 +52,7 @@ void sb_core_exit(void);
 void sb_core_set_mirror(bool on);
 bool sb_any_active(void);
 unsigned int sb_event_num(void);
+unsigned long sb_kernel_wakeup_events(void);
 void sb_note_enter_suspend(void);
 void sb_set_suspend_blockers_enabled(bool on);
 void sb_set_suspend_in_progress(bool on);
@@ -99,13 +104,14 @@ void sb_event_int(enum sb_event_type type, int val);
  * Inline because block/unblock call it every time: the log must not make
  * the API slower than mainline's wakeup sources.
  *
- * Context: sb_lock held, any context.
+ * Context: suspend_blockers_lock held, any context.
  */
 static inline void sb_event_locked(enum sb_event_type type, ktime_t mono,
 				   const char *arg, unsigned int len)
 {
 	struct sb_event_rec *rec;
 
+	lockdep_assert_held(&suspend_blockers_lock);
 	if (unlikely(!sb_ring))
 		return;
 	rec = &sb_ring[sb_ev_next++ & sb_ring_mask];
@@ -116,7 +122,7 @@ static inline void sb_event_locked(enum sb_event_type type, ktime_t mono,
 	memcpy(rec->arg, arg, rec->len);
 	/*
 	 * No barrier needed: readers evaluate their wait condition under
-	 * sb_lock, which we hold, after queueing themselves.
+	 * suspend_blockers_lock, which we hold, after queueing themselves.
 	 */
 	if (waitqueue_active(&sb_ev_wait))
 		wake_up_interruptible(&sb_ev_wait);

@@ -9,8 +9,9 @@
  *
  *	"main"  1  0  0  1200  0  1200  99000
  *
- * One line per blocker, inactive ones first, name in double quotes, times
- * in ns (last_change is CLOCK_MONOTONIC). See core.c for the semantics.
+ * One line per blocker, inactive ones first, each group newest first,
+ * name in double quotes, times in ns (last_change is CLOCK_MONOTONIC).
+ * See core.c for the semantics.
  */
 
 #include <linux/debugfs.h>
@@ -22,9 +23,9 @@ static int sb_stats_show(struct seq_file *m, void *unused)
 	unsigned long irqflags;
 
 	seq_puts(m, "name\tcount\twake_count\tactive_since\ttotal_time\tsleep_time\tmax_time\tlast_change\n");
-	spin_lock_irqsave(&sb_lock, irqflags);
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	sb_stats_show_locked(m);
-	spin_unlock_irqrestore(&sb_lock, irqflags);
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(sb_stats);

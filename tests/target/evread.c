@@ -10,7 +10,9 @@
  * a line from stdin and "sleep:MS" sleeps (so a test can make events
  * happen meanwhile);
  * "small" issues one read with a buffer of -b BYTES and prints the result
- * or "errno=N". Lines are printed as read; stdout is flushed after each
+ * or "errno=N"; "fault:N" issues one read of 4096 bytes into a buffer
+ * whose first N bytes are mapped and the rest is not, and prints
+ * "fault=RET" or "fault errno=N", then the lines it got. Lines are printed as read; stdout is flushed after each
  * phase. Exit status: 0, 1 on an unexpected error, 2 on bad usage.
  */
 #include <errno.h>
@@ -19,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define EVENTS "/sys/kernel/debug/suspend_blocker_events"
@@ -41,6 +44,32 @@ static int drain(int fd)
 	}
 }
 
+/* A read whose buffer ends after @valid bytes, at an unmapped page. */
+static int fault_read(int fd, size_t valid)
+{
+	long psize = sysconf(_SC_PAGESIZE);
+	size_t span = (valid + psize - 1) / psize * psize;
+	char *base, *buf;
+	ssize_t n;
+
+	base = mmap(NULL, span + psize, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (base == MAP_FAILED || munmap(base + span, psize)) {
+		perror("evread: mmap");
+		return 1;
+	}
+	buf = base + span - valid;
+	n = read(fd, buf, 4096);
+	if (n < 0) {
+		printf("fault errno=%d\n", errno);
+	} else {
+		printf("fault=%zd\n", n);
+		fwrite(buf, 1, n, stdout);
+	}
+	munmap(base, span);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	size_t small = 64;
@@ -56,7 +85,7 @@ int main(int argc, char **argv)
 			poll_ms = atoi(optarg);
 			break;
 		default:
-			fprintf(stderr, "usage: evread [-b BYTES] [-p MS] drain|poll|wait|sleep:MS|small...\n");
+			fprintf(stderr, "usage: evread [-b BYTES] [-p MS] drain|poll|wait|sleep:MS|small|fault:N...\n");
 			return opt == 'h' ? 0 : 2;
 		}
 	}
@@ -78,6 +107,8 @@ int main(int argc, char **argv)
 				line[0] = '\0';
 		} else if (!strncmp(argv[i], "sleep:", 6)) {
 			usleep(atoi(argv[i] + 6) * 1000);
+		} else if (!strncmp(argv[i], "fault:", 6)) {
+			ret = fault_read(fd, strtoul(argv[i] + 6, NULL, 0));
 		} else if (!strcmp(argv[i], "small")) {
 			char *buf = malloc(small);
 			ssize_t n = buf ? read(fd, buf, small) : -1;

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -49,7 +50,7 @@ struct op {
 	const char *text;	/* as given, for the output line */
 	char *name;		/* decoded NAME (may hold NUL bytes) */
 	size_t len;		/* bytes passed to INIT */
-	unsigned long ms;
+	unsigned long ms;	/* also: the uid, the count */
 };
 
 /* State shared by the operations. */
@@ -317,6 +318,58 @@ static int drop_cap(int cap)
 	return syscall(SYS_capset, &hdr, data);
 }
 
+static int parse_uid(struct op *op, char *arg)
+{
+	if (!arg) {
+		fprintf(stderr, "sbprobe: '%s' needs :UID\n", op->text);
+		return -1;
+	}
+	return parse_ulong(arg, 65535, &op->ms, "uid");
+}
+
+/* Become UID (and its gid): no capabilities left. */
+static int run_uid(struct probe *p, struct op *op)
+{
+	(void)p;
+	if (setgroups(0, NULL) || setgid(op->ms))
+		return -1;
+	return setuid(op->ms);
+}
+
+/* PREFIX:N */
+static int parse_many(struct op *op, char *arg)
+{
+	char *colon = arg ? strrchr(arg, ':') : NULL;
+
+	if (!colon) {
+		fprintf(stderr, "sbprobe: '%s' needs :PREFIX:N\n", op->text);
+		return -1;
+	}
+	*colon = '\0';
+	if (parse_ulong(colon + 1, 100000, &op->ms, "count"))
+		return -1;
+	op->name = arg;
+	op->len = strlen(arg);
+	return 0;
+}
+
+/* N times: open, INIT("PREFIX<i>"); every fd stays open. */
+static int run_initmany(struct probe *p, struct op *op)
+{
+	char name[300];
+	unsigned long i;
+	int n;
+
+	for (i = 0; i < op->ms; i++) {
+		n = snprintf(name, sizeof(name), "%s%lu", op->name, i);
+		p->fd = open(SB_DEVICE, O_RDWR | O_CLOEXEC);
+		if (p->fd < 0 ||
+		    ioctl(p->fd, SUSPEND_BLOCKER_IOCTL_INIT(n), name))
+			return -1;
+	}
+	return i;
+}
+
 static int run_dropcap(struct probe *p, struct op *op)
 {
 	(void)p;
@@ -403,6 +456,10 @@ static const struct op_type op_types[] = {
 	  "dup the fd, close the original, go on with the copy" },
 	{ "fork-hold", "MS", parse_ms, run_fork_hold,
 	  "fork a child that keeps the fd MS ms, then exits" },
+	{ "uid", "UID", parse_uid, run_uid,
+	  "set uid and gid to UID (drops every capability)" },
+	{ "initmany", "PREFIX:N", parse_many, run_initmany,
+	  "N x (open, INIT(PREFIX<i>)), fds kept; rc=N" },
 };
 
 static void usage(FILE *f)

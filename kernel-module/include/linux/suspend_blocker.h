@@ -18,7 +18,7 @@
 
 /**
  * struct suspend_blocker - prevents opportunistic suspend while active
- * @link:	Entry in the active or the inactive list (protected by the
+ * @link:	Entry in the module's list of blockers (protected by the
  *		module's list lock).
  * @flags:	Initialized, active and stats state (SB_* bits, private).
  * @name:	Name shown in debugfs and the event log; not copied, so it
@@ -32,7 +32,9 @@
  * @stat.prevent_suspend_time: time it was active while suspend was
  *			requested (the ``sleep_time`` column);
  * @stat.max_time:	longest continuous activation;
- * @stat.last_time:	CLOCK_MONOTONIC time of the last state change.
+ * @stat.last_time:	CLOCK_MONOTONIC time of the last state change;
+ * @stat.sleep_clock:	the module's sleep clock (time a sleep state has
+ *			been requested) when it was last activated.
  *
  * Initialise with suspend_blocker_init(); all fields are private to the
  * module.
@@ -49,6 +51,7 @@ struct suspend_blocker {
 		ktime_t prevent_suspend_time;
 		ktime_t max_time;
 		ktime_t last_time;
+		ktime_t sleep_clock;
 	} stat;
 };
 

@@ -3,12 +3,15 @@
  * sb_test.ko: a test-only kernel client of suspend_block.ko.
  *
  * It plays the kernel drivers of the tests: it blocks suspend from a hard
- * interrupt (an hrtimer), holds a mainline wakeup source, blocks on the
- * Nth resume (as a keypad driver does on its wake interrupt), runs
- * suspend-blocking work, keeps a task unfreezable, and times the API
- * against mainline's wakeup-source calls. Everything is driven through
- * /sys/kernel/debug/sb_test/; write "help" to any file to see nothing:
- * the commands are listed at each file's handler below.
+ * interrupt (an hrtimer, also armed to fire a given time after a suspend
+ * starts), holds a mainline wakeup source, blocks on the Nth resume (as a
+ * keypad driver does on its wake interrupt), runs suspend-blocking work,
+ * keeps a task unfreezable, registers many idle blockers, has a device
+ * whose suspend callback fails with -EAGAIN or whose noirq callback
+ * blocks, and times the API against mainline's wakeup-source calls.
+ * Everything is driven through /sys/kernel/debug/sb_test/; write "help"
+ * to any file to see nothing: the commands are listed at each file's
+ * handler below.
  */
 
 #include <linux/debugfs.h>
@@ -18,12 +21,15 @@
 #include <linux/ktime.h>
 #include <linux/math64.h>
 #include <linux/module.h>
+#include <linux/platform_device.h>
 #include <linux/pm_wakeup.h>
 #include <linux/sched.h>
+#include <linux/slab.h>
 #include <linux/sort.h>
 #include <linux/suspend.h>
 #include <linux/suspend_blocker.h>
 #include <linux/uaccess.h>
+#include <linux/vmalloc.h>
 #include <linux/wait.h>
 
 static struct dentry *dir;
@@ -33,7 +39,22 @@ static struct suspend_blocker bench_blocker;	/* "sb_test_bench" */
 static struct wakeup_source *ws;	/* "sb_test_ws" */
 static struct wakeup_source *bench_ws;	/* "sb_test_bench_ws" */
 static struct hrtimer timer;
-static bool timer_blocks;		/* what the timer does */
+
+enum timer_action { TIMER_BLOCK, TIMER_UNBLOCK, TIMER_WS_ON };
+static enum timer_action timer_action;	/* what the timer does */
+static s64 timer_fired_ns;		/* CLOCK_BOOTTIME when it last did */
+/* Armed by *_on_prepare_ms: start the timer at the next PM_SUSPEND_PREPARE. */
+static enum timer_action prepare_action;
+static atomic_t prepare_ms = ATOMIC_INIT(-1);
+/* The device's suspend callback fails with -EAGAIN this many more times. */
+static atomic_t fail_suspends = ATOMIC_INIT(0);
+/* One shot: the device's suspend_noirq callback blocks "sb_test". */
+static atomic_t block_in_noirq = ATOMIC_INIT(0);
+static struct platform_device *pdev;
+/* "idle_blockers N": N registered, never activated blockers. */
+static struct suspend_blocker *idle;
+static char (*idle_names)[24];
+static unsigned int idle_n;
 static atomic_t hold_after_resumes = ATOMIC_INIT(0);
 static bool refuse_release;
 static DECLARE_WAIT_QUEUE_HEAD(refuse_wait);
@@ -45,16 +66,37 @@ static u64 bench_sb_ps, bench_ws_ps, bench_iters;
 
 static enum hrtimer_restart timer_fn(struct hrtimer *t)
 {
-	if (timer_blocks)
+	WRITE_ONCE(timer_fired_ns, ktime_get_boottime_ns());
+	switch (timer_action) {
+	case TIMER_BLOCK:
 		suspend_block(&blocker);
-	else
+		break;
+	case TIMER_UNBLOCK:
 		suspend_unblock(&blocker);
+		break;
+	case TIMER_WS_ON:
+		__pm_stay_awake(ws);
+		break;
+	}
 	return HRTIMER_NORESTART;
+}
+
+static void start_timer(enum timer_action action, u64 ms)
+{
+	timer_action = action;
+	hrtimer_start(&timer, ms_to_ktime(ms), HRTIMER_MODE_REL_HARD);
 }
 
 static int pm_notify(struct notifier_block *nb, unsigned long action,
 		     void *unused)
 {
+	int ms;
+
+	if (action == PM_SUSPEND_PREPARE) {
+		ms = atomic_xchg(&prepare_ms, -1);
+		if (ms >= 0)
+			start_timer(prepare_action, ms);
+	}
 	if (action == PM_POST_SUSPEND &&
 	    atomic_read(&hold_after_resumes) > 0 &&
 	    atomic_dec_and_test(&hold_after_resumes))
@@ -63,6 +105,73 @@ static int pm_notify(struct notifier_block *nb, unsigned long action,
 }
 
 static struct notifier_block pm_nb = { .notifier_call = pm_notify };
+
+/* The device's suspend callback: fails while fail_suspends > 0. */
+static int dev_suspend(struct device *dev)
+{
+	return atomic_dec_if_positive(&fail_suspends) >= 0 ? -EAGAIN : 0;
+}
+
+/* The device's suspend_noirq callback (it runs before suspend_block's). */
+static int dev_suspend_noirq(struct device *dev)
+{
+	if (atomic_xchg(&block_in_noirq, 0))
+		suspend_block(&blocker);
+	return 0;
+}
+
+static const struct dev_pm_ops dev_pm_ops = {
+	.suspend	= dev_suspend,
+	.suspend_noirq	= dev_suspend_noirq,
+};
+
+static struct platform_driver pdrv = {
+	.driver = {
+		.name	= "sb_test",
+		.pm	= &dev_pm_ops,
+	},
+};
+
+static void idle_destroy(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < idle_n; i++)
+		suspend_blocker_destroy(&idle[i]);
+	kvfree(idle);
+	kvfree(idle_names);
+	idle = NULL;
+	idle_names = NULL;
+	idle_n = 0;
+}
+
+/* Replace the idle blockers by @n new ones, "sb_test_idle_<i>". */
+static int idle_create(unsigned int n)
+{
+	unsigned int i;
+
+	idle_destroy();
+	if (!n)
+		return 0;
+	idle = kvcalloc(n, sizeof(*idle), GFP_KERNEL);
+	idle_names = kvcalloc(n, sizeof(*idle_names), GFP_KERNEL);
+	if (!idle || !idle_names) {
+		kvfree(idle);
+		kvfree(idle_names);
+		idle = NULL;
+		idle_names = NULL;
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++) {
+		snprintf(idle_names[i], sizeof(idle_names[i]), "sb_test_idle_%u",
+			 i);
+		suspend_blocker_init(&idle[i], idle_names[i]);
+		idle_n = i + 1;
+		if (!(i % 1024))
+			cond_resched();
+	}
+	return 0;
+}
 
 static void work_fn(struct work_struct *w)
 {
@@ -152,9 +261,14 @@ static int get_cmd(const char __user *ubuf, size_t len, char *word,
 
 /*
  * ctl: block | unblock | block_after_ms N | unblock_after_ms N |
+ *      ws_on_after_ms N | block_on_prepare_ms N | ws_on_prepare_ms N |
  *      ws_on | ws_off | ws_event_ms N | hold_after_resumes N |
  *      release_resume | release_refuse | work_queue MS | work_schedule MS |
- *      work_cancel | bench N
+ *      work_cancel | bench N | idle_blockers N | fail_suspend N |
+ *      block_in_noirq | reinit
+ *
+ * *_on_prepare_ms N: start the timer N ms after the next suspend starts
+ * (PM_SUSPEND_PREPARE, just before the freezer), once.
  */
 static ssize_t ctl_write(struct file *f, const char __user *ubuf, size_t len,
 			 loff_t *ppos)
@@ -169,10 +283,18 @@ static ssize_t ctl_write(struct file *f, const char __user *ubuf, size_t len,
 		suspend_block(&blocker);
 	} else if (!strcmp(word, "unblock")) {
 		suspend_unblock(&blocker);
-	} else if (!strcmp(word, "block_after_ms") ||
-		   !strcmp(word, "unblock_after_ms")) {
-		timer_blocks = word[0] == 'b';
-		hrtimer_start(&timer, ms_to_ktime(num), HRTIMER_MODE_REL_HARD);
+	} else if (!strcmp(word, "block_after_ms")) {
+		start_timer(TIMER_BLOCK, num);
+	} else if (!strcmp(word, "unblock_after_ms")) {
+		start_timer(TIMER_UNBLOCK, num);
+	} else if (!strcmp(word, "ws_on_after_ms")) {
+		start_timer(TIMER_WS_ON, num);
+	} else if (!strcmp(word, "block_on_prepare_ms") ||
+		   !strcmp(word, "ws_on_prepare_ms")) {
+		if (num > INT_MAX)
+			return -ERANGE;
+		prepare_action = word[0] == 'b' ? TIMER_BLOCK : TIMER_WS_ON;
+		atomic_set(&prepare_ms, num);
 	} else if (!strcmp(word, "ws_on")) {
 		__pm_stay_awake(ws);
 	} else if (!strcmp(word, "ws_off")) {
@@ -199,6 +321,21 @@ static ssize_t ctl_write(struct file *f, const char __user *ubuf, size_t len,
 		if (num < BENCH_ROUNDS || num > 100000000)
 			return -ERANGE;
 		run_bench(num);
+	} else if (!strcmp(word, "idle_blockers")) {
+		if (num > 1000000)
+			return -ERANGE;
+		ret = idle_create(num);
+		if (ret)
+			return ret;
+	} else if (!strcmp(word, "fail_suspend")) {
+		if (num > INT_MAX)
+			return -ERANGE;
+		atomic_set(&fail_suspends, num);
+	} else if (!strcmp(word, "block_in_noirq")) {
+		atomic_set(&block_in_noirq, 1);
+	} else if (!strcmp(word, "reinit")) {
+		/* a bug on purpose: initialise the live blocker again */
+		suspend_blocker_init(&blocker, "sb_test");
 	} else {
 		return -EINVAL;
 	}
@@ -208,17 +345,19 @@ static ssize_t ctl_write(struct file *f, const char __user *ubuf, size_t len,
 static ssize_t ctl_read(struct file *f, char __user *ubuf, size_t len,
 			loff_t *ppos)
 {
-	char buf[256];
+	char buf[512];
 	int n;
 
 	n = scnprintf(buf, sizeof(buf),
-		      "blocker %d\nresume_blocker %d\nwork_blocker %d\nwork_runs %d\nis_blocked %d\nrefusing %d\nbench_iters %llu\nbench_sb_pair_ps %llu\nbench_ws_pair_ps %llu\n",
+		      "blocker %d\nresume_blocker %d\nwork_blocker %d\nwork_runs %d\nis_blocked %d\nrefusing %d\nbench_iters %llu\nbench_sb_pair_ps %llu\nbench_ws_pair_ps %llu\ntimer_fired_ns %lld\nidle_blockers %u\nfail_suspends %d\nblock_in_noirq %d\n",
 		      suspend_blocker_is_active(&blocker),
 		      suspend_blocker_is_active(&resume_blocker),
 		      suspend_blocker_is_active(&sbwork.suspend_blocker),
 		      atomic_read(&work_runs), suspend_is_blocked(),
 		      atomic_read(&refusing), bench_iters, bench_sb_ps,
-		      bench_ws_ps);
+		      bench_ws_ps, READ_ONCE(timer_fired_ns), idle_n,
+		      atomic_read(&fail_suspends),
+		      atomic_read(&block_in_noirq));
 	return simple_read_from_buffer(ubuf, len, ppos, buf, n);
 }
 
@@ -262,14 +401,27 @@ static int __init sb_test_init(void)
 	suspend_blocking_work_init(&sbwork, work_fn, "sb_test_work");
 	hrtimer_init(&timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_HARD);
 	timer.function = timer_fn;
-	ret = register_pm_notifier(&pm_nb);
+	ret = platform_driver_register(&pdrv);
 	if (ret)
 		goto destroy;
+	pdev = platform_device_register_simple("sb_test", PLATFORM_DEVID_NONE,
+					       NULL, 0);
+	if (IS_ERR(pdev)) {
+		ret = PTR_ERR(pdev);
+		goto unregister_driver;
+	}
+	ret = register_pm_notifier(&pm_nb);
+	if (ret)
+		goto unregister_device;
 	dir = debugfs_create_dir("sb_test", NULL);
 	debugfs_create_file("ctl", 0600, dir, NULL, &ctl_fops);
 	debugfs_create_file("refuse", 0400, dir, NULL, &refuse_fops);
 	return 0;
 
+unregister_device:
+	platform_device_unregister(pdev);
+unregister_driver:
+	platform_driver_unregister(&pdrv);
 destroy:
 	suspend_blocking_work_destroy(&sbwork);
 	suspend_blocker_destroy(&bench_blocker);
@@ -287,7 +439,10 @@ static void __exit sb_test_exit(void)
 	WRITE_ONCE(refuse_release, true);
 	wake_up(&refuse_wait);
 	unregister_pm_notifier(&pm_nb);
+	platform_device_unregister(pdev);
+	platform_driver_unregister(&pdrv);
 	hrtimer_cancel(&timer);
+	idle_destroy();
 	suspend_blocking_work_destroy(&sbwork);
 	suspend_blocker_destroy(&bench_blocker);
 	suspend_blocker_destroy(&resume_blocker);

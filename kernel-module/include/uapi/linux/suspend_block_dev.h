@@ -17,7 +17,8 @@
  * (len > NAME_MAX), EINVAL (empty name, or a byte outside printable ASCII
  * 0x20..0x7e, or a double quote or backslash: such names would corrupt the
  * debugfs table, so they are rejected, never escaped), EFAULT (bad
- * pointer), ENOENT
+ * pointer), ENOMEM (no memory, or the caller's user already owns the
+ * module's max_user_blockers blockers), ENOENT
  * (BLOCK/UNBLOCK before INIT), EPERM (BLOCK without CAP_BLOCK_SUSPEND),
  * ENOTTY (unknown ioctl).
  */
