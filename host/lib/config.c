@@ -36,11 +36,9 @@
 #include <sha256.h>	/* libmd */
 
 #include <sbrig/config.h>
-#include <sbrig/gpio.h>
-#include <sbrig/link.h>
-#include <sbrig/power.h>
 
 #include "internal.h"
+#include "uri.h"
 
 #define CFG_MAX_BYTES (1 << 20)
 

@@ -16,17 +16,17 @@
  * libserialport, libiio or libgpiod.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/un.h>
 
-#include <sbrig/gpio.h>
-#include <sbrig/link.h>
-#include <sbrig/power.h>
-
 #include "internal.h"
 #include "uri.h"
+
+/* room for what a check parses out of a URI (config's URIs are shorter) */
+#define URI_BUF 256
 
 #define SYNTAX_SERIAL	"serial:/dev/TTY[:BAUD]"
 #define SYNTAX_TCP	"tcp:HOST:PORT"
@@ -158,7 +158,7 @@ static int unknown(const char *uri, const char *const *syntaxes, size_t n)
 
 static int check_serial(const char *uri)
 {
-	char dev[SBRIG_URI_MAX];
+	char dev[URI_BUF];
 	unsigned int baud;
 
 	return sbrig_uri_parse_serial(uri, dev, sizeof(dev), &baud);
@@ -166,7 +166,7 @@ static int check_serial(const char *uri)
 
 static int check_tcp(const char *uri)
 {
-	char host[SBRIG_URI_MAX];
+	char host[URI_BUF];
 	unsigned int port;
 
 	return sbrig_uri_parse_tcp(uri, host, sizeof(host), &port);
@@ -188,7 +188,7 @@ int sbrig_link_check_uri(const char *uri)
 int sbrig_power_check_uri(const char *uri)
 {
 	static const char *const syntaxes[] = { SYNTAX_LOCAL, SYNTAX_IP };
-	char host[SBRIG_URI_MAX];
+	char host[URI_BUF];
 	unsigned int port;
 	const char *rest;
 
@@ -207,7 +207,7 @@ int sbrig_power_check_uri(const char *uri)
 
 int sbrig_gpio_check_chip(const char *chip)
 {
-	char path[SBRIG_URI_MAX];
+	char path[URI_BUF];
 
 	if (!chip || !*chip)
 		return sbrig_set_error(-EINVAL, "no chip");

@@ -24,4 +24,13 @@ int sbrig_uri_parse_tcp(const char *uri, char *host, size_t size,
 /* qmp:PATH -> the unix socket path (fits a sockaddr_un) */
 int sbrig_uri_parse_qmp(const char *chip, char *path, size_t size);
 
+/*
+ * The public checks, defined in uri.c and declared for users in link.h,
+ * power.h and gpio.h. config.c sits below those modules (gpio.h includes
+ * config.h), so it takes them from here.
+ */
+int sbrig_link_check_uri(const char *uri);
+int sbrig_power_check_uri(const char *uri);
+int sbrig_gpio_check_chip(const char *chip);
+
 #endif /* SBRIG_URI_H */
