@@ -316,7 +316,7 @@ def test_kitchen_truth_has_what_the_issue_asks_for(built):
     assert by["sync"]["stats_check"]["count_delta"] == by["sync"]["stats_check"][
         "events_count"] + 1
     assert t["capture"]["skipped_events"] == {"phase": 1, "ws_activate": 1,
-                                              "ws_deactivate": 1}
+                                              "ws_relax": 1}
     assert t["unknown_wake_count"] == 1
     assert [w["stimulus"] for w in t["wakeups"]] == [
         "press power", "plug charger", "press power", "press power"]
@@ -385,3 +385,39 @@ def test_scenario_errors_say_what_to_change(tmp_path):
         S.build(S.Scenario("x", 10, holds=[S.Hold("a", 4.9, None)]), tmp_path)
     with pytest.raises(S.ScenarioError, match="not inside the capture"):
         S.Model(S.Scenario("x", 10, gaps=[S.Gap(11.0, 3)]))
+
+
+# ---- the benchmark's pandas reference (tests/bench/bench_analyze.py) ----------
+
+@pytest.mark.parametrize("name", ["kitchen", "reboot", "asleep", "latency"])
+@pytest.mark.parametrize("version", [1, 2])
+def test_pandas_reference_agrees_with_the_truth(tmp_path, name, version):
+    """The benchmark's reference implementation of the attribution is right:
+    on scenarios whose online event times are exact (it does not fit the
+    clock) its energy, baseline and per-blocker figures are the truth's
+    within the derived bounds (rel=0), not just within 1 %."""
+    pytest.importorskip("pandas")
+    from tests.bench import bench_analyze as B
+    sc = S.scenario(name, format_version=version)
+    sc.clock = S.Clock(online_offset_ns=0, online_drift_ppm=0.0,
+                       ping_interval_s=sc.clock.ping_interval_s)
+    truth = S.build(sc, tmp_path)
+    got = B.pandas_attribution(tmp_path / "capture")
+    assert got["samples"] == truth["capture"]["samples"]
+    assert B.check_reference(got, truth) == []
+    t = copy.deepcopy(truth)
+    for b in t["blockers"]:
+        b["stats_check"] = None
+    assert S.compare(got, t, rel=0, sections=("energy", "blockers", "unattributed")) == []
+
+
+def test_bench_says_clearly_when_sbrig_analyze_is_missing(tmp_path, capsys):
+    from tests.bench import bench_analyze as B
+    assert B.main(["--sbrig", str(tmp_path / "nope"), "--duration", "10"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot measure sbrig analyze" in err and "make host" in err
+    fake = tmp_path / "sbrig"
+    fake.write_text("#!/bin/sh\necho \"sbrig: unknown command '$1'\" >&2\nexit 2\n")
+    fake.chmod(0o755)
+    assert B.main(["--sbrig", str(fake), "--duration", "10"]) == 2
+    assert "has no 'analyze' command" in capsys.readouterr().err
