@@ -421,3 +421,113 @@ def test_bench_says_clearly_when_sbrig_analyze_is_missing(tmp_path, capsys):
     fake.chmod(0o755)
     assert B.main(["--sbrig", str(fake), "--duration", "10"]) == 2
     assert "has no 'analyze' command" in capsys.readouterr().err
+
+
+# ---- the virtual rig's ground truth (rig/virtual/ina226_iiod.py --truth) --------
+
+def _wait(cond, timeout: float, what: str) -> None:
+    import time
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def test_emulator_truth_is_what_it_emitted(tmp_path):
+    """iio_readdev reads the emulator while its current changes and 50
+    samples are dropped: the truth file's intervals, drop and energy are
+    exactly what the received samples integrate to."""
+    import shutil
+    import subprocess
+    if not shutil.which("iio_readdev"):
+        pytest.skip("no iio_readdev (libiio-utils)")
+    from tests.test_power import Emulator
+    sys.path.insert(0, str(REPO / "rig" / "virtual"))
+    import ina226_iiod as E
+    truth_file = tmp_path / "truth.jsonl"
+    emu = Emulator(tmp_path, "--truth", str(truth_file), "--current-uA", "100000")
+    n, rec = 10_000, struct.Struct("<HHHHq")
+    out = tmp_path / "samples.bin"
+    try:
+        with open(out, "wb") as f:
+            rd = subprocess.Popen(["iio_readdev", "-u", emu.uri, "-b", "256", "-s", str(n),
+                                   "ina226"], stdout=f, stderr=subprocess.PIPE)
+        try:
+            emu.wait_buffers(1)
+            _wait(lambda: out.stat().st_size > n * rec.size // 3, 20, "a third")
+            emu.ctl("current_uA 3000")
+            _wait(lambda: out.stat().st_size > n * rec.size * 2 // 3, 20, "two thirds")
+            emu.ctl("drop 50")
+            rd.wait(30)
+        finally:
+            if rd.poll() is None:
+                rd.kill()
+                rd.wait()
+    finally:
+        emu.stop()
+    assert rd.returncode == 0, rd.stderr.read()
+    data = out.read_bytes()
+    samples = [rec.unpack_from(data, i * rec.size) for i in range(len(data) // rec.size)]
+    records = E.read_truth(truth_file)
+    assert records[0]["format"] == "ina226-truth" and records[-1]["type"] == "close"
+    opened = [r for r in records if r["type"] == "open"]
+    assert len(opened) == 1
+    lsb, off, period = (opened[0]["power_lsb_uW"], opened[0]["clock_offset_ns"],
+                        opened[0]["period_ns"])
+    t = [s[4] - off for s in samples]               # realtime stamps -> monotonic
+    p = [s[2] * lsb for s in samples]
+    e, skipped = 0.0, 0
+    for i in range(len(t) - 1):
+        if t[i + 1] - t[i] > 1.5 * period:          # the drop: not integrated
+            skipped += 1
+            continue
+        e += (p[i] + p[i + 1]) / 2 * (t[i + 1] - t[i])
+    assert skipped == 1
+    got = E.truth_energy(records, t[0], t[-1])
+    assert got["total_uJ"] == pytest.approx(e / 1e9, rel=1e-9)
+    ivs = [r for r in records if r["type"] == "interval"]
+    assert [r["current_uA"] for r in ivs][:2] == [100000, 3000]
+    assert all(r["state"] == "constant" for r in ivs)
+    assert ivs[0]["sample_power_uW"] == round(100000 * 5 / 6250) * 6250
+    drops = [r for r in records if r["type"] == "drop"]
+    assert len(drops) == 1 and drops[0]["missing"] == 50
+    # the intervals tile the stream: their energies add up to its total
+    close = records[-1]
+    assert close["energy_uJ"] == pytest.approx(sum(r["energy_uJ"] for r in ivs), rel=1e-12)
+    assert close["samples"] >= len(samples)
+
+
+def test_vrig_writes_the_power_truth_with_the_guest_state(tmp_path):
+    """VirtualRig's emulator half (no guest booted): PowerModel's states
+    reach the truth file, and stop() closes it."""
+    import shutil
+    import subprocess
+    import time
+    if not shutil.which("iio_readdev"):
+        pytest.skip("no iio_readdev (libiio-utils)")
+    sys.path.insert(0, str(REPO / "rig" / "virtual"))
+    import vrig
+    vr = vrig.VirtualRig(tmp_path)
+    assert vr.truth_path == tmp_path.resolve() / "power-truth.jsonl"
+    vr.dir.mkdir(parents=True, exist_ok=True)
+    vr._start_emulator()
+    now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    vr.model.record(now - 10**9, "running", 0.5)
+    try:
+        rd = subprocess.Popen(["iio_readdev", "-u", vr.power_uri, "-b", "128", "-s", "2000",
+                               "ina226"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        def emitted():
+            with vr.chip.lock:
+                return any(st.next_k > 500 for st in vr.chip.streams)
+        _wait(lambda: emitted() or rd.poll() is not None, 20, "500 samples emitted")
+        vr.model.record(time.clock_gettime_ns(time.CLOCK_MONOTONIC), "suspended", 0.0)
+        assert rd.wait(30) == 0, rd.stderr.read()
+    finally:
+        vr.stop()
+    ina = vrig.ina226_iiod
+    records = ina.read_truth(vr.truth_path)
+    assert records[-1]["type"] == "close"
+    states = [r["state"] for r in records if r["type"] == "interval"]
+    assert states[0] == "running" and states[-1] == "suspended"
+    susp = next(r for r in records if r["type"] == "interval" and r["state"] == "suspended")
+    assert susp["current_uA"] == vrig.PowerModel.SUSPEND_UA
