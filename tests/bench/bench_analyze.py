@@ -420,9 +420,12 @@ def main(argv: list[str] | None = None) -> int:
                 if r["rc"]:
                     print(f"bench: sbrig analyze {cap}: exit {r['rc']}: "
                           + r["log"].read_text()[-500:].strip(), file=sys.stderr)
+                r["valid"] = False
                 if (out / "report.json").exists():
                     rep = json.loads((out / "report.json").read_text())
                     r["bad"] = synthcap.compare(rep, truth)
+                    # a figure counts only for a run that read every sample
+                    r["valid"] = rep.get("capture", {}).get("samples") == row["samples"]
                     if r["rc"]:
                         r["bad"].insert(0, f"exit {r['rc']} (report.json written)")
                 else:
@@ -433,6 +436,7 @@ def main(argv: list[str] | None = None) -> int:
                 r = run_measured([sys.executable, str(Path(__file__).resolve()),
                                   "--pandas-run", str(cap), str(out)],
                                  work / f"pandas-{tag}.log")
+                r["valid"] = not r["rc"]
                 if r["rc"]:
                     print(f"bench: the pandas reference failed on {cap}:\n"
                           + r["log"].read_text()[-2000:], file=sys.stderr)
@@ -453,24 +457,40 @@ def main(argv: list[str] | None = None) -> int:
         s, pd_ = row.get("sbrig"), row.get("pandas")
         name = f"{row['dur']:g} s, v{row['v']} ({'bin' if row['v'] == 2 else 'tsv'})"
         cols = [f"{name:18s}", f"{n:10d}", "|"]
-        if s:
+        if s and not s["valid"]:
+            cols += [f"{'failed (exit ' + str(s['rc']) + ')':>35s}"]
+        elif s:
             cols += [f"{s['wall_s']:8.3f}", fmt_rate(n, s["wall_s"]), fmt_rate(n, s["cpu_s"]),
                      f"{s['rss_mb']:7.1f}"]
         else:
             cols += ["       -"] * 3 + ["      -"]
         cols.append("|")
-        if pd_:
+        if pd_ and not pd_["valid"]:
+            cols += [f"{'failed':>25s}"]
+        elif pd_:
             cols += [f"{pd_['wall_s']:8.3f}", fmt_rate(n, pd_["wall_s"]),
                      f"{pd_['rss_mb']:7.1f}"]
         else:
             cols += ["       -", "       -", "      -"]
         cols.append("|")
-        cols.append(f"{pd_['wall_s'] / s['wall_s']:5.1f}x" if s and pd_ else "     -")
+        ok = s and pd_ and s["valid"] and pd_["valid"]
+        cols.append(f"{pd_['wall_s'] / s['wall_s']:5.1f}x" if ok else "     -")
         print(" ".join(cols))
     print()
     missed = []
     long_rows = {r["v"]: r for r in rows if r["dur"] == args.duration}
     short_rows = {r["v"]: r for r in rows if r["dur"] == args.short}
+
+    def valid(r, who):
+        return r.get(who) is not None and r[who]["valid"]
+
+    for r in rows:
+        if run_sbrig and not valid(r, "sbrig"):
+            missed.append(f"sbrig failed {r['dur']:g} s v{r['v']}")
+            print(f"target: not measured on {r['dur']:g} s v{r['v']}: sbrig analyze "
+                  "did not analyse the whole capture (see above)")
+    long_rows = {v: r for v, r in long_rows.items() if not run_sbrig or valid(r, "sbrig")}
+    short_rows = {v: r for v, r in short_rows.items() if not run_sbrig or valid(r, "sbrig")}
     if run_sbrig and 2 in long_rows:
         r = long_rows[2]
         rate = r["samples"] / r["sbrig"]["wall_s"]
@@ -480,6 +500,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{rate / 1e6:.1f} M samples/s  {'ok' if ok else 'MISSED'}")
     if run_sbrig and run_pandas:
         for v, r in sorted(long_rows.items(), reverse=True):
+            if not valid(r, "pandas"):
+                continue
             ratio = r["pandas"]["wall_s"] / r["sbrig"]["wall_s"]
             ok = ratio >= TARGET_RATIO
             missed += [] if ok else [f"ratio v{v}"]
