@@ -88,7 +88,19 @@ Mirrors report.json's field names (``capture``, ``energy``, ``blockers``,
   how much);
 * ``expect_error`` (a corrupt capture: the file, line, column and name the
   error must give; then no report may be written) or null;
-* ``model``: the scenario's own timeline (true host times), for debugging.
+* ``checks``: blockers + unattributed + suspended energy (= ``total_uJ``);
+  ``leak_s``: the leak threshold the findings assume (analyze's default);
+* ``gaps[].hidden_true_uJ``: what the gap really hid (within the bounds);
+  ``blockers[].stats_check`` is null where the rule cannot be applied
+  (after a reboot the module's statistics restart) and its ``agree`` is
+  null where the figures sit too close to the rule's threshold to say;
+* ``model``: the scenario's own timeline (true host times: suspended
+  stretches, every hold with its physical span, boots), for debugging.
+
+The library (:data:`SCENARIOS`, ``synthcap.py list``): basic, kitchen (all
+of it but a reboot), reboot, asleep (starts suspended), noclock, latency
+(20 wakes), empty, killed, corrupt, corrupt-samples, bench (the 1 h
+benchmark capture; ``duration_s``).
 
 :func:`compare` checks a report against it: a figure passes when it is
 within ``max(rel x |truth|, tol)`` of the truth (or of its ``alt``);
