@@ -122,15 +122,15 @@ static int request(const char *line, const char *body, size_t nbody,
 	fd = connect_daemon();
 	if (fd < 0)
 		return EXIT_DAEMON;
-	if (send_all(fd, line, strlen(line)) < 0 || send_all(fd, "\n", 1) < 0 ||
-	    (nbody && send_all(fd, body, nbody) < 0)) {
-		fprintf(stderr, "sbrig: %s: %s\n", sock_path, strerror(errno));
-		close(fd);
-		return EXIT_DAEMON;
-	}
+	/* from the moment the request may be sent, Ctrl-C means "stop" */
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
+	if (send_all(fd, line, strlen(line)) < 0 || send_all(fd, "\n", 1) < 0 ||
+	    (nbody && send_all(fd, body, nbody) < 0)) {
+		fprintf(stderr, "sbrig: %s: %s\n", sock_path, strerror(errno));
+		goto out;
+	}
 	for (;;) {
 		struct pollfd pfd = { fd, POLLIN, 0 };
 		char *nl;
