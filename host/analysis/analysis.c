@@ -171,3 +171,16 @@ void sbrig_analysis_latency(const struct sbrig_analysis *a,
 {
 	*st = a->wk.lat;
 }
+
+size_t sbrig_analysis_wakeups(const struct sbrig_analysis *a,
+			      struct sbrig_wakeup *out, size_t max)
+{
+	for (size_t i = 0; i < a->wk.n && i < max; i++) {
+		const struct an_wakeup *w = &a->wk.w[i];
+
+		out[i] = (struct sbrig_wakeup){ w->t_ns, w->resume_t_ns,
+						w->resume_t_ns - w->t_ns,
+						w->uncert_ns };
+	}
+	return a->wk.n;
+}
