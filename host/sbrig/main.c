@@ -33,6 +33,8 @@
 #include <sbrig/sbrig.h>
 #include <sbrig/scenario.h>
 
+#include "render.h"
+
 #define DEFAULT_SOCKET "/run/sbrig/sbrigd.sock"
 /* after Ctrl-C, how long to wait for the daemon's final answer */
 #define STOP_WAIT_NS (30 * 1000000000LL)
@@ -991,6 +993,7 @@ static const struct command commands[] = {
 "started it): a capture is closed with status 'aborted: stopped by a\n"
 "client'.\n",
 	  cmd_stop },
+	{ "render", render_args, render_summary, render_help, cmd_render },
 };
 
 static void usage(FILE *f)
