@@ -521,9 +521,24 @@ static const char *jtype_name(enum json_type t)
 	return "something else";
 }
 
+/*
+ * What @v is, for a message. json-c reads NaN and [-]Infinity even in
+ * strict mode; JSON has neither, so they are named as they were written.
+ */
+static const char *got(struct json_object *v)
+{
+	if (json_object_is_type(v, json_type_double) &&
+	    !isfinite(json_object_get_double(v)))
+		return json_object_get_string(v);
+	return jtype_name(json_object_get_type(v));
+}
+
 static bool type_ok(struct json_object *v, unsigned char type)
 {
 	enum json_type t = json_object_get_type(v);
+
+	if (t == json_type_double && !isfinite(json_object_get_double(v)))
+		return false;
 
 	switch (type) {
 	case J_OBJ:
@@ -586,8 +601,7 @@ static int check_value(struct json_object *v, const struct jfield *f,
 	}
 	if (!type_ok(v, f->type))
 		return sbrig_set_error(-EINVAL, "field '%s': expected %s, got %s",
-				       p->s, want_name[f->type],
-				       jtype_name(json_object_get_type(v)));
+				       p->s, want_name[f->type], got(v));
 	if (f->type == J_OBJ)
 		return check_object(v, f->sub, p);
 	if (f->type == J_ARR) {
@@ -631,15 +645,13 @@ static int check_report(struct json_object *root)
 
 	if (!json_object_is_type(root, json_type_object))
 		return sbrig_set_error(-EINVAL, "not a report: expected an "
-				       "object, got %s",
-				       jtype_name(json_object_get_type(root)));
+				       "object, got %s", got(root));
 	if (!json_object_object_get_ex(root, "schema", &v))
 		return sbrig_set_error(-EINVAL, "field 'schema': missing (not "
 				       "an %s file)", SBRIG_REPORT_SCHEMA);
 	if (!json_object_is_type(v, json_type_string))
 		return sbrig_set_error(-EINVAL, "field 'schema': expected a "
-				       "string, got %s",
-				       jtype_name(json_object_get_type(v)));
+				       "string, got %s", got(v));
 	schema = json_object_get_string(v);
 	if (strcmp(schema, SBRIG_REPORT_SCHEMA))
 		return sbrig_set_error(-EINVAL, "field 'schema': \"%.64s\" is "
@@ -649,8 +661,7 @@ static int check_report(struct json_object *root)
 		return sbrig_set_error(-EINVAL, "field 'version': missing");
 	if (!json_object_is_type(v, json_type_int))
 		return sbrig_set_error(-EINVAL, "field 'version': expected an "
-				       "integer, got %s",
-				       jtype_name(json_object_get_type(v)));
+				       "integer, got %s", got(v));
 	version = json_object_get_int64(v);
 	if (version != SBRIG_REPORT_VERSION)
 		return sbrig_set_error(-EINVAL, "field 'version': %" PRId64

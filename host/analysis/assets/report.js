@@ -15,8 +15,9 @@
  * coarsest level over the whole capture; when the visible range changes
  * (drag to zoom, shift-drag to pan, double-click to reset), the visible
  * range (and half of it on each side) is redrawn from the finest level
- * that has at most MAX_POINTS buckets there, and from the raw samples
- * where there are some and they fit in MAX_POINTS. The timeline is a
+ * that has at most MAX_BUCKETS buckets there and whose buckets are wider
+ * than two sample intervals (finer ones would be mostly empty), and from
+ * the raw samples where there are some, when they are at most MAX_RAW. The timeline is a
  * second dygraph whose only series is drawn by timelinePlotter(): one row
  * per blocker (its active spans), a row of suspended stretches and one of
  * wakeups (stimulus to resume). Both charts share one x range: whichever
@@ -41,7 +42,8 @@
 (function () {
   'use strict';
 
-  const MAX_POINTS = 5000;     // points per redraw of the visible range
+  const MAX_BUCKETS = 5000;    // envelope buckets per redraw of the visible range
+  const MAX_RAW = 20000;       // raw samples per redraw
   const Y_LABEL_W = 170;       // both charts: same plot area, same x axis
   const ROW_PX = 22;           // a timeline row
   const COLORS = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd',
@@ -157,6 +159,8 @@
       min: floats(lv.min, n), max: floats(lv.max, n), mean: floats(lv.mean, n) };
   }).filter((L) => L.n > 0).sort((a, b) => a.bucket_ns - b.bucket_ns);
   const coarse = levels.length ? levels[levels.length - 1] : null;
+  // the mean sample interval: levels finer than two of it are mostly empty
+  const SAMPLE_NS = cap.samples > 1 ? cap.duration_ns / (cap.samples - 1) : 0;
   // raw: segments by time, each { t (s), p (uW), n, gap: dt above which a gap is drawn }
   const raw = report.trace.raw.map((r) => {
     let n, t, p;
@@ -222,7 +226,8 @@
     }
     const [lo, hi] = range, pad = (hi - lo) / 2, wlo = lo - pad, whi = hi + pad;
     let fine = null;
-    for (const L of levels) if (centreIdx(L, whi) - centreIdx(L, wlo) <= MAX_POINTS) { fine = L; break; }
+    for (const L of levels)
+      if (L.bucket_ns >= 2 * SAMPLE_NS && centreIdx(L, whi) - centreIdx(L, wlo) <= MAX_BUCKETS) { fine = L; break; }
     if (!fine) fine = coarse;
     const runs = []; let nraw = 0, visibleRaw = 0;
     for (const r of raw) {
@@ -231,7 +236,7 @@
       if (b > a) { runs.push({ r, a, b }); nraw += b - a; }
       visibleRaw += lowerBound(r.t, hi) - lowerBound(r.t, lo);
     }
-    const useRaw = runs.length > 0 && nraw <= MAX_POINTS;
+    const useRaw = runs.length > 0 && nraw <= MAX_RAW;
     if (coarse) pushLevel(rows, coarse, 0, centreIdx(coarse, wlo));
     let cursor = wlo;
     if (useRaw) {
