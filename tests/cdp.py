@@ -25,6 +25,7 @@ import select
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 
 import websocket  # python3-websocket
@@ -74,9 +75,16 @@ class Browser:
             m = re.search(rb"DevTools listening on (ws://\S+)", buf)
             if m:
                 self.log.append(buf.decode(errors="replace"))
+                # keep reading stderr, or a chatty Chromium blocks on a full pipe
+                threading.Thread(target=self._drain_stderr, daemon=True).start()
                 return m.group(1).decode()
         self.close()
         raise CdpError(f"chromium did not start: {buf.decode(errors='replace')[-2000:]}")
+
+    def _drain_stderr(self) -> None:
+        for line in iter(self.proc.stderr.readline, b""):
+            self.log.append(line.decode(errors="replace"))
+            del self.log[:-200]
 
     def send(self, method: str, params: dict | None = None, session: str | None = None,
              timeout: float | None = None) -> dict:
@@ -136,7 +144,6 @@ class Browser:
                 except subprocess.TimeoutExpired:
                     self.proc.kill()
                     self.proc.wait()
-            self.proc.stderr.close()
             shutil.rmtree(self.profile, ignore_errors=True)
 
     def __enter__(self):

@@ -57,8 +57,10 @@
 
   /* ---- formatting: readable units ------------------------------------ */
 
+  // @v with about @digits significant digits
   function num(v, digits) {
     const a = Math.abs(v);
+    if (a === 0) return '0';
     if (a !== 0 && a < 10) return v.toFixed(digits);
     if (a < 100) return v.toFixed(Math.max(digits - 1, 0));
     return v.toFixed(Math.max(digits - 2, 0));
