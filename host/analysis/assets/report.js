@@ -498,6 +498,8 @@
 
   function trace() {
     const has = coarse || raw.length;
+    if (!(DUR > 0))
+      return section('trace', 'Power and blockers over time', empty('No samples in this capture: no power trace.'));
     const sec = section('trace', 'Power and blockers over time',
       el('div', { class: 'toolbar' },
         el('span', { class: 'hint' }, 'drag to zoom \u00b7 shift-drag to pan \u00b7 double-click to reset'),
@@ -534,8 +536,9 @@
       pdiv.addEventListener('mousemove', (ev) => readout(state.power, ev));
     }
     const tdiv = document.getElementById('timeline-chart');
+    if (!tdiv) return;
     const n = timelineRows.length;
-    state.timeline = new Dygraph(tdiv, [[0, -10], [DUR > 0 ? DUR : 1, -10]], Object.assign({}, common, {
+    state.timeline = new Dygraph(tdiv, [[0, -10], [DUR, -10]], Object.assign({}, common, {
       labels: ['t', 'rows'], valueRange: [-0.5, n - 0.5], plotter: timelinePlotter,
       drawGrid: true, drawYGrid: false, drawAxesAtZero: false,
       axes: Object.assign({}, common.axes, { y: { axisLabelWidth: Y_LABEL_W, drawAxis: true, drawGrid: false,
