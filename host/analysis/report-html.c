@@ -379,12 +379,13 @@ static const struct jfield f_wakeup[] = {
 };
 static const struct jfield e_wakeup[] = { { "", J_OBJ, 0, 0, f_wakeup } };
 
+/* with n = 0 the figures are 0 (analysis.h) or, as the page takes it, null */
 static const struct jfield f_latency[] = {
 	{ "n", J_INT, 0, 0, NULL },
-	{ "min_ns", J_INT, 0, 0, NULL },
-	{ "median_ns", J_INT, 0, 0, NULL },
-	{ "p95_ns", J_INT, 0, 0, NULL },
-	{ "max_ns", J_INT, 0, 0, NULL },
+	{ "min_ns", J_INT, J_NULL, 0, NULL },
+	{ "median_ns", J_INT, J_NULL, 0, NULL },
+	{ "p95_ns", J_INT, J_NULL, 0, NULL },
+	{ "max_ns", J_INT, J_NULL, 0, NULL },
 	{ NULL, 0, 0, 0, NULL },
 };
 
