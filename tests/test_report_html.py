@@ -400,6 +400,39 @@ def test_zoom_reaches_raw_samples(browser, pages):
     assert_clean(p, html)
 
 
+@pytest.mark.parametrize("jitter_ns", [0, 70_000, 5_000_000_000])
+def test_trace_decodes_exactly(sbrig, browser, tmp_path, jitter_ns):
+    """The packed trace reads back as the report had it: times to the ns
+    (steady rates as uint16 offsets, jittery ones as uint32 distances, gaps
+    beyond 2^32 ns as a new segment), power to float32."""
+    doc = json.loads((FIX / "minimal.json").read_text())
+    raw = doc["trace"]["raw"][0]
+    raw["t_ns"] = [t + (jitter_ns if i == 6 else 0) + (jitter_ns if i > 6 and jitter_ns > 1e9 else 0)
+                   for i, t in enumerate(raw["t_ns"])]
+    src, html = tmp_path / "report.json", tmp_path / "report.html"
+    src.write_text(json.dumps(doc))
+    r = render(sbrig, src, html)
+    assert r.returncode == 0, r.stderr
+    packed = json.loads(html.read_text().split('id="sbrig-report">')[1].split("</script>")[0])
+    segs = packed["trace"]["raw"]
+    if jitter_ns == 0:
+        assert [("dt16" in sg, sg["dt_base_ns"]) for sg in segs] == [(True, 1_000_000)]
+    elif jitter_ns < 1e9:
+        assert [("dt_ns" in sg) for sg in segs] == [True]
+    else:
+        assert [sg["n"] for sg in segs] == [6, 6]
+    p = open_page(browser, html)
+    got = p.eval("sbrig.trace.raw.map(r => [Array.from(r.t), Array.from(r.p)])")
+    t0 = doc["capture"]["start_ns"]
+    times = [round(t * 1e9) + t0 for seg in got for t in seg[0]]
+    power = [v for seg in got for v in seg[1]]
+    assert times == raw["t_ns"]
+    assert all(abs(a - b) <= 1e-6 * abs(b) for a, b in zip(power, raw["power_uW"]))
+    lv = p.eval("sbrig.trace.levels.map(l => [l.bucket_ns, Array.from(l.mean)])")
+    assert lv == sorted([[x["bucket_ns"], x["mean"]] for x in doc["trace"]["levels"]])
+    assert_clean(p, html)
+
+
 def test_blocker_table_sorts(browser, pages):
     rep, html = pages["overlaps"]
     p = open_page(browser, html)

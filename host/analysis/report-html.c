@@ -33,6 +33,11 @@
  *      raw[i]:    { t0_ns, n, dt_ns, power_uW }
  *                 dt_ns: n uint32, the first 0, each the distance to the
  *                 previous sample; power_uW: n float32
+ *             or  { t0_ns, n, dt_base_ns, dt16, power_uW }
+ *                 when all distances are within 65535 ns of the smallest,
+ *                 dt_base_ns: that one; dt16: n - 1 uint16, each
+ *                 distance minus dt_base_ns (a steady rate: 2 bytes a
+ *                 sample instead of 4)
  *
  *    A raw window is cut into several where two samples are more than
  *    2^32-1 ns apart (float32 keeps 7 significant digits: 0.1 uW of
@@ -732,13 +737,21 @@ static int pack_level(struct json_object *lv, size_t idx)
 	return ret;
 }
 
-/* One packed raw segment: samples [from, to) of @t, @pw into @out. */
+/*
+ * One packed raw segment: samples [from, to) of @t, @pw into @out. The
+ * distances between samples are uint32, or, when they all lie within
+ * 65535 ns of the smallest (a steady sample rate), that smallest one
+ * (dt_base_ns) and uint16 offsets from it: 2 bytes a sample instead of 4.
+ */
 static int pack_segment(struct json_object *out, struct json_object *t,
 			struct json_object *pw, size_t from, size_t to,
 			unsigned char *dt, unsigned char *pbytes)
 {
 	struct json_object *seg = json_object_new_object();
-	int64_t prev = json_object_get_int64(json_object_array_get_idx(t, from));
+	int64_t t0 = json_object_get_int64(json_object_array_get_idx(t, from));
+	int64_t prev = t0, dmin = INT64_MAX, dmax = 0;
+	size_t n = to - from;
+	bool narrow;
 	int ret = -ENOMEM;
 
 	if (!seg)
@@ -746,19 +759,36 @@ static int pack_segment(struct json_object *out, struct json_object *t,
 	for (size_t i = from; i < to; i++) {
 		int64_t ti = json_object_get_int64(json_object_array_get_idx(t, i));
 
+		if (i > from) {
+			dmin = ti - prev < dmin ? ti - prev : dmin;
+			dmax = ti - prev > dmax ? ti - prev : dmax;
+		}
 		put_le32(dt + 4 * (i - from), (uint32_t)(ti - prev));
 		put_f32(pbytes + 4 * (i - from),
 			json_object_get_double(json_object_array_get_idx(pw, i)));
 		prev = ti;
 	}
-	if (json_object_object_add(seg, "t0_ns", json_object_new_int64(
-		    json_object_get_int64(json_object_array_get_idx(t, from)))) ||
-	    json_object_object_add(seg, "n",
-				   json_object_new_int64((int64_t)(to - from))) ||
-	    put_b64(seg, "dt_ns", dt, 4 * (to - from)) ||
-	    put_b64(seg, "power_uW", pbytes, 4 * (to - from)))
+	narrow = n > 1 && dmax - dmin <= 0xffff;
+	if (narrow)	/* in place: offset k (2 bytes) from dt k + 1 (4) */
+		for (size_t k = 0; k + 1 < n; k++) {
+			const unsigned char *d = dt + 4 * (k + 1);
+			uint32_t v = (uint32_t)d[0] | (uint32_t)d[1] << 8 |
+				     (uint32_t)d[2] << 16 | (uint32_t)d[3] << 24;
+			uint32_t off = v - (uint32_t)dmin;
+
+			dt[2 * k] = (unsigned char)off;
+			dt[2 * k + 1] = (unsigned char)(off >> 8);
+		}
+	if (json_object_object_add(seg, "t0_ns", json_object_new_int64(t0)) ||
+	    json_object_object_add(seg, "n", json_object_new_int64((int64_t)n)))
 		goto fail;
-	if (json_object_array_add(out, seg))
+	if (narrow ? json_object_object_add(seg, "dt_base_ns",
+					    json_object_new_int64(dmin)) ||
+		     put_b64(seg, "dt16", dt, 2 * (n - 1))
+		   : put_b64(seg, "dt_ns", dt, 4 * n))
+		goto fail;
+	if (put_b64(seg, "power_uW", pbytes, 4 * n) ||
+	    json_object_array_add(out, seg))
 		goto fail;
 	return 0;
 fail:

@@ -34,6 +34,7 @@
  *   sbrig.reset()          the whole capture
  *   sbrig.source()         what the power chart draws in the visible range:
  *                          { kind: 'level'|'raw'|'none', bucket_ns, points }
+ *   sbrig.trace            the trace as decoded: { levels, raw }
  *   sbrig.ready            true once everything is drawn; the window gets
  *                          an 'sbrig-ready' event then, and 'sbrig-range'
  *                          (detail: { range, source }) after each change
@@ -168,8 +169,15 @@
     let n, t, p;
     if (report.trace.packed) {
       n = r.n; t = new Float64Array(n); p = floats(r.power_uW, n);
-      const dv = b64(r.dt_ns); let ns = r.t0_ns - T0;
-      for (let i = 0; i < n; i++) { ns += dv.getUint32(4 * i, true); t[i] = ns / 1e9; }
+      let ns = r.t0_ns - T0;
+      if (r.dt16 !== undefined) {        // steady rate: base + uint16 offsets
+        const dv = b64(r.dt16);
+        t[0] = ns / 1e9;
+        for (let i = 1; i < n; i++) { ns += r.dt_base_ns + dv.getUint16(2 * (i - 1), true); t[i] = ns / 1e9; }
+      } else {
+        const dv = b64(r.dt_ns);
+        for (let i = 0; i < n; i++) { ns += dv.getUint32(4 * i, true); t[i] = ns / 1e9; }
+      }
     } else {
       n = r.t_ns.length; t = Float64Array.from(r.t_ns, toS); p = floats(r.power_uW, n);
     }
@@ -770,6 +778,9 @@
     zoomNs: (a, b) => setRange([toS(a), toS(b)]),
     reset: resetZoom,
     source: () => Object.assign({}, state.source),
+    // the trace as the page decoded it: levels finest first, raw by time
+    // (t: s from the start; min/max/mean, p: uW)
+    trace: { levels, raw },
     ready: true,
   };
   window.dispatchEvent(new CustomEvent('sbrig-ready'));
