@@ -172,6 +172,13 @@ def test_usage(sbrig, tmp_path):
     assert not (tmp_path / "x.html").exists()
 
 
+def test_unwritable_output(sbrig, tmp_path):
+    out = tmp_path / "no" / "such" / "dir" / "report.html"
+    r = render(sbrig, FIX / "minimal.json", out)
+    assert r.returncode == 1
+    assert f"{out}: No such file or directory" in r.stderr, r.stderr
+
+
 def test_dygraphs_missing(sbrig, tmp_path):
     out = tmp_path / "x.html"
     r = render(sbrig, FIX / "minimal.json", out, env=dict(ENV, SBRIG_DYGRAPHS_DIR=str(tmp_path)))

@@ -1076,8 +1076,8 @@ static int write_atomic(const char *path, const char *p, size_t len)
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
 	if (fd < 0 && errno == EEXIST && !unlink(tmp))	/* a dead render's */
 		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-	if (fd < 0)
-		return sbrig_set_error(-errno, "%s: %s", tmp, strerror(errno));
+	if (fd < 0)	/* named as the caller knows it */
+		return sbrig_set_error(-errno, "%s: %s", path, strerror(errno));
 	ret = write_all(fd, p, len);
 	if (!ret && fsync(fd))
 		ret = -errno;
