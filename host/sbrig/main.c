@@ -35,6 +35,7 @@
 #include <sbrig/scenario.h>
 
 #include "cli.h"
+#include "render.h"
 
 #define DEFAULT_SOCKET "/run/sbrig/sbrigd.sock"
 /* after Ctrl-C, how long to wait for the daemon's final answer */
@@ -1026,6 +1027,7 @@ static const struct command commands[] = {
 "started it): a capture is closed with status 'aborted: stopped by a\n"
 "client'.\n",
 	  cmd_stop },
+	{ "render", render_args, render_summary, render_help, cmd_render },
 };
 
 static void usage(FILE *f)
