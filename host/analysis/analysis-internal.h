@@ -276,8 +276,6 @@ struct an_energy {
 	int64_t first_t, last_t;		/* first and last sample */
 	double total_uJ, suspended_uJ, awake_uJ;
 	int64_t suspended_ns, awake_ns;		/* state time (wall) */
-	double baseline_uJ;			/* in the trimmed windows */
-	int64_t baseline_ns;
 	bool have_baseline;
 	double baseline_uW;
 	double unattributed_uJ;

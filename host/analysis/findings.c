@@ -95,10 +95,15 @@ static int unknown_wakeups(struct an_findings *fd,
 			module = tl->b[i].activations;
 	if (!wk->unknown && !module)
 		return 0;
+	if (!wk->unknown)
+		return add(fd, R_UNKNOWN, "unknown_wakeups", tl->start, "the "
+			   "module counted %" PRIu64 " wakeup(s) no blocker "
+			   "claimed (a wakeup source with no blocker of its own)",
+			   module);
 	return add(fd, R_UNKNOWN, module ? "unknown_wakeups" : NULL, tl->start,
-		   "%" PRIu64 " resume(s) no stimulus of the rig explains; the "
-		   "module counted %" PRIu64 " wakeup(s) no blocker claimed",
-		   wk->unknown, module);
+		   "%" PRIu64 " resume(s) no stimulus of the rig explains (the "
+		   "target woke by itself); the module counted %" PRIu64
+		   " wakeup(s) no blocker claimed", wk->unknown, module);
 }
 
 static int dominant(struct an_findings *fd, const struct an_timeline *tl)
@@ -143,25 +148,30 @@ static int clock(struct an_findings *fd, const struct an_timeline *tl,
 		 const struct an_wakeups *wk)
 {
 	size_t bad = 0;
-	int64_t worst = 0, t = 0;
+	int64_t worst = 0, t = tl->start;
+	int ret = 0;
 
 	for (size_t i = 0; i < wk->n; i++) {
 		int64_t lat = wk->w[i].resume_t_ns - wk->w[i].t_ns;
 
 		if (wk->w[i].uncert_ns * 10 >= llabs(lat)) {
-			bad++;
-			if (wk->w[i].uncert_ns > worst) {
-				worst = wk->w[i].uncert_ns;
+			if (!bad++ || wk->w[i].uncert_ns > worst)
 				t = wk->w[i].t_ns;
-			}
+			if (wk->w[i].uncert_ns > worst)
+				worst = wk->w[i].uncert_ns;
 		}
 	}
-	if (!bad && !tl->unmapped)
-		return 0;
-	return add(fd, R_CLOCK, NULL, t, "%zu wakeup latenc%s with an "
-		   "uncertainty of 10 %% or more (the largest %.3f ms); %"
-		   PRIu64 " event(s) the clock model could not map", bad,
-		   bad == 1 ? "y" : "ies", (double)worst / 1e6, tl->unmapped);
+	if (bad)
+		ret = add(fd, R_CLOCK, NULL, t, "%zu wakeup latenc%s known to "
+			  "10 %% or worse (the largest uncertainty %.3f ms): the "
+			  "target's clock was not seen often enough around them",
+			  bad, bad == 1 ? "y" : "ies", (double)worst / 1e6);
+	if (!ret && tl->unmapped)
+		ret = add(fd, R_CLOCK, NULL, tl->start, "%" PRIu64 " event(s) "
+			  "with no clock exchange in their suspend cycle keep the "
+			  "online host time (uncertainty up to %.3f ms)",
+			  tl->unmapped, (double)tl->max_uncert_ns / 1e6);
+	return ret;
 }
 
 /**

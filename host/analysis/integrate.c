@@ -38,7 +38,6 @@
 enum cp_kind {
 	CP_B_OFF, CP_B_ON,	/* blocker @i */
 	CP_S_OFF, CP_S_ON,	/* suspended */
-	CP_BASE_OFF, CP_BASE_ON, /* baseline window */
 	CP_W_OFF, CP_W_ON,	/* wakeup @i's episode */
 };
 
@@ -58,7 +57,7 @@ struct walk {
 	size_t nact;
 	size_t *wopen;		/* open wakeup windows */
 	size_t nwopen;
-	int susp, base;		/* nesting counts */
+	int susp;		/* nesting count */
 	double acc;		/* 2 x µW·ns since the last flush */
 	int64_t dur;		/* integrated ns since the last flush */
 	/* trace: the finest level, filled per sample */
@@ -90,8 +89,7 @@ static int cp_add(struct cp **v, size_t *n, size_t *cap, int64_t t,
 	return 0;
 }
 
-static int build_cps(struct walk *w, struct cp **cps, size_t *n,
-		     int64_t sample_ns)
+static int build_cps(struct walk *w, struct cp **cps, size_t *n)
 {
 	const struct an_timeline *tl = w->tl;
 	size_t cap = 0;
@@ -108,18 +106,9 @@ static int build_cps(struct walk *w, struct cp **cps, size_t *n,
 		}
 	}
 	for (size_t i = 0; i < tl->nsusp && !ret; i++) {
-		int64_t trim = tl->susp_unc[i] > 2 * sample_ns ?
-			tl->susp_unc[i] : 2 * sample_ns;
-		int64_t a = tl->susp[i].start + trim, b = tl->susp[i].end - trim;
-
 		ret = cp_add(cps, n, &cap, tl->susp[i].start, CP_S_ON, i);
 		if (!ret)
 			ret = cp_add(cps, n, &cap, tl->susp[i].end, CP_S_OFF, i);
-		if (!ret && b > a) {
-			ret = cp_add(cps, n, &cap, a, CP_BASE_ON, i);
-			if (!ret)
-				ret = cp_add(cps, n, &cap, b, CP_BASE_OFF, i);
-		}
 	}
 	for (size_t i = 0; w->wk && i < w->wk->n && !ret; i++) {
 		ret = cp_add(cps, n, &cap, w->wk->w[i].t_ns, CP_W_ON, i);
@@ -161,10 +150,6 @@ static void flush(struct walk *w)
 			}
 		}
 	}
-	if (w->base) {
-		en->baseline_uJ += e;
-		en->baseline_ns += w->dur;
-	}
 	for (size_t k = 0; k < w->nwopen; k++)
 		w->wk->w[w->wopen[k]].energy_uJ += e;
 	w->acc = 0;
@@ -191,12 +176,6 @@ static void apply(struct walk *w, const struct cp *c)
 		break;
 	case CP_S_OFF:
 		w->susp--;
-		break;
-	case CP_BASE_ON:
-		w->base++;
-		break;
-	case CP_BASE_OFF:
-		w->base--;
 		break;
 	case CP_W_ON:
 		w->wopen[w->nwopen++] = c->i;
@@ -444,6 +423,54 @@ static int trace_sample(struct walk *w, int64_t t, double p)
 	return 0;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The suspended baseline: the median of the finest level's bucket means
+ * over the buckets wholly inside a suspended stretch trimmed at both ends
+ * by the larger of its enter/exit uncertainty and two sample intervals. A
+ * median, not a mean: a platform wakes (and draws power) a while before
+ * the kernel logs "exit", and a mean over the stretch would count that.
+ */
+static int baseline(struct an_energy *en, const struct an_timeline *tl,
+		    const struct an_level *l, int64_t sample_ns)
+{
+	double *v = NULL;
+	size_t n = 0, cap = 0, k = 0;
+	int ret = 0;
+
+	for (size_t i = 0; i < l->n && k < tl->nsusp; i++) {
+		int64_t a = l->t0_ns + (int64_t)i * l->bucket_ns;
+		int64_t b = a + l->bucket_ns, trim;
+
+		while (k < tl->nsusp && tl->susp[k].end <= a)
+			k++;
+		if (k == tl->nsusp)
+			break;
+		trim = tl->susp_unc[k] > 2 * sample_ns ? tl->susp_unc[k] :
+			2 * sample_ns;
+		if (!l->count[i] || a < tl->susp[k].start + trim ||
+		    b > tl->susp[k].end - trim)
+			continue;
+		ret = an_grow((void **)&v, &cap, n + 1, sizeof(*v));
+		if (ret)
+			break;
+		v[n++] = l->sum[i] / l->count[i];
+	}
+	if (!ret && n) {
+		qsort(v, n, sizeof(*v), cmp_double);
+		en->have_baseline = true;
+		en->baseline_uW = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	}
+	free(v);
+	return ret;
+}
+
 /**
  * an_integrate() - energies, gaps and the trace from the samples
  * @en: out (zeroed storage)
@@ -519,7 +546,7 @@ int an_integrate(struct an_energy *en, struct sbrig_capread *cr,
 		ret = sbrig_set_error(-ENOMEM, "analysis: out of memory");
 		goto out;
 	}
-	ret = build_cps(&w, &cps, &ncps, median > 0 ? median : 0);
+	ret = build_cps(&w, &cps, &ncps);
 	if (ret)
 		goto out;
 	ret = raw_windows(en, tl, wk);
@@ -622,11 +649,8 @@ int an_integrate(struct an_energy *en, struct sbrig_capread *cr,
 		g->hidden_max_uJ = en->pmax_uW * (double)g->duration_ns *
 			UJ_PER_UW_NS;
 	}
-	if (en->baseline_ns > 0) {
-		en->have_baseline = true;
-		en->baseline_uW = en->baseline_uJ / (double)en->baseline_ns /
-			UJ_PER_UW_NS;
-	}
+	if (w.fine)
+		ret = baseline(en, tl, w.fine, median);
 out:
 	free(dgaps);
 	free(head);

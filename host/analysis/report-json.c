@@ -148,7 +148,13 @@ static jobj *blockers(const struct sbrig_analysis *a)
 	for (size_t i = 0; i < tl->nb; i++) {
 		const struct an_blocker *b = v[i];
 		const struct an_stats_check *sc = &b->stats;
-		jobj *o = json_object_new_object(), *c = json_object_new_object();
+		jobj *o, *c;
+
+		/* only in the stats (main while state is not on): not active */
+		if (!b->activations)
+			continue;
+		o = json_object_new_object();
+		c = json_object_new_object();
 
 		put(o, "name", js(b->name));
 		put(o, "kind", js(kind_name(b->kind)));
