@@ -124,6 +124,11 @@ struct an_stats_check {
  * @kind: see enum an_kind
  * @spans: active spans, in time order, clipped to the capture
  * @active_since: while building: start of the open span, or -1
+ * @snap_active_t: host time of the first stats snapshot if it showed the
+ *	blocker active (so active from the capture's start), else -1;
+ *	cleared by the blocker's first event when that comes earlier (the
+ *	snapshot was taken after the capture had seen it become active)
+ * @seen_event: a block or unblock of it has been read
  * @activations, @active_ns, @max_active_ns: from @spans
  * @active_at_end: the last span runs to the capture's end
  * @energy_uJ, @exclusive_uJ, @share_ns: the integration's shares
@@ -137,6 +142,8 @@ struct an_blocker {
 	struct an_span *spans;
 	size_t nspans, cap;
 	int64_t active_since;
+	int64_t snap_active_t;
+	bool seen_event;
 	uint64_t activations;
 	int64_t active_ns, max_active_ns;
 	bool active_at_end;

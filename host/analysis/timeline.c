@@ -44,6 +44,7 @@ static struct an_blocker *blocker_get(struct an_timeline *tl,
 	b->kind = !strcmp(name, "main") || !strcmp(name, "unknown_wakeups") ?
 		AN_KIND_BUILTIN : AN_KIND_SUSPEND_BLOCKER;
 	b->active_since = -1;
+	b->snap_active_t = -1;
 	return b;
 }
 
@@ -155,8 +156,10 @@ static int read_stats(struct an_timeline *tl, struct sbrig_capread *cr)
 			ret = -ENOMEM;
 			break;
 		}
-		if (snap == 1 && row.active_since_ns > 0)
+		if (snap == 1 && row.active_since_ns > 0) {
 			b->active_since = tl->start;
+			b->snap_active_t = t;
+		}
 		sc = &b->stats;
 		if (sc->snapshots && sc->last_snap == snap - 1 &&
 		    (int64_t)row.count >= sc->last_count &&
@@ -331,6 +334,10 @@ static int events_pass(struct an_timeline *tl, struct sbrig_capread *cr,
 
 			if (!b)
 				return -ENOMEM;
+			if (!b->seen_event && b->snap_active_t >= 0 &&
+			    t < b->snap_active_t && !b->nspans)
+				b->active_since = -1;	/* see @snap_active_t */
+			b->seen_event = true;
 			if (ev.type[0] == 'b') {
 				ret = block(tl, b, t);
 				snprintf(last_blocked, sizeof(last_blocked), "%s",

@@ -1318,28 +1318,40 @@ class _Truth:
         return out
 
     def _baseline(self, sleeps) -> tuple[float | None, float]:
+        """report-format.md: the median of the finest trace buckets' mean
+        power inside the trimmed suspended stretches. Each stretch is one
+        level, so that median is the duration-weighted median of the
+        levels; where the half-way point falls within the buckets a
+        stretch's ends can add or remove, either neighbouring level is
+        right (the tolerance then spans them)."""
         m, sc = self.m, self.sc
         trim = 2 * NS // sc.rate_hz
-        e_sum, d_sum, n, levels = 0.0, 0, 0, []
+        parts = []                      # (level, duration)
         for s in sleeps:
             a = max(s["enter"], m.t_first)
             b = min(s["exit"], m.t_last)
             a, b = a + trim, b - trim
             if b <= a:
                 continue
-            lvl = s["s"]["level"]
             _, d = m.M.integrate(a, b)
-            e_sum += lvl * d
-            d_sum += d
-            n += 1
-            levels.append(lvl)
-        if not d_sum:
+            parts.append((s["s"]["level"], d))
+        if not parts:
             return None, 0.0
-        base = e_sum / d_sum
-        spread = max(levels) - min(levels)
-        tol = ((sc.noise_uW + spread) * 4 * n * (m.max_dt + self.delta + trim) / d_sum
-               + sc.noise_uW * n * m.max_dt / d_sum + 1e-6 * base + 1e-3)
-        return base, tol
+        parts.sort()
+        total = sum(d for _, d in parts)
+        # what a stretch's ends can move between the halves: the bucket
+        # size is unknown here, so allow each end a second's worth
+        slack = 2 * NS * len(parts) + 2 * len(parts) * (m.max_dt + self.delta + trim)
+        acc, base, near = 0, None, []
+        for lvl, d in parts:
+            if base is None and acc + d >= total / 2:
+                base = lvl
+            if abs(acc + d - total / 2) <= slack or abs(acc - total / 2) <= slack:
+                near.append(lvl)
+            acc += d
+        spread = (max(near) - min(near)) if near else 0
+        tol = sc.noise_uW + spread + 1e-6 * base + 1e-3
+        return float(base), tol
 
     def _stats_check(self, name: str, sp) -> dict | None:
         m = self.m
