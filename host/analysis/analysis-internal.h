@@ -185,7 +185,10 @@ struct an_timeline {
 	size_t nb, cap;
 	struct an_span *susp;		/* suspended spans */
 	int64_t *susp_unc;		/* uncertainty of each span's ends */
-	size_t nsusp, susp_cap, susp_unc_cap;
+	unsigned char *susp_edges;	/* AN_EDGE_*: which ends the log has */
+	size_t nsusp, susp_cap, susp_unc_cap, susp_edges_cap;
+	int64_t transition_ns;		/* moved to awake by the power */
+	uint64_t edges_refined;		/* ends so moved */
 	struct an_event *resumes;	/* "resume" events */
 	size_t nresumes, resumes_cap;
 	struct an_event *aborts;	/* "abort" events (arg: the error) */
@@ -201,6 +204,13 @@ struct an_timeline {
 	unsigned int boots;
 };
 
+/* which ends of a suspended span are the log's enter and exit */
+#define AN_EDGE_ENTER	1
+#define AN_EDGE_EXIT	2
+
+/* how far from an enter or exit its power-refined time may be */
+#define AN_EDGE_WINDOW_NS	1000000000LL
+
 /* "Still open": the end of what lasts to the capture's end, until known. */
 #define AN_OPEN_END (INT64_MAX / 4)
 
@@ -213,6 +223,13 @@ int an_timeline_build(struct an_timeline *tl, struct sbrig_capread *cr,
 /* The capture ends at @end: clip what was open, count activations. */
 void an_timeline_finish(struct an_timeline *tl, int64_t end);
 void an_timeline_free(struct an_timeline *tl);
+
+/*
+ * edges.c: move each suspended span's enter and exit ends to where the
+ * samples show the platform's low level begin and end (read once, then
+ * rewound). 0 or -errno.
+ */
+int an_edges_refine(struct an_timeline *tl, struct sbrig_capread *cr);
 /* Is @t inside a suspended span? */
 bool an_timeline_suspended(const struct an_timeline *tl, int64_t t);
 

@@ -123,6 +123,8 @@ struct sbrig_analysis *sbrig_analysis_run(const char *capture_dir,
 	if (!ret)
 		ret = an_wakeups_find(&a->wk, &a->tl);
 	if (!ret)
+		ret = an_edges_refine(&a->tl, cr);
+	if (!ret)
 		ret = an_integrate(&a->en, cr, &a->tl, &a->wk);
 	if (ret)
 		goto fail;

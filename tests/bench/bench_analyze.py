@@ -87,10 +87,52 @@ def _read_samples(cap: Path):
     return df["t_ns"].to_numpy(), df["power_uW"].to_numpy(dtype=np.float64)
 
 
-def _timeline(cap: Path, t0: int, t1: int, trim: int):
-    """Stretches of constant state from the events (as recorded): sorted
-    start times and, per stretch, (suspended, baseline core, active names).
-    Python over the events: there are few."""
+EDGE_WINDOW_NS = 1_000_000_000
+
+
+def _refine_edges(susp: list, t, p) -> int:
+    """report-format.md, "State edges by the power": move each stretch's
+    enter and exit ends (in place) to where the samples show the low
+    level; the total time moved."""
+    import numpy as np
+
+    def threshold(x):
+        n8 = len(x) // 8 * 8
+        means = list(x[:n8].reshape(-1, 8).mean(axis=1)) if n8 else []
+        if len(x) > n8:
+            means.append(x[n8:].mean())
+        return 2 * max(min(means), 0.0) + 1000.0
+
+    moved = 0
+    for s in susp:
+        a, b, fe, fx = s
+        win = min(EDGE_WINDOW_NS, (b - a) // 2)
+        if win <= 0:
+            continue
+        if fe:
+            i0, i1 = np.searchsorted(t, a, "left"), np.searchsorted(t, a + win, "right")
+            x = p[i0:i1]
+            if len(x) >= 2:
+                low = np.flatnonzero(x <= threshold(x))
+                if len(low) and low[0] >= 1:
+                    moved += int(t[i0 + low[0]]) - a
+                    s[0] = int(t[i0 + low[0]])
+        if fx:
+            i0, i1 = np.searchsorted(t, b - win, "left"), np.searchsorted(t, b, "right")
+            x = p[i0:i1]
+            if len(x) >= 2:
+                low = np.flatnonzero(x <= threshold(x))
+                if len(low) and low[-1] + 1 < len(x):
+                    moved += b - int(t[i0 + low[-1] + 1])
+                    s[1] = int(t[i0 + low[-1] + 1])
+    return moved
+
+
+def _timeline(cap: Path, t0: int, t1: int, trim: int, samp_t, samp_p):
+    """Stretches of constant state from the events (as recorded, the
+    suspended ones' ends moved by the power): sorted start times, per
+    stretch (suspended, active names), the blockers' spans, the suspended
+    spans and the time moved. Python over the events: there are few."""
     import numpy as np
     import pandas as pd
     ev = pd.read_csv(cap / "events.tsv", sep="\t", dtype=str, keep_default_na=False,
@@ -113,6 +155,7 @@ def _timeline(cap: Path, t0: int, t1: int, trim: int):
     seen_block: set[str] = set()
     boot = None
     in_susp = None              # start of the suspended stretch we are in
+    in_enter = False            # ... and whether an enter began it
     platform_seen = False       # an enter/exit was seen (a first exit: asleep at t0)
     for t, b, typ, arg in zip(ev.host_t_ns.astype(np.int64), ev.boot_id, ev.type, ev.arg):
         t = int(min(max(t, t0), t1))
@@ -121,7 +164,7 @@ def _timeline(cap: Path, t0: int, t1: int, trim: int):
                 spans.append((n, a, t))
             active.clear()
             if in_susp is not None:
-                susp.append([in_susp, t])
+                susp.append([in_susp, t, in_enter, False])
                 in_susp = None
         boot = b
         if typ in ("block", "unblock"):
@@ -137,33 +180,53 @@ def _timeline(cap: Path, t0: int, t1: int, trim: int):
         elif typ == "enter":
             platform_seen = True
             if in_susp is None:
-                in_susp = t
+                in_susp, in_enter = t, True
         elif typ == "exit":
             if in_susp is None and not platform_seen:
-                in_susp = t0                         # the capture started asleep
+                in_susp, in_enter = t0, False        # the capture started asleep
             platform_seen = True
             if in_susp is not None:
-                susp.append([in_susp, t])
+                susp.append([in_susp, t, in_enter, True])
                 in_susp = None
     for n, a in active.items():
         spans.append((n, a, t1))
     if in_susp is not None:
-        susp.append([in_susp, t1])
+        susp.append([in_susp, t1, in_enter, False])
+    moved = _refine_edges(susp, samp_t, samp_p)
+    susp = [(a, b) for a, b, _, _ in susp]
     cuts = {t0, t1}
     for _, a, b in spans:
         cuts.update((a, b))
     for a, b in susp:
         cuts.update((a, b))
-        if b - a > 2 * trim:
-            cuts.update((a + trim, b - trim))
     starts = np.array(sorted(c for c in cuts if t0 <= c < t1), dtype=np.int64)
     info = []
     for i, a in enumerate(starts):
         s = any(x <= a < y for x, y in susp)
-        core = any(x + trim <= a < y - trim for x, y in susp)
         names = tuple(sorted({n for n, x, y in spans if x <= a < y}))
-        info.append((s, core, names))
-    return starts, info, spans
+        info.append((s, names))
+    return starts, info, spans, susp, moved
+
+
+def _baseline(t, p, susp, trim: int):
+    """The median of the finest trace buckets' sample means wholly inside
+    the trimmed suspended stretches (buckets of 1 ms doubled until there
+    are at most 100 000 over the capture, from the first sample)."""
+    import numpy as np
+    import pandas as pd
+    t0 = int(t[0])
+    bucket = 1_000_000
+    while (int(t[-1]) - t0) // bucket >= 100_000:
+        bucket *= 2
+    idx = (t - t0) // bucket
+    means = pd.Series(p).groupby(idx).mean()
+    lo = means.index.to_numpy() * bucket + t0
+    hi = lo + bucket
+    inside = np.zeros(len(lo), dtype=bool)
+    for a, b in susp:
+        inside |= (lo >= a + trim) & (hi <= b - trim)
+    v = means.to_numpy()[inside]
+    return float(np.median(v)) if len(v) else None
 
 
 def pandas_attribution(cap) -> dict:
@@ -184,7 +247,7 @@ def pandas_attribution(cap) -> dict:
     med = float(np.median(dt))
     gaps = pd.read_csv(cap / "gaps.tsv", sep="\t", dtype=np.int64)
     skip = np.isin(t[:-1], gaps.t_ns.to_numpy()) | (dt > 10 * med)
-    starts, info, spans = _timeline(cap, t0, t1, int(2 * med))
+    starts, info, spans, susp_spans, moved = _timeline(cap, t0, t1, int(2 * med), t, p)
 
     # a trapezoid per interval, grouped by the stretch its start lies in
     e = (p[:-1] + p[1:]) / 2 * dt
@@ -219,11 +282,10 @@ def pandas_attribution(cap) -> dict:
     D[by.index.to_numpy()] = by.d.to_numpy()
 
     susp = np.array([x[0] for x in info])
-    core = np.array([x[1] for x in info])
-    base = float(E[core].sum() / D[core].sum() * NS) if D[core].sum() > 0 else None
+    base = _baseline(t, p, susp_spans, int(2 * med))
     bl: dict[str, dict] = {}
     un_e, un_d = 0.0, 0
-    for i, (s, _, names) in enumerate(info):
+    for i, (s, names) in enumerate(info):
         if s:
             continue
         if not names:
@@ -253,7 +315,8 @@ def pandas_attribution(cap) -> dict:
         "samples": n,
         "energy": {"total_uJ": float(E.sum()), "suspended_uJ": float(E[susp].sum()),
                    "awake_uJ": float(E[~susp].sum()), "suspended_ns": int(D[susp].sum()),
-                   "awake_ns": int(D[~susp].sum()), "baseline_uW": base},
+                   "awake_ns": int(D[~susp].sum()), "baseline_uW": base,
+                   "transition_ns": moved},
         "blockers": sorted(bl.values(), key=lambda b: -b["energy_uJ"]),
         "unattributed": {"awake_ns": int(un_d), "energy_uJ": float(un_e)},
     }
