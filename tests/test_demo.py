@@ -114,3 +114,20 @@ def test_demo_end_to_end(tmp_path):
     # the headline is printed, and the latency run's statistics
     assert "blocker: demo-download:" in p.stdout
     assert "median_ms:" in p.stdout and "capture: " in p.stdout
+    # the INA226 emulator's ground truth: what it really emitted, and in
+    # which state of the QEMU target (rig/virtual/README.md)
+    sys.path.insert(0, str(REPO / "rig" / "virtual"))
+    import ina226_iiod
+    recs = ina226_iiod.read_truth(tmp_path / "vrig" / "power-truth.jsonl")
+    c = r["capture"]
+    t = ina226_iiod.truth_energy(recs, c["start_ns"], c["end_ns"])
+    susp = t["by_state"].get("suspended", 0.0)
+    awake = t["total_uJ"] - susp
+    figures = (f"report {e['total_uJ']:.0f} / {e['suspended_uJ']:.0f} / "
+               f"{e['awake_uJ']:.0f} uJ, emitted {t['total_uJ']:.0f} / "
+               f"{susp:.0f} / {awake:.0f} uJ (total / suspended / awake)")
+    print(figures)
+    assert susp > 0 and awake > 0, figures
+    assert abs(e["total_uJ"] - t["total_uJ"]) <= 0.01 * t["total_uJ"], figures
+    assert abs(e["suspended_uJ"] - susp) <= 0.02 * susp, figures
+    assert abs(e["awake_uJ"] - awake) <= 0.02 * awake, figures

@@ -124,6 +124,11 @@ struct an_stats_check {
  * @kind: see enum an_kind
  * @spans: active spans, in time order, clipped to the capture
  * @active_since: while building: start of the open span, or -1
+ * @snap_active_t: host time of the first stats snapshot if it showed the
+ *	blocker active (so active from the capture's start), else -1;
+ *	cleared by the blocker's first event when that comes earlier (the
+ *	snapshot was taken after the capture had seen it become active)
+ * @seen_event: a block or unblock of it has been read
  * @activations, @active_ns, @max_active_ns: from @spans
  * @active_at_end: the last span runs to the capture's end
  * @energy_uJ, @exclusive_uJ, @share_ns: the integration's shares
@@ -137,6 +142,8 @@ struct an_blocker {
 	struct an_span *spans;
 	size_t nspans, cap;
 	int64_t active_since;
+	int64_t snap_active_t;
+	bool seen_event;
 	uint64_t activations;
 	int64_t active_ns, max_active_ns;
 	bool active_at_end;
@@ -178,7 +185,10 @@ struct an_timeline {
 	size_t nb, cap;
 	struct an_span *susp;		/* suspended spans */
 	int64_t *susp_unc;		/* uncertainty of each span's ends */
-	size_t nsusp, susp_cap, susp_unc_cap;
+	unsigned char *susp_edges;	/* AN_EDGE_*: which ends the log has */
+	size_t nsusp, susp_cap, susp_unc_cap, susp_edges_cap;
+	int64_t transition_ns;		/* moved to awake by the power */
+	uint64_t edges_refined;		/* ends so moved */
 	struct an_event *resumes;	/* "resume" events */
 	size_t nresumes, resumes_cap;
 	struct an_event *aborts;	/* "abort" events (arg: the error) */
@@ -194,6 +204,13 @@ struct an_timeline {
 	unsigned int boots;
 };
 
+/* which ends of a suspended span are the log's enter and exit */
+#define AN_EDGE_ENTER	1
+#define AN_EDGE_EXIT	2
+
+/* how far from an enter or exit its power-refined time may be */
+#define AN_EDGE_WINDOW_NS	1000000000LL
+
 /* "Still open": the end of what lasts to the capture's end, until known. */
 #define AN_OPEN_END (INT64_MAX / 4)
 
@@ -206,6 +223,13 @@ int an_timeline_build(struct an_timeline *tl, struct sbrig_capread *cr,
 /* The capture ends at @end: clip what was open, count activations. */
 void an_timeline_finish(struct an_timeline *tl, int64_t end);
 void an_timeline_free(struct an_timeline *tl);
+
+/*
+ * edges.c: move each suspended span's enter and exit ends to where the
+ * samples show the platform's low level begin and end (read once, then
+ * rewound). 0 or -errno.
+ */
+int an_edges_refine(struct an_timeline *tl, struct sbrig_capread *cr);
 /* Is @t inside a suspended span? */
 bool an_timeline_suspended(const struct an_timeline *tl, int64_t t);
 

@@ -123,17 +123,17 @@ struct sbrig_analysis *sbrig_analysis_run(const char *capture_dir,
 	if (!ret)
 		ret = an_wakeups_find(&a->wk, &a->tl);
 	if (!ret)
+		ret = an_edges_refine(&a->tl, cr);
+	if (!ret)
 		ret = an_integrate(&a->en, cr, &a->tl, &a->wk);
 	if (ret)
 		goto fail;
 
-	/* ... and ends at its last (else when it was closed) */
-	if (a->en.samples)
-		end = a->en.last_t;
-	else if (a->meta.ended && a->meta.closed_monotonic_ns > start)
-		end = a->meta.closed_monotonic_ns;
-	else
-		end = start;
+	/*
+	 * ... and ends at its last: without samples it spans nothing (no
+	 * time is awake or suspended that nothing measured)
+	 */
+	end = a->en.samples ? a->en.last_t : start;
 	an_timeline_finish(&a->tl, end);
 	for (size_t i = 0; i < a->wk.n; i++)
 		if (a->wk.w[i].end_ns > end)

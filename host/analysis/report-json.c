@@ -110,7 +110,7 @@ static jobj *capture(const struct sbrig_analysis *a)
 	return c;
 }
 
-static jobj *energy(const struct an_energy *en)
+static jobj *energy(const struct an_energy *en, const struct an_timeline *tl)
 {
 	jobj *e = json_object_new_object();
 
@@ -120,6 +120,8 @@ static jobj *energy(const struct an_energy *en)
 	put(e, "suspended_ns", ji(en->suspended_ns));
 	put(e, "awake_ns", ji(en->awake_ns));
 	put(e, "baseline_uW", en->have_baseline ? jd(en->baseline_uW, 3) : NULL);
+	put(e, "transition_ns", ji(tl->transition_ns));
+	put(e, "edges_moved", ji((int64_t)tl->edges_refined));
 	return e;
 }
 
@@ -369,7 +371,7 @@ static jobj *report(const struct sbrig_analysis *a)
 	put(r, "version", ji(SBRIG_REPORT_VERSION));
 	put(r, "generator", js(gen));
 	put(r, "capture", capture(a));
-	put(r, "energy", energy(&a->en));
+	put(r, "energy", energy(&a->en, &a->tl));
 	put(r, "blockers", blockers(a));
 	put(u, "awake_ns", ji(a->en.unattributed_ns));
 	put(u, "energy_uJ", jd(a->en.unattributed_uJ, 3));

@@ -89,8 +89,12 @@ int sbrig_report_render_text(const char *json_path, FILE *out)
 	if (get(e, "baseline_uW"))
 		fprintf(out, " (baseline %.3f mW)", num(e, "baseline_uW") / 1000);
 	fprintf(out, "\n");
-	fprintf(out, "energy_awake: %.3f mJ in %.3f s\n", num(e, "awake_uJ") /
+	fprintf(out, "energy_awake: %.3f mJ in %.3f s", num(e, "awake_uJ") /
 		1000, (double)i64(e, "awake_ns") / 1e9);
+	if (i64(e, "transition_ns") > 0)
+		fprintf(out, " (%.3f s of it while the log said suspended)",
+			(double)i64(e, "transition_ns") / 1e9);
+	fprintf(out, "\n");
 	bl = get(r, "blockers");
 	for (size_t i = 0; i < json_object_array_length(bl); i++) {
 		jobj *b = json_object_array_get_idx(bl, i);

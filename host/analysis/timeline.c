@@ -44,6 +44,7 @@ static struct an_blocker *blocker_get(struct an_timeline *tl,
 	b->kind = !strcmp(name, "main") || !strcmp(name, "unknown_wakeups") ?
 		AN_KIND_BUILTIN : AN_KIND_SUSPEND_BLOCKER;
 	b->active_since = -1;
+	b->snap_active_t = -1;
 	return b;
 }
 
@@ -88,11 +89,12 @@ static int unblock(struct an_timeline *tl, struct an_blocker *b, int64_t t)
 struct state {
 	int64_t susp_since;	/* -1: awake */
 	int64_t susp_unc;
+	bool susp_enter;	/* the open stretch began at an enter */
 	bool seen_platform;	/* an enter or exit of this boot was seen */
 };
 
 static int susp_end(struct an_timeline *tl, struct state *st, int64_t t,
-		    int64_t unc)
+		    int64_t unc, bool at_exit)
 {
 	int64_t s = st->susp_since;
 	int ret;
@@ -107,11 +109,16 @@ static int susp_end(struct an_timeline *tl, struct state *st, int64_t t,
 	ret = an_grow((void **)&tl->susp_unc, &tl->susp_unc_cap, tl->nsusp + 1,
 		      sizeof(*tl->susp_unc));
 	if (!ret)
+		ret = an_grow((void **)&tl->susp_edges, &tl->susp_edges_cap,
+			      tl->nsusp + 1, sizeof(*tl->susp_edges));
+	if (!ret)
 		ret = an_grow((void **)&tl->susp, &tl->susp_cap, tl->nsusp + 1,
 			      sizeof(*tl->susp));
 	if (ret)
 		return ret;
 	tl->susp[tl->nsusp] = (struct an_span){ s, t };
+	tl->susp_edges[tl->nsusp] = (st->susp_enter ? AN_EDGE_ENTER : 0) |
+		(at_exit ? AN_EDGE_EXIT : 0);
 	tl->susp_unc[tl->nsusp++] = st->susp_unc > unc ? st->susp_unc : unc;
 	return 0;
 }
@@ -155,8 +162,10 @@ static int read_stats(struct an_timeline *tl, struct sbrig_capread *cr)
 			ret = -ENOMEM;
 			break;
 		}
-		if (snap == 1 && row.active_since_ns > 0)
+		if (snap == 1 && row.active_since_ns > 0) {
 			b->active_since = tl->start;
+			b->snap_active_t = t;
+		}
 		sc = &b->stats;
 		if (sc->snapshots && sc->last_snap == snap - 1 &&
 		    (int64_t)row.count >= sc->last_count &&
@@ -219,7 +228,7 @@ static int add_event(struct an_event **v, size_t *n, size_t *cap,
 /* A new boot: every activation and a suspended stretch end at @t. */
 static int boot_change(struct an_timeline *tl, struct state *st, int64_t t)
 {
-	int ret = susp_end(tl, st, t, 0);
+	int ret = susp_end(tl, st, t, 0, false);
 
 	for (size_t i = 0; i < tl->nb && !ret; i++)
 		if (tl->b[i].active_since >= 0)
@@ -331,6 +340,10 @@ static int events_pass(struct an_timeline *tl, struct sbrig_capread *cr,
 
 			if (!b)
 				return -ENOMEM;
+			if (!b->seen_event && b->snap_active_t >= 0 &&
+			    t < b->snap_active_t && !b->nspans)
+				b->active_since = -1;	/* see @snap_active_t */
+			b->seen_event = true;
 			if (ev.type[0] == 'b') {
 				ret = block(tl, b, t);
 				snprintf(last_blocked, sizeof(last_blocked), "%s",
@@ -342,6 +355,7 @@ static int events_pass(struct an_timeline *tl, struct sbrig_capread *cr,
 			if (st.susp_since < 0) {
 				st.susp_since = t;
 				st.susp_unc = unc;
+				st.susp_enter = true;
 			}
 			st.seen_platform = true;
 			enter_online = ev.host_t_ns;
@@ -351,9 +365,10 @@ static int events_pass(struct an_timeline *tl, struct sbrig_capread *cr,
 				/* the capture started with the target asleep */
 				st.susp_since = tl->start;
 				st.susp_unc = 0;
+				st.susp_enter = false;
 			}
 			st.seen_platform = true;
-			ret = susp_end(tl, &st, t, unc);
+			ret = susp_end(tl, &st, t, unc, true);
 		} else if (!strcmp(ev.type, "resume")) {
 			ret = add_event(&tl->resumes, &tl->nresumes,
 					&tl->resumes_cap, t, unc, ev.arg, "");
@@ -372,7 +387,7 @@ static int events_pass(struct an_timeline *tl, struct sbrig_capread *cr,
 	if (ret < 0)
 		return ret;
 	/* what is still open ends with the capture */
-	ret = susp_end(tl, &st, tl->end, 0);
+	ret = susp_end(tl, &st, tl->end, 0, false);
 	for (size_t i = 0; i < tl->nb && !ret; i++) {
 		struct an_blocker *b = &tl->b[i];
 
@@ -517,10 +532,13 @@ void an_timeline_finish(struct an_timeline *tl, int64_t end)
 		clip_spans(tl->b[i].spans, &tl->b[i].nspans, end);
 	n = 0;
 	for (size_t i = 0; i < tl->nsusp; i++) {
-		if (tl->susp[i].end > end)
+		if (tl->susp[i].end > end) {
 			tl->susp[i].end = end;
+			tl->susp_edges[i] &= ~AN_EDGE_EXIT;
+		}
 		if (tl->susp[i].end > tl->susp[i].start) {
 			tl->susp_unc[n] = tl->susp_unc[i];
+			tl->susp_edges[n] = tl->susp_edges[i];
 			tl->susp[n++] = tl->susp[i];
 		}
 	}
@@ -545,6 +563,7 @@ void an_timeline_free(struct an_timeline *tl)
 	free(tl->b);
 	free(tl->susp);
 	free(tl->susp_unc);
+	free(tl->susp_edges);
 	free(tl->resumes);
 	free(tl->aborts);
 	free(tl->stimuli);

@@ -52,13 +52,43 @@ socket, one command per line, each answered by ``ok ...`` or ``error
     drop N           skip the next N samples of every open buffer (a gap)
     get              "ok current_uA=N bus_uV=N rate_hz=N buffers=N"
 
+Ground truth (``--truth FILE``, or ``Ina226(model, truth=TruthRecorder(path))``):
+what the emulator really emitted, as JSON lines, written as it goes (each
+line flushed; a killed emulator leaves every finished line valid). Every
+open buffer is a *stream*; its samples are cut into *intervals*, maximal
+runs of consecutive samples with the same model state, current, bus
+voltage and power register. Times are host CLOCK_MONOTONIC ns (sample
+timestamps on another current_timestamp_clock are shifted by that
+clock's offset, measured when the buffer opened). Records:
+
+    {"type": "header", "format": "ina226-truth", "version": 1, ...}
+    {"type": "open", "stream": N, "t_ns": T, "clock": "monotonic",
+     "clock_offset_ns": 0, "period_ns": P, "power_lsb_uW": 625, ...}
+    {"type": "interval", "stream": N, "state": "suspended",
+     "start_ns": first sample, "last_ns": last sample,
+     "end_ns": the next interval's first sample (or last_ns before a drop
+               or at the end), "samples": n,
+     "current_uA": model, "bus_uV": model, "power_uW": model (I x V),
+     "sample_power_uW": what the power register says (= sbrig's power_uW),
+     "energy_uJ": trapezoids over the emitted samples from start_ns to end_ns}
+    {"type": "drop", "stream": N, "t_ns": last sample, "next_t_ns": first
+     after, "missing": n}                  (a control-socket drop: not integrated)
+    {"type": "close", "stream": N, "t_ns": T, "samples": n, "energy_uJ": total}
+
+Consecutive intervals of a stream tile its time, so their energies add up
+to the trapezoidal integral of everything it emitted, gaps left out.
+read_truth() and truth_energy() (total and per state over a host time
+window, interpolating where the window cuts an interval) read it back.
+
 Run: ``ina226_iiod.py --port 0 --print-port --control /tmp/ina.sock``
 """
 
 from __future__ import annotations
 
 import argparse
+import decimal
 import errno
+import json
 import math
 import os
 import signal
@@ -124,10 +154,186 @@ class ConstantModel:
     def sample(self, t_ns: int) -> tuple[int, int]:
         return self.current_uA, self.bus_uV
 
+    def sample_state(self, t_ns: int) -> tuple[int, int, str]:
+        """sample() and the model's state, for the ground truth."""
+        return self.current_uA, self.bus_uV, "constant"
+
     def set(self, name: str, value: int) -> None:
         if name not in ("current_uA", "bus_uV"):
             raise KeyError(name)
         setattr(self, name, value)
+
+
+class TruthStream:
+    """The ground truth of one open buffer (see the module doc): called
+    with every emitted sample, in order, under the chip's lock."""
+
+    def __init__(self, rec: "TruthRecorder", sid: int, offset_ns: int,
+                 lsb_uW: decimal.Decimal) -> None:
+        self.rec, self.sid, self.offset = rec, sid, offset_ns
+        self.lsb = lsb_uW
+        self.lsb_int = int(lsb_uW) if lsb_uW == int(lsb_uW) else None
+        self.cur = None           # the open interval (a dict) or None
+        self.key = None
+        self.prev_t = self.prev_p = None
+        self.pending_drop = 0
+        self.samples = 0
+        self.energy = 0.0         # uW x ns, everything closed so far
+        self.closed = False
+
+    def power_uW(self, raw: int) -> int:
+        """The power register as sbrig converts it (exact decimal scale)."""
+        if self.lsb_int is not None:
+            return raw * self.lsb_int
+        return int((raw * self.lsb).quantize(decimal.Decimal(1),
+                                             rounding=decimal.ROUND_HALF_UP))
+
+    def sample(self, t_chip: int, state: str, current_uA: int, bus_uV: int,
+               raw_power: int) -> None:
+        t = t_chip - self.offset
+        p = self.power_uW(raw_power)
+        key = (state, current_uA, bus_uV, raw_power)
+        self.samples += 1
+        if self.cur is not None:
+            if self.pending_drop:
+                self.rec.write({"type": "drop", "stream": self.sid, "t_ns": self.prev_t,
+                                "next_t_ns": t, "missing": self.pending_drop})
+                self.pending_drop = 0
+                self._finish(self.prev_t)
+            elif key != self.key:
+                self.cur["_e"] += (self.prev_p + p) / 2 * (t - self.prev_t)
+                self._finish(t)
+            else:
+                self.cur["_e"] += p * (t - self.prev_t)
+                self.cur["last_ns"] = t
+                self.cur["samples"] += 1
+        self.pending_drop = 0
+        if self.cur is None:
+            self.key = key
+            self.cur = {"type": "interval", "stream": self.sid, "state": state,
+                        "start_ns": t, "last_ns": t, "end_ns": t, "samples": 1,
+                        "current_uA": current_uA, "bus_uV": bus_uV,
+                        "power_uW": current_uA * bus_uV / 1e6,
+                        "sample_power_uW": p, "energy_uJ": 0.0, "_e": 0.0}
+        self.prev_t, self.prev_p = t, p
+
+    def _finish(self, end_ns: int) -> None:
+        c = self.cur
+        e = c.pop("_e")
+        c["end_ns"] = end_ns
+        c["energy_uJ"] = e / 1e9
+        self.energy += e
+        self.rec.write(c)
+        self.cur = None
+
+    def drop(self, n: int) -> None:
+        self.pending_drop += n
+
+    def close(self, t_ns: int) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if self.cur is not None:
+            self._finish(self.prev_t)
+        self.rec.write({"type": "close", "stream": self.sid, "t_ns": t_ns,
+                        "samples": self.samples, "energy_uJ": self.energy / 1e9})
+
+
+class TruthRecorder:
+    """Writes the emulator's ground truth to @path (JSON lines)."""
+
+    def __init__(self, path) -> None:
+        self.path = path
+        self.lock = threading.Lock()      # protects f, next_id and streams
+        self.f = open(path, "w", encoding="utf-8")
+        self.next_id = 1
+        self.streams: list[TruthStream] = []
+        self.write({"type": "header", "format": "ina226-truth", "version": 1,
+                    "pid": os.getpid(),
+                    "t_ns": time.clock_gettime_ns(time.CLOCK_MONOTONIC)})
+
+    def write(self, rec: dict) -> None:
+        with self.lock:
+            if self.f.closed:
+                return
+            self.f.write(json.dumps(rec) + "\n")
+            self.f.flush()
+
+    def open_stream(self, chip: "Ina226", period_ns: int) -> TruthStream:
+        if chip.clock == "monotonic":
+            offset = 0
+        else:
+            offset = chip.now_ns() - time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        lsb = decimal.Decimal(chip.scale("power2")) * 1000
+        with self.lock:
+            sid = self.next_id
+            self.next_id += 1
+        ts = TruthStream(self, sid, offset, lsb)
+        with self.lock:
+            self.streams.append(ts)
+        self.write({"type": "open", "stream": sid,
+                    "t_ns": time.clock_gettime_ns(time.CLOCK_MONOTONIC),
+                    "clock": chip.clock, "clock_offset_ns": offset,
+                    "period_ns": period_ns, "power_lsb_uW": float(lsb),
+                    "shunt_uohm": chip.shunt_uohm})
+        return ts
+
+    def close(self) -> None:
+        """Close every stream still open (their last intervals) and the file."""
+        now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        with self.lock:
+            streams = list(self.streams)
+        for ts in streams:
+            ts.close(now)
+        with self.lock:
+            self.f.close()
+
+
+def read_truth(path) -> list[dict]:
+    """The records of a truth file (a cut last line is ignored)."""
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.endswith("\n"):
+                out.append(json.loads(line))
+    return out
+
+
+def truth_energy(records, t0: int, t1: int, stream: int | None = None) -> dict:
+    """Energy the emulator emitted between host times @t0 and @t1 (uJ),
+    in total and per state, from its truth records: {"total_uJ",
+    "by_state": {state: uJ}, "ns_by_state", "stream"}. Within an interval
+    the samples are flat (sample_power_uW) up to last_ns, then linear to
+    the next interval's first sample: the window's cuts interpolate there.
+    @stream: which stream (default: the one that covers the window)."""
+    ivs = [r for r in records if r["type"] == "interval"]
+    if stream is None:
+        cands = {r["stream"] for r in ivs if r["start_ns"] < t1 and r["end_ns"] > t0}
+        if len(cands) != 1:
+            raise ValueError(f"{len(cands)} streams overlap the window: pass stream=")
+        stream = cands.pop()
+    ivs = sorted((r for r in ivs if r["stream"] == stream), key=lambda r: r["start_ns"])
+    by_state: dict[str, float] = {}
+    ns_by_state: dict[str, int] = {}
+    total = 0.0
+    for i, r in enumerate(ivs):
+        p, a, last, b = r["sample_power_uW"], r["start_ns"], r["last_ns"], r["end_ns"]
+        pn = ivs[i + 1]["sample_power_uW"] if b > last and i + 1 < len(ivs) else p
+        e = 0.0
+        x0, x1 = max(a, t0), min(last, t1)           # the flat part
+        if x1 > x0:
+            e += p * (x1 - x0)
+        x0, x1 = max(last, t0), min(b, t1)           # the ramp to the next one
+        if x1 > x0:
+            def f(x):
+                return p + (pn - p) * (x - last) / (b - last)
+            e += (f(x0) + f(x1)) / 2 * (x1 - x0)
+        d = max(0, min(b, t1) - max(a, t0))
+        total += e
+        by_state[r["state"]] = by_state.get(r["state"], 0.0) + e / 1e9
+        ns_by_state[r["state"]] = ns_by_state.get(r["state"], 0) + d
+    return {"total_uJ": total / 1e9, "by_state": by_state, "ns_by_state": ns_by_state,
+            "stream": stream}
 
 
 class IioError(Exception):
@@ -149,8 +355,10 @@ def _parse_fixpoint(text: str) -> float:
 class Ina226:
     """Register-level state of one INA226 as ina2xx-adc shows it."""
 
-    def __init__(self, model, rate_hz: float | None = None) -> None:
+    def __init__(self, model, rate_hz: float | None = None,
+                 truth: TruthRecorder | None = None) -> None:
         self.model = model
+        self.truth = truth                # ground truth of what is emitted, or None
         self.lock = threading.Lock()      # protects every field below
         self.shunt_uohm = 10000
         self.int_time_us = [1100, 1100]   # shunt, bus (driver default)
@@ -192,8 +400,18 @@ class Ina226:
     def current_lsb_uA(self) -> float:
         return SHUNT_LSB_NV * 1000.0 / self.shunt_uohm
 
-    def raws(self, t_ns: int) -> tuple[int, int, int, int]:
+    def sample(self, t_ns: int) -> tuple[int, int, str]:
+        """(current_uA, bus_uV, state) of the model at @t_ns."""
+        if hasattr(self.model, "sample_state"):
+            return self.model.sample_state(t_ns)
         current_uA, bus_uV = self.model.sample(t_ns)
+        return current_uA, bus_uV, "model"
+
+    def raws(self, t_ns: int) -> tuple[int, int, int, int]:
+        return self.raws_of(*self.sample(t_ns)[:2])
+
+    def raws_of(self, current_uA: int, bus_uV: int) -> tuple[int, int, int, int]:
+        """Register values (shunt, bus, power, current) for a model value."""
         shunt_nV = current_uA * self.shunt_uohm / 1000.0
         power_uW = current_uA * bus_uV / 1e6
         lsb = self.current_lsb_uA()
@@ -318,6 +536,7 @@ class Stream:
         self.t0_ns = chip.now_ns()
         self.next_k = 1          # first conversion ends one period after start
         self.pending_drop = 0    # guarded by chip.lock
+        self.truth = chip.truth.open_stream(chip, self.period_ns) if chip.truth else None
         fmt, off = "<", 0
         self.fields = []
         for cid, idx, size, _signed, _a in SCAN_CHANNELS:
@@ -343,6 +562,8 @@ class Stream:
         with chip.lock:
             drop, self.pending_drop = self.pending_drop, 0
         self.next_k += drop
+        if drop and self.truth:
+            self.truth.drop(drop)
         last_k = self.next_k + n - 1
         while True:
             dt = self.wait_time(last_k)
@@ -352,11 +573,15 @@ class Stream:
                 raise ConnectionAbortedError("server stopping")
         off = 0
         with chip.lock:
+            truth = self.truth
             for k in range(self.next_k, last_k + 1):
                 t_ns = self.t0_ns + k * self.period_ns
-                raws = chip.raws(t_ns) + (t_ns,)
+                current_uA, bus_uV, state = chip.sample(t_ns)
+                raws = chip.raws_of(current_uA, bus_uV) + (t_ns,)
                 self.struct.pack_into(out, off, *(raws[i] for i in self.fields))
                 off += self.sample_size
+                if truth:
+                    truth.sample(t_ns, state, current_uA, bus_uV, raws[2])
         self.next_k = last_k + 1
         return bytes(out)
 
@@ -408,6 +633,8 @@ class Handler(socketserver.StreamRequestHandler):
         if self.stream:
             with self.server.chip.lock:
                 self.server.chip.streams.discard(self.stream)
+                if self.stream.truth:
+                    self.stream.truth.close(time.clock_gettime_ns(time.CLOCK_MONOTONIC))
             self.stream = None
 
     def check_dev(self, name: str) -> None:
@@ -589,9 +816,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="Unix socket taking current_uA/bus_uV/drop/get commands")
     ap.add_argument("--print-port", action="store_true",
                     help="print the bound TCP port on stdout once listening")
+    ap.add_argument("--truth", metavar="FILE",
+                    help="write the ground truth of what is emitted (JSON lines)")
     args = ap.parse_args(argv)
 
-    chip = Ina226(ConstantModel(args.current_uA, args.bus_uV), args.rate)
+    truth = TruthRecorder(args.truth) if args.truth else None
+    chip = Ina226(ConstantModel(args.current_uA, args.bus_uV), args.rate, truth)
     chip.clock = args.clock
     server = Server((args.host, args.port), chip)
     if args.control:
@@ -612,6 +842,9 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         server.stop.set()
         server.server_close()
+        if truth:
+            with chip.lock:
+                truth.close()
         if args.control:
             try:
                 os.unlink(args.control)

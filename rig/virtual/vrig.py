@@ -14,7 +14,10 @@ serves everything sbrigd needs as plain URIs:
                   following PowerModel (below), driven by the guest's state
 
 It writes DIR/rig.conf (rig/virtual.conf with the ports and paths it
-chose) and can start sbrigd on it (DIR/sbrigd.sock).
+chose) and can start sbrigd on it (DIR/sbrigd.sock). The emulator's ground
+truth (every interval of samples it emitted, with the model's state and the
+exact energy; format in ina226_iiod.py) goes to DIR/power-truth.jsonl
+(``truth=``/``--truth FILE``; for ``make demo``: build/demo/vrig/).
 
     /usr/bin/python3 rig/virtual/vrig.py up [--sbrigd] [--dir build/vrig]
 
@@ -88,9 +91,10 @@ class PowerModel:
     def __init__(self) -> None:
         self.bus_uV = self.BUS_UV
         self.now_fn = lambda: time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-        self._lock = threading.Lock()   # protects _t and _ua
+        self._lock = threading.Lock()   # protects _t, _ua and _st
         self._t: list[int] = [0]
         self._ua: list[int] = [self.IDLE_UA]
+        self._st: list[str] = ["unknown"]
         self.status = "unknown"
         self.cpu_share = 0.0
 
@@ -108,8 +112,9 @@ class PowerModel:
             self.status, self.cpu_share = status, cpu_share
             self._t.append(t_mono_ns)
             self._ua.append(ua)
+            self._st.append(status)
             if len(self._t) > 100_000:          # ~40 min at 25 ms
-                del self._t[:50_000], self._ua[:50_000]
+                del self._t[:50_000], self._ua[:50_000], self._st[:50_000]
         return ua
 
     def current_at(self, t_mono_ns: int) -> int:
@@ -119,9 +124,15 @@ class PowerModel:
 
     # --- the emulator's model interface ---------------------------------
     def sample(self, t_ns: int) -> tuple[int, int]:
+        return self.sample_state(t_ns)[:2]
+
+    def sample_state(self, t_ns: int) -> tuple[int, int, str]:
+        """sample() and the QEMU run state it came from (the ground truth)."""
         age = self.now_fn() - t_ns
         mono = time.clock_gettime_ns(time.CLOCK_MONOTONIC) - age
-        return self.current_at(mono), self.bus_uV
+        with self._lock:
+            i = max(bisect.bisect_right(self._t, mono) - 1, 0)
+            return self._ua[i], self.bus_uV, self._st[i]
 
     def set(self, name: str, value: int) -> None:
         if name != "bus_uV":
@@ -173,13 +184,16 @@ class VirtualRig:
     """The virtual rig as a context manager (see the module docstring).
 
     ``power_port``/``target_port`` 0 pick free ports; ``sbrigd`` starts
-    the daemon (``sbrigd_bin``: default build/host/release/sbrigd)."""
+    the daemon (``sbrigd_bin``: default build/host/release/sbrigd);
+    ``truth`` is where the emulator's ground truth goes (default
+    WORKDIR/power-truth.jsonl, None: not written)."""
 
     def __init__(self, workdir: Path | str, *, power_port: int = 0,
                  target_port: int = 0, sbrigd: bool = False,
                  sbrigd_bin: Path | str | None = None, name: str = "vrig",
                  sbrigd_args: list[str] | None = None,
-                 verbose: bool = False) -> None:
+                 verbose: bool = False,
+                 truth: Path | str | None = "power-truth.jsonl") -> None:
         self.dir = Path(workdir).resolve()
         self.power_port = power_port
         self.target_port = target_port or free_port()
@@ -192,6 +206,9 @@ class VirtualRig:
         self.conf = self.dir / "rig.conf"
         self.socket = str(self.dir / "sbrigd.sock")
         self.model = PowerModel()
+        self.truth_path = None if truth is None else self.dir / truth
+        self.truth = None                   # ina226_iiod.TruthRecorder
+        self.chip = None                    # ina226_iiod.Ina226
         self.vm: Vm | None = None
         self.server = None
         self.sbrigd: subprocess.Popen | None = None
@@ -223,7 +240,9 @@ class VirtualRig:
         return self
 
     def _start_emulator(self) -> None:
-        chip = ina226_iiod.Ina226(self.model, 3571)
+        if self.truth_path:
+            self.truth = ina226_iiod.TruthRecorder(self.truth_path)
+        chip = self.chip = ina226_iiod.Ina226(self.model, 3571, self.truth)
         self.model.now_fn = chip.now_ns
         self.server = ina226_iiod.Server(("127.0.0.1", self.power_port), chip)
         self.power_port = self.server.server_address[1]
@@ -294,6 +313,9 @@ class VirtualRig:
             self.server.server_close()
         for t in self._threads:
             t.join(5)
+        if self.truth:
+            with (self.chip.lock if self.chip else threading.Lock()):
+                self.truth.close()        # no stream is emitting meanwhile
 
     def __enter__(self) -> "VirtualRig":
         return self.start()
@@ -316,6 +338,8 @@ class VirtualRig:
                  f"  power        {self.power_uri}  (INA226 emulator, ina226)",
                  f"  keys         qmp:{self.qmp_path}",
                  f"  rig config   {self.conf}"]
+        if self.truth_path:
+            lines.append(f"  power truth  {self.truth_path}  (what the emulator emitted)")
         if self.sbrigd:
             lines.append(f"  sbrigd       {self.socket}  (log {self.dir / 'sbrigd.log'})")
             lines.append(f"  try:         build/host/release/sbrig -s {self.socket} status")
@@ -340,13 +364,16 @@ def main(argv: list[str] | None = None) -> int:
                     "(default build/host/release/sbrigd)")
     up.add_argument("-v", "--verbose", action="store_true",
                     help="agent and sbrigd log debug messages")
+    up.add_argument("--truth", type=Path, default=Path("power-truth.jsonl"),
+                    help="the emulator's ground truth, JSON lines (default "
+                         "DIR/power-truth.jsonl; a relative path is in DIR)")
     args = ap.parse_args(argv)
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     vr = VirtualRig(args.dir, power_port=args.power_port, target_port=args.target_port,
                     sbrigd=args.sbrigd, sbrigd_bin=args.sbrigd_bin,
-                    verbose=args.verbose)
+                    verbose=args.verbose, truth=args.truth)
     with vr:
         print(vr.describe(), flush=True)
         try:

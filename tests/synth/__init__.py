@@ -1,0 +1,1 @@
+"""Synthetic sbrig captures with exactly known truth (see synthcap.py)."""

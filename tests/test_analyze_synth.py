@@ -1,0 +1,107 @@
+"""sbrig analyze against captures whose truth is known exactly.
+
+tests/synth/synthcap.py builds each scenario of its library (overlapping
+blockers, a leak, declared and undeclared gaps, clock offset, drift and
+injection errors, a reboot mid-capture, a capture that starts asleep, no
+clock exchanges at all, twenty wakes for the latency figures, an empty
+capture, a killed writer) as a capture directory, and computes the figures
+report-format.md's rules give from its own model, never from the rows it
+wrote. Each report must match within 1 % (or the truth's own tighter bound:
+synthcap.compare). A corrupt capture must fail naming file:line:column and
+write nothing, and a report already there must survive it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from tests.synth import synthcap as S  # noqa: E402
+
+SBRIG = REPO / "build" / "host" / "asan" / "sbrig"
+GOOD = [n for n, sc in ((n, S.scenario(n)) for n in S.SCENARIOS if n != "bench")
+        if not sc.corrupt]
+BAD = [n for n in S.SCENARIOS if n != "bench" and n not in GOOD]
+
+
+def analyze(cap: Path, out: Path) -> subprocess.CompletedProcess:
+    assert SBRIG.exists(), f"{SBRIG} is not built: run make test"
+    return subprocess.run([str(SBRIG), "analyze", str(cap), "-o", str(out), "-q"],
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module", params=[1], ids=["tsv"])
+def version(request):
+    return request.param
+
+
+@pytest.mark.parametrize("name", GOOD)
+def test_report_matches_the_truth(tmp_path, name, version):
+    truth = S.build(S.scenario(name, format_version=version), tmp_path)
+    r = analyze(tmp_path / "capture", tmp_path / "report")
+    assert r.returncode == 0, r.stderr
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    bad = S.compare(report, truth)
+    assert bad == [], "\n".join(bad)
+
+
+def test_a_one_percent_error_in_a_report_is_caught(tmp_path):
+    """The comparison used above is not vacuous: the analysis' own report,
+    with one blocker's energy moved by 1.5 %, fails it."""
+    truth = S.build(S.scenario("kitchen"), tmp_path)
+    assert analyze(tmp_path / "capture", tmp_path / "report").returncode == 0
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert S.compare(report, truth) == []
+    report["blockers"][0]["energy_uJ"] *= 1.015
+    assert any("energy_uJ" in x for x in S.compare(report, truth))
+
+
+def test_the_platforms_own_edges_decide_the_suspended_energy(tmp_path):
+    """The log says suspended from enter to exit; the platform runs for a
+    while at both ends (kitchen: 4 ms after one enter, 6 ms before every
+    exit). Those milliseconds at awake power are awake time: counted as
+    suspended they would put the suspended energy far off the truth."""
+    truth = S.build(S.scenario("kitchen"), tmp_path)
+    assert analyze(tmp_path / "capture", tmp_path / "report").returncode == 0
+    e = json.loads((tmp_path / "report" / "report.json").read_text())["energy"]
+    t = truth["energy"]
+    assert t["transition_ns"] > 30_000_000
+    assert abs(e["transition_ns"] - t["transition_ns"]) <= t["tol"]["transition_ns"]
+    assert e["edges_moved"] >= 5
+    assert abs(e["suspended_uJ"] - t["suspended_uJ"]) <= 0.01 * t["suspended_uJ"]
+
+
+@pytest.mark.parametrize("name", BAD)
+def test_a_corrupt_capture_names_its_line_and_writes_nothing(tmp_path, name, version):
+    truth = S.build(S.scenario(name, format_version=version), tmp_path)
+    want = truth["expect_error"]
+    if version == 2 and want["file"] == "samples.tsv":
+        pytest.skip("the corrupt sample is a TSV row; samples.bin has its own "
+                    "tests (tests/test_capture_format.py)")
+    out = tmp_path / "report"
+    r = analyze(tmp_path / "capture", out)
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert want["message_contains"] in r.stderr, r.stderr
+    assert str(tmp_path / "capture" / want["file"]) in r.stderr, r.stderr
+    assert not out.exists() or not any(out.iterdir()), list(out.iterdir())
+
+
+def test_a_failed_analysis_keeps_the_report_already_there(tmp_path):
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    S.build(S.scenario("basic"), good)
+    S.build(S.scenario("corrupt"), bad)
+    out = tmp_path / "report"
+    assert analyze(good / "capture", out).returncode == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert "report.json" in before
+    assert analyze(bad / "capture", out).returncode == 1
+    after = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert after == before
