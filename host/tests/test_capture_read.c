@@ -715,6 +715,49 @@ static void hostile_samples_bin_name_file_and_offset(void **state)
 	}
 }
 
+/*
+ * The checked-in version 2 fixtures (samples.bin built by hand from
+ * capture-format.md, not by capture.c) give the samples of their
+ * version 1 twins; killed-v2 ends in 11 bytes of a cut record.
+ */
+static void fixtures_v2_read_like_v1(void **state)
+{
+	static const char *const names[] = { "complete", "killed" };
+	const char *fx = getenv("SBRIG_FIXTURES") ? getenv("SBRIG_FIXTURES") :
+			 "../../tests/fixtures";
+	struct sbrig_capfile_info info;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(names); i++) {
+		struct sbrig_sample a[16], b[16];
+		struct sbrig_capread *c1, *c2;
+		char d1[PATH_MAX], d2[PATH_MAX];
+		ssize_t n1, n2;
+
+		snprintf(d1, sizeof(d1), "%s/captures/%s", fx, names[i]);
+		snprintf(d2, sizeof(d2), "%s/captures/%s-v2", fx, names[i]);
+		c1 = sbrig_capread_open(d1);
+		c2 = sbrig_capread_open(d2);
+		if (!c1 || !c2)
+			fail_msg("%s", sbrig_errmsg());
+		assert_int_equal(sbrig_capread_meta(c2)->version, 2);
+		n1 = sbrig_capread_samples(c1, a, 16);
+		n2 = sbrig_capread_samples(c2, b, 16);
+		assert_int_equal(n1, 3);
+		assert_int_equal(n2, n1);
+		assert_memory_equal(a, b, (size_t)n1 * sizeof(a[0]));
+		assert_int_equal(a[0].t_ns, 1200000000);
+		assert_int_equal(b[0].current_uA, 5100);
+		assert_int_equal(b[0].power_uW, 25500);
+		sbrig_capread_file_info(c2, SBRIG_CAPFILE_SAMPLES, &info);
+		assert_true(info.eof);
+		assert_int_equal(info.cut_lines, i == 1);
+		assert_int_equal(info.cut_bytes, i == 1 ? 11 : 0);
+		sbrig_capread_close(c1);
+		sbrig_capread_close(c2);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -727,6 +770,7 @@ int main(void)
 		cmocka_unit_test(batches_and_single_reads),
 		cmocka_unit_test(cut_last_record),
 		cmocka_unit_test(hostile_samples_bin_name_file_and_offset),
+		cmocka_unit_test(fixtures_v2_read_like_v1),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
