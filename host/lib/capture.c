@@ -3,9 +3,9 @@
  * capture.c - capture directories (format: host/doc/capture-format.md).
  *
  * Each data file is append-only with a header: text (a header line, then
- * one row per line) or, for the samples of format version 2,
- * samples.bin (a 32-byte header, then 32-byte little-endian records:
- * lib/capture-bin.h). Rows and records are built in a per-file
+ * one row per line) or, for the samples of format version 2 (the
+ * default), samples.bin (a 32-byte header, then 32-byte little-endian
+ * records: lib/capture-bin.h). Rows and records are built in a per-file
  * userspace buffer and written when it fills, when sbrig_capture_sync()
  * finds a second has passed (then also fdatasync'd) and at close. A
  * record is a fixed-size encoding of the sample, so a batch of samples

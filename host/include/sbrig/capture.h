@@ -4,8 +4,9 @@
  *
  * A capture is a directory of raw data with a provenance header; the format
  * is documented in host/doc/capture-format.md. Files are append-only: text
- * (a header line, then tab-separated rows), and in format version 2 the
- * samples as fixed-size little-endian binary records in samples.bin. Writers flush and fdatasync at most once a second, so a
+ * (a header line, then tab-separated rows), and in format version 2 (the
+ * default) the samples as fixed-size little-endian binary records in
+ * samples.bin. Writers flush and fdatasync at most once a second, so a
  * kill -9 loses at most the last second and every file stays readable (a
  * reader ignores a last line without its newline, or a cut last record).
  * A write error (ENOSPC, EIO) stops the capture with a clear error; what is
@@ -35,7 +36,7 @@ struct sbrig_capture;
  */
 #define SBRIG_CAPTURE_VERSION_MIN 1
 #define SBRIG_CAPTURE_VERSION_MAX 2
-#define SBRIG_CAPTURE_VERSION 1
+#define SBRIG_CAPTURE_VERSION 2
 
 /**
  * struct sbrig_provenance - where the data comes from (meta.ini [provenance])
