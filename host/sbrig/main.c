@@ -432,6 +432,9 @@ struct command {
 	int (*fn)(const struct command *cmd, int argc, char **argv);
 };
 
+/* export.c: offline, needs no daemon; prints its own --help */
+int cmd_export(const struct command *c, int argc, char **argv);
+
 static void command_help(const struct command *c, FILE *f)
 {
 	fprintf(f, "Usage: sbrig [-s SOCKET] %s %s\n\n%s", c->name, c->args,
@@ -991,6 +994,9 @@ static const struct command commands[] = {
 "started it): a capture is closed with status 'aborted: stopped by a\n"
 "client'.\n",
 	  cmd_stop },
+	{ "export", "CAPTURE --samples csv|tsv [-o FILE]",
+	  "write a capture's samples as CSV or TSV (offline)", NULL,
+	  cmd_export },
 };
 
 static void usage(FILE *f)
