@@ -1,12 +1,22 @@
-"""The demo (rig/demo/rig_demo.py, `make demo`): its analysis on a
-hand-made capture with figures computed by hand, and the whole demo end
-to end on the virtual rig (marked `demo`; deselect with -m "not demo").
+"""The analysis on a hand-made capture with figures computed by hand from
+the rules of host/doc/report-format.md, and the whole demo (`make demo`,
+rig/demo/rig_demo.py) end to end on the virtual rig (marked `demo`;
+deselect with -m "not demo").
 
 Fixture tests/fixtures/captures/demo: samples at 1..6 s with power 100,
 100, 300, 300, 10, 10 uW and a listed gap from 5 s to 6 s; blocker A
-active 2.0-3.5 s, B 2.5-4.0 s; suspended (enter -> exit) 4.5-5.5 s.
-Trapezoid means per interval: [1,2] 100, [2,3] 200, [3,4] 300, [4,5] 155
-uW; [5,6] is the gap and is not integrated.
+active 2.0-3.5 s, B 2.5-4.0 s; suspended (enter -> exit) 4.5-5.5 s; a key
+press at 1.9 s, while the target was awake (so no wakeup: the resume at
+5.6 s is an unknown one). Power is linear between samples; a trapezoid is
+cut at a change by interpolation:
+  [1,2]       100 uJ  unattributed
+  [2,2.5]      75     A alone (100 -> 200 uW)
+  [2.5,3]     125     A and B (200 -> 300)
+  [3,3.5]     150     A and B (300)
+  [3.5,4]     150     B alone (300)
+  [4,4.5]     113.75  unattributed (300 -> 155)
+  [4.5,5]      41.25  suspended (155 -> 10)
+  [5,6]        gap: not integrated
 """
 
 from __future__ import annotations
@@ -19,58 +29,64 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "rig" / "demo"))
-
-import rig_demo  # noqa: E402
-
+SBRIG = REPO / "build" / "host" / "asan" / "sbrig"
 FIX = REPO / "tests" / "fixtures" / "captures" / "demo"
 S = 1_000_000_000
 
 
-def test_analysis_of_the_fixture_by_hand():
-    a = rig_demo.analyze(FIX)
-    b = {x["name"]: x for x in a["blockers"]}
-    # A: alone 2.0-2.5 (200 x 0.5), shared 2.5-3.0 (200 x 0.5 / 2),
-    #    shared 3.0-3.5 (300 x 0.5 / 2)
-    assert b["A"]["energy_uJ"] == pytest.approx(100 + 50 + 75)
-    # B: shared 2.5-3.0 and 3.0-3.5 as A, alone 3.5-4.0 (300 x 0.5)
-    assert b["B"]["energy_uJ"] == pytest.approx(50 + 75 + 150)
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    subprocess.run(["make", "-C", str(REPO / "host"), "VARIANT=asan", "-j2"],
+                   check=True, stdout=subprocess.DEVNULL)
+    out = tmp_path_factory.mktemp("report")
+    p = subprocess.run([str(SBRIG), "analyze", str(FIX), "-o", str(out)],
+                       text=True, capture_output=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "ERROR: AddressSanitizer" not in p.stderr, p.stderr
+    r = json.loads((out / "report.json").read_text())
+    r["_stdout"] = p.stdout
+    return r
+
+
+def test_the_fixtures_figures_by_hand(report):
+    r = report
+    assert r["schema"] == "sbrig-report" and r["version"] == 1
+    b = {x["name"]: x for x in r["blockers"]}
+    assert b["A"]["energy_uJ"] == pytest.approx(75 + 125 / 2 + 150 / 2)
+    assert b["A"]["exclusive_energy_uJ"] == pytest.approx(75)
+    assert b["B"]["energy_uJ"] == pytest.approx(125 / 2 + 150 / 2 + 150)
+    assert b["B"]["exclusive_energy_uJ"] == pytest.approx(150)
     assert b["A"]["activations"] == b["B"]["activations"] == 1
     assert b["A"]["active_ns"] == b["B"]["active_ns"] == int(1.5 * S)
-    # no blocker: [1,2] (100) and [4,5] (155); the gap is not bridged
-    assert a["unattributed_energy_uJ"] == pytest.approx(100 + 155)
-    assert a["energy_uJ"] == pytest.approx(100 + 200 + 300 + 155)
-    assert a["gaps"] == [{"t_ns": 5 * S, "next_t_ns": 6 * S, "missing": 3}]
-    assert a["missing_samples"] == 3
-    # suspended 4.5-5.5: time 1 s; energy only where integrated: 155 x 0.5
-    assert a["suspended"]["time_ns"] == 1 * S
-    assert a["suspended"]["energy_uJ"] == pytest.approx(77.5)
-    assert a["awake"]["time_ns"] == 4 * S
-    assert a["awake"]["energy_uJ"] == pytest.approx(755 - 77.5)
-    assert a["suspended"]["mean_current_uA"] == 2.0           # the 5 s sample
-    assert a["awake"]["mean_current_uA"] == pytest.approx((20 + 20 + 60 + 60 + 2) / 5)
-    assert (a["suspends"], a["enters"], a["resumes"], a["presses"]) == (1, 1, 1, 1)
-    assert a["provenance"]["rig_name"] == "virtual"
-    assert "split equally" in a["attribution"]
+    assert r["unattributed"]["energy_uJ"] == pytest.approx(100 + 113.75)
+    e = r["energy"]
+    assert e["total_uJ"] == pytest.approx(755)
+    assert e["suspended_uJ"] == pytest.approx(41.25)
+    assert e["suspended_ns"] == 1 * S and e["awake_ns"] == 4 * S
+    # the parts add up to the total
+    parts = sum(x["energy_uJ"] for x in r["blockers"]) + \
+        r["unattributed"]["energy_uJ"] + e["suspended_uJ"]
+    assert parts == pytest.approx(e["total_uJ"], abs=0.01)
+    assert r["gaps"] == [{"t_ns": 5 * S, "duration_ns": 1 * S, "missing": 3,
+                          "declared": True, "hidden_min_uJ": 10.0,
+                          "hidden_max_uJ": 300.0}]
+    assert r["capture"]["missing_samples"] == 3
+    assert r["capture"]["provenance"]["rig_name"] == "virtual"
+    # the press came while the target was awake: no wakeup by the rig
+    assert r["wakeups"] == [] and r["unknown_wake_count"] == 1
+    assert r["latency"]["n"] == 0
+    kinds = [f["kind"] for f in r["findings"]]
+    assert "unknown_wakeup" in kinds and "gap" in kinds
+    assert kinds.index("unknown_wakeup") < kinds.index("gap")    # ranked
 
 
-def test_report_renders_the_analysis_only(tmp_path):
-    a = json.loads(json.dumps(rig_demo.analyze(FIX)))
-    text = rig_demo.render(a)
-    assert "energy_mJ" in text and "active_ms" in text
-    assert "split equally" in text and "pending the analysis issue" in text
-    line = next(ln for ln in text.splitlines() if ln.strip().startswith("B "))
-    assert "0.275" in line                      # 275 uJ in mJ
-    assert "1 gaps (3 samples missing)" in text
-
-
-def test_latency_percentiles(tmp_path):
-    csv = tmp_path / "lat.csv"
-    csv.write_text("i,latency_ns,uncert_ns\n" + "".join(
-        f"{i},{v},1000\n" for i, v in enumerate([50, 10, 40, 20, 30], 1)))
-    lat = rig_demo.analyze(FIX, csv)["latency"]
-    assert (lat["n"], lat["min_ns"], lat["median_ns"], lat["p95_ns"],
-            lat["max_ns"]) == (5, 10, 30, 50, 50)
+def test_the_headline_is_rendered_from_the_report(report):
+    out = report["_stdout"]
+    assert "energy_total: 0.755 mJ" in out
+    assert "blocker: B: 0.287 mJ" in out or "blocker: B: 0.288 mJ" in out
+    assert "finding: gap:" in out
+    assert out.index("finding:") < out.index("energy_total:")
+    assert "report: " in out and "report.json" in out
 
 
 @pytest.mark.demo
@@ -84,15 +100,17 @@ def test_demo_end_to_end(tmp_path):
                         "--out", str(tmp_path)], text=True, capture_output=True,
                        timeout=300)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    a = json.loads((tmp_path / "analysis.json").read_text())
-    report = (tmp_path / "report.txt").read_text()
-    assert report in p.stdout
-    b = {x["name"]: x for x in a["blockers"]}
+    r = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert (tmp_path / "report" / "report.html").stat().st_size > 10000
+    b = {x["name"]: x for x in r["blockers"]}
     assert b["demo-download"]["activations"] >= 4
     assert b["demo-download"]["energy_uJ"] > 0
     assert b["unknown_wakeups"]["activations"] >= 4
-    assert a["suspended"]["mean_current_uA"] < a["awake"]["mean_current_uA"]
-    assert a["suspended"]["time_ns"] > 0 and a["resumes"] >= 4
-    assert a["latency"]["n"] == 5
-    assert a["end"]["status"] == "complete"
-    assert "demo-download" in report
+    e = r["energy"]
+    assert e["suspended_ns"] > 0 and e["baseline_uW"] is not None
+    assert e["suspended_uJ"] / e["suspended_ns"] < e["awake_uJ"] / e["awake_ns"]
+    assert len(r["wakeups"]) >= 4 and r["latency"]["n"] >= 4
+    assert r["capture"]["status"] == "complete"
+    # the headline is printed, and the latency run's statistics
+    assert "blocker: demo-download:" in p.stdout
+    assert "median_ms:" in p.stdout and "capture: " in p.stdout

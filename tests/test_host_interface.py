@@ -537,12 +537,16 @@ def test_sbrig_latency(hostif, agent, sbrigd, tmp_path):
         assert lo - u - 2_000_000 <= x <= hi + u + 2_000_000, \
             f"round {i}: {x} ns not in [{lo}, {hi}] +/- {u} ns"
 
-    # one line per measurement, then the summary (ms, 3 decimals)
+    # one line per measurement as the daemon timed it (its online clock
+    # model), then the summary; the CSV and the summary are the capture's
+    # (the clock fitted over the whole capture): both agree within their
+    # uncertainties
     per = re.findall(r"^(\d+)/(\d+) ([\d.]+) ms \+/- ([\d.]+) ms$", out, re.M)
     assert [(int(a), int(b)) for a, b, _, _ in per] == \
         [(i, LAT_N) for i in range(1, LAT_N + 1)], out
-    assert [float(p[2]) for p in per] == pytest.approx(
-        [x / 1e6 for x in lats], abs=0.0006)
+    for (_, _, live, lu), x, u in zip(per, lats, uncs):
+        assert abs(float(live) * 1e6 - x) <= float(lu) * 1e6 + u + 500_000, \
+            (live, lu, x, u)
     summary = dict(re.findall(r"^(\w+): ([\d.]+)$", out, re.M))
     srt = sorted(lats)
     p95 = srt[-(-len(srt) * 95 // 100) - 1]        # nearest rank

@@ -416,14 +416,21 @@ def test_sbrig_gives_up_on_a_wedged_daemon_after_a_second_ctrl_c(tmp_path):
                             str(tmp_path / "c")], stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True)
     try:
+        srv.settimeout(10)
         conn, _ = srv.accept()
         conn.settimeout(10)
         buf = b""
+
+        def more() -> None:
+            nonlocal buf
+            got = conn.recv(4096)
+            assert got, f"sbrig closed the connection: {cli.communicate()}"
+            buf += got
         while b"\n" not in buf:
-            buf += conn.recv(4096)
+            more()
         cli.send_signal(signal.SIGINT)
         while b"stop\n" not in buf:
-            buf += conn.recv(4096)
+            more()
         t = time.monotonic()
         cli.send_signal(signal.SIGINT)
         out, err = cli.communicate(timeout=10)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.capture import read_rows
+from tests.capture import meta_section, read_rows
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "rig" / "virtual"))

@@ -30,14 +30,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sbrig/analysis.h>
 #include <sbrig/sbrig.h>
 #include <sbrig/scenario.h>
+
+#include "cli.h"
+#include "render.h"
 
 #define DEFAULT_SOCKET "/run/sbrig/sbrigd.sock"
 /* after Ctrl-C, how long to wait for the daemon's final answer */
 #define STOP_WAIT_NS (30 * 1000000000LL)
 
-enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_DAEMON = 3 };
 
 static const char *sock_path;
 static volatile sig_atomic_t interrupted;
@@ -122,15 +125,15 @@ static int request(const char *line, const char *body, size_t nbody,
 	fd = connect_daemon();
 	if (fd < 0)
 		return EXIT_DAEMON;
-	if (send_all(fd, line, strlen(line)) < 0 || send_all(fd, "\n", 1) < 0 ||
-	    (nbody && send_all(fd, body, nbody) < 0)) {
-		fprintf(stderr, "sbrig: %s: %s\n", sock_path, strerror(errno));
-		close(fd);
-		return EXIT_DAEMON;
-	}
+	/* from the moment the request may be sent, Ctrl-C means "stop" */
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
+	if (send_all(fd, line, strlen(line)) < 0 || send_all(fd, "\n", 1) < 0 ||
+	    (nbody && send_all(fd, body, nbody) < 0)) {
+		fprintf(stderr, "sbrig: %s: %s\n", sock_path, strerror(errno));
+		goto out;
+	}
 	for (;;) {
 		struct pollfd pfd = { fd, POLLIN, 0 };
 		char *nl;
@@ -330,9 +333,7 @@ static int fail(struct reply *r, int ret, const char *what)
 	return ret;
 }
 
-static int usage_error(const char *cmd, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static int usage_error(const char *cmd, const char *fmt, ...)
+int usage_error(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -424,18 +425,8 @@ static void end_progress(void)
 
 /* ---- commands ----------------------------------------------------------- */
 
-struct command {
-	const char *name;
-	const char *args;
-	const char *summary;
-	const char *help;
-	int (*fn)(const struct command *cmd, int argc, char **argv);
-};
 
-/* export.c: offline, needs no daemon; prints its own --help */
-int cmd_export(const struct command *c, int argc, char **argv);
-
-static void command_help(const struct command *c, FILE *f)
+void command_help(const struct command *c, FILE *f)
 {
 	fprintf(f, "Usage: sbrig [-s SOCKET] %s %s\n\n%s", c->name, c->args,
 		c->help);
@@ -662,11 +653,74 @@ static int cmd_run(const struct command *c, int argc, char **argv)
 	return fail(&r, ret, "run");
 }
 
-/* latency: per-measurement results for --csv and the live line */
+/* latency: the rounds as the daemon times them (the live lines) */
 struct lat_ctx {
-	FILE *csv;
 	unsigned int done;
 };
+
+/*
+ * The measurements and their statistics from the capture the run
+ * recorded (libsbrig-analysis: the clock fitted over the whole capture);
+ * the live lines were the daemon's online timing.
+ */
+static int latency_from_capture(const char *dir, const char *csv_path,
+				unsigned int measured)
+{
+	struct sbrig_analysis *a = sbrig_analysis_run(dir, NULL);
+	struct sbrig_latency_stats st;
+	struct sbrig_wakeup *w = NULL;
+	size_t n;
+	FILE *csv = NULL;
+
+	if (!a) {
+		fprintf(stderr, "sbrig latency: analysing %s: %s\n", dir,
+			sbrig_errmsg());
+		return EXIT_FAIL;
+	}
+	n = sbrig_analysis_wakeups(a, NULL, 0);
+	w = calloc(n ? n : 1, sizeof(*w));
+	if (!w) {
+		sbrig_analysis_free(a);
+		return EXIT_FAIL;
+	}
+	sbrig_analysis_wakeups(a, w, n);
+	sbrig_analysis_latency(a, &st);
+	sbrig_analysis_free(a);
+	if (csv_path) {
+		csv = fopen(csv_path, "w");
+		if (!csv) {
+			fprintf(stderr, "sbrig latency: %s: %s\n", csv_path,
+				strerror(errno));
+			free(w);
+			return EXIT_FAIL;
+		}
+		fprintf(csv, "i,latency_ns,uncert_ns\n");
+		for (size_t i = 0; i < n; i++)
+			fprintf(csv, "%zu,%" PRId64 ",%" PRId64 "\n", i + 1,
+				w[i].latency_ns, w[i].uncert_ns);
+		if (fclose(csv)) {
+			fprintf(stderr, "sbrig latency: %s: %s\n", csv_path,
+				strerror(errno));
+			free(w);
+			return EXIT_FAIL;
+		}
+	}
+	free(w);
+	if (n != measured)
+		printf("note: the capture has %zu wakeup(s) by the rig, the daemon "
+		       "timed %u round(s); the statistics are the capture's\n",
+		       n, measured);
+	printf("n: %u\n", st.n);
+	if (st.n) {
+		printf("min_ms: %.3f\n", st.min_ns / 1e6);
+		printf("median_ms: %.3f\n", st.median_ns / 1e6);
+		printf("p95_ms: %.3f\n", st.p95_ns / 1e6);
+		printf("max_ms: %.3f\n", st.max_ns / 1e6);
+		printf("clock_uncertainty_ms: %.3f\n", st.uncert_ns / 1e6);
+	}
+	printf("capture: %s\n", dir);
+	return EXIT_OK;
+}
 
 static void latency_progress(const char *text, void *ctx)
 {
@@ -690,10 +744,6 @@ static void latency_progress(const char *text, void *ctx)
 		return;
 	kv_get(text, "uncert_ns", unc, sizeof(unc));
 	l->done++;
-	if (l->csv) {
-		fprintf(l->csv, "%u,%s,%s\n", l->done, lat, unc);
-		fflush(l->csv);
-	}
 	if (tty) {
 		fprintf(stderr, "\r\033[K%s  %.3f ms (+/- %.3f ms)", i,
 			atoll(lat) / 1e6, atoll(unc) / 1e6);
@@ -726,7 +776,7 @@ static int cmd_latency(const struct command *c, int argc, char **argv)
 	struct reply r = { .progress = latency_progress, .ctx = &l };
 	const char *csv = NULL, *out = NULL;
 	char line[PATH_MAX + 1024] = "latency", opt_s[300], *end;
-	char dir[PATH_MAX], name[64], n[16] = "0";
+	char dir[PATH_MAX], name[64], n[16] = "0", req[16] = "0";
 	int opt, ret;
 
 	optind = 0;
@@ -794,49 +844,27 @@ static int cmd_latency(const struct command *c, int argc, char **argv)
 			return usage_error(c->name, "bad argument '%s'",
 					   vals[i]);
 	}
-	if (csv) {
-		l.csv = fopen(csv, "w");
-		if (!l.csv) {
-			fprintf(stderr, "sbrig latency: %s: %s\n", csv,
-				strerror(errno));
-			return EXIT_FAIL;
-		}
-		fprintf(l.csv, "i,latency_ns,uncert_ns\n");
-	}
 	ret = request(line, NULL, 0, &r);
 	end_progress();
-	if (l.csv)
-		fclose(l.csv);
+	kv_get(r.final, "n", n, sizeof(n));
 	if (ret == EXIT_OK) {
-		static const char *const st[] = { "min", "median", "p95",
-						  "max" };
-		char v[PATH_MAX], unc[32] = "0";
+		char cap[PATH_MAX] = "";
 
-		kv_get(r.final, "n", n, sizeof(n));
-		kv_get(r.final, "uncert_ns", unc, sizeof(unc));
-		printf("n: %s\n", n);
-		for (int i = 0; i < 4; i++) {
-			char k[16];
-
-			snprintf(k, sizeof(k), "%s_ns", st[i]);
-			if (kv_get(r.final, k, v, sizeof(v)))
-				printf("%s_ms: %.3f\n", st[i], atoll(v) / 1e6);
-		}
-		printf("clock_uncertainty_ms: %.3f\n", atoll(unc) / 1e6);
-		if (kv_get(r.final, "dir", v, sizeof(v)))
-			printf("capture: %s\n", v);
-	} else if (ret == EXIT_FAIL && kv_get(r.final, "requested", n, sizeof(n))) {
+		kv_get(r.final, "dir", cap, sizeof(cap));
+		return latency_from_capture(cap[0] ? cap : dir, csv,
+					    (unsigned int)atoi(n));
+	} else if (ret == EXIT_FAIL && kv_get(r.final, "requested", req,
+					      sizeof(req))) {
 		/* "2/5 measured: the target did not fall asleep ..." */
-		char status[4096] = "", got[16] = "0", cap[PATH_MAX] = "";
+		char status[4096] = "", cap[PATH_MAX] = "";
 		const char *ename = strerrorname_np(r.err), *why = status;
 
-		kv_get(r.final, "n", got, sizeof(got));
 		kv_get(r.final, "status", status, sizeof(status));
 		kv_get(r.final, "dir", cap, sizeof(cap));
 		if (!strncmp(why, "failed: ", 8))
 			why += 8;
-		fprintf(stderr, "%ssbrig: latency: %s/%s measured: %s (%s%s%s)\n",
-			tty ? "\n" : "", got, n, why, ename ? ename : "",
+		fprintf(stderr, "%ssbrig latency: %s/%s measured: %s (%s%s%s)\n",
+			tty ? "\n" : "", n, req, why, ename ? ename : "",
 			ename ? ": " : "", strerror(r.err));
 		if (cap[0])
 			printf("capture: %s\n", cap);
@@ -962,9 +990,10 @@ static const struct command commands[] = {
 "line changed) to the first EVENT the target stamped after it, mapped to\n"
 "host time by the link's clock model. Events stamped before the press\n"
 "(the suspend/enter the target could only send after waking) are skipped.\n"
-"Prints each measurement, then min/median/p95/max in ms, the clock\n"
-"uncertainty and the capture the run recorded (presses, events, samples,\n"
-"as every capture). A round whose EVENT is stamped before the press (the\n"
+"Prints each measurement as the daemon times it, then min/median/p95/max\n"
+"in ms and the clock uncertainty, computed from the capture the run\n"
+"recorded (presses, events, samples, as every capture) as 'sbrig analyze'\n"
+"does, and the capture's path. A round whose EVENT is stamped before the press (the\n"
 "target woke by itself) is not measured: a line says so and the next\n"
 "sleep is used. Ctrl-C ends it with the rounds measured so far.\n"
 "\n"
@@ -975,6 +1004,7 @@ static const struct command commands[] = {
 "      --timeout D         longest wait for the target to fall asleep, and\n"
 "                          for EVENT after a press (default 30s)\n"
 "      --csv FILE          also write i,latency_ns,uncert_ns rows to FILE\n"
+"                          (from the capture)\n"
 "  -o, --output DIR        capture directory (default: latency-DATE in the\n"
 "                          current directory, DATE in UTC)\n"
 "      --stats-every D     ask the agent for a stats snapshot every D\n",
@@ -988,15 +1018,19 @@ static const struct command commands[] = {
 	  "make the target agent burn CPU",
 "Have the target agent load the target's CPU for DURATION.\n",
 	  cmd_burn },
+	{ "analyze", "CAPTURE [-o DIR] [--leak-s S] [-q]",
+	  "analyse a capture: report.json and report.html",
+	  analyze_help, cmd_analyze },
 	{ "stop", "",
 	  "stop the running capture or scenario",
 "Stop the running capture, scenario run or latency measurement (whoever\n"
 "started it): a capture is closed with status 'aborted: stopped by a\n"
 "client'.\n",
 	  cmd_stop },
+	{ "render", render_args, render_summary, render_help, cmd_render },
 	{ "export", "CAPTURE --samples csv|tsv [-o FILE]",
-	  "write a capture's samples as CSV or TSV (offline)", NULL,
-	  cmd_export },
+	  "write a capture's samples as CSV or TSV",
+	  export_help, cmd_export },
 };
 
 static void usage(FILE *f)

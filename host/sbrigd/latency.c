@@ -53,14 +53,11 @@ static struct {
 	unsigned int retries;		/* rounds in a row not measured */
 	int64_t asleep_deadline_ns;
 	int64_t wake_deadline_ns;
-	int64_t *lat_ns;
-	int64_t uncert_max;
 	struct sched_timer timer;
 	struct sched_timer next;
 	struct evq q;
 	struct rig_observer obs;
 	int err;
-	struct lat_result stats;
 } lat;
 
 static void reset(void)
@@ -69,8 +66,6 @@ static void reset(void)
 	sched_timer_stop(&lat.next);
 	rig_forget(&lat);
 	rig_unobserve(&lat.obs);
-	free(lat.lat_ns);
-	lat.lat_ns = NULL;
 	lat.ops = NULL;
 	lat.ctx = NULL;
 	evq_clear(&lat.q);
@@ -79,42 +74,13 @@ static void reset(void)
 	lat.active = false;
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static void compute_stats(void)
-{
-	int64_t *v = lat.lat_ns;
-	unsigned int n = lat.i;
-	size_t p95;
-
-	memset(&lat.stats, 0, sizeof(lat.stats));
-	lat.stats.n = n;
-	lat.stats.uncert_ns = lat.uncert_max;
-	if (!n)
-		return;
-	qsort(v, n, sizeof(*v), cmp_i64);
-	p95 = (size_t)((n * 95 + 99) / 100);
-	if (p95 > 0)
-		p95--;
-	lat.stats.min_ns = v[0];
-	lat.stats.median_ns = n % 2 ? v[n / 2] :
-		v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
-	lat.stats.p95_ns = v[p95];
-	lat.stats.max_ns = v[n - 1];
-}
-
 /* ---- the end ------------------------------------------------------------ */
 
 static void capture_end(void *ctx, int err, const struct rec_result *res)
 {
 	const struct lat_client_ops *ops = lat.ops;
 	void *octx = lat.ctx;
-	struct lat_result stats;
+	unsigned int measured = lat.i;
 
 	if (!lat.active)
 		return;
@@ -122,11 +88,9 @@ static void capture_end(void *ctx, int err, const struct rec_result *res)
 		err = lat.err;
 	else if (!lat.finishing && !err)
 		err = -ECANCELED;	/* the capture ended under us */
-	compute_stats();
-	stats = lat.stats;
 	reset();
 	if (ops && ops->done)
-		ops->done(octx, err, &stats, res);
+		ops->done(octx, err, measured, res);
 }
 
 static const struct rec_client_ops lat_rec_ops = {
@@ -295,10 +259,8 @@ static void until_event(const struct sbrig_event *ev)
 		retry("woke_before_press", ev);
 		return;
 	}
-	lat.lat_ns[lat.i] = time_sub(ev->host_t_ns, lat.press_t[k - 1]);
-	if (ev->uncert_ns > lat.uncert_max)
-		lat.uncert_max = ev->uncert_ns;
-	report(LAT_MEASURED, lat.lat_ns[lat.i], ev->uncert_ns, NULL, NULL);
+	report(LAT_MEASURED, time_sub(ev->host_t_ns, lat.press_t[k - 1]),
+	       ev->uncert_ns, NULL, NULL);
 	lat.retries = 0;
 	if (++lat.i == lat.o.n) {
 		finish(0, NULL);
@@ -428,14 +390,8 @@ int lat_start(const struct lat_opts *o, const struct lat_client_ops *ops,
 	lat.active = true;
 	lat.o = *o;
 	lat.o.dir = NULL;
-	lat.lat_ns = calloc(o->n, sizeof(*lat.lat_ns));
-	if (!lat.lat_ns) {
-		reset();
-		return sbrig_set_error(-ENOMEM, "out of memory");
-	}
 	lat.i = 0;
 	lat.retries = 0;
-	lat.uncert_max = 0;
 	lat.err = 0;
 	ret = rec_start(&ro, &lat_rec_ops, NULL);
 	if (ret < 0) {

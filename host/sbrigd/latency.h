@@ -2,7 +2,9 @@
 /*
  * latency.h - wakeup-latency measurement: N rounds of "wait until the
  * target is asleep, press a key, time the first resume", recorded in a
- * capture like every other operation.
+ * capture like every other operation. The daemon times each round (on
+ * the link's online clock model) to steer the rounds and to show them as
+ * they come; the statistics are computed from the capture.
  */
 #ifndef SBRIGD_LATENCY_H
 #define SBRIGD_LATENCY_H
@@ -69,31 +71,19 @@ struct lat_round {
 };
 
 /**
- * struct lat_result - the statistics at the end
- * @n: rounds measured
- * @min_ns: fastest
- * @median_ns: median (mean of the middle two for an even @n)
- * @p95_ns: 95th percentile (nearest rank)
- * @max_ns: slowest
- * @uncert_ns: the largest clock uncertainty of a measurement
- */
-struct lat_result {
-	unsigned int n;
-	int64_t min_ns, median_ns, p95_ns, max_ns, uncert_ns;
-};
-
-/**
  * struct lat_client_ops - what the latency client is told
  * @started: the capture is open, the first round starts
  * @round: a round's report
  * @done: exactly once, after the capture is closed: @err 0, or -errno
- *	(@res->status says why); @stats over the rounds measured (all of
- *	them, or fewer if it was stopped or failed); @res is the capture
+ *	(@res->status says why); @measured rounds were measured (all of
+ *	them, or fewer if it was stopped or failed); @res is the capture.
+ *	The statistics are not the daemon's: they are computed from the
+ *	capture (libsbrig-analysis), where the whole clock is known
  */
 struct lat_client_ops {
 	void (*started)(void *ctx, const struct lat_opts *o);
 	void (*round)(void *ctx, const struct lat_round *r);
-	void (*done)(void *ctx, int err, const struct lat_result *stats,
+	void (*done)(void *ctx, int err, unsigned int measured,
 		     const struct rec_result *res);
 };
 

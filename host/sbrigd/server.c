@@ -805,22 +805,14 @@ static void lat_round(void *ctx, const struct lat_round *r)
 	client_send(ctx, &l);
 }
 
-static void lat_done(void *ctx, int err, const struct lat_result *s,
+static void lat_done(void *ctx, int err, unsigned int measured,
 		     const struct rec_result *res)
 {
 	struct client *c = ctx;
 	struct line l = { .len = 0 };
 
-	line_kvf(&l, "n", "%u", s->n);
-	if (err)
-		line_kvf(&l, "requested", "%u", c->lat_n);
-	if (s->n) {
-		line_kvf(&l, "min_ns", "%" PRId64, s->min_ns);
-		line_kvf(&l, "median_ns", "%" PRId64, s->median_ns);
-		line_kvf(&l, "p95_ns", "%" PRId64, s->p95_ns);
-		line_kvf(&l, "max_ns", "%" PRId64, s->max_ns);
-		line_kvf(&l, "uncert_ns", "%" PRId64, s->uncert_ns);
-	}
+	line_kvf(&l, "n", "%u", measured);
+	line_kvf(&l, "requested", "%u", c->lat_n);
 	line_summary(&l, res);
 	client_final(c, err, l.buf);
 }

@@ -59,6 +59,20 @@ struct sbrig_latency_stats {
 	int64_t uncert_ns;
 };
 
+/**
+ * struct sbrig_wakeup - one wakeup the rig caused
+ * @t_ns: the stimulus (host CLOCK_MONOTONIC)
+ * @resume_t_ns: the target's resume, on host time
+ * @latency_ns: @resume_t_ns - @t_ns
+ * @uncert_ns: the uncertainty of @resume_t_ns
+ */
+struct sbrig_wakeup {
+	int64_t t_ns;
+	int64_t resume_t_ns;
+	int64_t latency_ns;
+	int64_t uncert_ns;
+};
+
 struct sbrig_analysis;
 
 /**
@@ -94,6 +108,17 @@ int sbrig_analysis_write_json(const struct sbrig_analysis *a,
  */
 void sbrig_analysis_latency(const struct sbrig_analysis *a,
 			    struct sbrig_latency_stats *st);
+
+/**
+ * sbrig_analysis_wakeups() - the wakeups of @a, in time order
+ * @a: the analysis
+ * @out: filled with the first @max of them (may be NULL if @max is 0)
+ * @max: room in @out
+ *
+ * Return: how many wakeups there are (may be more than @max).
+ */
+size_t sbrig_analysis_wakeups(const struct sbrig_analysis *a,
+			      struct sbrig_wakeup *out, size_t max);
 
 /**
  * sbrig_latency_stats() - statistics of @n latencies

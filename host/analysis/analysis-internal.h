@@ -1,0 +1,341 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * analysis-internal.h - the analysis's objects, private to host/analysis/.
+ *
+ * The analysis is a pipeline over one capture, each step in its own file:
+ *
+ *	clockfit.c	clock.tsv -> segments, each a fitted offset + drift;
+ *			events re-mapped onto host time
+ *	timeline.c	events + stats + stimuli -> blockers with their active
+ *			spans, suspended spans, resumes, aborts, boots
+ *	wakeups.c	stimuli + resumes -> wakeup episodes; latency
+ *	integrate.c	samples streamed once against the timeline's change
+ *			points: energy per state, per blocker, per window;
+ *			gaps; the power trace
+ *	findings.c	what went wrong, ranked
+ *	analysis.c	runs the steps; report-json.c writes the result
+ *
+ * All times are host CLOCK_MONOTONIC ns. Spans are half-open [start, end).
+ */
+#ifndef SBRIG_ANALYSIS_INTERNAL_H
+#define SBRIG_ANALYSIS_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sbrig/analysis.h>
+#include <sbrig/capture-read.h>
+#include <sbrig/records.h>
+#include <sbrig/sbrig.h>
+
+#define AN_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* grow *@p (of *@cap elements of @size) to hold @need; 0 or -ENOMEM */
+int an_grow(void **p, size_t *cap, size_t need, size_t size);
+
+/** struct an_span - a half-open interval of host time */
+struct an_span {
+	int64_t start, end;
+};
+
+/* ---- clockfit.c ---------------------------------------------------------- */
+
+/**
+ * struct an_segment - exchanges between two jumps of the offset
+ * @host_first: host time of its first exchange
+ * @host_last: host time of its last exchange
+ * @t_first: target time of its first exchange
+ * @t_last: target time of its last exchange
+ * @offset_ns: fitted host - target at @t_ref
+ * @t_ref: reference target time of the fit
+ * @drift: fitted rate (host ns per target ns, minus 1)
+ * @min_half_ns: smallest half-width of a retained exchange
+ * @max_resid_ns: largest |residual| of a retained exchange
+ * @n: exchanges retained
+ */
+struct an_segment {
+	int64_t host_first, host_last;
+	int64_t t_first, t_last;
+	double offset_ns;
+	int64_t t_ref;
+	double drift;
+	int64_t min_half_ns;
+	int64_t max_resid_ns;
+	unsigned int n;
+};
+
+struct an_clock {
+	struct an_segment *seg;
+	size_t nseg, cap;
+	int64_t max_uncert_ns;	/* largest uncertainty of a mapped event */
+};
+
+/* Read clock.tsv and fit its segments. 0 or -errno. */
+int an_clock_fit(struct an_clock *c, struct sbrig_capread *cr);
+/* The segment whose host span is nearest @host_ns; -1 if none. */
+int an_clock_segment_at(const struct an_clock *c, int64_t host_ns);
+/* The segment holding the first exchange after @host_ns; -1 if none. */
+int an_clock_segment_after(const struct an_clock *c, int64_t host_ns);
+/* Map @target_ns with segment @k. */
+void an_clock_map(const struct an_clock *c, int k, int64_t target_ns,
+		  int64_t *host_ns, int64_t *uncert_ns);
+void an_clock_free(struct an_clock *c);
+
+/* ---- timeline.c ----------------------------------------------------------- */
+
+enum an_kind {
+	AN_KIND_SUSPEND_BLOCKER,
+	AN_KIND_WAKEUP_SOURCE,
+	AN_KIND_BUILTIN,
+};
+
+/**
+ * struct an_stats_check - the module's statistics next to the events'
+ * @snapshots: stats snapshots that had this blocker
+ * @last_snap, @last_t, @last_count, @last_total_ns: its row in the last
+ *	snapshot that had it
+ * @win: the windows between two consecutive snapshots that both had it,
+ *	as the same object (count and total_time did not go back: a blocker
+ *	destroyed and created again under its name starts from 0)
+ * @nwin, @win_cap: their number, allocated
+ * @count_delta, @total_delta_ns: the module's deltas summed over @win
+ * @max_time_ns: max_time in the last row
+ * @events_count, @events_active_ns: what the events show over @win
+ * @agree: the two agree (report-format.md)
+ */
+struct an_stats_check {
+	unsigned int snapshots;
+	unsigned int last_snap;
+	int64_t last_t, last_count, last_total_ns;
+	struct an_span *win;
+	size_t nwin, win_cap;
+	int64_t count_delta;
+	int64_t total_delta_ns;
+	int64_t max_time_ns;
+	int64_t events_count;
+	int64_t events_active_ns;
+	bool agree;
+};
+
+/**
+ * struct an_blocker - one blocker of the capture
+ * @name: its name (as the log has it)
+ * @kind: see enum an_kind
+ * @spans: active spans, in time order, clipped to the capture
+ * @active_since: while building: start of the open span, or -1
+ * @activations, @active_ns, @max_active_ns: from @spans
+ * @active_at_end: the last span runs to the capture's end
+ * @energy_uJ, @exclusive_uJ, @share_ns: the integration's shares
+ *	(@share_ns: duration divided among the active ones, for the
+ *	above-baseline figure)
+ * @stats: the cross-check with the module's statistics
+ */
+struct an_blocker {
+	char name[SBRIG_NAME_MAX];
+	enum an_kind kind;
+	struct an_span *spans;
+	size_t nspans, cap;
+	int64_t active_since;
+	uint64_t activations;
+	int64_t active_ns, max_active_ns;
+	bool active_at_end;
+	double energy_uJ, exclusive_uJ;
+	double share_ns;
+	struct an_stats_check stats;
+};
+
+/**
+ * struct an_event - an event of interest, mapped
+ * @t_ns: host time
+ * @uncert_ns: its uncertainty
+ * @arg: the event's argument (resume 0, abort -16)
+ * @who: abort: the blocker blocked last before it in its boot ("" none)
+ */
+struct an_event {
+	int64_t t_ns;
+	int64_t uncert_ns;
+	char arg[SBRIG_NAME_MAX];
+	char who[SBRIG_NAME_MAX];
+};
+
+/** struct an_stimulus - what the rig did */
+struct an_stimulus {
+	int64_t t_ns;
+	char what[16];
+	char arg[SBRIG_NAME_MAX];
+};
+
+/** struct an_skipped - events of a type the analysis does not know */
+struct an_skipped {
+	char type[12];
+	uint64_t n;
+};
+
+struct an_timeline {
+	int64_t start, end;		/* the capture's span */
+	struct an_blocker *b;
+	size_t nb, cap;
+	struct an_span *susp;		/* suspended spans */
+	int64_t *susp_unc;		/* uncertainty of each span's ends */
+	size_t nsusp, susp_cap, susp_unc_cap;
+	struct an_event *resumes;	/* "resume" events */
+	size_t nresumes, resumes_cap;
+	struct an_event *aborts;	/* "abort" events (arg: the error) */
+	size_t naborts, aborts_cap;
+	struct an_stimulus *stimuli;
+	size_t nstimuli, stimuli_cap;
+	struct an_skipped skipped[16];
+	size_t nskipped;
+	uint64_t skipped_other;		/* types beyond the table */
+	uint64_t events;
+	uint64_t unmapped;		/* kept their online host time */
+	int64_t max_uncert_ns;
+	unsigned int boots;
+};
+
+/* "Still open": the end of what lasts to the capture's end, until known. */
+#define AN_OPEN_END (INT64_MAX / 4)
+
+/*
+ * Build the timeline from events.tsv, stats.tsv and stimuli.tsv, mapping
+ * events with @clk; @start: the capture's first instant. 0 or -errno.
+ */
+int an_timeline_build(struct an_timeline *tl, struct sbrig_capread *cr,
+		      const struct an_clock *clk, int64_t start);
+/* The capture ends at @end: clip what was open, count activations. */
+void an_timeline_finish(struct an_timeline *tl, int64_t end);
+void an_timeline_free(struct an_timeline *tl);
+/* Is @t inside a suspended span? */
+bool an_timeline_suspended(const struct an_timeline *tl, int64_t t);
+
+/* ---- wakeups.c ------------------------------------------------------------ */
+
+/**
+ * struct an_wakeup - a stimulus that woke the target
+ * @stim: index into the timeline's stimuli
+ * @t_ns: the stimulus
+ * @resume_t_ns, @uncert_ns: its resume
+ * @end_ns: the next enter (or the capture's end)
+ * @energy_uJ: from @t_ns to @end_ns (the integration fills it in)
+ * @blockers: indices of the blockers active in [resume, end)
+ * @nblockers: their number
+ */
+struct an_wakeup {
+	size_t stim;
+	int64_t t_ns;
+	int64_t resume_t_ns, uncert_ns;
+	int64_t end_ns;
+	double energy_uJ;
+	size_t *blockers;
+	size_t nblockers;
+};
+
+struct an_wakeups {
+	struct an_wakeup *w;
+	size_t n, cap;
+	uint64_t unknown;		/* resumes no stimulus explains */
+	struct sbrig_latency_stats lat;
+};
+
+int an_wakeups_find(struct an_wakeups *wk, const struct an_timeline *tl);
+void an_wakeups_free(struct an_wakeups *wk);
+
+/* ---- integrate.c ---------------------------------------------------------- */
+
+/** struct an_gap - samples missing */
+struct an_gap {
+	int64_t t_ns, duration_ns;
+	uint64_t missing;
+	bool declared;
+	double hidden_min_uJ, hidden_max_uJ;
+};
+
+/** struct an_level - a min/max/mean envelope of power */
+struct an_level {
+	int64_t bucket_ns;
+	int64_t t0_ns;
+	size_t n;
+	double *min, *max, *sum;
+	uint32_t *count;
+};
+
+/** struct an_raw - every sample of one window */
+struct an_raw {
+	struct an_span win;
+	int64_t *t;
+	double *p;
+	size_t n, cap;
+};
+
+#define AN_LEVELS 3
+#define AN_RAW_MAX_SAMPLES 100000
+
+struct an_energy {
+	uint64_t samples;
+	int64_t first_t, last_t;		/* first and last sample */
+	double total_uJ, suspended_uJ, awake_uJ;
+	int64_t suspended_ns, awake_ns;		/* state time (wall) */
+	bool have_baseline;
+	double baseline_uW;
+	double unattributed_uJ;
+	int64_t unattributed_ns;		/* awake, nothing active */
+	struct an_gap *gaps;
+	size_t ngaps, gaps_cap;
+	uint64_t missing;
+	double pmin_uW, pmax_uW;
+	struct an_level level[AN_LEVELS];
+	struct an_raw *raw;
+	size_t nraw;
+	size_t raw_total;
+};
+
+/*
+ * Stream the samples (and gaps.tsv) against the timeline: energies per
+ * state, per blocker (into @tl's blockers), per wakeup (into @wk), the
+ * gaps, the baseline and the trace. 0 or -errno.
+ */
+int an_integrate(struct an_energy *en, struct sbrig_capread *cr,
+		 struct an_timeline *tl, struct an_wakeups *wk);
+void an_energy_free(struct an_energy *en);
+
+/* ---- findings.c ----------------------------------------------------------- */
+
+/** struct an_finding - one thing that went wrong */
+struct an_finding {
+	int rank;			/* lower: more severe */
+	char kind[24];
+	char blocker[SBRIG_NAME_MAX];	/* "" = none */
+	int64_t t_ns;
+	char detail[400];
+};
+
+struct an_findings {
+	struct an_finding *f;
+	size_t n, cap;
+};
+
+int an_findings_collect(struct an_findings *fd, const struct an_timeline *tl,
+			const struct an_wakeups *wk,
+			const struct an_energy *en, int64_t leak_ns);
+void an_findings_free(struct an_findings *fd);
+
+/* ---- report-json.c --------------------------------------------------------- */
+
+/* Write @len bytes to @path atomically (temp file, fsync, rename). */
+int an_write_atomic(const char *path, const char *text, size_t len);
+
+/* ---- analysis.c ----------------------------------------------------------- */
+
+struct sbrig_analysis {
+	char dir[4096];
+	struct sbrig_capture_meta meta;
+	struct sbrig_analysis_opts opts;
+	struct an_clock clk;
+	struct an_timeline tl;
+	struct an_wakeups wk;
+	struct an_energy en;
+	struct an_findings fd;
+};
+
+#endif /* SBRIG_ANALYSIS_INTERNAL_H */

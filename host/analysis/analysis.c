@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * analysis.c - sbrig_analysis_run(): the steps of analysis-internal.h, in
+ * order, over one capture.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis-internal.h"
+
+static int cmp_span(const void *a, const void *b)
+{
+	const struct an_span *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* |union of @v| (sorted in place, merged into @v; *@n shrinks) */
+static int64_t merge(struct an_span *v, size_t *n)
+{
+	size_t k = 0;
+	int64_t sum = 0;
+
+	if (!*n)
+		return 0;
+	qsort(v, *n, sizeof(*v), cmp_span);
+	for (size_t i = 1; i < *n; i++) {
+		if (v[i].start <= v[k].end) {
+			if (v[i].end > v[k].end)
+				v[k].end = v[i].end;
+		} else {
+			v[++k] = v[i];
+		}
+	}
+	*n = k + 1;
+	for (size_t i = 0; i < *n; i++)
+		sum += v[i].end - v[i].start;
+	return sum;
+}
+
+/* The state times (wall time: gaps included) and the unattributed time. */
+static int durations(struct sbrig_analysis *a)
+{
+	struct an_timeline *tl = &a->tl;
+	struct an_energy *en = &a->en;
+	struct an_span *u = NULL;
+	size_t n = 0, cap = 0, j = 0;
+	int64_t busy, busy_susp = 0, span = tl->end - tl->start;
+
+	en->suspended_ns = 0;
+	for (size_t i = 0; i < tl->nsusp; i++)
+		en->suspended_ns += tl->susp[i].end - tl->susp[i].start;
+	en->awake_ns = span > en->suspended_ns ? span - en->suspended_ns : 0;
+	for (size_t i = 0; i < tl->nb; i++) {
+		for (size_t k = 0; k < tl->b[i].nspans; k++) {
+			if (an_grow((void **)&u, &cap, n + 1, sizeof(*u))) {
+				free(u);
+				return -ENOMEM;
+			}
+			u[n++] = tl->b[i].spans[k];
+		}
+	}
+	busy = merge(u, &n);
+	/* the part of the union that is suspended (both sorted, disjoint) */
+	for (size_t i = 0; i < n; i++) {
+		while (j < tl->nsusp && tl->susp[j].end <= u[i].start)
+			j++;
+		for (size_t k = j; k < tl->nsusp && tl->susp[k].start < u[i].end;
+		     k++) {
+			int64_t lo = u[i].start > tl->susp[k].start ? u[i].start :
+				tl->susp[k].start;
+			int64_t hi = u[i].end < tl->susp[k].end ? u[i].end :
+				tl->susp[k].end;
+
+			if (hi > lo)
+				busy_susp += hi - lo;
+		}
+	}
+	free(u);
+	en->unattributed_ns = en->awake_ns - (busy - busy_susp);
+	if (en->unattributed_ns < 0)
+		en->unattributed_ns = 0;
+	return 0;
+}
+
+struct sbrig_analysis *sbrig_analysis_run(const char *capture_dir,
+					  const struct sbrig_analysis_opts *opts)
+{
+	struct sbrig_analysis *a = calloc(1, sizeof(*a));
+	struct sbrig_capread *cr = NULL;
+	struct sbrig_sample s;
+	int64_t start, end;
+	int ret;
+
+	if (!a) {
+		sbrig_set_error(-ENOMEM, "analysis: out of memory");
+		errno = ENOMEM;
+		return NULL;
+	}
+	snprintf(a->dir, sizeof(a->dir), "%s", capture_dir);
+	if (opts)
+		a->opts = *opts;
+	if (a->opts.leak_ns <= 0)
+		a->opts.leak_ns = SBRIG_ANALYSIS_DEFAULT_LEAK_NS;
+	cr = sbrig_capread_open(capture_dir);
+	if (!cr) {
+		ret = errno ? -errno : -EIO;
+		goto fail;
+	}
+	a->meta = *sbrig_capread_meta(cr);
+
+	/* the capture starts at its first sample (else when it was made) */
+	ret = sbrig_capread_next_sample(cr, &s);
+	if (ret < 0)
+		goto fail;
+	start = ret == 1 ? s.t_ns : a->meta.created_monotonic_ns;
+	ret = sbrig_capread_rewind(cr, SBRIG_CAPFILE_SAMPLES);
+	if (!ret)
+		ret = an_clock_fit(&a->clk, cr);
+	if (!ret)
+		ret = an_timeline_build(&a->tl, cr, &a->clk, start);
+	if (!ret)
+		ret = an_wakeups_find(&a->wk, &a->tl);
+	if (!ret)
+		ret = an_integrate(&a->en, cr, &a->tl, &a->wk);
+	if (ret)
+		goto fail;
+
+	/* ... and ends at its last (else when it was closed) */
+	if (a->en.samples)
+		end = a->en.last_t;
+	else if (a->meta.ended && a->meta.closed_monotonic_ns > start)
+		end = a->meta.closed_monotonic_ns;
+	else
+		end = start;
+	an_timeline_finish(&a->tl, end);
+	for (size_t i = 0; i < a->wk.n; i++)
+		if (a->wk.w[i].end_ns > end)
+			a->wk.w[i].end_ns = end;
+	ret = durations(a);
+	if (!ret)
+		ret = an_findings_collect(&a->fd, &a->tl, &a->wk, &a->en,
+					  a->opts.leak_ns);
+	if (ret)
+		goto fail;
+	sbrig_capread_close(cr);
+	return a;
+
+fail:
+	sbrig_capread_close(cr);
+	sbrig_analysis_free(a);
+	errno = ret < 0 ? -ret : EIO;
+	return NULL;
+}
+
+void sbrig_analysis_free(struct sbrig_analysis *a)
+{
+	if (!a)
+		return;
+	an_clock_free(&a->clk);
+	an_timeline_free(&a->tl);
+	an_wakeups_free(&a->wk);
+	an_energy_free(&a->en);
+	an_findings_free(&a->fd);
+	free(a);
+}
+
+void sbrig_analysis_latency(const struct sbrig_analysis *a,
+			    struct sbrig_latency_stats *st)
+{
+	*st = a->wk.lat;
+}
+
+size_t sbrig_analysis_wakeups(const struct sbrig_analysis *a,
+			      struct sbrig_wakeup *out, size_t max)
+{
+	for (size_t i = 0; i < a->wk.n && i < max; i++) {
+		const struct an_wakeup *w = &a->wk.w[i];
+
+		out[i] = (struct sbrig_wakeup){ w->t_ns, w->resume_t_ns,
+						w->resume_t_ns - w->t_ns,
+						w->uncert_ns };
+	}
+	return a->wk.n;
+}

@@ -1,0 +1,452 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * report-json.c - the analysis as report.json (host/doc/report-format.md),
+ * written with json-c, atomically: a temporary file in the same directory,
+ * synced and renamed into place.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "analysis-internal.h"
+
+typedef struct json_object jobj;
+
+/* a number with @dec decimals, printed exactly so */
+static jobj *jd(double v, int dec)
+{
+	char buf[64];
+
+	if (!isfinite(v))
+		return NULL;
+	snprintf(buf, sizeof(buf), "%.*f", dec, v);
+	return json_object_new_double_s(strtod(buf, NULL), buf);
+}
+
+static jobj *ji(int64_t v)
+{
+	return json_object_new_int64(v);
+}
+
+static jobj *js(const char *s)
+{
+	return json_object_new_string(s);
+}
+
+static void put(jobj *o, const char *k, jobj *v)
+{
+	json_object_object_add(o, k, v);
+}
+
+static const char *kind_name(enum an_kind k)
+{
+	switch (k) {
+	case AN_KIND_BUILTIN:
+		return "builtin";
+	case AN_KIND_WAKEUP_SOURCE:
+		return "wakeup_source";
+	case AN_KIND_SUSPEND_BLOCKER:
+		break;
+	}
+	return "suspend_blocker";
+}
+
+static jobj *capture(const struct sbrig_analysis *a)
+{
+	const struct sbrig_capture_meta *m = &a->meta;
+	const struct sbrig_provenance *p = &m->prov;
+	jobj *c = json_object_new_object(), *pv = json_object_new_object();
+	jobj *tg = json_object_new_array(), *sk = json_object_new_object();
+	jobj *ck = json_object_new_object();
+	char path[4096];
+
+	if (!realpath(a->dir, path))
+		snprintf(path, sizeof(path), "%s", a->dir);
+	put(c, "path", js(path));
+	put(c, "status", js(m->ended ? m->status : "open"));
+	put(c, "format_version", ji(m->version));
+	put(c, "start_ns", ji(a->tl.start));
+	put(c, "end_ns", ji(a->tl.end));
+	put(c, "duration_ns", ji(a->tl.end - a->tl.start));
+	put(c, "samples", ji((int64_t)a->en.samples));
+	put(c, "gaps", ji((int64_t)a->en.ngaps));
+	put(c, "missing_samples", ji((int64_t)a->en.missing));
+	put(c, "events", ji((int64_t)a->tl.events));
+	put(c, "unmapped_events", ji((int64_t)a->tl.unmapped));
+	for (size_t i = 0; i < a->tl.nskipped; i++)
+		put(sk, a->tl.skipped[i].type, ji((int64_t)a->tl.skipped[i].n));
+	if (a->tl.skipped_other)
+		put(sk, "(other)", ji((int64_t)a->tl.skipped_other));
+	put(c, "skipped_events", sk);
+	put(pv, "rig_name", js(p->rig_name));
+	put(pv, "rig_config", js(p->rig_config));
+	put(pv, "rig_sha256", js(p->rig_sha256));
+	put(pv, "host_version", js(p->host_version));
+	put(pv, "git_sha", js(p->git_sha));
+	put(pv, "scenario", js(p->scenario));
+	put(pv, "scenario_sha256", js(p->scenario_sha256));
+	put(pv, "power_uri", js(p->power_uri));
+	put(pv, "target_uri", js(p->target_uri));
+	put(c, "provenance", pv);
+	for (unsigned int i = 0; i < m->ntargets; i++) {
+		jobj *t = json_object_new_object();
+
+		put(t, "boot_id", js(m->targets[i].boot_id));
+		put(t, "kernel", js(m->targets[i].kernel));
+		put(t, "module", js(m->targets[i].module));
+		put(t, "agent", js(m->targets[i].agent));
+		json_object_array_add(tg, t);
+	}
+	put(c, "targets", tg);
+	put(ck, "segments", ji((int64_t)a->clk.nseg));
+	put(ck, "max_uncert_ns", ji(a->tl.max_uncert_ns));
+	put(c, "clock", ck);
+	return c;
+}
+
+static jobj *energy(const struct an_energy *en)
+{
+	jobj *e = json_object_new_object();
+
+	put(e, "total_uJ", jd(en->total_uJ, 3));
+	put(e, "suspended_uJ", jd(en->suspended_uJ, 3));
+	put(e, "awake_uJ", jd(en->awake_uJ, 3));
+	put(e, "suspended_ns", ji(en->suspended_ns));
+	put(e, "awake_ns", ji(en->awake_ns));
+	put(e, "baseline_uW", en->have_baseline ? jd(en->baseline_uW, 3) : NULL);
+	return e;
+}
+
+static int cmp_energy(const void *x, const void *y)
+{
+	const struct an_blocker *a = *(const struct an_blocker *const *)x;
+	const struct an_blocker *b = *(const struct an_blocker *const *)y;
+
+	if (a->energy_uJ != b->energy_uJ)
+		return a->energy_uJ > b->energy_uJ ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
+static jobj *blockers(const struct sbrig_analysis *a)
+{
+	const struct an_timeline *tl = &a->tl;
+	const struct an_blocker **v = calloc(tl->nb + 1, sizeof(*v));
+	jobj *arr = json_object_new_array();
+
+	if (!v)
+		return arr;
+	for (size_t i = 0; i < tl->nb; i++)
+		v[i] = &tl->b[i];
+	if (tl->nb)
+		qsort(v, tl->nb, sizeof(*v), cmp_energy);
+	for (size_t i = 0; i < tl->nb; i++) {
+		const struct an_blocker *b = v[i];
+		const struct an_stats_check *sc = &b->stats;
+		jobj *o, *c;
+
+		/* only in the stats (main while state is not on): not active */
+		if (!b->activations)
+			continue;
+		o = json_object_new_object();
+		c = json_object_new_object();
+
+		put(o, "name", js(b->name));
+		put(o, "kind", js(kind_name(b->kind)));
+		put(o, "activations", ji((int64_t)b->activations));
+		put(o, "active_ns", ji(b->active_ns));
+		put(o, "max_active_ns", ji(b->max_active_ns));
+		put(o, "energy_uJ", jd(b->energy_uJ, 3));
+		put(o, "exclusive_energy_uJ", jd(b->exclusive_uJ, 3));
+		put(o, "above_baseline_uJ", a->en.have_baseline ?
+		    jd(b->energy_uJ - a->en.baseline_uW * b->share_ns * 1e-9,
+		       3) : NULL);
+		put(o, "active_at_end", json_object_new_boolean(b->active_at_end));
+		put(c, "snapshots", ji(sc->snapshots));
+		put(c, "windows", ji((int64_t)sc->nwin));
+		put(c, "count_delta", ji(sc->count_delta));
+		put(c, "events_count", ji(sc->events_count));
+		put(c, "total_time_delta_ns", ji(sc->total_delta_ns));
+		put(c, "events_active_ns", ji(sc->events_active_ns));
+		put(c, "max_time_ns", ji(sc->max_time_ns));
+		put(c, "agree", json_object_new_boolean(sc->agree));
+		put(o, "stats_check", c);
+		json_object_array_add(arr, o);
+	}
+	free(v);
+	return arr;
+}
+
+static jobj *wakeups(const struct sbrig_analysis *a)
+{
+	jobj *arr = json_object_new_array();
+
+	for (size_t i = 0; i < a->wk.n; i++) {
+		const struct an_wakeup *w = &a->wk.w[i];
+		const struct an_stimulus *st = &a->tl.stimuli[w->stim];
+		jobj *o = json_object_new_object(), *b = json_object_new_array();
+		char what[SBRIG_NAME_MAX + 20];
+
+		snprintf(what, sizeof(what), "%s%s%s", st->what,
+			 st->arg[0] ? " " : "", st->arg);
+		put(o, "stimulus", js(what));
+		put(o, "t_ns", ji(w->t_ns));
+		put(o, "resume_t_ns", ji(w->resume_t_ns));
+		put(o, "latency_ns", ji(w->resume_t_ns - w->t_ns));
+		put(o, "uncert_ns", ji(w->uncert_ns));
+		put(o, "awake_ns", ji(w->end_ns > w->resume_t_ns ?
+				      w->end_ns - w->resume_t_ns : 0));
+		put(o, "energy_uJ", jd(w->energy_uJ, 3));
+		for (size_t k = 0; k < w->nblockers; k++)
+			json_object_array_add(b, js(a->tl.b[w->blockers[k]].name));
+		put(o, "blockers", b);
+		json_object_array_add(arr, o);
+	}
+	return arr;
+}
+
+static jobj *latency(const struct sbrig_latency_stats *l)
+{
+	jobj *o = json_object_new_object();
+
+	put(o, "n", ji(l->n));
+	put(o, "min_ns", l->n ? ji(l->min_ns) : NULL);
+	put(o, "median_ns", l->n ? ji(l->median_ns) : NULL);
+	put(o, "p95_ns", l->n ? ji(l->p95_ns) : NULL);
+	put(o, "max_ns", l->n ? ji(l->max_ns) : NULL);
+	put(o, "uncert_ns", l->n ? ji(l->uncert_ns) : NULL);
+	return o;
+}
+
+static jobj *gaps(const struct an_energy *en)
+{
+	jobj *arr = json_object_new_array();
+
+	for (size_t i = 0; i < en->ngaps; i++) {
+		const struct an_gap *g = &en->gaps[i];
+		jobj *o = json_object_new_object();
+
+		put(o, "t_ns", ji(g->t_ns));
+		put(o, "duration_ns", ji(g->duration_ns));
+		put(o, "missing", ji((int64_t)g->missing));
+		put(o, "declared", json_object_new_boolean(g->declared));
+		put(o, "hidden_min_uJ", jd(g->hidden_min_uJ, 3));
+		put(o, "hidden_max_uJ", jd(g->hidden_max_uJ, 3));
+		json_object_array_add(arr, o);
+	}
+	return arr;
+}
+
+static jobj *findings(const struct an_findings *fd)
+{
+	jobj *arr = json_object_new_array();
+
+	for (size_t i = 0; i < fd->n; i++) {
+		const struct an_finding *f = &fd->f[i];
+		jobj *o = json_object_new_object();
+
+		put(o, "kind", js(f->kind));
+		put(o, "blocker", f->blocker[0] ? js(f->blocker) : NULL);
+		put(o, "t_ns", ji(f->t_ns));
+		put(o, "detail", js(f->detail));
+		json_object_array_add(arr, o);
+	}
+	return arr;
+}
+
+static jobj *spans(const struct an_span *v, size_t n)
+{
+	jobj *arr = json_object_new_array_ext((int)n);
+
+	for (size_t i = 0; i < n; i++) {
+		jobj *p = json_object_new_array_ext(2);
+
+		json_object_array_add(p, ji(v[i].start));
+		json_object_array_add(p, ji(v[i].end));
+		json_object_array_add(arr, p);
+	}
+	return arr;
+}
+
+static jobj *trace(const struct sbrig_analysis *a)
+{
+	const struct an_energy *en = &a->en;
+	const struct an_timeline *tl = &a->tl;
+	jobj *t = json_object_new_object(), *lv = json_object_new_array();
+	jobj *raw = json_object_new_array(), *line = json_object_new_array();
+	jobj *st = json_object_new_array(), *o;
+	struct an_span *awake;
+	size_t nawake = 0;
+	int64_t prev;
+
+	put(t, "unit", js("uW"));
+	for (int i = 0; i < AN_LEVELS; i++) {
+		const struct an_level *l = &en->level[i];
+		jobj *mn, *mx, *me;
+
+		if (!l->n || !l->count)
+			continue;
+		o = json_object_new_object();
+		mn = json_object_new_array_ext((int)l->n);
+		mx = json_object_new_array_ext((int)l->n);
+		me = json_object_new_array_ext((int)l->n);
+		for (size_t k = 0; k < l->n; k++) {
+			bool none = !l->count[k];
+
+			json_object_array_add(mn, none ? NULL : jd(l->min[k], 1));
+			json_object_array_add(mx, none ? NULL : jd(l->max[k], 1));
+			json_object_array_add(me, none ? NULL :
+					      jd(l->sum[k] / l->count[k], 1));
+		}
+		put(o, "bucket_ns", ji(l->bucket_ns));
+		put(o, "t0_ns", ji(l->t0_ns));
+		put(o, "min", mn);
+		put(o, "max", mx);
+		put(o, "mean", me);
+		json_object_array_add(lv, o);
+	}
+	put(t, "levels", lv);
+	for (size_t i = 0; i < en->nraw; i++) {
+		const struct an_raw *r = &en->raw[i];
+		jobj *tt, *pp;
+
+		if (!r->n)
+			continue;
+		o = json_object_new_object();
+		tt = json_object_new_array_ext((int)r->n);
+		pp = json_object_new_array_ext((int)r->n);
+		for (size_t k = 0; k < r->n; k++) {
+			json_object_array_add(tt, ji(r->t[k]));
+			json_object_array_add(pp, jd(r->p[k], 1));
+		}
+		put(o, "t_ns", tt);
+		put(o, "power_uW", pp);
+		json_object_array_add(raw, o);
+	}
+	put(t, "raw", raw);
+	for (size_t i = 0; i < tl->nb; i++) {
+		o = json_object_new_object();
+		put(o, "name", js(tl->b[i].name));
+		put(o, "spans", spans(tl->b[i].spans, tl->b[i].nspans));
+		json_object_array_add(line, o);
+	}
+	put(t, "timeline", line);
+	o = json_object_new_object();
+	put(o, "state", js("suspended"));
+	put(o, "spans", spans(tl->susp, tl->nsusp));
+	json_object_array_add(st, o);
+	awake = calloc(tl->nsusp + 1, sizeof(*awake));
+	prev = tl->start;
+	for (size_t i = 0; awake && i <= tl->nsusp; i++) {
+		int64_t e = i < tl->nsusp ? tl->susp[i].start : tl->end;
+
+		if (e > prev)
+			awake[nawake++] = (struct an_span){ prev, e };
+		if (i < tl->nsusp)
+			prev = tl->susp[i].end;
+	}
+	o = json_object_new_object();
+	put(o, "state", js("awake"));
+	put(o, "spans", spans(awake, nawake));
+	json_object_array_add(st, o);
+	free(awake);
+	put(t, "states", st);
+	return t;
+}
+
+static jobj *report(const struct sbrig_analysis *a)
+{
+	jobj *r = json_object_new_object(), *u = json_object_new_object();
+	char gen[128];
+
+	snprintf(gen, sizeof(gen), "sbrig analyze %s", sbrig_version);
+	put(r, "schema", js(SBRIG_REPORT_SCHEMA));
+	put(r, "version", ji(SBRIG_REPORT_VERSION));
+	put(r, "generator", js(gen));
+	put(r, "capture", capture(a));
+	put(r, "energy", energy(&a->en));
+	put(r, "blockers", blockers(a));
+	put(u, "awake_ns", ji(a->en.unattributed_ns));
+	put(u, "energy_uJ", jd(a->en.unattributed_uJ, 3));
+	put(r, "unattributed", u);
+	put(r, "gaps", gaps(&a->en));
+	put(r, "wakeups", wakeups(a));
+	put(r, "unknown_wake_count", ji((int64_t)a->wk.unknown));
+	put(r, "latency", latency(&a->wk.lat));
+	put(r, "phases", json_object_new_array());
+	put(r, "findings", findings(&a->fd));
+	put(r, "trace", trace(a));
+	return r;
+}
+
+/* Write @text to @path atomically (a temporary file renamed over it). */
+int an_write_atomic(const char *path, const char *text, size_t len)
+{
+	char tmp[4096 + 16];
+	size_t off = 0;
+	int fd, ret = 0;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path,
+			     (int)getpid()) >= sizeof(tmp))
+		return sbrig_set_error(-ENAMETOOLONG, "%s: path too long", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return sbrig_set_error(-errno, "%s: %s", tmp, strerror(errno));
+	while (off < len) {
+		ssize_t n = write(fd, text + off, len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			ret = sbrig_set_error(n < 0 ? -errno : -EIO, "%s: %s",
+					      tmp, n < 0 ? strerror(errno) :
+					      "short write");
+			break;
+		}
+		off += (size_t)n;
+	}
+	if (!ret && fsync(fd) < 0)
+		ret = sbrig_set_error(-errno, "%s: fsync: %s", tmp,
+				      strerror(errno));
+	if (close(fd) < 0 && !ret)
+		ret = sbrig_set_error(-errno, "%s: close: %s", tmp,
+				      strerror(errno));
+	if (!ret && rename(tmp, path) < 0)
+		ret = sbrig_set_error(-errno, "rename %s to %s: %s", tmp, path,
+				      strerror(errno));
+	if (ret)
+		unlink(tmp);
+	return ret;
+}
+
+int sbrig_analysis_write_json(const struct sbrig_analysis *a,
+			      const char *path)
+{
+	jobj *r = report(a);
+	const char *text;
+	char *buf;
+	size_t len;
+	int ret;
+
+	if (!r)
+		return sbrig_set_error(-ENOMEM, "analysis: out of memory");
+	text = json_object_to_json_string_length(r, JSON_C_TO_STRING_PLAIN |
+						 JSON_C_TO_STRING_NOSLASHESCAPE,
+						 &len);
+	buf = text ? malloc(len + 1) : NULL;
+	if (!buf) {
+		json_object_put(r);
+		return sbrig_set_error(-ENOMEM, "analysis: out of memory");
+	}
+	memcpy(buf, text, len);
+	buf[len] = '\n';
+	ret = an_write_atomic(path, buf, len + 1);
+	free(buf);
+	json_object_put(r);
+	return ret;
+}

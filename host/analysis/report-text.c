@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * report-text.c - the report's headline as "key: value" lines, rendered
+ * from report.json alone (what sbrig analyze and make demo print).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "analysis-internal.h"
+
+typedef struct json_object jobj;
+
+static jobj *get(jobj *o, const char *k)
+{
+	jobj *v = NULL;
+
+	return o && json_object_object_get_ex(o, k, &v) ? v : NULL;
+}
+
+static double num(jobj *o, const char *k)
+{
+	return json_object_get_double(get(o, k));
+}
+
+static int64_t i64(jobj *o, const char *k)
+{
+	return json_object_get_int64(get(o, k));
+}
+
+static const char *str(jobj *o, const char *k)
+{
+	const char *s = json_object_get_string(get(o, k));
+
+	return s ? s : "";
+}
+
+/* Load @path as a report of a version this code reads. */
+static jobj *load(const char *path)
+{
+	jobj *r = json_object_from_file(path);
+
+	if (!r) {
+		sbrig_set_error(-EINVAL, "%s: not JSON: %s", path,
+				json_util_get_last_err());
+		return NULL;
+	}
+	if (strcmp(str(r, "schema"), SBRIG_REPORT_SCHEMA) ||
+	    i64(r, "version") != SBRIG_REPORT_VERSION) {
+		sbrig_set_error(-EINVAL, "%s: schema: expected \"%s\" version "
+				"%d, got \"%s\" version %" PRId64, path,
+				SBRIG_REPORT_SCHEMA, SBRIG_REPORT_VERSION,
+				str(r, "schema"), i64(r, "version"));
+		json_object_put(r);
+		return NULL;
+	}
+	return r;
+}
+
+int sbrig_report_render_text(const char *json_path, FILE *out)
+{
+	jobj *r = load(json_path), *c, *e, *bl, *f, *lat, *un;
+	double total, dur_s;
+
+	if (!r)
+		return -EINVAL;
+	c = get(r, "capture");
+	e = get(r, "energy");
+	dur_s = (double)i64(c, "duration_ns") / 1e9;
+	fprintf(out, "capture: %s (%s, %.3f s, %" PRId64 " samples, %" PRId64
+		" gaps)\n", str(c, "path"), str(c, "status"), dur_s,
+		i64(c, "samples"), i64(c, "gaps"));
+	f = get(r, "findings");
+	for (size_t i = 0; i < json_object_array_length(f); i++) {
+		jobj *x = json_object_array_get_idx(f, i);
+
+		fprintf(out, "finding: %s%s%s: %s\n", str(x, "kind"),
+			get(x, "blocker") ? ": " : "", str(x, "blocker"),
+			str(x, "detail"));
+	}
+	total = num(e, "total_uJ");
+	fprintf(out, "energy_total: %.3f mJ in %.3f s (mean %.3f mW)\n",
+		total / 1000, dur_s, dur_s > 0 ? total / 1000 / dur_s : 0);
+	fprintf(out, "energy_suspended: %.3f mJ in %.3f s", num(e,
+		"suspended_uJ") / 1000, (double)i64(e, "suspended_ns") / 1e9);
+	if (get(e, "baseline_uW"))
+		fprintf(out, " (baseline %.3f mW)", num(e, "baseline_uW") / 1000);
+	fprintf(out, "\n");
+	fprintf(out, "energy_awake: %.3f mJ in %.3f s\n", num(e, "awake_uJ") /
+		1000, (double)i64(e, "awake_ns") / 1e9);
+	bl = get(r, "blockers");
+	for (size_t i = 0; i < json_object_array_length(bl); i++) {
+		jobj *b = json_object_array_get_idx(bl, i);
+
+		fprintf(out, "blocker: %s: %.3f mJ (exclusive %.3f mJ), %"
+			PRId64 " activation(s), %.3f s active\n", str(b, "name"),
+			num(b, "energy_uJ") / 1000,
+			num(b, "exclusive_energy_uJ") / 1000,
+			i64(b, "activations"),
+			(double)i64(b, "active_ns") / 1e9);
+	}
+	un = get(r, "unattributed");
+	fprintf(out, "unattributed: %.3f mJ in %.3f s awake with no blocker\n",
+		num(un, "energy_uJ") / 1000, (double)i64(un, "awake_ns") / 1e9);
+	lat = get(r, "latency");
+	if (i64(lat, "n"))
+		fprintf(out, "latency: n=%" PRId64 " min %.3f ms, median %.3f "
+			"ms, p95 %.3f ms, max %.3f ms\n", i64(lat, "n"),
+			(double)i64(lat, "min_ns") / 1e6,
+			(double)i64(lat, "median_ns") / 1e6,
+			(double)i64(lat, "p95_ns") / 1e6,
+			(double)i64(lat, "max_ns") / 1e6);
+	else
+		fprintf(out, "latency: no wakeup by the rig in this capture\n");
+	json_object_put(r);
+	return ferror(out) ? sbrig_set_error(-EIO, "writing the summary") : 0;
+}

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * wakeups.c - stimuli that woke the target, and how fast it came back.
+ *
+ * For each resume, the last press/plug/unplug given while the target was
+ * in the suspended stretch that ended there (a latency run presses again
+ * when a press did not wake the target: the last press counts). The
+ * episode runs to the next enter; its energy is filled in by the
+ * integration. A resume that no stimulus explains is an unknown wakeup.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis-internal.h"
+
+static bool is_wake_stimulus(const struct an_stimulus *s)
+{
+	return !strcmp(s->what, "press") || !strcmp(s->what, "plug") ||
+		!strcmp(s->what, "unplug");
+}
+
+/* The suspended stretch a resume at @t ends, or -1. */
+static long stretch_before(const struct an_timeline *tl, int64_t t,
+			   int64_t unc)
+{
+	long best = -1;
+
+	for (size_t i = 0; i < tl->nsusp; i++)
+		if (tl->susp[i].start <= t + unc)
+			best = (long)i;
+	return best;
+}
+
+static int episode_blockers(struct an_wakeup *w, const struct an_timeline *tl)
+{
+	w->blockers = calloc(tl->nb ? tl->nb : 1, sizeof(*w->blockers));
+	if (!w->blockers)
+		return sbrig_set_error(-ENOMEM, "analysis: out of memory");
+	for (size_t i = 0; i < tl->nb; i++) {
+		const struct an_blocker *b = &tl->b[i];
+
+		for (size_t j = 0; j < b->nspans; j++) {
+			if (b->spans[j].start < w->end_ns &&
+			    b->spans[j].end > w->resume_t_ns) {
+				w->blockers[w->nblockers++] = i;
+				break;
+			}
+		}
+	}
+	return 0;
+}
+
+/**
+ * an_wakeups_find() - pair stimuli with the resumes they caused
+ * @wk: out (zeroed storage)
+ * @tl: the timeline
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int an_wakeups_find(struct an_wakeups *wk, const struct an_timeline *tl)
+{
+	bool *used = calloc(tl->nstimuli ? tl->nstimuli : 1, sizeof(*used));
+	int64_t *lat = NULL, *unc = NULL, prev_resume = INT64_MIN;
+	int ret = 0;
+
+	memset(wk, 0, sizeof(*wk));
+	if (!used)
+		return sbrig_set_error(-ENOMEM, "analysis: out of memory");
+	for (size_t r = 0; r < tl->nresumes && !ret; r++) {
+		const struct an_event *res = &tl->resumes[r];
+		long k = stretch_before(tl, res->t_ns, res->uncert_ns);
+		int64_t from = k >= 0 ? tl->susp[k].start : prev_resume;
+		long pick = -1;
+		struct an_wakeup *w;
+
+		if (k >= 0 && tl->susp[k].start < prev_resume)
+			from = prev_resume;	/* that stretch woke already */
+		for (size_t s = 0; s < tl->nstimuli; s++) {
+			const struct an_stimulus *st = &tl->stimuli[s];
+
+			if (!used[s] && is_wake_stimulus(st) &&
+			    st->t_ns >= from &&
+			    st->t_ns <= res->t_ns + res->uncert_ns)
+				pick = (long)s;
+		}
+		prev_resume = res->t_ns;
+		if (pick < 0) {
+			wk->unknown++;
+			continue;
+		}
+		used[pick] = true;
+		ret = an_grow((void **)&wk->w, &wk->cap, wk->n + 1,
+			      sizeof(*wk->w));
+		if (ret)
+			break;
+		w = &wk->w[wk->n++];
+		memset(w, 0, sizeof(*w));
+		w->stim = (size_t)pick;
+		w->t_ns = tl->stimuli[pick].t_ns;
+		w->resume_t_ns = res->t_ns;
+		w->uncert_ns = res->uncert_ns;
+		w->end_ns = tl->end;
+		for (size_t i = 0; i < tl->nsusp; i++) {
+			if (tl->susp[i].start >= res->t_ns) {
+				w->end_ns = tl->susp[i].start;
+				break;
+			}
+		}
+		ret = episode_blockers(w, tl);
+	}
+	free(used);
+	if (!ret && wk->n) {
+		lat = malloc(wk->n * sizeof(*lat));
+		unc = malloc(wk->n * sizeof(*unc));
+		if (!lat || !unc) {
+			ret = sbrig_set_error(-ENOMEM, "analysis: out of memory");
+		} else {
+			for (size_t i = 0; i < wk->n; i++) {
+				lat[i] = wk->w[i].resume_t_ns - wk->w[i].t_ns;
+				unc[i] = wk->w[i].uncert_ns;
+			}
+			sbrig_latency_stats(lat, unc, wk->n, &wk->lat);
+		}
+	}
+	free(lat);
+	free(unc);
+	if (ret)
+		an_wakeups_free(wk);
+	return ret;
+}
+
+void an_wakeups_free(struct an_wakeups *wk)
+{
+	for (size_t i = 0; i < wk->n; i++)
+		free(wk->w[i].blockers);
+	free(wk->w);
+	memset(wk, 0, sizeof(*wk));
+}

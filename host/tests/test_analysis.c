@@ -1,0 +1,354 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Unit tests of libsbrig-analysis: the percentiles, the integrator and the
+ * attribution rule (report-format.md), on captures written here with the
+ * capture writer, whose exact energies are known analytically.
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <sbrig/analysis.h>
+#include <sbrig/capture.h>
+#include <sbrig/sbrig.h>
+
+#include "analysis-internal.h"
+
+#define S ((int64_t)1000000000)
+#define MS ((int64_t)1000000)
+#define T0 (100 * S)		/* the captures start here (host time) */
+
+static const struct sbrig_provenance prov = { .rig_name = "unit" };
+
+static void cap_dir(char *buf, size_t size, const char *name)
+{
+	const char *t = getenv("SBRIG_TMPDIR");
+
+	snprintf(buf, size, "%s/%s", t ? t : "/tmp", name);
+}
+
+/* power as a function of host time, in µW */
+typedef double (*power_fn)(int64_t t);
+
+/* Samples every @step_ns from T0 to T0 + @span_ns (both included). */
+static void add_samples(struct sbrig_capture *cap, int64_t span_ns,
+			int64_t step_ns, power_fn p)
+{
+	for (int64_t t = T0; t <= T0 + span_ns; t += step_ns) {
+		struct sbrig_sample s = { .t_ns = t, .power_uW = llround(p(t)),
+					  .current_uA = 1000, .bus_uV = 1000000 };
+
+		assert_int_equal(sbrig_capture_add_samples(cap, &s, 1), 0);
+	}
+}
+
+static void add_event(struct sbrig_capture *cap, uint64_t seq, int64_t t,
+		      const char *type, const char *arg)
+{
+	struct sbrig_event ev = { .host_t_ns = t, .uncert_ns = 0,
+				  .target_t_ns = t, .seq = seq };
+
+	snprintf(ev.boot_id, sizeof(ev.boot_id), "boot-1");
+	snprintf(ev.type, sizeof(ev.type), "%s", type);
+	snprintf(ev.arg, sizeof(ev.arg), "%s", arg);
+	assert_int_equal(sbrig_capture_add_event(cap, &ev), 0);
+}
+
+static const struct an_blocker *blocker(const struct sbrig_analysis *a,
+					const char *name)
+{
+	for (size_t i = 0; i < a->tl.nb; i++)
+		if (!strcmp(a->tl.b[i].name, name))
+			return &a->tl.b[i];
+	fail_msg("no blocker %s", name);
+	return NULL;
+}
+
+/* ---- percentiles ------------------------------------------------------ */
+
+static void latency_statistics(void **state)
+{
+	int64_t odd[] = { 5, 1, 3 }, even[] = { 4, 1, 3, 2 }, one[] = { 7 };
+	int64_t twenty[20], unc[3] = { 2, 9, 4 };
+	struct sbrig_latency_stats st;
+
+	sbrig_latency_stats(odd, unc, 3, &st);
+	assert_int_equal(st.n, 3);
+	assert_int_equal(st.min_ns, 1);
+	assert_int_equal(st.median_ns, 3);
+	assert_int_equal(st.p95_ns, 5);
+	assert_int_equal(st.max_ns, 5);
+	assert_int_equal(st.uncert_ns, 9);
+	sbrig_latency_stats(even, NULL, 4, &st);
+	assert_int_equal(st.median_ns, 2);	/* (2 + 3) / 2, integer */
+	assert_int_equal(st.p95_ns, 4);
+	sbrig_latency_stats(one, NULL, 1, &st);
+	assert_int_equal(st.median_ns, 7);
+	assert_int_equal(st.p95_ns, 7);
+	for (int i = 0; i < 20; i++)
+		twenty[i] = 20 - i;
+	sbrig_latency_stats(twenty, NULL, 20, &st);
+	assert_int_equal(st.p95_ns, 19);	/* nearest rank: ceil(19) */
+	assert_int_equal(st.median_ns, 10);	/* (10 + 11) / 2 */
+	sbrig_latency_stats(twenty, NULL, 0, &st);
+	assert_int_equal(st.n, 0);
+	assert_int_equal(st.max_ns, 0);
+}
+
+/* ---- the integrator --------------------------------------------------- */
+
+static double ramp(int64_t t)
+{
+	return (double)(t - T0) / (double)S * 1000.0;	/* 1000 µW/s */
+}
+
+static void trapezoids_over_timestamps(void **state)
+{
+	struct sbrig_capture *cap;
+	struct sbrig_analysis *a;
+	char dir[4096];
+
+	cap_dir(dir, sizeof(dir), "ramp");
+	cap = sbrig_capture_new(dir, &prov);
+	assert_non_null(cap);
+	/* irregular steps: 1 ms, then 3 ms: the integral uses timestamps */
+	add_samples(cap, 4 * S, MS, ramp);
+	for (int64_t t = T0 + 4 * S + 3 * MS; t <= T0 + 10 * S; t += 3 * MS) {
+		struct sbrig_sample s = { .t_ns = t, .power_uW = llround(ramp(t)) };
+
+		assert_int_equal(sbrig_capture_add_samples(cap, &s, 1), 0);
+	}
+	assert_int_equal(sbrig_capture_close(cap, "complete"), 0);
+	a = sbrig_analysis_run(dir, NULL);
+	assert_non_null(a);
+	/* ∫ 1000 t dt from 0 to 10 s = 50 000 µJ, exact for a linear ramp */
+	assert_true(fabs(a->en.total_uJ - 50000.0) < 0.5);
+	assert_true(fabs(a->en.awake_uJ - 50000.0) < 0.5);
+	assert_int_equal(a->en.ngaps, 0);
+	assert_int_equal(a->tl.end - a->tl.start, 10 * S);
+	sbrig_analysis_free(a);
+}
+
+static double flat(int64_t t)
+{
+	return 1000.0;
+}
+
+static void gaps_are_not_bridged(void **state)
+{
+	struct sbrig_capture *cap;
+	struct sbrig_analysis *a;
+	struct sbrig_gap g = { .t_ns = T0 + 2 * S, .next_t_ns = T0 + 3 * S,
+			       .missing = 999 };
+	char dir[4096];
+
+	cap_dir(dir, sizeof(dir), "gaps");
+	cap = sbrig_capture_new(dir, &prov);
+	assert_non_null(cap);
+	for (int64_t t = T0; t <= T0 + 10 * S; t += MS) {
+		struct sbrig_sample s = { .t_ns = t, .power_uW = 1000 };
+
+		if (t > T0 + 2 * S && t < T0 + 3 * S)
+			continue;	/* the declared gap */
+		if (t > T0 + 6 * S && t < T0 + 6 * S + 500 * MS)
+			continue;	/* an undeclared one */
+		assert_int_equal(sbrig_capture_add_samples(cap, &s, 1), 0);
+	}
+	assert_int_equal(sbrig_capture_add_gap(cap, &g), 0);
+	assert_int_equal(sbrig_capture_close(cap, "complete"), 0);
+	a = sbrig_analysis_run(dir, NULL);
+	assert_non_null(a);
+	/* 10 s at 1 mW minus the 1.5 s not measured */
+	assert_true(fabs(a->en.total_uJ - 8500.0) < 0.01);
+	assert_int_equal(a->en.ngaps, 2);
+	assert_true(a->en.gaps[0].declared);
+	assert_int_equal(a->en.gaps[0].duration_ns, 1 * S);
+	assert_int_equal((int)a->en.gaps[0].missing, 999);
+	assert_false(a->en.gaps[1].declared);
+	assert_int_equal(a->en.gaps[1].duration_ns, 500 * MS);
+	/* bounds: lowest and highest power sampled, 1 mW both */
+	assert_true(fabs(a->en.gaps[0].hidden_min_uJ - 1000.0) < 0.01);
+	assert_true(fabs(a->en.gaps[0].hidden_max_uJ - 1000.0) < 0.01);
+	sbrig_analysis_free(a);
+	(void)flat;
+}
+
+/* ---- attribution ------------------------------------------------------ */
+
+/* 1 mW awake; 100 µW from 8 to 11 s (suspended) */
+static double awake_then_asleep(int64_t t)
+{
+	return t >= T0 + 8 * S && t < T0 + 11 * S ? 100.0 : 1000.0;
+}
+
+static void equal_split_exclusive_and_baseline(void **state)
+{
+	const struct an_blocker *ba, *bb;
+	struct sbrig_capture *cap;
+	struct sbrig_analysis *a;
+	char dir[4096];
+	double sum;
+
+	cap_dir(dir, sizeof(dir), "attrib");
+	cap = sbrig_capture_new(dir, &prov);
+	assert_non_null(cap);
+	add_samples(cap, 12 * S, MS, awake_then_asleep);
+	add_event(cap, 0, T0 + 2 * S, "block", "A");
+	add_event(cap, 1, T0 + 4 * S, "block", "B");
+	add_event(cap, 2, T0 + 6 * S, "unblock", "A");
+	add_event(cap, 3, T0 + 7 * S, "unblock", "B");
+	add_event(cap, 4, T0 + 8 * S, "enter", "deep");
+	add_event(cap, 5, T0 + 11 * S, "exit", "deep");
+	add_event(cap, 6, T0 + 11 * S + MS, "resume", "0");
+	assert_int_equal(sbrig_capture_close(cap, "complete"), 0);
+
+	a = sbrig_analysis_run(dir, NULL);
+	if (!a)
+		fail_msg("%s", sbrig_errmsg());
+	ba = blocker(a, "A");
+	bb = blocker(a, "B");
+	/* A alone 2-4 s, A+B 4-6 s, B alone 6-7 s, at 1 mW */
+	assert_true(fabs(ba->energy_uJ - 3000.0) < 0.5);
+	assert_true(fabs(ba->exclusive_uJ - 2000.0) < 0.5);
+	assert_true(fabs(bb->energy_uJ - 2000.0) < 0.5);
+	assert_true(fabs(bb->exclusive_uJ - 1000.0) < 0.5);
+	assert_int_equal(ba->activations, 1);
+	assert_int_equal(ba->active_ns, 4 * S);
+	assert_int_equal(bb->max_active_ns, 3 * S);
+	/* suspended 8-11 s at 100 µW; baseline from its trimmed middle */
+	assert_true(fabs(a->en.suspended_uJ - 300.0) < 0.5);
+	assert_int_equal(a->en.suspended_ns, 3 * S);
+	assert_true(a->en.have_baseline);
+	assert_true(fabs(a->en.baseline_uW - 100.0) < 0.01);
+	/* awake without a blocker: 0-2 s, 7-8 s, 11-12 s */
+	assert_true(fabs(a->en.unattributed_uJ - 4000.0) < 0.5);
+	assert_int_equal(a->en.unattributed_ns, 4 * S);
+	/* the parts add up to the total */
+	sum = ba->energy_uJ + bb->energy_uJ + a->en.unattributed_uJ +
+		a->en.suspended_uJ;
+	assert_true(fabs(sum - a->en.total_uJ) < 0.01);
+	/* above the baseline: (1000 - 100) µW over A's 2 s + half of 2 s */
+	assert_true(fabs(ba->energy_uJ - 100.0 * ba->share_ns * 1e-9 -
+			 2700.0) < 0.5);
+	sbrig_analysis_free(a);
+}
+
+static void blocker_active_at_start_and_leak(void **state)
+{
+	struct sbrig_capture *cap;
+	struct sbrig_analysis *a;
+	struct sbrig_blocker_stats st = { .name = "early", .count = 1,
+					  .active_since_ns = 5 * S };
+	char dir[4096];
+	bool leak = false;
+
+	cap_dir(dir, sizeof(dir), "leak");
+	cap = sbrig_capture_new(dir, &prov);
+	assert_non_null(cap);
+	assert_int_equal(sbrig_capture_add_stats(cap, T0, &st), 0);
+	add_samples(cap, 10 * S, MS, flat);
+	add_event(cap, 0, T0 + 3 * S, "unblock", "early");
+	add_event(cap, 1, T0 + 4 * S, "block", "stuck");
+	assert_int_equal(sbrig_capture_close(cap, "complete"), 0);
+	a = sbrig_analysis_run(dir, NULL);
+	assert_non_null(a);
+	/* active from the capture's start (the first snapshot) */
+	assert_int_equal(blocker(a, "early")->active_ns, 3 * S);
+	assert_true(fabs(blocker(a, "early")->energy_uJ - 3000.0) < 0.5);
+	assert_true(blocker(a, "stuck")->active_at_end);
+	for (size_t i = 0; i < a->fd.n; i++)
+		leak |= !strcmp(a->fd.f[i].kind, "leak") &&
+			!strcmp(a->fd.f[i].blocker, "stuck");
+	assert_true(leak);
+	assert_string_equal(a->fd.f[0].kind, "leak");	/* ranked first */
+	sbrig_analysis_free(a);
+}
+
+/* ---- the clock -------------------------------------------------------- */
+
+static void events_remapped_with_the_whole_clock(void **state)
+{
+	struct sbrig_capture *cap;
+	struct sbrig_analysis *a;
+	const int64_t off = 5 * S;	/* host = target + 5 s */
+	char dir[4096];
+
+	cap_dir(dir, sizeof(dir), "clock");
+	cap = sbrig_capture_new(dir, &prov);
+	assert_non_null(cap);
+	add_samples(cap, 10 * S, MS, flat);
+	/* pings every 0.5 s, round trip 200 µs, stamped in the middle */
+	for (int64_t t = T0; t <= T0 + 10 * S; t += 500 * MS)
+		assert_int_equal(sbrig_capture_add_clock(cap, t, t + 200000,
+							 t + 100000 - off, 1),
+				 0);
+	/* the online host times are 40 ms off: the analysis re-maps */
+	{
+		struct sbrig_event ev = { .uncert_ns = 20 * MS, .seq = 0 };
+
+		snprintf(ev.boot_id, sizeof(ev.boot_id), "b");
+		snprintf(ev.type, sizeof(ev.type), "block");
+		snprintf(ev.arg, sizeof(ev.arg), "x");
+		ev.target_t_ns = T0 + 2 * S - off;
+		ev.host_t_ns = T0 + 2 * S + 40 * MS;
+		assert_int_equal(sbrig_capture_add_event(cap, &ev), 0);
+		snprintf(ev.type, sizeof(ev.type), "unblock");
+		ev.seq = 1;
+		ev.target_t_ns = T0 + 5 * S - off;
+		ev.host_t_ns = T0 + 5 * S + 40 * MS;
+		assert_int_equal(sbrig_capture_add_event(cap, &ev), 0);
+	}
+	assert_int_equal(sbrig_capture_close(cap, "complete"), 0);
+	a = sbrig_analysis_run(dir, NULL);
+	assert_non_null(a);
+	assert_int_equal(a->clk.nseg, 1);
+	assert_int_equal(a->tl.unmapped, 0);
+	assert_int_equal(blocker(a, "x")->nspans, 1);
+	assert_true(llabs(blocker(a, "x")->spans[0].start - (T0 + 2 * S)) < 1000);
+	assert_true(llabs(blocker(a, "x")->active_ns - 3 * S) < 1000);
+	assert_true(a->tl.max_uncert_ns <= 100000 + 1000);
+	sbrig_analysis_free(a);
+}
+
+static void corrupt_capture_names_file_and_line(void **state)
+{
+	char dir[4096], path[4200];
+	struct sbrig_capture *cap;
+	FILE *f;
+
+	cap_dir(dir, sizeof(dir), "corrupt");
+	cap = sbrig_capture_new(dir, &prov);
+	assert_non_null(cap);
+	add_samples(cap, 1 * S, 100 * MS, flat);
+	add_event(cap, 0, T0, "block", "a");
+	assert_int_equal(sbrig_capture_close(cap, "complete"), 0);
+	snprintf(path, sizeof(path), "%s/events.tsv", dir);
+	f = fopen(path, "a");
+	assert_non_null(f);
+	fputs("12\tnot-a-number\t3\tb\t1\tblock\tz\t0\n", f);
+	fclose(f);
+	assert_null(sbrig_analysis_run(dir, NULL));
+	assert_non_null(strstr(sbrig_errmsg(), "events.tsv:3"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(latency_statistics),
+		cmocka_unit_test(trapezoids_over_timestamps),
+		cmocka_unit_test(gaps_are_not_bridged),
+		cmocka_unit_test(equal_split_exclusive_and_baseline),
+		cmocka_unit_test(blocker_active_at_start_and_leak),
+		cmocka_unit_test(events_remapped_with_the_whole_clock),
+		cmocka_unit_test(corrupt_capture_names_file_and_line),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
