@@ -13,10 +13,16 @@ records in ``samples.bin`` (decoded with ``struct``), and ``read_rows(dir,
 ``samples.tsv`` (same columns, same order). A cut last record is ignored
 like a cut line (``samples_cut_bytes()`` says how long it was); a bad
 header raises ``CaptureFormatError`` naming the file and the offset.
+
+``write_samples_bin(path, rows)`` and ``to_version2(src, dst)`` go the
+other way, from the format document alone (struct, not the C writer): the
+version 2 form of a version 1 capture, for tests that check a reader of
+both versions gives the same answers.
 """
 
 from __future__ import annotations
 
+import shutil
 import struct
 from collections import namedtuple
 from pathlib import Path
@@ -195,6 +201,35 @@ def read_rows(capture_dir, name: str, typed: bool = False) -> list:
             raise CaptureFormatError(f"{path}:{lineno}: {e}") from None
         rows.append(Row[name](*values) if typed else dict(zip(cols, values)))
     return rows
+
+
+def write_samples_bin(path, rows) -> None:
+    """Write ``rows`` (dicts or typed rows of the samples columns) as a
+    samples.bin: its header, then one record per row."""
+    out = bytearray(BIN_HEADER.pack(BIN_MAGIC, BIN_RECORD_FORMAT,
+                                    BIN_RECORD.size, 0))
+    for r in rows:
+        r = r._asdict() if hasattr(r, "_asdict") else r
+        out += BIN_RECORD.pack(r["t_ns"], r["power_uW"], r["current_uA"],
+                               r["bus_uV"], r["shunt_nV"], 0)
+    Path(path).write_bytes(bytes(out))
+
+
+def to_version2(src, dst) -> Path:
+    """Copy the version 1 capture ``src`` to ``dst`` as version 2: its
+    samples.tsv becomes samples.bin (a cut last row is dropped, as a reader
+    would), meta.ini says version 2, every other file is unchanged."""
+    src, dst = Path(src), Path(dst)
+    if capture_version(src) != 1:
+        raise ValueError(f"{src}: not a version 1 capture")
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("samples.tsv"))
+    write_samples_bin(dst / SAMPLES_BIN, read_rows(src, "samples"))
+    meta = (dst / "meta.ini").read_text()
+    head, sep, rest = meta.partition("\nversion = 1\n")
+    if not sep or not head.startswith("[capture]"):
+        raise ValueError(f"{src}/meta.ini: no [capture] version = 1 line")
+    (dst / "meta.ini").write_text(head + "\nversion = 2\n" + rest)
+    return dst
 
 
 def read_capture(capture_dir) -> dict:
