@@ -5,10 +5,13 @@
  * capture of format version 2 (samples.bin) and of version 1
  * (samples.tsv), then read them back with sbrig_capread_samples() in
  * batches and with sbrig_capread_next_sample(), and print samples/s of
- * each next to the file sizes and the size per hour at 3.5 kS/s.
+ * each next to the file sizes and the size per hour at 3.5 kS/s. The
+ * floor under any reader of samples.bin is measured too: a plain read()
+ * of the same file in chunks of one batch's bytes, every 64-bit word added
+ * up (no decoding, no checks): "plain read() samples.bin".
  *
  * Built and run by tests/bench/bench_samples.py (against the release
- * libsbrig-core.a); by hand:
+ * libsbrig-core.a), which prints the ratios; by hand:
  *
  *   make -C host
  *   cc -O2 -Ihost/include -o bench_samples tests/bench/bench_samples.c \
@@ -25,6 +28,7 @@
  * time; the best of REPEATS read passes is printed.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -163,6 +167,61 @@ static int read_pass(const char *dir, size_t batch, uint64_t n, uint64_t want,
 	return 0;
 }
 
+/*
+ * The reference: read() @dir/samples.bin in chunks of @batch records and
+ * add up its 64-bit words (the bytes are touched, as a decoder must). The
+ * best of @repeats passes; prints one line. Return 0 or -1.
+ */
+static int bench_plain_read(const char *dir, size_t batch, uint64_t n,
+			    unsigned int repeats)
+{
+	size_t chunk = batch * 32;
+	uint64_t *buf = malloc(chunk), h = 0, bytes;
+	double best_cpu = 1e30, best_wall = 1e30, c0, w0;
+	char path[4200];
+	ssize_t k;
+
+	if (!buf)
+		return -1;
+	snprintf(path, sizeof(path), "%s/samples.bin", dir);
+	for (unsigned int r = 0; r < repeats; r++) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0) {
+			perror(path);
+			free(buf);
+			return -1;
+		}
+		bytes = 0;
+		c0 = now_s(CLOCK_PROCESS_CPUTIME_ID);
+		w0 = now_s(CLOCK_MONOTONIC);
+		while ((k = read(fd, buf, chunk)) > 0) {
+			for (size_t i = 0; i < (size_t)k / 8; i++)
+				h += buf[i];
+			bytes += (uint64_t)k;
+		}
+		c0 = now_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
+		w0 = now_s(CLOCK_MONOTONIC) - w0;
+		close(fd);
+		if (k < 0 || bytes != 32 + n * 32) {
+			fprintf(stderr, "bench_samples: %s: read %" PRIu64
+				" bytes\n", path, bytes);
+			free(buf);
+			return -1;
+		}
+		if (c0 < best_cpu)
+			best_cpu = c0;
+		if (w0 < best_wall)
+			best_wall = w0;
+	}
+	free(buf);
+	/* h printed so that the sum is not optimised away */
+	printf("read\tplain read() samples.bin, %zu-byte chunks\t%" PRIu64
+	       "\t%.3f\t%.3f\t%.1f\t# sum %" PRIx64 "\n", chunk, n, best_cpu,
+	       best_wall, (double)n / best_cpu / 1e6, h);
+	return 0;
+}
+
 static long long file_size(const char *dir, const char *name)
 {
 	char path[4200];
@@ -270,6 +329,8 @@ int main(int argc, char **argv)
 		       repeats))
 		goto out;
 	if (bench_read("v2 samples.bin, next_sample()", dir2, 0, n, want, 1))
+		goto out;
+	if (bench_plain_read(dir2, batch, n, repeats))
 		goto out;
 	remove_capture(dir2);
 	if (tsv) {
