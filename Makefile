@@ -61,6 +61,7 @@ fuzz: deps
 bench: deps host
 	$(PY) tests/bench/bench_module.py
 	$(PY) tests/bench/bench_capture.py --vm
+	$(PY) tests/bench/bench_samples.py
 
 install: host
 	$(MAKE) -C host install

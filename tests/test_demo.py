@@ -17,6 +17,10 @@ cut at a change by interpolation:
   [4,4.5]     113.75  unattributed (300 -> 155)
   [4.5,5]      41.25  suspended (155 -> 10)
   [5,6]        gap: not integrated
+
+The same capture in format version 2 (its samples in samples.bin, made by
+tests/capture.py's to_version2 from the format document) must give the
+same report.json, figure for figure.
 """
 
 from __future__ import annotations
@@ -28,24 +32,29 @@ from pathlib import Path
 
 import pytest
 
+from tests.capture import to_version2
+
 REPO = Path(__file__).resolve().parents[1]
 SBRIG = REPO / "build" / "host" / "asan" / "sbrig"
 FIX = REPO / "tests" / "fixtures" / "captures" / "demo"
 S = 1_000_000_000
 
 
-@pytest.fixture(scope="module")
-def report(tmp_path_factory):
-    subprocess.run(["make", "-C", str(REPO / "host"), "VARIANT=asan", "-j2"],
-                   check=True, stdout=subprocess.DEVNULL)
-    out = tmp_path_factory.mktemp("report")
-    p = subprocess.run([str(SBRIG), "analyze", str(FIX), "-o", str(out)],
+def analyze(capture: Path, out: Path) -> dict:
+    p = subprocess.run([str(SBRIG), "analyze", str(capture), "-o", str(out)],
                        text=True, capture_output=True, timeout=60)
     assert p.returncode == 0, p.stderr
     assert "ERROR: AddressSanitizer" not in p.stderr, p.stderr
     r = json.loads((out / "report.json").read_text())
     r["_stdout"] = p.stdout
     return r
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    subprocess.run(["make", "-C", str(REPO / "host"), "VARIANT=asan", "-j2"],
+                   check=True, stdout=subprocess.DEVNULL)
+    return analyze(FIX, tmp_path_factory.mktemp("report"))
 
 
 def test_the_fixtures_figures_by_hand(report):
@@ -87,6 +96,22 @@ def test_the_headline_is_rendered_from_the_report(report):
     assert "finding: gap:" in out
     assert out.index("finding:") < out.index("energy_total:")
     assert "report: " in out and "report.json" in out
+
+
+def test_version2_capture_gives_the_same_report(report, tmp_path):
+    v2 = to_version2(FIX, tmp_path / "demo-v2")
+    assert not (v2 / "samples.tsv").exists()
+    r2 = analyze(v2, tmp_path / "report")
+    # only where the capture is and its format version may differ
+    assert report["capture"]["format_version"] == 1
+    assert r2["capture"]["format_version"] == 2
+    assert r2["capture"]["path"] == str(v2)
+    r1 = json.loads(json.dumps(report))
+    for r in (r1, r2):
+        del r["capture"]["path"], r["capture"]["format_version"]
+        del r["_stdout"]
+    assert r2 == r1
+    assert r2["energy"]["total_uJ"] == pytest.approx(755)
 
 
 @pytest.mark.demo

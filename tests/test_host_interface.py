@@ -420,7 +420,8 @@ def test_sbrig_capture_survives_vanished_ina226(hostif, sbrigd, tmp_path):
     vm = hostif.vm
     cap = "/tmp/cap-fault"
     c = vm.start_bg(_sbrig(f"capture -d 20s -o {cap}"))
-    _wait_guest(vm, f"[ $(wc -l < {cap}/samples.tsv) -ge 3 ]", 15)
+    # samples.bin: the 32-byte header and 2 records of 32 bytes
+    _wait_guest(vm, f"[ $(wc -c < {cap}/samples.bin) -ge 96 ]", 15)
     bus = f"/sys/bus/i2c/devices/i2c-{hostif.i2c_bus}"
     vm.run_ok(f"echo {INA_ADDR:#x} > {bus}/delete_device")
     try:

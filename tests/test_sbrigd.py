@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.capture import meta_section, read_rows
+from tests.capture import meta_section, read_rows, samples_file
 from tests.rigproto import FakeAgent, frame
 from tests.test_power import Emulator
 
@@ -205,6 +205,31 @@ def test_capture_records_samples_and_events(rig):
     assert target and target["boot_id"] == "boot-sbrigd-test"
     prov = meta_section(cap, "provenance")
     assert prov["rig_sha256"] == kv(sbrig(rig.sock, "status").stdout)["rig.config_sha256"]
+
+
+def test_daemon_writes_capture_format_version2(rig):
+    """sbrigd writes format version 2 by default: the samples are records
+    in samples.bin (no samples.tsv), counted in meta.ini, and `sbrig export`
+    gives back as text exactly what the records hold."""
+    rig.emu.ctl("current_uA 77000")
+    cap = rig.tmp / "cap-v2"
+    res = sbrig(rig.sock, "capture", "-d", "1s", "-o", str(cap))
+    assert res.returncode == 0, res.stderr
+    assert meta_section(cap, "capture")["version"] == "2"
+    assert not (cap / "samples.tsv").exists()
+    raw = (cap / "samples.bin").read_bytes()
+    assert raw[:8] == b"SBRIGSMP" and (len(raw) - 32) % 32 == 0
+    samples = read_rows(cap, "samples", typed=True)
+    assert len(samples) == (len(raw) - 32) // 32 > 500
+    assert len(samples) == int(meta_section(cap, "end")["samples"]) == \
+        int(kv(res.stdout)["samples"])
+    assert all(abs(s.current_uA - 77000) <= 100 for s in samples[-100:])
+    out = sbrig(None, "export", str(cap), "--samples", "tsv")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "t_ns\tcurrent_uA\tbus_uV\tshunt_nV\tpower_uW"
+    assert [tuple(map(int, x.split("\t"))) for x in lines[1:]] == \
+        [tuple(s) for s in samples]
 
 
 def test_capture_follows_emulator_current(rig):
@@ -484,7 +509,7 @@ def test_disk_full_fails_capture_daemon_lives(rig, tiny_fs):
     assert res.returncode == 1, (res.stdout, res.stderr)
     assert time.monotonic() - t < 40, "the capture did not fail when full"
     err = res.stderr
-    assert re.search(rf"{re.escape(str(cap))}/\w+\.tsv", err), err
+    assert re.search(rf"{re.escape(str(cap))}/\w+\.(tsv|bin)", err), err
     assert "No space left on device" in err and "ENOSPC" in err, err
     # whole rows only (read_rows raises on a cut row), counted in meta.ini
     end = meta_section(cap, "end")
@@ -492,10 +517,16 @@ def test_disk_full_fails_capture_daemon_lives(rig, tiny_fs):
     assert end["status"].startswith("failed: ") and \
         "No space left on device" in end["status"], end
     assert end["errno"] == "28", end
+    # the daemon writes format version 2: the samples are 32-byte records
+    assert samples_file(cap).name == "samples.bin"
     for name in ("samples", "gaps", "edges", "stimuli", "events", "stats",
                  "clock"):
-        raw = (cap / f"{name}.tsv").read_bytes()
-        assert raw.endswith(b"\n"), f"{name}.tsv ends in a cut row"
+        if name == "samples":
+            size = samples_file(cap).stat().st_size
+            assert (size - 32) % 32 == 0, "samples.bin ends in a cut record"
+        else:
+            raw = (cap / f"{name}.tsv").read_bytes()
+            assert raw.endswith(b"\n"), f"{name}.tsv ends in a cut row"
         assert len(read_rows(cap, name)) == int(end[name]), (name, end)
     assert len(read_rows(cap, "samples")) > 1000
     assert not (cap / ".reserve").exists(), "close left its space reserve"

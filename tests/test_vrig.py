@@ -76,9 +76,8 @@ def kv(text: str) -> dict[str, str]:
 
 
 def samples(cap: Path) -> list[tuple[int, int]]:
-    with open(cap / "samples.tsv") as f:
-        r = csv.DictReader(f, delimiter="\t")
-        return [(int(x["t_ns"]), int(x["current_uA"])) for x in r]
+    # samples.tsv or samples.bin (capture format version 1 or 2)
+    return [(x.t_ns, x.current_uA) for x in read_rows(cap, "samples", typed=True)]
 
 
 def wait_until(pred, timeout: float, what: str):

@@ -30,6 +30,7 @@
 
 #define GAP_FACTOR	10
 #define MEDIAN_SAMPLES	2049
+#define SAMPLE_BATCH	8192	/* samples per read (>= MEDIAN_SAMPLES) */
 #define TRACE_BUCKETS	2000	/* coarsest level over the whole capture */
 #define RAW_BEFORE_NS	1000000000LL
 #define RAW_AFTER_NS	2000000000LL
@@ -488,9 +489,11 @@ int an_integrate(struct an_energy *en, struct sbrig_capread *cr,
 		 struct an_timeline *tl, struct an_wakeups *wk)
 {
 	struct sbrig_gap *dgaps = NULL;
-	struct sbrig_sample *head = NULL, s;
+	struct sbrig_sample *buf = NULL, s;
 	int64_t *dts = NULL, gap_ns = INT64_MAX, median = 0;
-	size_t ndg = 0, dg_cap = 0, gi = 0, nhead = 0, hi = 0, gaps_cap = 0;
+	size_t ndg = 0, dg_cap = 0, gi = 0, nbuf = 0, bi = 0, gaps_cap = 0;
+	size_t nhead;
+	ssize_t got = 0;
 	struct walk w = { .en = en, .tl = tl, .wk = wk };
 	struct cp *cps = NULL;
 	size_t ncps = 0, ci = 0;
@@ -518,20 +521,30 @@ int an_integrate(struct an_energy *en, struct sbrig_capread *cr,
 			goto out;
 	}
 
-	/* the first samples: the median interval (undeclared gaps) */
-	head = malloc(MEDIAN_SAMPLES * sizeof(*head));
+	/*
+	 * The samples are read in batches of SAMPLE_BATCH into @buf
+	 * (sbrig_capread_samples(): from samples.bin large read()s and no
+	 * per-sample call). The first batch is filled as far as the file
+	 * goes; its first MEDIAN_SAMPLES give the median interval (undeclared
+	 * gaps), then the loop below walks it and the batches after it.
+	 */
+	buf = malloc(SAMPLE_BATCH * sizeof(*buf));
 	dts = malloc(MEDIAN_SAMPLES * sizeof(*dts));
-	if (!head || !dts) {
+	if (!buf || !dts) {
 		ret = sbrig_set_error(-ENOMEM, "analysis: out of memory");
 		goto out;
 	}
-	while (nhead < MEDIAN_SAMPLES &&
-	       (ret = sbrig_capread_next_sample(cr, &head[nhead])) == 1)
-		nhead++;
-	if (ret < 0)
+	while (nbuf < SAMPLE_BATCH &&
+	       (got = sbrig_capread_samples(cr, buf + nbuf,
+					    SAMPLE_BATCH - nbuf)) > 0)
+		nbuf += (size_t)got;
+	if (nbuf < SAMPLE_BATCH && got < 0) {
+		ret = (int)got;
 		goto out;
+	}
+	nhead = nbuf < MEDIAN_SAMPLES ? nbuf : MEDIAN_SAMPLES;
 	for (size_t i = 1; i < nhead; i++)
-		dts[i - 1] = head[i].t_ns - head[i - 1].t_ns;
+		dts[i - 1] = buf[i].t_ns - buf[i - 1].t_ns;
 	if (nhead > 1) {
 		qsort(dts, nhead - 1, sizeof(*dts), cmp_i64);
 		median = dts[(nhead - 1) / 2];
@@ -556,13 +569,16 @@ int an_integrate(struct an_energy *en, struct sbrig_capread *cr,
 	for (;;) {
 		double p;
 
-		if (hi < nhead) {
-			s = head[hi++];
-		} else {
-			ret = sbrig_capread_next_sample(cr, &s);
-			if (ret <= 0)
+		if (bi == nbuf) {
+			got = sbrig_capread_samples(cr, buf, SAMPLE_BATCH);
+			if (got <= 0) {
+				ret = (int)got;
 				break;
+			}
+			nbuf = (size_t)got;
+			bi = 0;
 		}
+		s = buf[bi++];
 		p = (double)s.power_uW;
 		if (!en->samples++)
 			en->first_t = s.t_ns;
@@ -653,7 +669,7 @@ int an_integrate(struct an_energy *en, struct sbrig_capread *cr,
 		ret = baseline(en, tl, w.fine, median);
 out:
 	free(dgaps);
-	free(head);
+	free(buf);
 	free(dts);
 	free(cps);
 	free(w.act);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * capture-read.c - the offline reader of capture directories, format
- * version 1 (host/doc/capture-format.md; sbrig/capture-read.h).
+ * versions 1 and 2 (host/doc/capture-format.md; sbrig/capture-read.h).
  *
  * meta.ini is small and rewritten atomically by the writer: it is read
  * whole and parsed with one table of known keys (unknown sections and keys
@@ -12,6 +12,15 @@
  * \\ \t \n \r \xHH). The bytes after the last newline are a write the
  * writer did not finish: ignored and counted. A file's first error is
  * sticky, like the writer's.
+ *
+ * Version 2 keeps the samples in samples.bin (lib/capture-bin.h): after
+ * its 32-byte header is checked, records are read in large blocks and
+ * decoded from little-endian into struct sbrig_sample, nothing else per
+ * record. A batch of at least CR_DIRECT_MIN samples is read() straight
+ * into the caller's array and decoded in place (a record and the struct
+ * have the same size), so the only copy is the kernel's; smaller requests
+ * go through the file's buffer. Bytes after the last whole record are a
+ * record the writer did not finish: ignored and counted, like a cut line.
  *
  * libc only (plus sbrig_set_error()): part of libsbrig-core.
  */
@@ -25,15 +34,28 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <sbrig/capture-read.h>
 
+#include "capture-bin.h"
 #include "internal.h"
 
 #define CR_BUF		65536		/* also the longest line */
 #define CR_META_MAX	(1 << 20)
 #define CR_MAX_COLS	9
+/* samples.bin: batches this large are read into the caller's array ... */
+#define CR_DIRECT_MIN	(CR_BUF / CAPBIN_RECORD_SIZE)
+/* ... in reads of at most this many bytes (decoded while in the cache) */
+#define CR_DIRECT_CHUNK	(256 * 1024)
+
+/* In-place decoding needs a record and a sample to be the same size. */
+_Static_assert(sizeof(struct sbrig_sample) == CAPBIN_RECORD_SIZE,
+	       "struct sbrig_sample is not the size of a samples.bin record");
+_Static_assert(CR_BUF % CAPBIN_RECORD_SIZE == 0 &&
+	       CR_DIRECT_CHUNK % CAPBIN_RECORD_SIZE == 0,
+	       "buffers hold whole records");
 
 static const struct {
 	const char *name;
@@ -60,6 +82,8 @@ static const struct {
 
 /**
  * struct cr_file - the cursor of one data file
+ * @name: its name in the directory (cr_files[], or samples.bin)
+ * @binary: samples.bin: fixed-size records after a binary header
  * @fd: open file (-1: not opened yet)
  * @buf: read buffer (CR_BUF bytes)
  * @start: first byte not consumed
@@ -71,6 +95,8 @@ static const struct {
  * @errmsg: its message
  */
 struct cr_file {
+	const char *name;
+	bool binary;
 	int fd;
 	char *buf;
 	size_t start, end;
@@ -215,7 +241,7 @@ file_fail(struct sbrig_capread *cr, enum sbrig_capfile id, const char *fmt,
 		vsnprintf(msg, sizeof(msg), fmt, ap);
 		va_end(ap);
 		snprintf(full, sizeof(full), "%s/%s:%" PRIu64 ": %s", cr->dir,
-			 cr_files[id].name, f->info.line, msg);
+			 f->name, f->info.line, msg);
 		memcpy(f->errmsg, full, sizeof(full));
 		f->err = -EINVAL;
 	}
@@ -229,7 +255,7 @@ static int file_open(struct sbrig_capread *cr, enum sbrig_capfile id)
 	struct stat st;
 	int err;
 
-	snprintf(path, sizeof(path), "%s/%s", cr->dir, cr_files[id].name);
+	snprintf(path, sizeof(path), "%s/%s", cr->dir, f->name);
 	err = 0;
 	f->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (f->fd < 0)
@@ -280,11 +306,13 @@ static int next_line(struct sbrig_capread *cr, enum sbrig_capfile id,
 			line->n = (size_t)(nl - line->s);
 			f->start += line->n + 1;
 			f->info.line++;
+			f->info.offset += line->n + 1;
 			return 1;
 		}
 		if (f->at_eof) {
 			if (f->start < f->end) {
 				f->info.cut_lines = 1;	/* an unfinished write */
+				f->info.cut_bytes = f->end - f->start;
 				f->start = f->end;
 			}
 			f->info.eof = true;
@@ -464,7 +492,8 @@ static int col_word(struct sbrig_capread *cr, enum sbrig_capfile id,
 			(int)(c[col].n > 32 ? 32 : c[col].n), c[col].s, yes, no);
 }
 
-int sbrig_capread_next_sample(struct sbrig_capread *cr, struct sbrig_sample *s)
+/* samples.tsv (version 1): one row. */
+static int tsv_next_sample(struct sbrig_capread *cr, struct sbrig_sample *s)
 {
 	const enum sbrig_capfile id = SBRIG_CAPFILE_SAMPLES;
 	struct field c[CR_MAX_COLS];
@@ -482,6 +511,218 @@ int sbrig_capread_next_sample(struct sbrig_capread *cr, struct sbrig_sample *s)
 		return cr->files[id].err;
 	*s = r;
 	return 1;
+}
+
+/* ---- samples.bin (version 2) --------------------------------------------- */
+
+static int SBRIG_PRINTF(4, 5)
+bin_fail(struct sbrig_capread *cr, int err, uint64_t offset, const char *fmt,
+	 ...)
+{
+	struct cr_file *f = &cr->files[SBRIG_CAPFILE_SAMPLES];
+	char msg[400];
+	va_list ap;
+
+	if (!f->err) {
+		va_start(ap, fmt);
+		vsnprintf(msg, sizeof(msg), fmt, ap);
+		va_end(ap);
+		snprintf(f->errmsg, sizeof(f->errmsg), "%s/%s: offset %" PRIu64
+			 ": %s", cr->dir, f->name, offset, msg);
+		f->err = err;
+	}
+	return sbrig_set_error(f->err, "%s", f->errmsg);
+}
+
+/*
+ * read() into @dst (@len bytes); 0 at the end of the file. On an error
+ * the file is failed (at @f's offset). Return bytes read or -errno.
+ */
+static ssize_t bin_read(struct sbrig_capread *cr, void *dst, size_t len)
+{
+	struct cr_file *f = &cr->files[SBRIG_CAPFILE_SAMPLES];
+	ssize_t n;
+
+	do
+		n = read(f->fd, dst, len);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return bin_fail(cr, -errno, f->info.offset, "read: %s",
+				strerror(errno));
+	if (!n)
+		f->at_eof = true;
+	return n;
+}
+
+/* Refills the file's buffer after the bytes not consumed yet. */
+static int bin_fill(struct sbrig_capread *cr)
+{
+	struct cr_file *f = &cr->files[SBRIG_CAPFILE_SAMPLES];
+	ssize_t n;
+
+	if (f->start) {
+		memmove(f->buf, f->buf + f->start, f->end - f->start);
+		f->end -= f->start;
+		f->start = 0;
+	}
+	n = bin_read(cr, f->buf + f->end, CR_BUF - f->end);
+	if (n < 0)
+		return (int)n;
+	f->end += (size_t)n;
+	return 0;
+}
+
+/* The 32-byte header: magic, record format, record size, flags. */
+static int bin_header(struct sbrig_capread *cr)
+{
+	struct cr_file *f = &cr->files[SBRIG_CAPFILE_SAMPLES];
+	const unsigned char *h;
+	char magic[CAPBIN_MAGIC_LEN + 1];
+	uint32_t v;
+	unsigned int i;
+	int ret;
+
+	while (f->end - f->start < CAPBIN_HEADER_SIZE && !f->at_eof) {
+		ret = bin_fill(cr);
+		if (ret)
+			return ret;
+	}
+	h = (const unsigned char *)f->buf + f->start;
+	if (f->end - f->start < CAPBIN_HEADER_SIZE)
+		return bin_fail(cr, -EINVAL, f->end - f->start,
+				"no header (%zu bytes, expected %d)",
+				f->end - f->start, CAPBIN_HEADER_SIZE);
+	if (memcmp(h, CAPBIN_MAGIC, CAPBIN_MAGIC_LEN)) {
+		for (i = 0; i < CAPBIN_MAGIC_LEN; i++)
+			magic[i] = h[i] >= ' ' && h[i] < 0x7f ? (char)h[i] : '.';
+		magic[i] = '\0';
+		return bin_fail(cr, -EINVAL, 0, "'%s': not a samples file "
+				"(expected '%s')", magic, CAPBIN_MAGIC);
+	}
+	v = capbin_get32(h + CAPBIN_OFF_FORMAT);
+	if (v != CAPBIN_RECORD_FORMAT)
+		return bin_fail(cr, -EPROTONOSUPPORT, CAPBIN_OFF_FORMAT,
+				"record format %" PRIu32 ": this reader knows "
+				"format %d", v, CAPBIN_RECORD_FORMAT);
+	v = capbin_get32(h + CAPBIN_OFF_RECSIZE);
+	if (v != CAPBIN_RECORD_SIZE)
+		return bin_fail(cr, -EINVAL, CAPBIN_OFF_RECSIZE,
+				"record size %" PRIu32 ", expected %d", v,
+				CAPBIN_RECORD_SIZE);
+	v = capbin_get32(h + CAPBIN_OFF_FLAGS);
+	if (v)
+		return bin_fail(cr, -EPROTONOSUPPORT, CAPBIN_OFF_FLAGS,
+				"flags 0x%" PRIx32 ": this reader knows none", v);
+	f->start += CAPBIN_HEADER_SIZE;
+	f->info.offset = CAPBIN_HEADER_SIZE;
+	f->header_ok = true;
+	return 0;
+}
+
+/*
+ * Up to @max records into @out, until @max or the end of the file (see
+ * the file comment for the two paths). Return the number stored, or
+ * -errno if none was (an error after some records is returned by the
+ * next call: the file stays failed).
+ */
+static ssize_t bin_samples(struct sbrig_capread *cr, struct sbrig_sample *out,
+			   size_t max)
+{
+	struct cr_file *f = &cr->files[SBRIG_CAPFILE_SAMPLES];
+	size_t got = 0, avail, k, r;
+	ssize_t n;
+	int ret;
+
+	if (f->err)
+		return sbrig_set_error(f->err, "%s", f->errmsg);
+	if (f->fd < 0) {
+		ret = file_open(cr, SBRIG_CAPFILE_SAMPLES);
+		if (ret)
+			return ret;
+	}
+	if (!f->header_ok) {
+		ret = bin_header(cr);
+		if (ret)
+			return ret;
+	}
+	if (max > SSIZE_MAX)
+		max = SSIZE_MAX;
+	while (got < max) {
+		avail = f->end - f->start;
+		if (avail >= CAPBIN_RECORD_SIZE) {
+			k = avail / CAPBIN_RECORD_SIZE;
+			if (k > max - got)
+				k = max - got;
+			capbin_decode(out + got, f->buf + f->start, k);
+			f->start += k * CAPBIN_RECORD_SIZE;
+			f->info.offset += k * CAPBIN_RECORD_SIZE;
+			got += k;
+			continue;
+		}
+		if (f->at_eof) {
+			if (avail) {	/* a record the writer did not finish */
+				f->info.cut_lines = 1;
+				f->info.cut_bytes = avail;
+				f->start = f->end;
+			}
+			f->info.eof = true;
+			break;
+		}
+		if (!avail && max - got >= CR_DIRECT_MIN) {
+			/* straight into the caller's array, decoded in place */
+			k = max - got;
+			if (k > CR_DIRECT_CHUNK / CAPBIN_RECORD_SIZE)
+				k = CR_DIRECT_CHUNK / CAPBIN_RECORD_SIZE;
+			n = bin_read(cr, out + got, k * CAPBIN_RECORD_SIZE);
+			if (n < 0)
+				break;
+			k = (size_t)n / CAPBIN_RECORD_SIZE;
+			r = (size_t)n % CAPBIN_RECORD_SIZE;
+			capbin_decode(out + got, out + got, k);
+			if (r) {	/* the start of a record: keep it */
+				memcpy(f->buf, (const char *)(out + got + k), r);
+				f->start = 0;
+				f->end = r;
+			}
+			got += k;
+			f->info.offset += k * CAPBIN_RECORD_SIZE;
+			continue;
+		}
+		if (bin_fill(cr))
+			break;
+	}
+	f->info.rows += got;
+	if (!got && f->err)
+		return sbrig_set_error(f->err, "%s", f->errmsg);
+	return (ssize_t)got;
+}
+
+int sbrig_capread_next_sample(struct sbrig_capread *cr, struct sbrig_sample *s)
+{
+	if (cr->files[SBRIG_CAPFILE_SAMPLES].binary)
+		return (int)bin_samples(cr, s, 1);
+	return tsv_next_sample(cr, s);
+}
+
+ssize_t sbrig_capread_samples(struct sbrig_capread *cr,
+			      struct sbrig_sample *buf, size_t max)
+{
+	size_t got = 0;
+	int ret;
+
+	if (cr->files[SBRIG_CAPFILE_SAMPLES].binary)
+		return bin_samples(cr, buf, max);
+	if (max > SSIZE_MAX)
+		max = SSIZE_MAX;
+	while (got < max) {
+		ret = tsv_next_sample(cr, &buf[got]);
+		if (ret < 0 && !got)
+			return ret;
+		if (ret <= 0)
+			break;	/* an error after some rows: the next call */
+		got++;
+	}
+	return (ssize_t)got;
 }
 
 int sbrig_capread_next_gap(struct sbrig_capread *cr, struct sbrig_gap *g)
@@ -637,6 +878,13 @@ void sbrig_capread_file_info(const struct sbrig_capread *cr,
 const char *sbrig_capfile_name(enum sbrig_capfile file)
 {
 	return (unsigned int)file < SBRIG_CAPFILE_NR ? cr_files[file].name : "?";
+}
+
+const char *sbrig_capread_file_name(const struct sbrig_capread *cr,
+				    enum sbrig_capfile file)
+{
+	return (unsigned int)file < SBRIG_CAPFILE_NR ? cr->files[file].name :
+						       "?";
 }
 
 /* ---- meta.ini ------------------------------------------------------------ */
@@ -906,10 +1154,10 @@ static int read_meta(struct sbrig_capread *cr)
 			path);
 		goto out;
 	}
-	if (cr->meta.version != 1) {
+	if (cr->meta.version < 1 || cr->meta.version > 2) {
 		ret = sbrig_set_error(-EPROTONOSUPPORT,
-			"%s: [capture] version %u: this reader knows version 1",
-			path, cr->meta.version);
+			"%s: [capture] version %u: this reader knows versions 1 "
+			"and 2", path, cr->meta.version);
 		goto out;
 	}
 out:
@@ -938,13 +1186,19 @@ struct sbrig_capread *sbrig_capread_open(const char *dir)
 		return NULL;
 	}
 	snprintf(cr->dir, sizeof(cr->dir), "%s", dir);
-	for (i = 0; i < SBRIG_CAPFILE_NR; i++)
+	for (i = 0; i < SBRIG_CAPFILE_NR; i++) {
 		cr->files[i].fd = -1;
+		cr->files[i].name = cr_files[i].name;
+	}
 	ret = read_meta(cr);
 	if (ret) {
 		sbrig_capread_close(cr);
 		errno = -ret;
 		return NULL;
+	}
+	if (cr->meta.version >= 2) {
+		cr->files[SBRIG_CAPFILE_SAMPLES].name = CAPBIN_NAME;
+		cr->files[SBRIG_CAPFILE_SAMPLES].binary = true;
 	}
 	return cr;
 }

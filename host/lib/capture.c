@@ -2,13 +2,18 @@
 /*
  * capture.c - capture directories (format: host/doc/capture-format.md).
  *
- * Each data file is append-only text with a header line; rows are built in
- * a per-file userspace buffer and written when it fills, when
- * sbrig_capture_sync() finds a second has passed (then also fdatasync'd)
- * and at close. A flush that fails part-way cuts the file back to where
- * the flush started, so a file on disk always ends at a row boundary,
- * except after a kill -9 in the middle of a write(), which readers
- * tolerate (a last line without its newline is ignored).
+ * Each data file is append-only with a header: text (a header line, then
+ * one row per line) or, for the samples of format version 2 (the
+ * default), samples.bin (a 32-byte header, then 32-byte little-endian
+ * records: lib/capture-bin.h). Rows and records are built in a per-file
+ * userspace buffer and written when it fills, when sbrig_capture_sync()
+ * finds a second has passed (then also fdatasync'd) and at close. A
+ * record is a fixed-size encoding of the sample, so a batch of samples
+ * costs about a memcpy; only text rows are formatted. A flush that fails
+ * part-way cuts the file back to its last complete row or record, so a
+ * file on disk always ends at a row (record) boundary, except after a
+ * kill -9 in the middle of a write(), which readers tolerate (a last line
+ * without its newline, or a cut last record, is ignored).
  *
  * meta.ini is never appended to: it is rebuilt from memory, written to
  * meta.ini.tmp, fsync'd and renamed over the old one, so it is always
@@ -44,10 +49,10 @@
 
 #include <sbrig/capture.h>
 
+#include "capture-bin.h"
 #include "internal.h"
 
-#define CAP_FORMAT_VERSION 1
-#define CAP_BUF_SIZE (64 * 1024)
+#define CAP_BUF_SIZE (64 * 1024)	/* a multiple of CAPBIN_RECORD_SIZE */
 /* longest row: a few numbers plus two escaped names (4x: \xHH) */
 #define CAP_ROW_MAX (256 + 8 * SBRIG_NAME_MAX)
 #define CAP_SYNC_NS 1000000000LL
@@ -88,6 +93,8 @@ static const struct {
 
 /**
  * struct cap_file - one data file
+ * @name: its name in the directory (cap_files[], or samples.bin)
+ * @binary: fixed-size records of CAPBIN_RECORD_SIZE bytes, not text lines
  * @fd: open for appending
  * @buf: rows not yet written
  * @len: bytes in @buf
@@ -97,6 +104,8 @@ static const struct {
  * @dirty: written since the last fdatasync
  */
 struct cap_file {
+	const char *name;
+	bool binary;
 	int fd;
 	char *buf;
 	size_t len;
@@ -109,6 +118,7 @@ struct cap_file {
 /**
  * struct sbrig_capture - an open capture directory
  * @dir: its path
+ * @version: the format version written (1: samples.tsv, 2: samples.bin)
  * @dirfd: the directory, for openat/renameat/fsync
  * @files: the data files
  * @meta: meta.ini's [capture], [provenance] and [target] sections as text
@@ -124,6 +134,7 @@ struct cap_file {
  */
 struct sbrig_capture {
 	char dir[PATH_MAX];
+	unsigned int version;
 	int dirfd;
 	struct cap_file files[F_NR];
 	char *meta;
@@ -202,10 +213,36 @@ static size_t escape(char *out, const char *s)
 
 /* ---- data files ---------------------------------------------------------- */
 
+/*
+ * Of the first @done bytes of @f's buffer, how many make whole rows
+ * (records), and how many rows that is (@rows).
+ */
+static size_t whole_rows(const struct cap_file *f, size_t done,
+			 uint64_t *rows)
+{
+	const char *nl;
+	size_t keep = 0, i;
+
+	*rows = 0;
+	if (f->binary) {
+		*rows = done / CAPBIN_RECORD_SIZE;
+		return done - done % CAPBIN_RECORD_SIZE;
+	}
+	for (i = 0; i < done; i = (size_t)(nl - f->buf) + 1) {
+		nl = memchr(f->buf + i, '\n', done - i);
+		if (!nl)
+			break;
+		keep = (size_t)(nl - f->buf) + 1;
+		(*rows)++;
+	}
+	return keep;
+}
+
 static int flush_file(struct sbrig_capture *cap, enum cap_file_id id)
 {
 	struct cap_file *f = &cap->files[id];
-	size_t done = 0;
+	size_t done = 0, keep;
+	uint64_t rows;
 	ssize_t n;
 
 	while (done < f->len) {
@@ -215,15 +252,24 @@ static int flush_file(struct sbrig_capture *cap, enum cap_file_id id)
 		if (n <= 0) {
 			int err = n < 0 ? errno : EIO;
 
-			/* keep the file at a row boundary */
-			if (done && ftruncate(f->fd, f->size))
+			/*
+			 * Keep the file at a row (record) boundary: what was
+			 * written whole stays (and is counted), a partial row
+			 * is cut off.
+			 */
+			keep = whole_rows(f, done, &rows);
+			if (keep < done &&
+			    ftruncate(f->fd, f->size + (off_t)keep))
 				sbrig_warn("%s/%s: cannot cut a partial row: %s",
-					   cap->dir, cap_files[id].name,
-					   strerror(errno));
+					   cap->dir, f->name, strerror(errno));
+			f->size += (off_t)keep;
+			if (f->pending)	/* not the header */
+				f->rows += rows;
 			f->len = 0;
 			f->pending = 0;
+			f->dirty = true;
 			return cap_fail(cap, -err, "%s/%s: write: %s", cap->dir,
-					cap_files[id].name, strerror(err));
+					f->name, strerror(err));
 		}
 		done += (size_t)n;
 	}
@@ -263,7 +309,7 @@ add_row(struct sbrig_capture *cap, enum cap_file_id id, const char *fmt, ...)
 	va_end(ap);
 	if (n < 0 || (size_t)n >= CAP_BUF_SIZE - f->len - 1)
 		return sbrig_set_error(-EOVERFLOW, "%s/%s: row too long",
-				       cap->dir, cap_files[id].name);
+				       cap->dir, f->name);
 	f->len += (size_t)n;
 	f->buf[f->len++] = '\n';
 	f->pending++;
@@ -398,7 +444,7 @@ static int meta_begin(struct sbrig_capture *cap,
 	ret = meta_add(cap, "[capture]\nformat = sbrig-capture\nversion = %d\n"
 		       "created = %s\ncreated_realtime_ns = %" PRId64 "\n"
 		       "created_monotonic_ns = %" PRId64 "\n\n[provenance]\n",
-		       CAP_FORMAT_VERSION, created, realtime_ns, sbrig_now_ns());
+		       cap->version, created, realtime_ns, sbrig_now_ns());
 	ret = ret ?: meta_kv(cap, "rig_name", prov->rig_name);
 	ret = ret ?: meta_kv(cap, "rig_config", prov->rig_config);
 	ret = ret ?: meta_kv(cap, "rig_sha256", prov->rig_sha256);
@@ -480,21 +526,68 @@ static void cap_free(struct sbrig_capture *cap)
 	free(cap);
 }
 
+/* Opens data file @id and writes its header (text line or binary). */
+static int open_file(struct sbrig_capture *cap, enum cap_file_id id)
+{
+	struct cap_file *f = &cap->files[id];
+
+	f->buf = malloc(CAP_BUF_SIZE);
+	if (!f->buf)
+		return sbrig_set_error(-ENOMEM, "%s: out of memory", cap->dir);
+	f->fd = openat(cap->dirfd, f->name,
+		       O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+	if (f->fd < 0)
+		return sbrig_set_error(-errno, "%s/%s: %s", cap->dir, f->name,
+				       strerror(errno));
+	if (f->binary) {
+		capbin_header((unsigned char *)f->buf);
+		f->len = CAPBIN_HEADER_SIZE;
+	} else {
+		f->len = (size_t)snprintf(f->buf, CAP_BUF_SIZE, "%s\n",
+					  cap_files[id].header);
+	}
+	return flush_file(cap, id);
+}
+
 struct sbrig_capture *sbrig_capture_new(const char *dir,
 					const struct sbrig_provenance *prov)
 {
+	return sbrig_capture_new_opts(dir, prov, NULL);
+}
+
+struct sbrig_capture *
+sbrig_capture_new_opts(const char *dir, const struct sbrig_provenance *prov,
+		       const struct sbrig_capture_opts *opts)
+{
+	unsigned int version = opts && opts->version ? opts->version :
+			       SBRIG_CAPTURE_VERSION;
 	struct sbrig_capture *cap;
 	unsigned int i;
 	int ret;
 
+	if (version < SBRIG_CAPTURE_VERSION_MIN ||
+	    version > SBRIG_CAPTURE_VERSION_MAX) {
+		ret = sbrig_set_error(-EINVAL, "%s: format version %u: the "
+				      "writer writes versions %d to %d", dir,
+				      version, SBRIG_CAPTURE_VERSION_MIN,
+				      SBRIG_CAPTURE_VERSION_MAX);
+		goto fail;
+	}
 	cap = calloc(1, sizeof(*cap));
 	if (!cap) {
 		ret = sbrig_set_error(-ENOMEM, "%s: out of memory", dir);
 		goto fail;
 	}
+	cap->version = version;
 	cap->dirfd = -1;
-	for (i = 0; i < F_NR; i++)
+	for (i = 0; i < F_NR; i++) {
 		cap->files[i].fd = -1;
+		cap->files[i].name = cap_files[i].name;
+	}
+	if (version >= 2) {
+		cap->files[F_SAMPLES].name = CAPBIN_NAME;
+		cap->files[F_SAMPLES].binary = true;
+	}
 	if (strlen(dir) >= sizeof(cap->dir)) {
 		ret = sbrig_set_error(-ENAMETOOLONG, "%s: path too long", dir);
 		goto free_cap;
@@ -509,24 +602,7 @@ struct sbrig_capture *sbrig_capture_new(const char *dir,
 		goto free_cap;
 	}
 	for (i = 0; i < F_NR; i++) {
-		struct cap_file *f = &cap->files[i];
-
-		f->buf = malloc(CAP_BUF_SIZE);
-		if (!f->buf) {
-			ret = sbrig_set_error(-ENOMEM, "%s: out of memory", dir);
-			goto free_cap;
-		}
-		f->fd = openat(cap->dirfd, cap_files[i].name,
-			       O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC,
-			       0644);
-		if (f->fd < 0) {
-			ret = sbrig_set_error(-errno, "%s/%s: %s", dir,
-					      cap_files[i].name, strerror(errno));
-			goto free_cap;
-		}
-		f->len = (size_t)snprintf(f->buf, CAP_BUF_SIZE, "%s\n",
-					  cap_files[i].header);
-		ret = flush_file(cap, i);
+		ret = open_file(cap, i);
 		if (ret)
 			goto free_cap;
 	}
@@ -614,14 +690,48 @@ static char *put_i64(char *p, int64_t v)
 	return p;
 }
 
+/*
+ * Version 2: records are encoded straight into the buffer, as many at a
+ * time as fit; the buffer is written when it is full.
+ */
+static int add_sample_records(struct sbrig_capture *cap,
+			      const struct sbrig_sample *s, size_t n)
+{
+	struct cap_file *f = &cap->files[F_SAMPLES];
+	size_t room;
+	int ret;
+
+	while (n) {
+		room = (CAP_BUF_SIZE - f->len) / CAPBIN_RECORD_SIZE;
+		if (!room) {
+			ret = flush_file(cap, F_SAMPLES);
+			if (ret)
+				return ret;
+			continue;
+		}
+		if (room > n)
+			room = n;
+		capbin_encode((unsigned char *)f->buf + f->len, s, room);
+		f->len += room * CAPBIN_RECORD_SIZE;
+		f->pending += room;
+		s += room;
+		n -= room;
+	}
+	return 0;
+}
+
 int sbrig_capture_add_samples(struct sbrig_capture *cap,
 			      const struct sbrig_sample *s, size_t n)
 {
 	struct cap_file *f = &cap->files[F_SAMPLES];
 	size_t i;
 	char *p;
-	int ret;
+	int ret = cap_check(cap);
 
+	if (ret)
+		return ret;
+	if (f->binary)
+		return add_sample_records(cap, s, n);
 	for (i = 0; i < n; i++) {
 		ret = row_room(cap, F_SAMPLES);	/* 5 x 20 digits fit a row */
 		if (ret)
@@ -730,8 +840,7 @@ static int sync_all(struct sbrig_capture *cap)
 		if (f->dirty) {
 			if (fdatasync(f->fd))
 				return cap_fail(cap, -errno, "%s/%s: fdatasync: %s",
-						cap->dir, cap_files[i].name,
-						strerror(errno));
+						cap->dir, f->name, strerror(errno));
 			f->dirty = false;
 		}
 	}
@@ -803,4 +912,9 @@ int sbrig_capture_close(struct sbrig_capture *cap, const char *status)
 const char *sbrig_capture_dir(const struct sbrig_capture *cap)
 {
 	return cap->dir;
+}
+
+unsigned int sbrig_capture_version(const struct sbrig_capture *cap)
+{
+	return cap->version;
 }

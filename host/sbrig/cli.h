@@ -37,4 +37,8 @@ int usage_error(const char *cmd, const char *fmt, ...)
 extern const char analyze_help[];
 int cmd_analyze(const struct command *c, int argc, char **argv);
 
+/* export.c */
+extern const char export_help[];
+int cmd_export(const struct command *c, int argc, char **argv);
+
 #endif /* SBRIG_CLI_H */

@@ -1028,6 +1028,9 @@ static const struct command commands[] = {
 "client'.\n",
 	  cmd_stop },
 	{ "render", render_args, render_summary, render_help, cmd_render },
+	{ "export", "CAPTURE --samples csv|tsv [-o FILE]",
+	  "write a capture's samples as CSV or TSV",
+	  export_help, cmd_export },
 };
 
 static void usage(FILE *f)

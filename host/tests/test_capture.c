@@ -3,7 +3,9 @@
  * Unit tests for capture directories (lib/capture.c): headers and rows of
  * every file, escaping, buffering until sync, atomic meta.ini, and a write
  * error (EFBIG from RLIMIT_FSIZE, as ENOSPC would be) that fails the
- * capture with a message naming the file and leaves earlier rows whole.
+ * capture with a message naming the file and leaves earlier rows whole;
+ * the same for samples.bin (format version 2), whose bytes are checked
+ * against the layout of capture-format.md built here by hand.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -62,6 +64,18 @@ static const struct sbrig_provenance prov = {
 	.target_uri = "tcp:127.0.0.1:30430",
 };
 
+/* A capture of format version @version (1: samples.tsv, 2: samples.bin). */
+static struct sbrig_capture *new_cap(const char *dir, unsigned int version)
+{
+	const struct sbrig_capture_opts o = { .version = version };
+	struct sbrig_capture *cap = sbrig_capture_new_opts(dir, &prov, &o);
+
+	if (!cap)
+		fail_msg("%s", sbrig_errmsg());
+	assert_int_equal(sbrig_capture_version(cap), version);
+	return cap;
+}
+
 static void files_headers_and_rows(void **state)
 {
 	char dir[PATH_MAX];
@@ -86,9 +100,7 @@ static void files_headers_and_rows(void **state)
 	char *t;
 
 	tmp_path(dir, sizeof(dir), "cap-rows");
-	cap = sbrig_capture_new(dir, &prov);
-	if (!cap)
-		fail_msg("%s", sbrig_errmsg());
+	cap = new_cap(dir, 1);
 	assert_string_equal(sbrig_capture_dir(cap), dir);
 	assert_int_equal(sbrig_capture_set_target(cap, "b-1", "6.1.0-18-amd64",
 						  "0.1", "0.1"), 0);
@@ -158,9 +170,7 @@ static void sample_rows_match_printf(void **state)
 	char *t;
 
 	tmp_path(dir, sizeof(dir), "cap-ints");
-	cap = sbrig_capture_new(dir, &prov);
-	if (!cap)
-		fail_msg("%s", sbrig_errmsg());
+	cap = new_cap(dir, 1);
 	assert_int_equal(sbrig_capture_add_samples(cap, s, 4), 0);
 	assert_int_equal(sbrig_capture_close(cap, "complete"), 0);
 	len = (size_t)snprintf(want, sizeof(want), "%s\n",
@@ -185,8 +195,7 @@ static void rows_wait_for_sync(void **state)
 	int64_t now = sbrig_now_ns();
 
 	tmp_path(dir, sizeof(dir), "cap-sync");
-	cap = sbrig_capture_new(dir, &prov);
-	assert_non_null(cap);
+	cap = new_cap(dir, 1);
 	snprintf(path, sizeof(path), "%s/samples.tsv", dir);
 	assert_int_equal(stat(path, &st0), 0);
 	assert_int_equal(sbrig_capture_add_samples(cap, &s, 1), 0);
@@ -231,21 +240,25 @@ static void existing_directory(void **state)
 }
 
 /*
- * The child runs with a 64 KiB file size limit: samples.tsv hits it, the
- * capture fails with EFBIG naming the file, later appends get the same
- * error, close still writes meta.ini. Exit status = first failed check.
+ * The child runs with a file size limit of @limit bytes: the samples file
+ * hits it, the capture fails with EFBIG naming the file, later appends get
+ * the same error, close still writes meta.ini. Exit status = first failed
+ * check.
  */
-static int efbig_child(const char *dir)
+static int efbig_child(const char *dir, unsigned int version, rlim_t limit)
 {
-	struct rlimit rl = { 64 * 1024, 64 * 1024 };
+	const struct sbrig_capture_opts o = { .version = version };
+	const char *name = version == 1 ? "samples.tsv" : "samples.bin";
+	struct rlimit rl = { limit, limit };
 	struct sbrig_capture *cap;
 	struct sbrig_event ev = { .type = "block", .arg = "x" };
+	char want[64];
 	int ret = 0, i;
 
 	signal(SIGXFSZ, SIG_IGN);
 	if (setrlimit(RLIMIT_FSIZE, &rl))
 		return 2;
-	cap = sbrig_capture_new(dir, &prov);
+	cap = sbrig_capture_new_opts(dir, &prov, &o);
 	if (!cap)
 		return 3;
 	for (i = 0; i < 100000 && !ret; i++) {
@@ -258,11 +271,12 @@ static int efbig_child(const char *dir)
 	}
 	if (ret != -EFBIG)
 		return 4;
-	if (!strstr(sbrig_errmsg(), "samples.tsv: write: File too large"))
+	snprintf(want, sizeof(want), "%s: write: File too large", name);
+	if (!strstr(sbrig_errmsg(), want))
 		return 5;
 	if (sbrig_capture_add_event(cap, &ev) != -EFBIG)
 		return 6;
-	if (!strstr(sbrig_errmsg(), "samples.tsv"))
+	if (!strstr(sbrig_errmsg(), name))
 		return 7;
 	if (sbrig_capture_sync(cap, sbrig_now_ns() + 10000000000LL) != -EFBIG)
 		return 8;
@@ -271,26 +285,45 @@ static int efbig_child(const char *dir)
 	return 0;
 }
 
+static void run_efbig_child(const char *dir, unsigned int version,
+			    rlim_t limit)
+{
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid)
+		_exit(efbig_child(dir, version, limit));
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* meta.ini [end] samples: the rows (records) the writer counted. */
+static long long end_samples(const char *dir)
+{
+	char *t = slurp(dir, "meta.ini"), *p = strstr(t, "\nsamples = ");
+	long long n = p ? atoll(p + strlen("\nsamples = ")) : -1;
+
+	free(t);
+	return n;
+}
+
 static void write_error_fails_cleanly(void **state)
 {
 	char dir[PATH_MAX];
 	char *t, *line, *save = NULL;
 	unsigned int rows = 0;
-	int status;
-	pid_t pid;
 
 	tmp_path(dir, sizeof(dir), "cap-efbig");
-	pid = fork();
-	assert_true(pid >= 0);
-	if (!pid)
-		_exit(efbig_child(dir));
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
+	run_efbig_child(dir, 1, 64 * 1024);
 
-	/* every row on disk is whole */
+	/* every row on disk is whole, and every whole row written stays */
 	t = slurp(dir, "samples.tsv");
 	assert_true(strlen(t) <= 64 * 1024);
+	assert_true(strlen(t) > 64 * 1024 - strlen("1000000000000\t123456\t"
+						   "5000000\t1234560\t617280\n"));
 	assert_int_equal(t[strlen(t) - 1], '\n');
 	for (line = strtok_r(t, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save), rows++) {
@@ -305,11 +338,223 @@ static void write_error_fails_cleanly(void **state)
 	}
 	assert_true(rows > 100);
 	free(t);
+	assert_int_equal(end_samples(dir), rows - 1);	/* the header */
 	t = slurp(dir, "meta.ini");
 	assert_non_null(strstr(t, "\n[end]\nstatus = failed: disk\n"));
 	assert_non_null(strstr(t, "samples.tsv: write: File too large"));
 	assert_non_null(strstr(t, "\nerrno = 27\n"));
 	free(t);
+}
+
+/* ---- format version 2: samples.bin ---------------------------------------- */
+
+/* Little-endian by hand (not the library's encoder). */
+static void le(unsigned char *p, uint64_t v, unsigned int bytes)
+{
+	for (unsigned int i = 0; i < bytes; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* The record capture-format.md describes for @s. */
+static void want_record(unsigned char r[32], const struct sbrig_sample *s)
+{
+	le(r, (uint64_t)s->t_ns, 8);
+	le(r + 8, (uint64_t)s->power_uW, 8);
+	le(r + 16, (uint32_t)s->current_uA, 4);
+	le(r + 20, (uint32_t)s->bus_uV, 4);
+	le(r + 24, (uint32_t)s->shunt_nV, 4);
+	le(r + 28, 0, 4);
+}
+
+static const unsigned char bin_header[32] = {
+	'S', 'B', 'R', 'I', 'G', 'S', 'M', 'P',
+	1, 0, 0, 0,	/* record format */
+	32, 0, 0, 0,	/* record size */
+	0, 0, 0, 0,	/* flags */
+};
+
+/* The whole of DIR/NAME (caller frees); its size in *@len. */
+static unsigned char *slurp_bin(const char *dir, const char *name, size_t *len)
+{
+	char path[PATH_MAX];
+	unsigned char *buf;
+	struct stat st;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "rb");
+	if (!f)
+		fail_msg("%s: cannot open", path);
+	assert_int_equal(fstat(fileno(f), &st), 0);
+	buf = malloc((size_t)st.st_size + 1);
+	*len = fread(buf, 1, (size_t)st.st_size, f);
+	assert_int_equal(*len, (size_t)st.st_size);
+	fclose(f);
+	return buf;
+}
+
+static void samples_bin_layout(void **state)
+{
+	static const struct sbrig_sample s[] = {
+		{ 1000, 12345, 5000000, 1234500, 61725 },
+		{ INT64_MIN, INT32_MIN, INT32_MAX, -1, INT64_MAX },
+		{ -1, -10, 10, 9, -9223372036854775807LL },
+		{ 0x0102030405060708LL, 0x11223344, -2, 0x7f, 0x1122334455667788LL },
+	};
+	struct sbrig_capture *cap;
+	unsigned char want[32], *b;
+	char dir[PATH_MAX], path[PATH_MAX + 16], *t;
+	size_t len, i;
+
+	tmp_path(dir, sizeof(dir), "cap-bin");
+	cap = new_cap(dir, 2);
+	assert_int_equal(sbrig_capture_add_samples(cap, s, 1), 0);
+	assert_int_equal(sbrig_capture_add_samples(cap, s + 1, 3), 0);
+	assert_int_equal(sbrig_capture_add_samples(cap, s, 0), 0);
+	assert_int_equal(sbrig_capture_add_event(cap, &(struct sbrig_event){
+		.type = "block", .arg = "x" }), 0);
+	assert_int_equal(sbrig_capture_close(cap, "complete"), 0);
+
+	b = slurp_bin(dir, "samples.bin", &len);
+	assert_int_equal(len, 32 + 4 * 32);
+	assert_memory_equal(b, bin_header, 32);
+	for (i = 0; i < 4; i++) {
+		want_record(want, &s[i]);
+		assert_memory_equal(b + 32 + 32 * i, want, 32);
+	}
+	free(b);
+	/* no samples.tsv; the other files stay text */
+	snprintf(path, sizeof(path), "%s/samples.tsv", dir);
+	assert_int_equal(access(path, F_OK), -1);
+	t = slurp(dir, "events.tsv");
+	assert_string_equal(t, "host_t_ns\tuncert_ns\ttarget_t_ns\tboot_id\tseq"
+			       "\ttype\targ\tcut\n0\t0\t0\t\t0\tblock\tx\t0\n");
+	free(t);
+	t = slurp(dir, "meta.ini");
+	assert_non_null(strstr(t, "[capture]\nformat = sbrig-capture\nversion = 2\n"));
+	assert_non_null(strstr(t, "\nsamples = 4\ngaps = 0\nedges = 0\n"
+				  "stimuli = 0\nevents = 1\n"));
+	free(t);
+}
+
+/* Batches of every size, across buffer boundaries: records in order. */
+static void samples_bin_batches(void **state)
+{
+	enum { N = 20000 };
+	struct sbrig_sample *s = calloc(N, sizeof(*s));
+	struct sbrig_capture *cap;
+	unsigned char want[32], *b;
+	char dir[PATH_MAX];
+	size_t len, i, k, done = 0;
+
+	for (i = 0; i < N; i++)
+		s[i] = (struct sbrig_sample){ (int64_t)i * 285714, (int32_t)i,
+			-(int32_t)i, (int32_t)(i * 7), (int64_t)i << 33 };
+	tmp_path(dir, sizeof(dir), "cap-bin-batches");
+	cap = new_cap(dir, 2);
+	for (k = 1; done < N; k = k * 3 + 1) {
+		size_t n = k % 5000 < N - done ? k % 5000 : N - done;
+
+		assert_int_equal(sbrig_capture_add_samples(cap, s + done, n), 0);
+		done += n;
+	}
+	assert_int_equal(sbrig_capture_close(cap, "complete"), 0);
+	b = slurp_bin(dir, "samples.bin", &len);
+	assert_int_equal(len, 32 + (size_t)N * 32);
+	for (i = 0; i < N; i++) {
+		want_record(want, &s[i]);
+		if (memcmp(b + 32 + 32 * i, want, 32))
+			fail_msg("record %zu differs", i);
+	}
+	assert_int_equal(end_samples(dir), N);
+	free(b);
+	free(s);
+}
+
+static void samples_bin_waits_for_sync(void **state)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 16];
+	struct sbrig_capture *cap;
+	struct sbrig_sample s = { 1, 2, 3, 4, 5 };
+	struct stat st;
+	int64_t now = sbrig_now_ns();
+
+	tmp_path(dir, sizeof(dir), "cap-bin-sync");
+	cap = new_cap(dir, 2);
+	snprintf(path, sizeof(path), "%s/samples.bin", dir);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_size, 32);	/* the header is on disk at once */
+	assert_int_equal(sbrig_capture_add_samples(cap, &s, 1), 0);
+	assert_int_equal(sbrig_capture_sync(cap, now), 0);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_size, 32);	/* still buffered */
+	assert_int_equal(sbrig_capture_sync(cap, now + 2000000000LL), 0);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_size, 64);
+	assert_int_equal(sbrig_capture_close(cap, "aborted"), 0);
+}
+
+/*
+ * The size limit falls in the middle of a record: the write that crosses
+ * it is cut back to the last whole record, which stays on disk and is
+ * counted in [end] samples.
+ */
+static void samples_bin_write_error(void **state)
+{
+	unsigned char want[32], *b;
+	char dir[PATH_MAX], *t;
+	size_t len, i, n;
+
+	tmp_path(dir, sizeof(dir), "cap-bin-efbig");
+	run_efbig_child(dir, 2, 64 * 1024 + 16);
+	b = slurp_bin(dir, "samples.bin", &len);
+	assert_true(len <= 64 * 1024 + 16);
+	assert_int_equal((len - 32) % 32, 0);
+	n = (len - 32) / 32;
+	/* every whole record that fit stays: none of the last write is lost */
+	assert_int_equal(n, (64 * 1024 + 16 - 32) / 32);
+	assert_memory_equal(b, bin_header, 32);
+	for (i = 0; i < n; i++) {
+		struct sbrig_sample s = { 1000000000000LL + (int64_t)i, 123456,
+					  5000000, 1234560, 617280 };
+
+		want_record(want, &s);
+		if (memcmp(b + 32 + 32 * i, want, 32))
+			fail_msg("record %zu differs", i);
+	}
+	free(b);
+	assert_int_equal(end_samples(dir), (long long)n);
+	t = slurp(dir, "meta.ini");
+	assert_non_null(strstr(t, "[capture]\nformat = sbrig-capture\nversion = 2\n"));
+	assert_non_null(strstr(t, "\n[end]\nstatus = failed: disk\n"));
+	assert_non_null(strstr(t, "samples.bin: write: File too large"));
+	assert_non_null(strstr(t, "\nerrno = 27\n"));
+	free(t);
+}
+
+static void versions(void **state)
+{
+	const struct sbrig_capture_opts bad = { .version = 3 };
+	struct sbrig_capture *cap;
+	char dir[PATH_MAX];
+
+	tmp_path(dir, sizeof(dir), "cap-default");
+	cap = sbrig_capture_new(dir, &prov);
+	assert_non_null(cap);
+	assert_int_equal(sbrig_capture_version(cap), SBRIG_CAPTURE_VERSION);
+	assert_int_equal(sbrig_capture_close(cap, "complete"), 0);
+	tmp_path(dir, sizeof(dir), "cap-default-opts");
+	cap = sbrig_capture_new_opts(dir, &prov, &(struct sbrig_capture_opts){ 0 });
+	assert_non_null(cap);
+	assert_int_equal(sbrig_capture_version(cap), SBRIG_CAPTURE_VERSION);
+	assert_int_equal(sbrig_capture_close(cap, "complete"), 0);
+
+	tmp_path(dir, sizeof(dir), "cap-v3");
+	errno = 0;
+	assert_null(sbrig_capture_new_opts(dir, &prov, &bad));
+	assert_int_equal(errno, EINVAL);
+	assert_non_null(strstr(sbrig_errmsg(), "format version 3"));
+	assert_int_equal(access(dir, F_OK), -1);	/* nothing created */
 }
 
 static unsigned int count(const char *hay, const char *needle)
@@ -369,6 +614,11 @@ int main(void)
 		cmocka_unit_test(existing_directory),
 		cmocka_unit_test(write_error_fails_cleanly),
 		cmocka_unit_test(target_sections_are_bounded),
+		cmocka_unit_test(samples_bin_layout),
+		cmocka_unit_test(samples_bin_batches),
+		cmocka_unit_test(samples_bin_waits_for_sync),
+		cmocka_unit_test(samples_bin_write_error),
+		cmocka_unit_test(versions),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

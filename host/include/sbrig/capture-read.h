@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /**
- * DOC: reading capture directories (format version 1)
+ * DOC: reading capture directories (format versions 1 and 2)
  *
  * The offline reader of what capture.c writes (host/doc/capture-format.md),
  * for analysis: sbrig_capread_open() parses meta.ini (provenance, the
@@ -10,12 +10,20 @@
  * (gigabytes of samples are read through a 64 KiB buffer). Nothing here
  * needs libgpiod, libiio or libserialport: it is part of libsbrig-core.
  *
+ * Both versions are read through the same calls: the samples come from
+ * samples.tsv (version 1) or from samples.bin (version 2, binary records),
+ * by sbrig_capread_next_sample() one at a time or by
+ * sbrig_capread_samples() in batches (the fast path: from samples.bin a
+ * batch is large read()s and a little-endian decode, nothing per sample).
+ *
  * Tolerance is what the format promises and no more: a last line without
- * its newline is a write the writer did not finish; it is ignored and
- * counted (sbrig_capread_file_info()). Anything else that does not follow
- * the format is an error naming "DIR/FILE:LINE: column N (NAME): why"
- * (meta.ini: "DIR/meta.ini:LINE: [SECTION] KEY: why"); text columns and
- * meta.ini values are unescaped as the format says.
+ * its newline, or a last record of samples.bin shorter than a record, is a
+ * write the writer did not finish; it is ignored and counted
+ * (sbrig_capread_file_info()). Anything else that does not follow the
+ * format is an error naming "DIR/FILE:LINE: column N (NAME): why"
+ * (meta.ini: "DIR/meta.ini:LINE: [SECTION] KEY: why"; samples.bin:
+ * "DIR/samples.bin: offset N: why"); text columns and meta.ini values are
+ * unescaped as the format says.
  *
  * Ownership: a struct sbrig_capread owns its file descriptors and buffers;
  * the rows are copied into the caller's structs. Not thread-safe: one
@@ -25,7 +33,9 @@
 #define SBRIG_CAPTURE_READ_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <sbrig/capture.h>
 #include <sbrig/records.h>
@@ -38,7 +48,7 @@ struct sbrig_capread;
 
 /** enum sbrig_capfile - the data files of a capture */
 enum sbrig_capfile {
-	SBRIG_CAPFILE_SAMPLES,	/* samples.tsv */
+	SBRIG_CAPFILE_SAMPLES,	/* samples.tsv (version 1), samples.bin (2) */
 	SBRIG_CAPFILE_GAPS,	/* gaps.tsv */
 	SBRIG_CAPFILE_EDGES,	/* edges.tsv */
 	SBRIG_CAPFILE_STIMULI,	/* stimuli.tsv */
@@ -66,7 +76,7 @@ struct sbrig_capture_target {
 
 /**
  * struct sbrig_capture_meta - meta.ini
- * @version: [capture] version (1)
+ * @version: [capture] version (1 or 2)
  * @created: [capture] created (ISO-8601 UTC)
  * @created_realtime_ns: [capture] created_realtime_ns
  * @created_monotonic_ns: [capture] created_monotonic_ns
@@ -114,17 +124,24 @@ struct sbrig_capture_clock_row {
 
 /**
  * struct sbrig_capfile_info - how far one file has been read
- * @rows: rows returned so far
- * @line: line number of the last line read (the header is line 1)
- * @cut_lines: 1 if the file ended in a line without its newline (a write
- *	the writer did not finish: ignored), else 0
+ * @rows: rows (samples.bin: records) returned so far
+ * @line: line number of the last line read (the header is line 1); 0 for
+ *	samples.bin
+ * @cut_lines: 1 if the file ended in a line without its newline, or
+ *	(samples.bin) in a record shorter than the record size: a write the
+ *	writer did not finish, ignored; else 0
  * @eof: the end of the file was reached
+ * @offset: bytes of the file consumed: the header and the rows (records)
+ *	returned
+ * @cut_bytes: the length of the cut line or record (0 if none)
  */
 struct sbrig_capfile_info {
 	uint64_t rows;
 	uint64_t line;
 	unsigned int cut_lines;
 	bool eof;
+	uint64_t offset;
+	uint64_t cut_bytes;
 };
 
 /**
@@ -150,19 +167,45 @@ const struct sbrig_capture_meta *sbrig_capread_meta(const struct sbrig_capread *
 const char *sbrig_capread_dir(const struct sbrig_capread *cr);
 
 /**
- * sbrig_capread_next_sample() - the next row of samples.tsv
+ * sbrig_capread_next_sample() - the next sample
  * @cr: the reader
  * @s: out
  *
  * The sbrig_capread_next_*() functions each read their own file, from its
- * first row on (after its header, which must be the version 1 header),
- * independently of the others. After an error the file stays failed: every
- * later call returns the same error.
+ * first row on (after its header, which must be the header the format
+ * gives), independently of the others. After an error the file stays
+ * failed: every later call returns the same error. The samples come from
+ * samples.tsv or samples.bin, as the capture's version says; the two
+ * calls that read samples, this one and sbrig_capread_samples(), share
+ * one cursor and may be mixed.
  *
  * Return: 1 with @s filled, 0 at the end of the file, or -errno with
- * sbrig_errmsg() "DIR/samples.tsv:LINE: column N (NAME): why".
+ * sbrig_errmsg() "DIR/samples.tsv:LINE: column N (NAME): why" or
+ * "DIR/samples.bin: offset N: why" (-EINVAL: not the format;
+ * -EPROTONOSUPPORT: a samples.bin record format or flags this reader does
+ * not know).
  */
 int sbrig_capread_next_sample(struct sbrig_capread *cr, struct sbrig_sample *s);
+
+/**
+ * sbrig_capread_samples() - the next samples, in a batch
+ * @cr: the reader
+ * @buf: out: room for @max samples, owned by the caller
+ * @max: how many at most
+ *
+ * The fast way through the samples: from samples.bin a batch of a few
+ * thousand samples is one or a few read()s straight into @buf and a
+ * decode in place, no parsing and no system call per sample (batches of
+ * 2048 or more take this path; 4096 to 65536 is a good size). From
+ * samples.tsv it returns the same samples as sbrig_capread_next_sample().
+ * Memory does not grow with @max beyond @buf.
+ *
+ * Return: the number of samples stored in @buf, fewer than @max only at
+ * the end of the file or before an error (which the next call returns);
+ * 0 at the end of the file; or -errno as sbrig_capread_next_sample().
+ */
+ssize_t sbrig_capread_samples(struct sbrig_capread *cr,
+			      struct sbrig_sample *buf, size_t max);
 
 /** sbrig_capread_next_gap() - the next row of gaps.tsv; as next_sample() */
 int sbrig_capread_next_gap(struct sbrig_capread *cr, struct sbrig_gap *g);
@@ -211,8 +254,24 @@ void sbrig_capread_file_info(const struct sbrig_capread *cr,
 			     enum sbrig_capfile file,
 			     struct sbrig_capfile_info *info);
 
-/** sbrig_capfile_name() - "samples.tsv", ... ("?" for a bad value) */
+/**
+ * sbrig_capfile_name() - "samples.tsv", ... ("?" for a bad value)
+ *
+ * The names of format version 1; sbrig_capread_file_name() gives the file
+ * a reader actually reads (samples.bin in version 2).
+ */
 const char *sbrig_capfile_name(enum sbrig_capfile file);
+
+/**
+ * sbrig_capread_file_name() - the name of @file in @cr's capture
+ * @cr: the reader
+ * @file: which
+ *
+ * Return: "samples.bin" for the samples of a version 2 capture, else as
+ * sbrig_capfile_name(); a static string.
+ */
+const char *sbrig_capread_file_name(const struct sbrig_capread *cr,
+				    enum sbrig_capfile file);
 
 #ifdef __cplusplus
 }

@@ -3,10 +3,12 @@
  * DOC: capture directories
  *
  * A capture is a directory of raw data with a provenance header; the format
- * is documented in host/doc/capture-format.md. Files are append-only text
- * (a header line, then tab-separated rows); writers flush and fdatasync at
- * most once a second, so a kill -9 loses at most the last second and every
- * file stays readable (a reader ignores a last line without its newline).
+ * is documented in host/doc/capture-format.md. Files are append-only: text
+ * (a header line, then tab-separated rows), and in format version 2 (the
+ * default) the samples as fixed-size little-endian binary records in
+ * samples.bin. Writers flush and fdatasync at most once a second, so a
+ * kill -9 loses at most the last second and every file stays readable (a
+ * reader ignores a last line without its newline, or a cut last record).
  * A write error (ENOSPC, EIO) stops the capture with a clear error; what is
  * already on disk stays valid.
  */
@@ -27,6 +29,14 @@ struct sbrig_capture;
 
 /* Most [target] sections in meta.ini (see sbrig_capture_set_target()). */
 #define SBRIG_CAPTURE_MAX_TARGETS 64
+
+/*
+ * Capture format versions the writer can write: 1 (samples.tsv) and 2
+ * (samples.bin); SBRIG_CAPTURE_VERSION is what sbrig_capture_new() writes.
+ */
+#define SBRIG_CAPTURE_VERSION_MIN 1
+#define SBRIG_CAPTURE_VERSION_MAX 2
+#define SBRIG_CAPTURE_VERSION 2
 
 /**
  * struct sbrig_provenance - where the data comes from (meta.ini [provenance])
@@ -53,15 +63,41 @@ struct sbrig_provenance {
 };
 
 /**
+ * struct sbrig_capture_opts - how to write a capture (all zero: defaults)
+ * @version: format version: 0 for SBRIG_CAPTURE_VERSION, else
+ *	SBRIG_CAPTURE_VERSION_MIN..SBRIG_CAPTURE_VERSION_MAX (1: samples.tsv,
+ *	for tests and for readers that predate version 2; 2: samples.bin)
+ */
+struct sbrig_capture_opts {
+	unsigned int version;
+};
+
+/**
  * sbrig_capture_new() - create a capture directory and its files
  * @dir: directory to create (must not exist, or exist empty)
  * @prov: provenance written to meta.ini at once
+ *
+ * Writes format version SBRIG_CAPTURE_VERSION; the same as
+ * sbrig_capture_new_opts() with @opts NULL.
  *
  * Return: new capture (finish with sbrig_capture_close()), or NULL with
  * errno set and sbrig_errmsg() naming the path.
  */
 struct sbrig_capture *sbrig_capture_new(const char *dir,
 					const struct sbrig_provenance *prov);
+
+/**
+ * sbrig_capture_new_opts() - create a capture directory, with options
+ * @dir: directory to create (must not exist, or exist empty)
+ * @prov: provenance written to meta.ini at once
+ * @opts: options (copied), or NULL for the defaults
+ *
+ * Return: as sbrig_capture_new(); NULL with errno EINVAL for a version
+ * the writer cannot write.
+ */
+struct sbrig_capture *
+sbrig_capture_new_opts(const char *dir, const struct sbrig_provenance *prov,
+		       const struct sbrig_capture_opts *opts);
 
 /**
  * sbrig_capture_set_target() - record the target's identity (from HELLO)
@@ -85,9 +121,22 @@ int sbrig_capture_set_target(struct sbrig_capture *cap, const char *boot_id,
 			     const char *kernel, const char *module,
 			     const char *agent);
 
-/* Appenders: Return 0 or -errno (after which the capture is failed). */
+/**
+ * sbrig_capture_add_samples() - append @n samples
+ * @cap: the capture
+ * @s: the samples (copied)
+ * @n: how many (0 ok)
+ *
+ * Version 2 encodes each sample into a 32-byte record in a buffer (no
+ * formatting, no system call until the buffer fills or the next sync), so
+ * a batch costs about a memcpy of it.
+ *
+ * Return: 0 or -errno (after which the capture is failed).
+ */
 int sbrig_capture_add_samples(struct sbrig_capture *cap,
 			      const struct sbrig_sample *s, size_t n);
+
+/* The other appenders: Return 0 or -errno (after which the capture is failed). */
 int sbrig_capture_add_gap(struct sbrig_capture *cap,
 			  const struct sbrig_gap *gap);
 int sbrig_capture_add_edge(struct sbrig_capture *cap,
@@ -123,6 +172,9 @@ int sbrig_capture_close(struct sbrig_capture *cap, const char *status);
 
 /** sbrig_capture_dir() - the directory (owned by @cap) */
 const char *sbrig_capture_dir(const struct sbrig_capture *cap);
+
+/** sbrig_capture_version() - the format version @cap writes (1 or 2) */
+unsigned int sbrig_capture_version(const struct sbrig_capture *cap);
 
 #ifdef __cplusplus
 }
