@@ -38,7 +38,7 @@ def analyze(cap: Path, out: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120)
 
 
-@pytest.fixture(scope="module", params=[1], ids=["tsv"])
+@pytest.fixture(scope="module", params=[1, 2], ids=["tsv", "bin"])
 def version(request):
     return request.param
 

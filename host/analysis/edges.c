@@ -31,6 +31,7 @@
 #define EDGE_CHUNK		8
 #define EDGE_FLOOR_UW		1000.0
 #define EDGE_MAX_SAMPLES	(1u << 21)
+#define EDGE_BATCH		8192
 
 struct window {
 	int64_t a, b;		/* [a, b] */
@@ -146,36 +147,47 @@ static int windows(const struct an_timeline *tl, struct window **out,
  */
 int an_edges_refine(struct an_timeline *tl, struct sbrig_capread *cr)
 {
+	struct sbrig_sample *batch = NULL;
 	struct window *w = NULL;
 	int64_t *moved = NULL;
 	struct buf x = { 0 };
 	size_t n = 0, wi = 0;
-	struct sbrig_sample s;
+	ssize_t got = 0;
 	int ret;
 
 	ret = windows(tl, &w, &n);
 	if (ret || !n)
 		goto out;
 	moved = malloc(n * sizeof(*moved));
-	if (!moved) {
+	batch = malloc(EDGE_BATCH * sizeof(*batch));
+	if (!moved || !batch) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	while (wi < n && (ret = sbrig_capread_next_sample(cr, &s)) == 1) {
-		while (wi < n && s.t_ns > w[wi].b) {
-			moved[wi] = refine(&w[wi], &x);
-			x.n = 0;
-			x.overflow = false;
-			wi++;
-		}
-		if (wi < n && s.t_ns >= w[wi].a) {
-			ret = buf_add(&x, s.t_ns, (double)s.power_uW);
-			if (ret)
-				goto out;
+	while (wi < n && (got = sbrig_capread_samples(cr, batch,
+						      EDGE_BATCH)) > 0) {
+		if (batch[got - 1].t_ns < w[wi].a)
+			continue;	/* a batch between windows */
+		for (ssize_t i = 0; i < got && wi < n; i++) {
+			const struct sbrig_sample *s = &batch[i];
+
+			while (wi < n && s->t_ns > w[wi].b) {
+				moved[wi] = refine(&w[wi], &x);
+				x.n = 0;
+				x.overflow = false;
+				wi++;
+			}
+			if (wi < n && s->t_ns >= w[wi].a) {
+				ret = buf_add(&x, s->t_ns, (double)s->power_uW);
+				if (ret)
+					goto out;
+			}
 		}
 	}
-	if (ret < 0)
+	if (got < 0) {
+		ret = (int)got;
 		goto out;
+	}
 	for (; wi < n; wi++) {
 		moved[wi] = refine(&w[wi], &x);
 		x.n = 0;
@@ -198,6 +210,7 @@ int an_edges_refine(struct an_timeline *tl, struct sbrig_capread *cr)
 out:
 	if (ret == -ENOMEM)
 		ret = sbrig_set_error(-ENOMEM, "analysis: out of memory");
+	free(batch);
 	free(w);
 	free(moved);
 	free(x.t);
