@@ -62,6 +62,7 @@ bench: deps host
 	$(PY) tests/bench/bench_module.py
 	$(PY) tests/bench/bench_capture.py --vm
 	$(PY) tests/bench/bench_samples.py
+	$(PY) tests/bench/bench_analyze.py
 
 install: host
 	$(MAKE) -C host install
