@@ -1018,7 +1018,7 @@ static const struct command commands[] = {
 	  "make the target agent burn CPU",
 "Have the target agent load the target's CPU for DURATION.\n",
 	  cmd_burn },
-	{ "analyze", "CAPTURE [-o DIR] [--leak-s S] [-q]",
+	{ "analyze", "CAPTURE [-o DIR] [--leak-s S] [-q] [-v]",
 	  "analyse a capture: report.json and report.html",
 	  analyze_help, cmd_analyze },
 	{ "stop", "",
