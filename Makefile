@@ -58,6 +58,11 @@ fuzz: deps
 	$(MAKE) -C host -j2 fuzz-build
 	$(MAKE) -C host fuzz-run FUZZ_SECONDS=$(FUZZ_SECONDS)
 
+# The device-tree overlays (firmware/README.md); `make -C firmware check`
+# runs their checks without a board.
+firmware: deps
+	$(MAKE) -C firmware
+
 bench: deps host
 	$(PY) tests/bench/bench_module.py
 	$(PY) tests/bench/bench_capture.py --vm
@@ -70,4 +75,4 @@ install: host
 clean:
 	rm -rf build
 
-.PHONY: all deps host demo demo-module test fuzz bench install clean
+.PHONY: all deps host firmware demo demo-module test fuzz bench install clean

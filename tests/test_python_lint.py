@@ -20,7 +20,8 @@ FATAL = ("undefined name", "syntax error", "invalid syntax",
 
 def project_python() -> list[Path]:
     files = []
-    for top in ("tests", "rig", "host", "lava-jobs", "firmware", "kernel-module"):
+    for top in ("tests", "rig", "host", "lava-jobs", "firmware", "kernel-module",
+                "schematics"):
         d = REPO / top
         if d.is_dir():
             files += [p for p in d.rglob("*.py") if "build" not in p.parts]

@@ -67,8 +67,8 @@ static void beaglebone_rig(void **state)
 	assert_int_equal(cfg->marker.offset, 28);
 	assert_string_equal(cfg->power_uri, "local:");
 	assert_string_equal(cfg->power_device, "ina226");
-	assert_int_equal(cfg->shunt_uohm, 100000);
-	assert_string_equal(cfg->target_uri, "serial:/dev/ttyUSB0:115200");
+	assert_int_equal(cfg->shunt_uohm, 40000);
+	assert_string_equal(cfg->target_uri, "serial:/dev/ttyS1:115200");
 	l = sbrig_config_line(cfg, "volume-up");
 	assert_non_null(l);
 	assert_int_equal(l->offset, 3);
