@@ -401,6 +401,8 @@ def test_pandas_reference_agrees_with_the_truth(tmp_path, name, version):
     sc = S.scenario(name, format_version=version)
     sc.clock = S.Clock(online_offset_ns=0, online_drift_ppm=0.0,
                        ping_interval_s=sc.clock.ping_interval_s)
+    for sl in sc.sleeps:
+        sl.enter_online_error_ns = 0
     truth = S.build(sc, tmp_path)
     got = B.pandas_attribution(tmp_path / "capture")
     assert got["samples"] == truth["capture"]["samples"]

@@ -241,7 +241,12 @@ static int boot_change(struct an_timeline *tl, struct state *st, int64_t t)
 /*
  * The online host times of the enters, in log order, and where each boot
  * starts in that list (a first pass over events.tsv): an event's epoch
- * runs from the enter before it to the enter after it.
+ * runs from the enter before it to the enter after it. An enter is logged
+ * after everything before it in its boot's log, so its time is at least
+ * each earlier event's earliest (host_t_ns - uncert_ns): an enter whose
+ * online time the daemon could only guess (logged with the clock of the
+ * suspend it ends, seconds of uncertainty) then still opens its epoch
+ * after the exchanges of the awake time before it.
  */
 struct enters {
 	int64_t *t;
@@ -250,17 +255,27 @@ struct enters {
 
 static int read_enters(struct enters *en, struct sbrig_capread *cr)
 {
+	char boot[SBRIG_BOOT_ID_MAX] = "";
+	int64_t lb = INT64_MIN;		/* the log's lower bound so far */
 	struct sbrig_event ev;
 	int ret;
 
 	while ((ret = sbrig_capread_next_event(cr, &ev)) == 1) {
-		if (strcmp(ev.type, "enter"))
-			continue;
-		ret = an_grow((void **)&en->t, &en->cap, en->n + 1,
-			      sizeof(*en->t));
-		if (ret)
-			return ret;
-		en->t[en->n++] = ev.host_t_ns;
+		int64_t early = ev.host_t_ns - (int64_t)ev.uncert_ns;
+
+		if (strcmp(boot, ev.boot_id)) {
+			snprintf(boot, sizeof(boot), "%s", ev.boot_id);
+			lb = INT64_MIN;
+		}
+		if (!strcmp(ev.type, "enter")) {
+			ret = an_grow((void **)&en->t, &en->cap, en->n + 1,
+				      sizeof(*en->t));
+			if (ret)
+				return ret;
+			en->t[en->n++] = ev.host_t_ns > lb ? ev.host_t_ns : lb;
+		}
+		if (early > lb)
+			lb = early;
 	}
 	return ret < 0 ? ret : sbrig_capread_rewind(cr, SBRIG_CAPFILE_EVENTS);
 }
@@ -358,7 +373,8 @@ static int events_pass(struct an_timeline *tl, struct sbrig_capread *cr,
 				st.susp_enter = true;
 			}
 			st.seen_platform = true;
-			enter_online = ev.host_t_ns;
+			enter_online = next_enter < enters->n ?
+				enters->t[next_enter] : ev.host_t_ns;
 			next_enter++;
 		} else if (!strcmp(ev.type, "exit")) {
 			if (!st.seen_platform && st.susp_since < 0) {
