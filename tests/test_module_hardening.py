@@ -81,16 +81,22 @@ def test_block_cost_does_not_grow_with_idle_blockers(target):
         sb.ctl(vm, "bench 6400")
         return sb.ctl_state(vm)["bench_sb_pair_ps"] / 1000
 
-    none = [pair_ns()]
-    sb.ctl(vm, "idle_blockers 20000")
-    assert sb.ctl_state(vm)["idle_blockers"] == 20000
-    idle = [pair_ns()]
-    sb.ctl(vm, "idle_blockers 0")
-    none.append(pair_ns())
-    ratio = idle[0] / min(none)
+    # The walk this guards against costs ~20000 list steps per block (tens
+    # of microseconds for a ~100 ns pair: a ratio in the hundreds). On a
+    # loaded TCG host one measurement can be off by 2x (CI: 1.7x), so the
+    # two cases alternate, the fastest of three counts, and the bound is 3x.
+    # The figure itself is tests/bench/bench_module.py's.
+    none, idle = [], []
+    for _ in range(3):
+        none.append(pair_ns())
+        sb.ctl(vm, "idle_blockers 20000")
+        assert sb.ctl_state(vm)["idle_blockers"] == 20000
+        idle.append(pair_ns())
+        sb.ctl(vm, "idle_blockers 0")
+    ratio = min(idle) / min(none)
     print(f"block+unblock: {min(none):.1f} ns, with 20000 idle blockers "
-          f"{idle[0]:.1f} ns ({ratio:.2f}x)")
-    assert ratio < 1.5, "the block path depends on the number of idle blockers"
+          f"{min(idle):.1f} ns ({ratio:.2f}x)")
+    assert ratio < 3, "the block path depends on the number of idle blockers"
     vm.run_ok(f"echo on > {sb.SYSFS}/state")   # before the release: no suspend
     sb.ctl(vm, "unblock")
 

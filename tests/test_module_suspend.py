@@ -114,6 +114,13 @@ def _unknown_wakeup_cycle(vm) -> int:
     _wake(vm, "system_wakeup" if vm.arch == "amd64" else "key")
     rc, out = pending.wait(timeout=90)
     assert rc == 0, out
+    # The shell runs again once tasks are thawed, which the kernel does
+    # before its PM_POST_SUSPEND notifiers: sb_test blocks from one, so
+    # wait for it (seen in CI: stats read between the two)
+    deadline = time.monotonic() + 30
+    while not sb.stats(vm)["sb_test_resume"].active:
+        assert time.monotonic() < deadline, "sb_test never blocked after the resume"
+        time.sleep(0.2)
     return seq0
 
 
