@@ -260,6 +260,45 @@ def test_export_output_file_is_replaced_atomically(tmp_path):
     assert p.returncode == 1 and "no/such/dir.csv" in p.stderr, p.stderr
 
 
+def _read_fifo(path: Path, out: list) -> "threading.Thread":
+    import threading
+
+    def run():
+        with open(path, "rb") as f:
+            out.append(f.read())
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+def test_output_that_is_no_regular_file_is_written_in_place(tmp_path):
+    """-o FIFO (or /dev/null, a terminal): written into, never replaced by
+    a renamed file (as root, `-o /dev/null` replaced the device with a
+    regular file). Checked with a FIFO, which a rename would replace
+    the same way, so this test cannot harm the machine."""
+    import stat as st
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got: list = []
+    t = _read_fifo(fifo, got)
+    export(CAPTURES / "complete-v2", "--samples", "tsv", "-o", fifo)
+    t.join(30)
+    assert st.S_ISFIFO(os.stat(fifo).st_mode)
+    assert got == [(CAPTURES / "complete" / "samples.tsv").read_bytes()]
+    assert [x.name for x in tmp_path.iterdir()] == ["fifo"]
+    # the report writer (sbrig render -o) alike
+    rep = tmp_path / "rep"
+    subprocess.run([str(SBRIG), "analyze", str(CAPTURES / "complete-v2"), "-o",
+                    str(rep), "-q"], check=True, capture_output=True, timeout=60)
+    got.clear()
+    t = _read_fifo(fifo, got)
+    subprocess.run([str(SBRIG), "render", str(rep / "report.json"), "-o",
+                    str(fifo)], check=True, capture_output=True, timeout=60)
+    t.join(30)
+    assert st.S_ISFIFO(os.stat(fifo).st_mode)
+    assert got and got[0] == (rep / "report.html").read_bytes()
+
+
 def test_export_write_error_names_output_and_offset():
     with open("/dev/full", "w") as full:
         p = subprocess.run([str(SBRIG), "export", str(CAPTURES / "complete-v2"),

@@ -344,10 +344,7 @@ int an_findings_collect(struct an_findings *fd, const struct an_timeline *tl,
 			const struct an_energy *en, int64_t leak_ns);
 void an_findings_free(struct an_findings *fd);
 
-/* ---- report-json.c --------------------------------------------------------- */
-
-/* Write @len bytes to @path atomically (temp file, fsync, rename). */
-int an_write_atomic(const char *path, const char *text, size_t len);
+/* ---- report-json.c: writes with an_write_atomic() (atomic.h) --------------- */
 
 /* ---- analysis.c ----------------------------------------------------------- */
 

@@ -77,6 +77,7 @@
 #include <sbrig/analysis.h>
 #include <sbrig/sbrig.h>
 
+#include "atomic.h"
 #include "report-html.h"
 
 #define DYGRAPHS_DIR "/usr/share/javascript/dygraphs"
@@ -1048,60 +1049,6 @@ static int read_dygraphs(const char *ext, char **out, size_t *len)
 	return ret;
 }
 
-static int write_all(int fd, const char *p, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-/* @path replaced by @len bytes of @p: a temporary file renamed over it. */
-static int write_atomic(const char *path, const char *p, size_t len)
-{
-	char tmp[PATH_MAX], dir[PATH_MAX];
-	const char *slash;
-	int fd, ret, dfd;
-
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid()) >=
-	    (int)sizeof(tmp))
-		return sbrig_set_error(-ENAMETOOLONG, "%s: name too long", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-	if (fd < 0 && errno == EEXIST && !unlink(tmp))	/* a dead render's */
-		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-	if (fd < 0)	/* named as the caller knows it */
-		return sbrig_set_error(-errno, "%s: %s", path, strerror(errno));
-	ret = write_all(fd, p, len);
-	if (!ret && fsync(fd))
-		ret = -errno;
-	if (close(fd) && !ret)
-		ret = -errno;
-	if (!ret && rename(tmp, path))
-		ret = -errno;
-	if (ret) {
-		unlink(tmp);
-		return sbrig_set_error(ret, "%s: %s", path, strerror(-ret));
-	}
-	/* the rename itself reaches the disk with the directory */
-	slash = strrchr(path, '/');
-	if (!slash)
-		snprintf(dir, sizeof(dir), ".");
-	else
-		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path + 1), path);
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
-	return 0;
-}
 
 /* ---- the page ---------------------------------------------------------------- */
 
@@ -1195,7 +1142,7 @@ int sbrig_report_render_html(const char *json_path, const char *html_path)
 		ret = sbrig_set_error(page.err, "%s: out of memory", html_path);
 		goto out;
 	}
-	ret = write_atomic(html_path, page.p, page.len);
+	ret = an_write_atomic(html_path, page.p, page.len);
 out:
 	buf_free(&page);
 	free(dy_css);

@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <sbrig/capture-read.h>
@@ -96,6 +97,8 @@ struct export_out {
 /* Open @o on @file (NULL: standard output). Return 0 or -1 (printed). */
 static int out_open(struct export_out *o, const char *file)
 {
+	struct stat st;
+
 	*o = (struct export_out){ .fd = STDOUT_FILENO,
 				  .path = "standard output" };
 	o->buf = malloc(EXPORT_BUF);
@@ -106,6 +109,19 @@ static int out_open(struct export_out *o, const char *file)
 	if (!file)
 		return 0;
 	o->path = file;
+	if (!stat(file, &st) && !S_ISREG(st.st_mode)) {
+		/*
+		 * /dev/null, a FIFO, a terminal: written in place (renaming
+		 * a file over /dev/null replaced the device, as root)
+		 */
+		o->fd = open(file, O_WRONLY | O_CLOEXEC);
+		if (o->fd < 0) {
+			fprintf(stderr, "sbrig export: %s: %s\n", file,
+				strerror(errno));
+			goto free_buf;
+		}
+		return 0;
+	}
 	if ((size_t)snprintf(o->tmp, sizeof(o->tmp), "%s.tmp.%ld", file,
 			     (long)getpid()) >= sizeof(o->tmp)) {
 		fprintf(stderr, "sbrig export: %s: path too long\n", file);
