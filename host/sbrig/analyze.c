@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include <sbrig/analysis.h>
 #include <sbrig/sbrig.h>
@@ -59,6 +60,14 @@ static int mkdir_p(const char *dir)
 	return 0;
 }
 
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 int cmd_analyze(const struct command *c, int argc, char **argv)
 {
 	static const struct option o[] = {
@@ -74,7 +83,7 @@ int cmd_analyze(const struct command *c, int argc, char **argv)
 	const char *out = NULL;
 	struct sbrig_analysis *a;
 	bool quiet = false;
-	double leak_s;
+	double leak_s, t0, t1, t2, t3;
 	char *end;
 	int opt, ret;
 
@@ -111,6 +120,7 @@ int cmd_analyze(const struct command *c, int argc, char **argv)
 			     argv[optind], out ? "" : "/report") >= sizeof(dir))
 		return usage_error(c->name, "path too long");
 
+	t0 = now_s();
 	a = sbrig_analysis_run(argv[optind], &opts);
 	if (!a) {
 		fprintf(stderr, "sbrig analyze: %s\n", sbrig_errmsg());
@@ -124,10 +134,15 @@ int cmd_analyze(const struct command *c, int argc, char **argv)
 	}
 	snprintf(json, sizeof(json), "%s/report.json", dir);
 	snprintf(html, sizeof(html), "%s/report.html", dir);
+	t1 = now_s();
 	ret = sbrig_analysis_write_json(a, json);
 	sbrig_analysis_free(a);
+	t2 = now_s();
 	if (!ret)
 		ret = sbrig_report_render_html(json, html);
+	t3 = now_s();
+	sbrig_log(SBRIG_LOG_DEBUG, "timing: analysis %.3f s, report.json %.3f s, "
+		  "report.html %.3f s", t1 - t0, t2 - t1, t3 - t2);
 	if (ret < 0) {
 		fprintf(stderr, "sbrig analyze: %s\n", sbrig_errmsg());
 		return EXIT_FAIL;
