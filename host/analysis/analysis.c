@@ -116,8 +116,17 @@ struct sbrig_analysis *sbrig_analysis_run(const char *capture_dir,
 		goto fail;
 	start = ret == 1 ? s.t_ns : a->meta.created_monotonic_ns;
 	ret = sbrig_capread_rewind(cr, SBRIG_CAPFILE_SAMPLES);
+	/*
+	 * the clock: the pings, then the marker edges paired again with the
+	 * events so mapped; clock.tsv's online marker rows only when
+	 * edges.tsv has no marker edge (else they would count twice)
+	 */
 	if (!ret)
-		ret = an_clock_fit(&a->clk, cr);
+		ret = an_markers_read(&a->mk, cr);
+	if (!ret)
+		ret = an_clock_fit(&a->clk, cr, !a->mk.edges);
+	if (!ret)
+		ret = an_markers_pair(&a->mk, &a->clk, cr);
 	if (!ret)
 		ret = an_timeline_build(&a->tl, cr, &a->clk, start);
 	if (!ret)
@@ -159,6 +168,7 @@ void sbrig_analysis_free(struct sbrig_analysis *a)
 	if (!a)
 		return;
 	an_clock_free(&a->clk);
+	an_markers_free(&a->mk);
 	an_timeline_free(&a->tl);
 	an_wakeups_free(&a->wk);
 	an_energy_free(&a->en);

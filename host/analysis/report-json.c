@@ -106,6 +106,11 @@ static jobj *capture(const struct sbrig_analysis *a)
 	put(c, "targets", tg);
 	put(ck, "segments", ji((int64_t)a->clk.nseg));
 	put(ck, "max_uncert_ns", ji(a->tl.max_uncert_ns));
+	put(ck, "marker_edges", ji((int64_t)a->mk.edges));
+	put(ck, "marker_pairs", ji((int64_t)(a->mk.edges ? a->clk.marker_pairs :
+					     a->clk.marker_rows)));
+	put(ck, "marker_pairs_from", js(a->mk.edges ? "edges" :
+				       a->clk.marker_rows ? "clock" : "none"));
 	put(c, "clock", ck);
 	return c;
 }
