@@ -333,7 +333,11 @@ bool an_timeline_suspended(const struct an_timeline *tl, int64_t t);
  * struct an_wakeup - a stimulus that woke the target
  * @stim: index into the timeline's stimuli
  * @t_ns: the stimulus
- * @resume_t_ns, @uncert_ns: its resume
+ * @resume_t_ns, @resume_uncert_ns: its resume
+ * @marker_t_ns: the marker's first rising edge after @t_ns, up to the
+ *	resume (+ its uncertainty), or -1
+ * @latency_ns: to @marker_t_ns if there is one, else to @resume_t_ns
+ * @uncert_ns: @latency_ns's uncertainty (the marker's, or the resume's)
  * @end_ns: the next enter (or the capture's end)
  * @energy_uJ: from @t_ns to @end_ns (the integration fills it in)
  * @blockers: indices of the blockers active in [resume, end)
@@ -342,7 +346,9 @@ bool an_timeline_suspended(const struct an_timeline *tl, int64_t t);
 struct an_wakeup {
 	size_t stim;
 	int64_t t_ns;
-	int64_t resume_t_ns, uncert_ns;
+	int64_t resume_t_ns, resume_uncert_ns;
+	int64_t marker_t_ns;
+	int64_t latency_ns, uncert_ns;
 	int64_t end_ns;
 	double energy_uJ;
 	size_t *blockers;
@@ -356,7 +362,8 @@ struct an_wakeups {
 	struct sbrig_latency_stats lat;
 };
 
-int an_wakeups_find(struct an_wakeups *wk, const struct an_timeline *tl);
+int an_wakeups_find(struct an_wakeups *wk, const struct an_timeline *tl,
+		    const struct an_markers *mk);
 void an_wakeups_free(struct an_wakeups *wk);
 
 /* ---- integrate.c ---------------------------------------------------------- */

@@ -130,7 +130,7 @@ struct sbrig_analysis *sbrig_analysis_run(const char *capture_dir,
 	if (!ret)
 		ret = an_timeline_build(&a->tl, cr, &a->clk, start);
 	if (!ret)
-		ret = an_wakeups_find(&a->wk, &a->tl);
+		ret = an_wakeups_find(&a->wk, &a->tl, &a->mk);
 	if (!ret)
 		ret = an_edges_refine(&a->tl, cr);
 	if (!ret)
@@ -188,9 +188,13 @@ size_t sbrig_analysis_wakeups(const struct sbrig_analysis *a,
 	for (size_t i = 0; i < a->wk.n && i < max; i++) {
 		const struct an_wakeup *w = &a->wk.w[i];
 
-		out[i] = (struct sbrig_wakeup){ w->t_ns, w->resume_t_ns,
-						w->resume_t_ns - w->t_ns,
-						w->uncert_ns };
+		out[i] = (struct sbrig_wakeup){
+			.t_ns = w->t_ns,
+			.resume_t_ns = w->resume_t_ns,
+			.marker_t_ns = w->marker_t_ns,
+			.latency_ns = w->latency_ns,
+			.uncert_ns = w->uncert_ns,
+		};
 	}
 	return a->wk.n;
 }
