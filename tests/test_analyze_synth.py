@@ -3,8 +3,9 @@
 tests/synth/synthcap.py builds each scenario of its library (overlapping
 blockers, a leak, declared and undeclared gaps, clock offset, drift and
 injection errors, a reboot mid-capture, a capture that starts asleep, no
-clock exchanges at all, twenty wakes for the latency figures, an empty
-capture, a killed writer) as a capture directory, and computes the figures
+clock exchanges at all, the marker line wired next to wrong online marker
+pairs, twenty wakes for the latency figures, an empty capture, a killed
+writer) as a capture directory, and computes the figures
 report-format.md's rules give from its own model, never from the rows it
 wrote. Each report must match within 1 % (or the truth's own tighter bound:
 synthcap.compare). A corrupt capture must fail naming file:line:column and
@@ -105,3 +106,54 @@ def test_a_failed_analysis_keeps_the_report_already_there(tmp_path):
     assert analyze(bad / "capture", out).returncode == 1
     after = {p.name: p.read_bytes() for p in out.iterdir()}
     assert after == before
+
+
+def keep_rows(cap: Path, name: str, keep) -> None:
+    """Rewrite CAP/NAME.tsv with only the data lines @keep accepts (their
+    fields), and meta.ini's [end] count with it."""
+    path = cap / f"{name}.tsv"
+    lines = path.read_text().splitlines(keepends=True)
+    kept = [x for x in lines[1:] if keep(x.rstrip("\n").split("\t"))]
+    path.write_text(lines[0] + "".join(kept))
+    meta = cap / "meta.ini"
+    meta.write_text("".join(f"{name} = {len(kept)}\n" if x.startswith(f"{name} = ")
+                            else x for x in meta.read_text().splitlines(keepends=True)))
+
+
+def test_the_marker_sets_the_clock_and_the_latency(tmp_path):
+    """The marker scenario: pings with a 3 ms round trip, edges.tsv with
+    every marker edge, and clock.tsv's online marker pairs 3 ms off. The
+    analysis pairs the edges itself: every event within the markers' bound
+    (tens of us, rel 0) and each latency exactly to its edge. Without the
+    edges it falls back to the online pairs and misses the truth by their
+    error; without those too, the pings alone miss the markers' bound."""
+    truth = S.build(S.scenario("marker"), tmp_path)
+    cap = tmp_path / "capture"
+    assert analyze(cap, tmp_path / "report").returncode == 0
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert S.compare(report, truth, rel=0, sections=("capture", "wakeups", "latency")) == []
+    clock = report["capture"]["clock"]
+    assert clock["marker_pairs_from"] == "edges"
+    assert clock["marker_pairs"] == clock["marker_edges"] == truth["capture"]["clock"][
+        "marker_pairs"]
+    assert clock["max_uncert_ns"] <= 200_000          # the markers', not the pings' ms
+    for w in report["wakeups"]:
+        assert (w["latency_from"], w["uncert_ns"]) == ("marker", 100_000)
+        assert w["marker_t_ns"] - w["t_ns"] == w["latency_ns"]
+
+    keep_rows(cap, "edges", lambda f: False)
+    assert analyze(cap, tmp_path / "online").returncode == 0
+    online = json.loads((tmp_path / "online" / "report.json").read_text())
+    assert online["capture"]["clock"]["marker_pairs_from"] == "clock"
+    err = S.scenario("marker").marker.online_error_ns
+    for w, t in zip(online["wakeups"], truth["wakeups"]):
+        assert w["latency_from"] == "resume"
+        assert abs(w["resume_t_ns"] - t["resume_t_ns"] - err) < err / 10
+    assert any("resume_t_ns" in x for x in S.compare(online, truth, sections=("wakeups",)))
+
+    keep_rows(cap, "clock", lambda f: f[0] != f[1])
+    assert analyze(cap, tmp_path / "pings").returncode == 0
+    pings = json.loads((tmp_path / "pings" / "report.json").read_text())
+    assert pings["capture"]["clock"]["marker_pairs_from"] == "none"
+    assert any("resume_t_ns" in x for x in S.compare(pings, truth, rel=0,
+                                                    sections=("wakeups",)))

@@ -472,6 +472,35 @@ def test_hostile_names_stay_text(browser, pages):
     assert_clean(p, html)
 
 
+def test_wakeups_say_what_their_latency_runs_to(sbrig, browser, tmp_path):
+    """The synthetic 'marker' capture (tests/synth): every wakeup is
+    measured to its marker edge, and the table's "to" column says so; a
+    report without latency_from (an older one) reads "resume"."""
+    from tests.synth import synthcap as S
+    S.build(S.scenario("marker"), tmp_path)
+    r = subprocess.run([str(sbrig), "analyze", str(tmp_path / "capture"), "-o",
+                        str(tmp_path / "report"), "-q"], capture_output=True, text=True,
+                       env=ENV, timeout=300)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert [w["latency_from"] for w in rep["wakeups"]] == ["marker"] * 3
+    col = ("(() => { const h = Array.from(document.querySelectorAll('#wakeup-table thead th'))"
+           ".map(t => t.textContent).indexOf('to'); return Array.from(document.querySelectorAll("
+           "'#wakeup-table tbody tr')).map(r => r.children[h].textContent); })()")
+    html = tmp_path / "report" / "report.html"
+    p = open_page(browser, html)
+    assert p.eval(col) == ["marker edge"] * 3
+    assert_clean(p, html)
+    old = copy.deepcopy(rep)
+    for w in old["wakeups"]:
+        del w["latency_from"], w["marker_t_ns"]
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    assert render(sbrig, tmp_path / "old.json", tmp_path / "old.html").returncode == 0
+    p = open_page(browser, tmp_path / "old.html")
+    assert p.eval(col) == ["resume"] * 3
+    assert_clean(p, tmp_path / "old.html")
+
+
 def test_one_hour_report(sbrig, browser, tmp_path):
     """The size check: a 1-hour, 3.5 kS/s report.json (three levels of 2000,
     20000 and 200000 buckets, 500 000 raw samples, full-precision doubles)

@@ -124,8 +124,12 @@ def test_v1_capture_reads_back(built, name):
         ev = [e for e in rows["events"] if e["boot_id"] == boot]
         assert [e["seq"] for e in ev] == sorted(e["seq"] for e in ev)
         assert [e["target_t_ns"] for e in ev] == sorted(e["target_t_ns"] for e in ev)
+    targets = {e["target_t_ns"] for e in rows["events"]}
     for x in rows["clock"]:
-        assert x["host_send_ns"] < x["host_recv_ns"]
+        # a ping, or the daemon's marker pair: an edge and an event's target time
+        assert x["host_send_ns"] < x["host_recv_ns"] or (
+            x["host_send_ns"] == x["host_recv_ns"] and x["target_ns"] in targets)
+    assert [r["seqno"] for r in rows["edges"]] == list(range(len(rows["edges"])))
 
 
 @pytest.mark.parametrize("name", ["basic", "kitchen", "reboot", "asleep", "latency",
@@ -176,9 +180,11 @@ def test_gaps_and_hidden_bounds(built):
 
 
 def fit_clock(cap: Path):
-    """A plain offline clock model over clock.tsv, written here: segments
-    where host-mid minus target jumps by > 1 ms, least squares in each."""
-    rows = [r for r in read_rows(cap, "clock") if r["retained"]]
+    """A plain offline clock model over clock.tsv's pings, written here:
+    segments where host-mid minus target jumps by > 1 ms, least squares in
+    each (marker rows, send = receive, are left out)."""
+    rows = [r for r in read_rows(cap, "clock")
+            if r["retained"] and r["host_send_ns"] < r["host_recv_ns"]]
     segs: list[list[tuple[float, float]]] = []
     for r in rows:
         mid = (r["host_send_ns"] + r["host_recv_ns"]) / 2
@@ -222,6 +228,95 @@ def test_events_and_exchanges_tell_the_true_times(built, name):
         assert abs(m - w["resume_t_ns"]) <= bound, (w, m)
         assert abs(online - w["resume_t_ns"]) > 1_000_000
     assert truth["capture"]["clock"]["segments"] == len(fits)
+
+
+def active_set_changes(holds, t0, t1):
+    """(t, rising) of every change of the set of @holds (model spans)
+    between empty and non-empty inside (t0, t1), computed here."""
+    pts = sorted([(h["start_ns"], 1) for h in holds] + [(h["end_ns"], -1) for h in holds])
+    n, out = 0, []
+    for t, d in pts:
+        before, n = n, n + d
+        if (before == 0) != (n == 0) and t0 < t < t1:
+            out.append((t, n > 0))
+    return out
+
+
+def test_marker_edges_follow_the_active_set(built):
+    """edges.tsv has an edge, late by at most the GPIO jitter, at every
+    change of the set of held blockers between empty and non-empty, and
+    each change of the set the log's block/unblock records give (mapped
+    with a plain fit of the pings) is one of them, in the same direction."""
+    d = built[("marker", 1)]
+    cap, truth = d / "capture", S.load_truth(d)
+    sc = S.scenario("marker")
+    edges = read_rows(cap, "edges")
+    c = truth["capture"]
+    want = active_set_changes(truth["model"]["holds"], c["start_ns"], c["end_ns"])
+    assert len(edges) == len(want) == c["clock"]["marker_edges"] >= 10
+    for e, (t, rising) in zip(edges, want):
+        assert e["line"] == "marker"
+        assert e["edge"] == ("rising" if rising else "falling")
+        assert 0 <= e["t_ns"] - t <= sc.marker.jitter_ns
+    # the log's own view, on host time via the pings alone (ms-accurate)
+    fits, first = fit_clock(cap)
+    active, logged = set(), []
+    for ev in read_rows(cap, "events"):
+        before = len(active)
+        if ev["type"] == "block":
+            active.add(ev["arg"])
+        elif ev["type"] == "unblock":
+            active.discard(ev["arg"])
+        else:
+            continue
+        if (before == 0) != (not active):
+            seg = next(i for t, i in first if t > ev["host_t_ns"] - 10_000_000)
+            my, mx, slope = fits[seg]
+            logged.append((my + (ev["target_t_ns"] - mx) * slope, bool(active)))
+    assert len(logged) == c["clock"]["marker_pairs"] == len(edges)
+    for (t, rising), e in zip(logged, edges):
+        assert abs(e["t_ns"] - t) < 2_000_000 and (e["edge"] == "rising") == rising
+
+
+def test_marker_truth_is_the_markers(built):
+    """With the marker wired the truth expects the markers' clock (a bound
+    a small fraction of the pings') and every wakeup measured exactly to
+    the first rising edge after its stimulus; clock.tsv's online marker
+    rows are off by the scenario's error, so a fit that used them would
+    miss it."""
+    d = built[("marker", 1)]
+    cap, truth = d / "capture", S.load_truth(d)
+    sc = S.scenario("marker")
+    no_marker = S.scenario("marker")
+    no_marker.marker = None
+    pings_only = S.Model(no_marker).truth(cap)["tolerance"]["clock_err_ns"]
+    bound = truth["tolerance"]["clock_err_ns"]
+    assert 0 < 20 * bound < pings_only
+    assert bound < sc.marker.online_error_ns / 10
+    rising = [e["t_ns"] for e in read_rows(cap, "edges") if e["edge"] == "rising"]
+    assert len(truth["wakeups"]) == 3
+    for w in truth["wakeups"]:
+        first = min(t for t in rising if t >= w["t_ns"])
+        assert w["latency_from"] == "marker" and w["marker_t_ns"] == first
+        assert w["latency_ns"] == first - w["t_ns"] < w["resume_t_ns"] - w["t_ns"]
+        assert w["tol"]["latency_ns"] == 1
+    assert truth["latency"]["max_ns"] == max(w["latency_ns"] for w in truth["wakeups"])
+    # the daemon's pairs: one per edge, each off by online_error_ns
+    rows = [r for r in read_rows(cap, "clock") if r["host_send_ns"] == r["host_recv_ns"]]
+    edges = {e["t_ns"] for e in read_rows(cap, "edges")}
+    assert len(rows) == truth["capture"]["clock"]["marker_pairs"]
+    assert all(r["host_send_ns"] - sc.marker.online_error_ns in edges for r in rows)
+
+
+def test_marker_scenario_errors(tmp_path):
+    sc = S.scenario("marker")
+    sc.holds.append(S.Hold("lost-one", 34.0, 34.5, logged=False))
+    with pytest.raises(S.ScenarioError, match="lost"):
+        S.Model(sc)
+    sc = S.scenario("marker")
+    sc.holds.append(S.Hold("touching", 3.5, 3.55))
+    with pytest.raises(S.ScenarioError, match="glitch"):
+        S.Model(sc)
 
 
 @pytest.mark.parametrize("version", [1, 2])

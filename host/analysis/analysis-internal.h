@@ -6,6 +6,8 @@
  *
  *	clockfit.c	clock.tsv -> segments, each a fitted offset + drift;
  *			events re-mapped onto host time
+ *	markers.c	edges.tsv's marker edges paired again with the events
+ *			-> more clock samples; the rising edges for wakeups.c
  *	timeline.c	events + stats + stimuli -> blockers with their active
  *			spans, suspended spans, resumes, aborts, boots
  *	wakeups.c	stimuli + resumes -> wakeup episodes; latency
@@ -26,6 +28,7 @@
 
 #include <sbrig/analysis.h>
 #include <sbrig/capture-read.h>
+#include <sbrig/marker.h>
 #include <sbrig/records.h>
 #include <sbrig/sbrig.h>
 
@@ -52,7 +55,11 @@ struct an_span {
  * @drift: fitted rate (host ns per target ns, minus 1)
  * @min_half_ns: smallest half-width of a retained exchange
  * @max_resid_ns: largest |residual| of a retained exchange
+ * @max_marker_resid_ns: largest |residual| of a marker pair
+ * @t_marker_first, @t_marker_last: target times of its first and last
+ *	marker pair
  * @n: exchanges retained
+ * @markers: of which marker pairs
  */
 struct an_segment {
 	int64_t host_first, host_last;
@@ -62,17 +69,43 @@ struct an_segment {
 	double drift;
 	int64_t min_half_ns;
 	int64_t max_resid_ns;
+	int64_t max_marker_resid_ns;
+	int64_t t_marker_first, t_marker_last;
 	unsigned int n;
+	unsigned int markers;
 };
 
+/* the half-width of a marker edge's time (the GPIO path's spread) */
+#define AN_MARKER_HALF_NS	100000
+
+struct an_clock_sample;	/* one exchange or marker pair (clockfit.c) */
+
+/**
+ * struct an_clock - the offline clock model
+ * @seg: its segments, in host-time order
+ * @s: the samples they were fitted from (kept for a refit)
+ * @marker_rows: clock.tsv's marker rows taken (the daemon's pairs)
+ * @marker_rows_skipped: those left out (the edges are paired offline)
+ * @marker_pairs: pairs added by an_clock_add_markers()
+ */
 struct an_clock {
 	struct an_segment *seg;
 	size_t nseg, cap;
-	int64_t max_uncert_ns;	/* largest uncertainty of a mapped event */
+	struct an_clock_sample *s;
+	size_t ns, scap;
+	uint64_t marker_rows, marker_rows_skipped;
+	uint64_t marker_pairs;
 };
 
-/* Read clock.tsv and fit its segments. 0 or -errno. */
-int an_clock_fit(struct an_clock *c, struct sbrig_capread *cr);
+/*
+ * Read clock.tsv and fit its segments; @marker_rows: take its marker rows
+ * too. 0 or -errno.
+ */
+int an_clock_fit(struct an_clock *c, struct sbrig_capread *cr,
+		 bool marker_rows);
+/* Add @n marker pairs (sorted in place) and fit again. 0 or -ENOMEM. */
+int an_clock_add_markers(struct an_clock *c, struct sbrig_marker_pair *p,
+			 size_t n);
 /* The segment whose host span is nearest @host_ns; -1 if none. */
 int an_clock_segment_at(const struct an_clock *c, int64_t host_ns);
 /* The segment holding the first exchange after @host_ns; -1 if none. */
@@ -81,6 +114,67 @@ int an_clock_segment_after(const struct an_clock *c, int64_t host_ns);
 void an_clock_map(const struct an_clock *c, int k, int64_t target_ns,
 		  int64_t *host_ns, int64_t *uncert_ns);
 void an_clock_free(struct an_clock *c);
+
+/**
+ * struct an_mapper - maps events in events.tsv's order onto host time
+ * @clk: the clock
+ * @enters: online host times of the enters, in log order (no earlier than
+ *	the earliest time of an event logged before them)
+ * @n, @cap: their number, allocated
+ * @next: the next enter to come
+ * @enter_online: online host time of the last enter of this boot, or -1
+ * @boot: the boot of the last event mapped
+ *
+ * The rule of report-format.md (section 1, Clock): an event is mapped with
+ * the segment in effect after the last enter before it in its boot.
+ */
+struct an_mapper {
+	const struct an_clock *clk;
+	int64_t *enters;
+	size_t n, cap;
+	size_t next;
+	int64_t enter_online;
+	char boot[SBRIG_BOOT_ID_MAX];
+};
+
+/* Read the enters (events.tsv, rewound). 0 or -errno. */
+int an_mapper_init(struct an_mapper *mp, const struct an_clock *clk,
+		   struct sbrig_capread *cr);
+/* Map the next event: the segment used, or -1 (online time kept). */
+int an_mapper_map(struct an_mapper *mp, const struct sbrig_event *ev,
+		  int64_t *host_ns, int64_t *uncert_ns);
+void an_mapper_free(struct an_mapper *mp);
+
+/* ---- markers.c ------------------------------------------------------------ */
+
+/**
+ * struct an_markers - the marker line of a capture (edges.tsv)
+ * @e: its edges, in time order
+ * @edges, @ecap: their number, allocated
+ * @rise: host times of the rising edges, in time order
+ * @nrise, @rise_cap: their number, allocated
+ * @pairs: edges paired with an event offline
+ */
+struct an_markers {
+	struct sbrig_edge *e;
+	size_t edges, ecap;
+	int64_t *rise;
+	size_t nrise, rise_cap;
+	uint64_t pairs;
+};
+
+/* Read edges.tsv's marker edges. 0 or -errno. */
+int an_markers_read(struct an_markers *mk, struct sbrig_capread *cr);
+/*
+ * Pair the marker edges with the events' transitions (events mapped with
+ * @clk), then fit @clk again with the pairs added. 0 or -errno.
+ */
+int an_markers_pair(struct an_markers *mk, struct an_clock *clk,
+		    struct sbrig_capread *cr);
+/* The first rising edge in [@from, @to], or -1. */
+int64_t an_markers_rise_in(const struct an_markers *mk, int64_t from,
+			   int64_t to);
+void an_markers_free(struct an_markers *mk);
 
 /* ---- timeline.c ----------------------------------------------------------- */
 
@@ -239,7 +333,11 @@ bool an_timeline_suspended(const struct an_timeline *tl, int64_t t);
  * struct an_wakeup - a stimulus that woke the target
  * @stim: index into the timeline's stimuli
  * @t_ns: the stimulus
- * @resume_t_ns, @uncert_ns: its resume
+ * @resume_t_ns, @resume_uncert_ns: its resume
+ * @marker_t_ns: the marker's first rising edge after @t_ns, up to the
+ *	resume (+ its uncertainty), or -1
+ * @latency_ns: to @marker_t_ns if there is one, else to @resume_t_ns
+ * @uncert_ns: @latency_ns's uncertainty (the marker's, or the resume's)
  * @end_ns: the next enter (or the capture's end)
  * @energy_uJ: from @t_ns to @end_ns (the integration fills it in)
  * @blockers: indices of the blockers active in [resume, end)
@@ -248,7 +346,9 @@ bool an_timeline_suspended(const struct an_timeline *tl, int64_t t);
 struct an_wakeup {
 	size_t stim;
 	int64_t t_ns;
-	int64_t resume_t_ns, uncert_ns;
+	int64_t resume_t_ns, resume_uncert_ns;
+	int64_t marker_t_ns;
+	int64_t latency_ns, uncert_ns;
 	int64_t end_ns;
 	double energy_uJ;
 	size_t *blockers;
@@ -262,7 +362,8 @@ struct an_wakeups {
 	struct sbrig_latency_stats lat;
 };
 
-int an_wakeups_find(struct an_wakeups *wk, const struct an_timeline *tl);
+int an_wakeups_find(struct an_wakeups *wk, const struct an_timeline *tl,
+		    const struct an_markers *mk);
 void an_wakeups_free(struct an_wakeups *wk);
 
 /* ---- integrate.c ---------------------------------------------------------- */
@@ -353,6 +454,7 @@ struct sbrig_analysis {
 	struct sbrig_capture_meta meta;
 	struct sbrig_analysis_opts opts;
 	struct an_clock clk;
+	struct an_markers mk;
 	struct an_timeline tl;
 	struct an_wakeups wk;
 	struct an_energy en;

@@ -116,12 +116,21 @@ struct sbrig_analysis *sbrig_analysis_run(const char *capture_dir,
 		goto fail;
 	start = ret == 1 ? s.t_ns : a->meta.created_monotonic_ns;
 	ret = sbrig_capread_rewind(cr, SBRIG_CAPFILE_SAMPLES);
+	/*
+	 * the clock: the pings, then the marker edges paired again with the
+	 * events so mapped; clock.tsv's online marker rows only when
+	 * edges.tsv has no marker edge (else they would count twice)
+	 */
 	if (!ret)
-		ret = an_clock_fit(&a->clk, cr);
+		ret = an_markers_read(&a->mk, cr);
+	if (!ret)
+		ret = an_clock_fit(&a->clk, cr, !a->mk.edges);
+	if (!ret)
+		ret = an_markers_pair(&a->mk, &a->clk, cr);
 	if (!ret)
 		ret = an_timeline_build(&a->tl, cr, &a->clk, start);
 	if (!ret)
-		ret = an_wakeups_find(&a->wk, &a->tl);
+		ret = an_wakeups_find(&a->wk, &a->tl, &a->mk);
 	if (!ret)
 		ret = an_edges_refine(&a->tl, cr);
 	if (!ret)
@@ -159,6 +168,7 @@ void sbrig_analysis_free(struct sbrig_analysis *a)
 	if (!a)
 		return;
 	an_clock_free(&a->clk);
+	an_markers_free(&a->mk);
 	an_timeline_free(&a->tl);
 	an_wakeups_free(&a->wk);
 	an_energy_free(&a->en);
@@ -178,9 +188,13 @@ size_t sbrig_analysis_wakeups(const struct sbrig_analysis *a,
 	for (size_t i = 0; i < a->wk.n && i < max; i++) {
 		const struct an_wakeup *w = &a->wk.w[i];
 
-		out[i] = (struct sbrig_wakeup){ w->t_ns, w->resume_t_ns,
-						w->resume_t_ns - w->t_ns,
-						w->uncert_ns };
+		out[i] = (struct sbrig_wakeup){
+			.t_ns = w->t_ns,
+			.resume_t_ns = w->resume_t_ns,
+			.marker_t_ns = w->marker_t_ns,
+			.latency_ns = w->latency_ns,
+			.uncert_ns = w->uncert_ns,
+		};
 	}
 	return a->wk.n;
 }

@@ -23,10 +23,19 @@
  * 4. Each segment: weighted least squares of offset against target time
  *    (weight 1 / h^2); below two samples or MIN_SPAN_NS of target time, the
  *    weighted mean offset and no drift.
+ * 5. Marker pairs found offline (markers.c) are merged into the pings by
+ *    host time and steps 3 and 4 run again: an_clock_add_markers().
  *
  * A mapping's uncertainty is the larger of the segment's smallest
  * half-width and its largest residual, plus DRIFT_BUDGET of the distance
- * outside the segment's target-time span.
+ * outside the segment's target-time span. In a segment with two marker
+ * pairs or more, the markers (a hundred times the weight of a UART ping)
+ * set the fit: its uncertainty is the larger of MARKER_HALF_NS and their
+ * largest residual, plus DRIFT_BUDGET of the distance outside their span.
+ *
+ * an_mapper: which segment maps an event, by timeline.c's epochs (the
+ * enters of the event log), so that the marker pairing and the timeline
+ * map every event the same way.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -36,7 +45,7 @@
 
 #include "analysis-internal.h"
 
-#define MARKER_HALF_NS	100000		/* 100 us: the GPIO path's spread */
+#define MARKER_HALF_NS	AN_MARKER_HALF_NS	/* 100 us */
 #define BAND_FACTOR	3
 #define BAND_WINDOW	32		/* neighbours each side */
 #define BAND_SLACK_NS	1000000		/* 1 ms */
@@ -44,7 +53,7 @@
 #define DRIFT_BUDGET	20e-6		/* 20 ppm */
 #define MIN_SPAN_NS	2000000000LL
 
-struct sample {
+struct an_clock_sample {
 	int64_t host;		/* midpoint */
 	int64_t t;		/* target */
 	int64_t rtt;		/* 0 for a marker pair */
@@ -70,7 +79,7 @@ int an_grow(void **p, size_t *cap, size_t need, size_t size)
 	return 0;
 }
 
-static void band_filter(struct sample *s, size_t n)
+static void band_filter(struct an_clock_sample *s, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		int64_t lo = INT64_MAX;
@@ -86,14 +95,17 @@ static void band_filter(struct sample *s, size_t n)
 	}
 }
 
-static void fit(struct an_segment *g, const struct sample *s, size_t n)
+static void fit(struct an_segment *g, const struct an_clock_sample *s,
+		size_t n)
 {
 	double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
 	int64_t t0 = -1;
 
 	g->n = 0;
+	g->markers = 0;
 	g->min_half_ns = INT64_MAX;
 	g->max_resid_ns = 0;
+	g->max_marker_resid_ns = 0;
 	for (size_t i = 0; i < n; i++) {
 		double w, x;
 
@@ -101,6 +113,11 @@ static void fit(struct an_segment *g, const struct sample *s, size_t n)
 			continue;
 		if (t0 < 0)
 			t0 = s[i].t;
+		if (!s[i].rtt) {	/* a marker pair */
+			if (!g->markers++)
+				g->t_marker_first = s[i].t;
+			g->t_marker_last = s[i].t;
+		}
 		w = 1.0 / ((double)s[i].half * (double)s[i].half);
 		x = (double)(s[i].t - t0);
 		sw += w;
@@ -132,10 +149,34 @@ static void fit(struct an_segment *g, const struct sample *s, size_t n)
 		r = fabs(s[i].off - pred);
 		if (r > (double)g->max_resid_ns)
 			g->max_resid_ns = (int64_t)r;
+		if (!s[i].rtt && r > (double)g->max_marker_resid_ns)
+			g->max_marker_resid_ns = (int64_t)r;
 	}
 }
 
-static int add_segment(struct an_clock *c, const struct sample *s, size_t n)
+/*
+ * A mapping's uncertainty with @g before the distance term, and the target
+ * span [*@first, *@last] outside which DRIFT_BUDGET adds (top comment).
+ */
+static int64_t seg_uncert(const struct an_segment *g, int64_t *first,
+			  int64_t *last)
+{
+	int64_t u;
+
+	if (g->markers >= 2) {
+		*first = g->t_marker_first;
+		*last = g->t_marker_last;
+		u = g->max_marker_resid_ns;
+		return u > MARKER_HALF_NS ? u : MARKER_HALF_NS;
+	}
+	*first = g->t_first;
+	*last = g->t_last;
+	u = g->min_half_ns;
+	return u > g->max_resid_ns ? u : g->max_resid_ns;
+}
+
+static int add_segment(struct an_clock *c, const struct an_clock_sample *s,
+		       size_t n)
 {
 	struct an_segment *g;
 	size_t first = n, last = 0;
@@ -163,40 +204,15 @@ static int add_segment(struct an_clock *c, const struct sample *s, size_t n)
 	return 0;
 }
 
-/**
- * an_clock_fit() - fit the segments of a capture's clock.tsv
- * @c: out (zeroed storage)
- * @cr: the capture
- *
- * Return: 0, or -errno with sbrig_errmsg() naming clock.tsv's line.
- */
-int an_clock_fit(struct an_clock *c, struct sbrig_capread *cr)
+/* Steps 3 and 4 over the samples of @c (their keep flags set). */
+static int segments(struct an_clock *c)
 {
-	struct sbrig_capture_clock_row row;
-	struct sample *s = NULL;
-	size_t n = 0, cap = 0, from = 0, prev = SIZE_MAX;
+	const struct an_clock_sample *s = c->s;
+	size_t n = c->ns, from = 0, prev = SIZE_MAX;
+	int64_t first, last;
 	int ret;
 
-	memset(c, 0, sizeof(*c));
-	while ((ret = sbrig_capread_next_clock(cr, &row)) == 1) {
-		int64_t rtt = row.host_recv_ns - row.host_send_ns;
-
-		if (rtt < 0)
-			continue;	/* not a possible exchange */
-		ret = an_grow((void **)&s, &cap, n + 1, sizeof(*s));
-		if (ret)
-			goto out;
-		s[n].host = row.host_send_ns + rtt / 2;
-		s[n].t = row.target_ns;
-		s[n].rtt = rtt;
-		s[n].half = rtt ? (rtt + 1) / 2 : MARKER_HALF_NS;
-		s[n].off = (double)s[n].host - (double)s[n].t;
-		s[n].keep = true;
-		n++;
-	}
-	if (ret < 0)
-		goto out;
-	band_filter(s, n);
+	c->nseg = 0;
 	for (size_t i = 0; i < n; i++) {
 		double lim;
 
@@ -212,7 +228,7 @@ int an_clock_fit(struct an_clock *c, struct sbrig_capread *cr)
 			if (fabs(s[i].off - s[prev].off) > lim) {
 				ret = add_segment(c, s + from, i - from);
 				if (ret)
-					goto out;
+					return ret;
 				from = i;
 			}
 		}
@@ -221,17 +237,114 @@ int an_clock_fit(struct an_clock *c, struct sbrig_capread *cr)
 	ret = add_segment(c, s + from, n - from);
 	for (size_t k = 0; k < c->nseg && !ret; k++)
 		sbrig_log(SBRIG_LOG_DEBUG, "clock segment %zu: host %" PRId64
-			  "..%" PRId64 ", %u exchange(s), offset %.0f ns, drift "
-			  "%.1f ppm, +/- %" PRId64 " ns", k, c->seg[k].host_first,
-			  c->seg[k].host_last, c->seg[k].n, c->seg[k].offset_ns,
+			  "..%" PRId64 ", %u exchange(s) (%u marker), offset "
+			  "%.0f ns, drift %.1f ppm, +/- %" PRId64 " ns", k,
+			  c->seg[k].host_first, c->seg[k].host_last,
+			  c->seg[k].n, c->seg[k].markers, c->seg[k].offset_ns,
 			  c->seg[k].drift * 1e6,
-			  c->seg[k].min_half_ns > c->seg[k].max_resid_ns ?
-			  c->seg[k].min_half_ns : c->seg[k].max_resid_ns);
+			  seg_uncert(&c->seg[k], &first, &last));
+	return ret;
+}
+
+/**
+ * an_clock_fit() - fit the segments of a capture's clock.tsv
+ * @c: out (zeroed storage)
+ * @cr: the capture
+ * @marker_rows: take clock.tsv's marker rows (the daemon's online pairs)
+ *	too; else skip them (the analysis pairs the edges itself)
+ *
+ * Return: 0, or -errno with sbrig_errmsg() naming clock.tsv's line.
+ */
+int an_clock_fit(struct an_clock *c, struct sbrig_capread *cr,
+		 bool marker_rows)
+{
+	struct sbrig_capture_clock_row row;
+	struct an_clock_sample *s;
+	int ret;
+
+	memset(c, 0, sizeof(*c));
+	while ((ret = sbrig_capread_next_clock(cr, &row)) == 1) {
+		int64_t rtt = row.host_recv_ns - row.host_send_ns;
+
+		if (rtt < 0)
+			continue;	/* not a possible exchange */
+		if (!rtt && !marker_rows) {
+			c->marker_rows_skipped++;
+			continue;
+		}
+		ret = an_grow((void **)&c->s, &c->scap, c->ns + 1,
+			      sizeof(*c->s));
+		if (ret)
+			goto out;
+		s = &c->s[c->ns++];
+		s->host = row.host_send_ns + rtt / 2;
+		s->t = row.target_ns;
+		s->rtt = rtt;
+		s->half = rtt ? (rtt + 1) / 2 : MARKER_HALF_NS;
+		s->off = (double)s->host - (double)s->t;
+		s->keep = true;
+		if (!rtt)
+			c->marker_rows++;
+	}
+	if (ret < 0)
+		goto out;
+	band_filter(c->s, c->ns);
+	ret = segments(c);
 out:
-	free(s);
 	if (ret < 0)
 		an_clock_free(c);
 	return ret < 0 ? ret : 0;
+}
+
+static int cmp_pair(const void *x, const void *y)
+{
+	const struct sbrig_marker_pair *a = x, *b = y;
+
+	return a->host_ns < b->host_ns ? -1 : a->host_ns > b->host_ns;
+}
+
+/**
+ * an_clock_add_markers() - add marker pairs and fit the segments again
+ * @c: a fitted clock
+ * @p: the pairs (edge host time, target time of its event); sorted here
+ * @n: their number
+ *
+ * The pairs join the exchanges in host-time order (clock.tsv's rows are
+ * in that order already) with the half-width MARKER_HALF_NS.
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int an_clock_add_markers(struct an_clock *c, struct sbrig_marker_pair *p,
+			 size_t n)
+{
+	struct an_clock_sample *m;
+	size_t i = 0, j = 0, k = 0, total = c->ns + n;
+
+	if (!n)
+		return 0;
+	m = calloc(total, sizeof(*m));
+	if (!m)
+		return sbrig_set_error(-ENOMEM, "analysis: out of memory");
+	qsort(p, n, sizeof(*p), cmp_pair);
+	while (k < total) {
+		if (j < n && (i == c->ns || p[j].host_ns < c->s[i].host)) {
+			m[k].host = p[j].host_ns;
+			m[k].t = p[j].target_ns;
+			m[k].rtt = 0;
+			m[k].half = MARKER_HALF_NS;
+			m[k].off = (double)m[k].host - (double)m[k].t;
+			m[k].keep = true;
+			j++;
+		} else {
+			m[k] = c->s[i++];
+		}
+		k++;
+	}
+	free(c->s);
+	c->s = m;
+	c->ns = c->scap = total;
+	c->marker_pairs += n;
+	return segments(c);
 }
 
 int an_clock_segment_at(const struct an_clock *c, int64_t host_ns)
@@ -266,19 +379,144 @@ void an_clock_map(const struct an_clock *c, int k, int64_t target_ns,
 	const struct an_segment *g = &c->seg[k];
 	double h = (double)target_ns + g->offset_ns +
 		g->drift * (double)(target_ns - g->t_ref);
-	int64_t out = target_ns < g->t_first ? g->t_first - target_ns :
-		target_ns > g->t_last ? target_ns - g->t_last : 0;
-	int64_t u = g->min_half_ns > g->max_resid_ns ? g->min_half_ns :
-		g->max_resid_ns;
+	int64_t first, last, u = seg_uncert(g, &first, &last);
+	int64_t out = target_ns < first ? first - target_ns :
+		target_ns > last ? target_ns - last : 0;
 
 	*host_ns = h >= 9.2e18 ? INT64_MAX : h <= -9.2e18 ? INT64_MIN :
 		(int64_t)llround(h);
 	*uncert_ns = u + (int64_t)(DRIFT_BUDGET * (double)out);
 }
 
+/* ---- mapping events by their epochs ----------------------------------- */
+
+/**
+ * an_mapper_init() - the enters of events.tsv, for an_mapper_map()
+ * @mp: out (zeroed storage)
+ * @clk: the clock to map with (may be fitted again before the mapping)
+ * @cr: the capture; events.tsv is read once and rewound
+ *
+ * The online host times of the enters, in log order: an event's epoch
+ * runs from the enter before it to the enter after it. An enter is logged
+ * after everything before it in its boot's log, so its time is at least
+ * each earlier event's earliest (host_t_ns - uncert_ns): an enter whose
+ * online time the daemon could only guess (logged with the clock of the
+ * suspend it ends, seconds of uncertainty) then still opens its epoch
+ * after the exchanges of the awake time before it.
+ *
+ * Return: 0 or -errno (sbrig_errmsg() naming events.tsv's line).
+ */
+int an_mapper_init(struct an_mapper *mp, const struct an_clock *clk,
+		   struct sbrig_capread *cr)
+{
+	char boot[SBRIG_BOOT_ID_MAX] = "";
+	int64_t lb = INT64_MIN;		/* the log's lower bound so far */
+	struct sbrig_event ev;
+	int ret;
+
+	memset(mp, 0, sizeof(*mp));
+	mp->clk = clk;
+	mp->enter_online = -1;
+	while ((ret = sbrig_capread_next_event(cr, &ev)) == 1) {
+		int64_t early = ev.host_t_ns - (int64_t)ev.uncert_ns;
+
+		if (strcmp(boot, ev.boot_id)) {
+			snprintf(boot, sizeof(boot), "%s", ev.boot_id);
+			lb = INT64_MIN;
+		}
+		if (!strcmp(ev.type, "enter")) {
+			ret = an_grow((void **)&mp->enters, &mp->cap, mp->n + 1,
+				      sizeof(*mp->enters));
+			if (ret)
+				break;
+			mp->enters[mp->n++] = ev.host_t_ns > lb ? ev.host_t_ns :
+				lb;
+		}
+		if (early > lb)
+			lb = early;
+	}
+	if (!ret)
+		ret = sbrig_capread_rewind(cr, SBRIG_CAPFILE_EVENTS);
+	if (ret < 0)
+		an_mapper_free(mp);
+	return ret < 0 ? ret : 0;
+}
+
+/*
+ * The clock segment for an event of the epoch [@from, @to) (online host
+ * times of the enters around it; -1 / AN_OPEN_END at the ends): the one in
+ * effect after @from, or the nearest before @to in the first epoch of a
+ * boot; -1 when no exchange falls in the epoch.
+ */
+static int epoch_segment(const struct an_clock *clk, int64_t from, int64_t to,
+			 int64_t online)
+{
+	int k, best = -1;
+	int64_t bd = INT64_MAX;
+
+	if (from >= 0) {
+		k = an_clock_segment_after(clk, from);
+		return k >= 0 && clk->seg[k].host_first < to ? k : -1;
+	}
+	for (size_t i = 0; i < clk->nseg; i++) {
+		const struct an_segment *g = &clk->seg[i];
+		int64_t d = online < g->host_first ? g->host_first - online :
+			online > g->host_last ? online - g->host_last : 0;
+
+		if (g->host_first < to && d < bd) {
+			bd = d;
+			best = (int)i;
+		}
+	}
+	return best;
+}
+
+/**
+ * an_mapper_map() - map the next event of events.tsv
+ * @mp: the mapper
+ * @ev: the event (every event, in the file's order)
+ * @host_ns: out: its host time (the online one if it cannot be mapped)
+ * @uncert_ns: out: its uncertainty (likewise)
+ *
+ * Return: the segment used, or -1 (no exchange in the event's epoch).
+ */
+int an_mapper_map(struct an_mapper *mp, const struct sbrig_event *ev,
+		  int64_t *host_ns, int64_t *uncert_ns)
+{
+	int64_t to;
+	int k;
+
+	if (strcmp(ev->boot_id, mp->boot)) {
+		snprintf(mp->boot, sizeof(mp->boot), "%s", ev->boot_id);
+		mp->enter_online = -1;
+	}
+	/* the next enter, or this one (stamped before its sleep) */
+	to = mp->next < mp->n ? mp->enters[mp->next] : AN_OPEN_END;
+	k = epoch_segment(mp->clk, mp->enter_online, to, ev->host_t_ns);
+	*host_ns = ev->host_t_ns;
+	*uncert_ns = ev->uncert_ns;
+	if (k >= 0)
+		an_clock_map(mp->clk, k, ev->target_t_ns, host_ns, uncert_ns);
+	if (!strcmp(ev->type, "enter")) {
+		mp->enter_online = mp->next < mp->n ? mp->enters[mp->next] :
+			ev->host_t_ns;
+		mp->next++;
+	}
+	return k;
+}
+
+void an_mapper_free(struct an_mapper *mp)
+{
+	free(mp->enters);
+	memset(mp, 0, sizeof(*mp));
+}
+
 void an_clock_free(struct an_clock *c)
 {
 	free(c->seg);
+	free(c->s);
 	c->seg = NULL;
+	c->s = NULL;
 	c->nseg = c->cap = 0;
+	c->ns = c->scap = 0;
 }

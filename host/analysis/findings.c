@@ -152,7 +152,7 @@ static int clock(struct an_findings *fd, const struct an_timeline *tl,
 	int ret = 0;
 
 	for (size_t i = 0; i < wk->n; i++) {
-		int64_t lat = wk->w[i].resume_t_ns - wk->w[i].t_ns;
+		int64_t lat = wk->w[i].latency_ns;
 
 		if (wk->w[i].uncert_ns * 10 >= llabs(lat)) {
 			if (!bad++ || wk->w[i].uncert_ns > worst)

@@ -236,6 +236,11 @@ static jobj *capture(const struct sbrig_analysis *a)
 	put(c, "targets", tg);
 	put(ck, "segments", ji((int64_t)a->clk.nseg));
 	put(ck, "max_uncert_ns", ji(a->tl.max_uncert_ns));
+	put(ck, "marker_edges", ji((int64_t)a->mk.edges));
+	put(ck, "marker_pairs", ji((int64_t)(a->mk.edges ? a->clk.marker_pairs :
+					     a->clk.marker_rows)));
+	put(ck, "marker_pairs_from", js(a->mk.edges ? "edges" :
+				       a->clk.marker_rows ? "clock" : "none"));
 	put(c, "clock", ck);
 	return c;
 }
@@ -329,8 +334,12 @@ static jobj *wakeups(const struct sbrig_analysis *a)
 		put(o, "stimulus", js(what));
 		put(o, "t_ns", ji(w->t_ns));
 		put(o, "resume_t_ns", ji(w->resume_t_ns));
-		put(o, "latency_ns", ji(w->resume_t_ns - w->t_ns));
+		put(o, "marker_t_ns", w->marker_t_ns >= 0 ?
+		    ji(w->marker_t_ns) : NULL);
+		put(o, "latency_ns", ji(w->latency_ns));
 		put(o, "uncert_ns", ji(w->uncert_ns));
+		put(o, "latency_from", js(w->marker_t_ns >= 0 ? "marker" :
+					  "resume"));
 		put(o, "awake_ns", ji(w->end_ns > w->resume_t_ns ?
 				      w->end_ns - w->resume_t_ns : 0));
 		put(o, "energy_uJ", jd(w->energy_uJ, 3));

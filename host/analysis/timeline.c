@@ -238,111 +238,33 @@ static int boot_change(struct an_timeline *tl, struct state *st, int64_t t)
 	return ret;
 }
 
-/*
- * The online host times of the enters, in log order, and where each boot
- * starts in that list (a first pass over events.tsv): an event's epoch
- * runs from the enter before it to the enter after it. An enter is logged
- * after everything before it in its boot's log, so its time is at least
- * each earlier event's earliest (host_t_ns - uncert_ns): an enter whose
- * online time the daemon could only guess (logged with the clock of the
- * suspend it ends, seconds of uncertainty) then still opens its epoch
- * after the exchanges of the awake time before it.
- */
-struct enters {
-	int64_t *t;
-	size_t n, cap;
-};
-
-static int read_enters(struct enters *en, struct sbrig_capread *cr)
-{
-	char boot[SBRIG_BOOT_ID_MAX] = "";
-	int64_t lb = INT64_MIN;		/* the log's lower bound so far */
-	struct sbrig_event ev;
-	int ret;
-
-	while ((ret = sbrig_capread_next_event(cr, &ev)) == 1) {
-		int64_t early = ev.host_t_ns - (int64_t)ev.uncert_ns;
-
-		if (strcmp(boot, ev.boot_id)) {
-			snprintf(boot, sizeof(boot), "%s", ev.boot_id);
-			lb = INT64_MIN;
-		}
-		if (!strcmp(ev.type, "enter")) {
-			ret = an_grow((void **)&en->t, &en->cap, en->n + 1,
-				      sizeof(*en->t));
-			if (ret)
-				return ret;
-			en->t[en->n++] = ev.host_t_ns > lb ? ev.host_t_ns : lb;
-		}
-		if (early > lb)
-			lb = early;
-	}
-	return ret < 0 ? ret : sbrig_capread_rewind(cr, SBRIG_CAPFILE_EVENTS);
-}
-
-/*
- * The clock segment for an event of the epoch [@from, @to) (online host
- * times of the enters around it; -1 / AN_OPEN_END at the ends): the one in
- * effect after @from, or the nearest before @to in the first epoch of a
- * boot; -1 when no exchange falls in the epoch.
- */
-static int epoch_segment(const struct an_clock *clk, int64_t from, int64_t to,
-			 int64_t online)
-{
-	int k, best = -1;
-	int64_t bd = INT64_MAX;
-
-	if (from >= 0) {
-		k = an_clock_segment_after(clk, from);
-		return k >= 0 && clk->seg[k].host_first < to ? k : -1;
-	}
-	for (size_t i = 0; i < clk->nseg; i++) {
-		const struct an_segment *g = &clk->seg[i];
-		int64_t d = online < g->host_first ? g->host_first - online :
-			online > g->host_last ? online - g->host_last : 0;
-
-		if (g->host_first < to && d < bd) {
-			bd = d;
-			best = (int)i;
-		}
-	}
-	return best;
-}
-
 static int events_pass(struct an_timeline *tl, struct sbrig_capread *cr,
-		       const struct an_clock *clk, const struct enters *enters)
+		       struct an_mapper *mp)
 {
-	size_t next_enter = 0;
 	struct state st = { .susp_since = -1 };
 	char boot[SBRIG_BOOT_ID_MAX] = "", last_blocked[SBRIG_NAME_MAX] = "";
-	int64_t enter_online = -1;	/* online host time of the last enter */
 	struct sbrig_event ev;
 	int ret;
 
 	while ((ret = sbrig_capread_next_event(cr, &ev)) == 1) {
-		int64_t t = ev.host_t_ns, unc = ev.uncert_ns, to;
+		int64_t t, unc;
 		int k;
 
 		ret = 0;
 		tl->events++;
 		if (strcmp(ev.boot_id, boot)) {
 			if (boot[0]) {
-				ret = boot_change(tl, &st, t);
+				ret = boot_change(tl, &st, ev.host_t_ns);
 				if (ret)
 					return ret;
 			} else {
 				tl->boots++;
 			}
 			snprintf(boot, sizeof(boot), "%s", ev.boot_id);
-			enter_online = -1;
 			last_blocked[0] = '\0';
 		}
-		/* the next enter, or this one (stamped before its sleep) */
-		to = next_enter < enters->n ? enters->t[next_enter] : AN_OPEN_END;
-		k = epoch_segment(clk, enter_online, to, ev.host_t_ns);
-		if (k >= 0)
-			an_clock_map(clk, k, ev.target_t_ns, &t, &unc);
-		else
+		k = an_mapper_map(mp, &ev, &t, &unc);
+		if (k < 0)
 			tl->unmapped++;
 		sbrig_log(SBRIG_LOG_DEBUG, "event %" PRIu64 " %s %s: segment %d, "
 			  "host %" PRId64 " (online %" PRId64 "), +/- %" PRId64
@@ -373,9 +295,6 @@ static int events_pass(struct an_timeline *tl, struct sbrig_capread *cr,
 				st.susp_enter = true;
 			}
 			st.seen_platform = true;
-			enter_online = next_enter < enters->n ?
-				enters->t[next_enter] : ev.host_t_ns;
-			next_enter++;
 		} else if (!strcmp(ev.type, "exit")) {
 			if (!st.seen_platform && st.susp_since < 0) {
 				/* the capture started with the target asleep */
@@ -418,12 +337,12 @@ static int events_pass(struct an_timeline *tl, struct sbrig_capread *cr,
 static int read_events(struct an_timeline *tl, struct sbrig_capread *cr,
 		       const struct an_clock *clk)
 {
-	struct enters enters = { 0 };
-	int ret = read_enters(&enters, cr);
+	struct an_mapper mp;
+	int ret = an_mapper_init(&mp, clk, cr);
 
 	if (!ret)
-		ret = events_pass(tl, cr, clk, &enters);
-	free(enters.t);
+		ret = events_pass(tl, cr, &mp);
+	an_mapper_free(&mp);
 	return ret;
 }
 

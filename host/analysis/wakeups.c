@@ -7,6 +7,12 @@
  * when a press did not wake the target: the last press counts). The
  * episode runs to the next enter; its energy is filled in by the
  * integration. A resume that no stimulus explains is an unknown wakeup.
+ *
+ * The latency runs to the resume, or, when the marker is wired, to the
+ * marker's first rising edge after the stimulus that comes no later than
+ * the resume can be (its mapped time + its uncertainty): the target is
+ * running again when it takes a blocker, and the edge is a host kernel
+ * timestamp, with no clock mapping in it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -55,10 +61,12 @@ static int episode_blockers(struct an_wakeup *w, const struct an_timeline *tl)
  * an_wakeups_find() - pair stimuli with the resumes they caused
  * @wk: out (zeroed storage)
  * @tl: the timeline
+ * @mk: the marker line (no edges: the latencies run to the resumes)
  *
  * Return: 0 or -ENOMEM.
  */
-int an_wakeups_find(struct an_wakeups *wk, const struct an_timeline *tl)
+int an_wakeups_find(struct an_wakeups *wk, const struct an_timeline *tl,
+		    const struct an_markers *mk)
 {
 	bool *used = calloc(tl->nstimuli ? tl->nstimuli : 1, sizeof(*used));
 	int64_t *lat = NULL, *unc = NULL, prev_resume = INT64_MIN;
@@ -99,7 +107,16 @@ int an_wakeups_find(struct an_wakeups *wk, const struct an_timeline *tl)
 		w->stim = (size_t)pick;
 		w->t_ns = tl->stimuli[pick].t_ns;
 		w->resume_t_ns = res->t_ns;
-		w->uncert_ns = res->uncert_ns;
+		w->resume_uncert_ns = res->uncert_ns;
+		w->marker_t_ns = an_markers_rise_in(mk, w->t_ns, res->t_ns +
+						    res->uncert_ns);
+		if (w->marker_t_ns >= 0) {
+			w->latency_ns = w->marker_t_ns - w->t_ns;
+			w->uncert_ns = AN_MARKER_HALF_NS;
+		} else {
+			w->latency_ns = res->t_ns - w->t_ns;
+			w->uncert_ns = res->uncert_ns;
+		}
 		w->end_ns = tl->end;
 		for (size_t i = 0; i < tl->nsusp; i++) {
 			if (tl->susp[i].start >= res->t_ns) {
@@ -117,7 +134,7 @@ int an_wakeups_find(struct an_wakeups *wk, const struct an_timeline *tl)
 			ret = sbrig_set_error(-ENOMEM, "analysis: out of memory");
 		} else {
 			for (size_t i = 0; i < wk->n; i++) {
-				lat[i] = wk->w[i].resume_t_ns - wk->w[i].t_ns;
+				lat[i] = wk->w[i].latency_ns;
 				unc[i] = wk->w[i].uncert_ns;
 			}
 			sbrig_latency_stats(lat, unc, wk->n, &wk->lat);

@@ -317,6 +317,126 @@ static void events_remapped_with_the_whole_clock(void **state)
 	sbrig_analysis_free(a);
 }
 
+/* ---- the marker line ----------------------------------------------------- */
+
+static void add_edge(struct sbrig_capture *cap, int64_t t, bool rising,
+		     uint64_t seqno)
+{
+	struct sbrig_edge e = { .t_ns = t, .line = "marker", .rising = rising,
+				.seqno = seqno };
+
+	assert_int_equal(sbrig_capture_add_edge(cap, &e), 0);
+}
+
+static void marker_rise_in_range(void **state)
+{
+	int64_t rise[] = { 10, 20, 30 };
+	struct an_markers mk = { .rise = rise, .nrise = 3 };
+	struct an_markers none = { 0 };
+
+	assert_int_equal(an_markers_rise_in(&mk, 0, 9), -1);
+	assert_int_equal(an_markers_rise_in(&mk, 0, 10), 10);
+	assert_int_equal(an_markers_rise_in(&mk, 10, 10), 10);
+	assert_int_equal(an_markers_rise_in(&mk, 11, 25), 20);
+	assert_int_equal(an_markers_rise_in(&mk, 21, 29), -1);
+	assert_int_equal(an_markers_rise_in(&mk, 31, 100), -1);
+	assert_int_equal(an_markers_rise_in(&none, 0, 100), -1);
+}
+
+/*
+ * Pings with a 10 ms round trip whose pong is stamped 2 ms late (the
+ * midpoint rule maps 2 ms early), clock.tsv's online marker rows 5 ms
+ * off, and edges.tsv 3 us after each 0 <-> 1 change: the analysis pairs
+ * the edges itself, ignores the online rows, and the markers set the
+ * clock; the wakeup is measured to its marker edge.
+ */
+static void marker_edges_paired_offline(void **state)
+{
+	const int64_t off = 5 * S, late = 3000;
+	struct sbrig_stimulus press = { .t_ns = T0 + 8 * S, .what = "press",
+					.arg = "power" };
+	struct {
+		int64_t t;		/* true host time */
+		const char *type, *arg;
+		int edge;		/* 1 rising, -1 falling, 0 none */
+	} ev[] = {
+		{ T0 + 2 * S, "block", "x", 1 },
+		{ T0 + 3 * S, "unblock", "x", -1 },
+		{ T0 + 5 * S, "block", "y", 1 },
+		{ T0 + 5 * S + 500 * MS, "block", "z", 0 },
+		{ T0 + 6 * S + 500 * MS, "unblock", "y", 0 },
+		{ T0 + 6 * S + 700 * MS, "unblock", "z", -1 },
+		{ T0 + 7 * S, "enter", "deep", 0 },
+		{ T0 + 8 * S + 6 * MS, "exit", "deep", 0 },
+		{ T0 + 8 * S + 9 * MS, "block", "keypad", 1 },
+		{ T0 + 8 * S + 40 * MS, "resume", "0", 0 },
+		{ T0 + 8 * S + 500 * MS, "unblock", "keypad", -1 },
+	};
+	struct sbrig_capture *cap;
+	struct sbrig_analysis *a;
+	const struct an_wakeup *w;
+	uint64_t seqno = 0;
+	char dir[4096];
+
+	cap_dir(dir, sizeof(dir), "marker");
+	cap = sbrig_capture_new(dir, &prov);
+	assert_non_null(cap);
+	add_samples(cap, 10 * S, MS, flat);
+	for (int64_t t = T0; t <= T0 + 10 * S; t += 500 * MS) {
+		if (t > T0 + 7 * S - 100 * MS && t < T0 + 8 * S + 100 * MS)
+			continue;	/* asleep: no pong */
+		assert_int_equal(sbrig_capture_add_clock(cap, t, t + 10 * MS,
+							 t + 7 * MS - off, 1),
+				 0);
+	}
+	for (size_t i = 0; i < AN_ARRAY_SIZE(ev); i++) {
+		struct sbrig_event e = { .host_t_ns = ev[i].t + 40 * MS,
+					 .uncert_ns = 20 * MS,
+					 .target_t_ns = ev[i].t - off,
+					 .seq = i };
+
+		snprintf(e.boot_id, sizeof(e.boot_id), "b");
+		snprintf(e.type, sizeof(e.type), "%s", ev[i].type);
+		snprintf(e.arg, sizeof(e.arg), "%s", ev[i].arg);
+		assert_int_equal(sbrig_capture_add_event(cap, &e), 0);
+		if (!ev[i].edge)
+			continue;
+		add_edge(cap, ev[i].t + late, ev[i].edge > 0, seqno++);
+		/* the daemon's pair of it, 5 ms off: must not count */
+		assert_int_equal(sbrig_capture_add_clock(cap, ev[i].t + 5 * MS,
+							 ev[i].t + 5 * MS,
+							 ev[i].t - off, 1),
+				 0);
+	}
+	assert_int_equal(sbrig_capture_add_stimulus(cap, &press), 0);
+	assert_int_equal(sbrig_capture_close(cap, "complete"), 0);
+
+	a = sbrig_analysis_run(dir, NULL);
+	assert_non_null(a);
+	assert_int_equal(a->mk.edges, 6);
+	assert_int_equal(a->mk.pairs, 6);
+	assert_int_equal(a->clk.marker_pairs, 6);
+	assert_int_equal(a->clk.marker_rows, 0);
+	assert_int_equal(a->clk.marker_rows_skipped, 6);
+	assert_int_equal(a->clk.nseg, 1);
+	assert_int_equal(a->clk.seg[0].markers, 6);
+	/* the markers set the clock: microseconds, not the pings' 2 ms */
+	assert_true(llabs(blocker(a, "x")->spans[0].start - (T0 + 2 * S)) <
+		    20000);
+	assert_true(llabs(blocker(a, "z")->spans[0].end -
+			  (T0 + 6 * S + 700 * MS)) < 20000);
+	assert_true(a->tl.max_uncert_ns <= 110000);
+	/* the wakeup: to the marker's edge, the resume where it was */
+	assert_int_equal(a->wk.n, 1);
+	w = &a->wk.w[0];
+	assert_int_equal(w->marker_t_ns, T0 + 8 * S + 9 * MS + late);
+	assert_int_equal(w->latency_ns, 9 * MS + late);
+	assert_int_equal(w->uncert_ns, AN_MARKER_HALF_NS);
+	assert_true(llabs(w->resume_t_ns - (T0 + 8 * S + 40 * MS)) < 20000);
+	assert_int_equal(a->wk.lat.median_ns, 9 * MS + late);
+	sbrig_analysis_free(a);
+}
+
 static void corrupt_capture_names_file_and_line(void **state)
 {
 	char dir[4096], path[4200];
@@ -347,6 +467,8 @@ int main(void)
 		cmocka_unit_test(equal_split_exclusive_and_baseline),
 		cmocka_unit_test(blocker_active_at_start_and_leak),
 		cmocka_unit_test(events_remapped_with_the_whole_clock),
+		cmocka_unit_test(marker_rise_in_range),
+		cmocka_unit_test(marker_edges_paired_offline),
 		cmocka_unit_test(corrupt_capture_names_file_and_line),
 	};
 

@@ -67,6 +67,15 @@ way out (``retained`` 0). Events carry their exact target time and an
 ``online_drift_ppm`` x (t - start): an analysis that does not re-fit the
 clock gets latencies wrong by milliseconds.
 
+*Marker.* With ``Scenario.marker`` (:class:`Marker`) the target's marker
+line is wired: ``edges.tsv`` has an edge at each change of the set of held
+blockers between empty and non-empty, late by U(0, ``jitter_ns``), and the
+analysis must pair them with the events itself (the truth's clock bound in
+the segments they anchor is then the markers': a few ``jitter_ns``), and
+measure each wakeup to the first rising edge after its stimulus (exactly:
+both are host times). ``online_error_ns`` adds the daemon's online marker
+pairs to ``clock.tsv``, that far off: they must be ignored.
+
 *What the truth assumes of the analysis:* exactly the rules of
 report-format.md, applied with the events' true host times (the ideal
 clock fit); with ``Clock(enabled=False)`` (no exchanges) the analysis must
@@ -98,7 +107,8 @@ Mirrors report.json's field names (``capture``, ``energy``, ``blockers``,
   stretches, every hold with its physical span, boots), for debugging.
 
 The library (:data:`SCENARIOS`, ``synthcap.py list``): basic, kitchen (all
-of it but a reboot), reboot, asleep (starts suspended), noclock, latency
+of it but a reboot), reboot, asleep (starts suspended), noclock, marker
+(the marker line wired, wrong online marker pairs in clock.tsv), latency
 (20 wakes), empty, killed, corrupt, corrupt-samples, bench (the 1 h
 benchmark capture; ``duration_s``).
 
@@ -296,6 +306,23 @@ class Clock:
 
 
 @dataclass
+class Marker:
+    """The target's marker line wired to the rig: high while any blocker is
+    active. ``edges.tsv`` gets an edge at the true host time of every
+    change of the active set between empty and non-empty (within the
+    capture), late by the GPIO path's U(0, ``jitter_ns``). The analysis
+    pairs them with the events offline (report-format.md, "Marker edges,
+    paired again") and the truth expects that clock: the error bound of
+    an event is then the markers' (a few ``jitter_ns``), not the pings',
+    and a wakeup's latency runs to the first rising edge after its
+    stimulus. ``online_error_ns``: clock.tsv also holds the daemon's
+    online marker pairs, with edge times off by this much (None: no such
+    rows); an analysis that used them would miss the truth."""
+    jitter_ns: int = 5_000
+    online_error_ns: int | None = None
+
+
+@dataclass
 class Scenario:
     """Everything a synthetic capture is made of (times in s from start).
 
@@ -325,6 +352,7 @@ class Scenario:
     reboots: list = field(default_factory=list)
     odd_events: list = field(default_factory=list)
     clock: Clock = field(default_factory=Clock)
+    marker: Marker | None = None
     stats_every_s: float | None = 5.0
     leak_s: float = 5.0
     empty: bool = False
@@ -467,6 +495,7 @@ class Model:
         self._events()
         self._stimuli()
         self._clock_exchanges()
+        self._marker()
         self._stats()
         self._levels()
         self._samples_values()
@@ -486,6 +515,7 @@ class Model:
         self.T = []
         self.P = []
         self.events, self.stim, self.exchanges, self.snapshots = [], [], [], []
+        self.edges, self.anchors, self.marker_rows = [], [], []
         self.gaps_rows = []
         self.boots = [{"h0": self.sc.start_ns, "b0": self.sc.clock.boot_ns,
                        "first_event": None, "crash": None}]
@@ -799,7 +829,60 @@ class Model:
             self.exchanges.append({"send": send, "recv": recv,
                                    "target": self.target_time(at, boot),
                                    "retained": 0 if outlier else 1,
-                                   "seg": self.segment_of(at, boot), "t": at})
+                                   "seg": self.segment_of(at, boot), "t": at,
+                                   "err": (send + recv) / 2 - at})
+
+    # -- the marker line --------------------------------------------------------
+    def _marker(self) -> None:
+        """edges.tsv's rows (``edges``: written time, rising) and the
+        ``anchors``: the edges the analysis pairs with an event, which
+        are the changes of the set the log shows (per boot, from its
+        block/unblock records) that the line shows at the same instant
+        (a blocker active before the capture is not in the log's set)."""
+        mk = self.sc.marker
+        self.edges, self.anchors, self.marker_rows = [], [], []
+        if not mk:
+            return
+        if any(not h["hold"].logged for h in self.holds):
+            raise ScenarioError("a marker with lost records: the pairing after a "
+                                "'lost' record is not modelled")
+        t0, t1 = self.t_first, self.t_last
+        rng = random.Random(f"{self.sc.seed}/marker")
+        pts = sorted([(h["ps"], 1) for h in self.holds] +
+                     [(h["pe"], -1) for h in self.holds])
+        starts = {t for t, d in pts if d > 0}
+        if any(t in starts for t, d in pts if d < 0):
+            raise ScenarioError("a hold ends when another starts: the marker "
+                                "would glitch")
+        n, line = 0, {}
+        for t, d in pts:
+            before, n = n, n + d
+            if (before == 0) != (n == 0) and t0 < t < t1:
+                line[t] = n > 0
+        for t in sorted(line):
+            w = t + rng.randrange(0, mk.jitter_ns + 1)
+            if w < t1:
+                self.edges.append({"t": t, "written": w, "rising": line[t]})
+        written = {e["t"]: e["written"] for e in self.edges}
+        boot, active = None, set()
+        for e in self.events:
+            if e.boot != boot:
+                boot, active = e.boot, set()
+            before = len(active)
+            if e.type == "block":
+                active.add(e.arg)
+            elif e.type == "unblock":
+                active.discard(e.arg)
+            else:
+                continue
+            if (before == 0) != (not active) and e.t in written and \
+                    line[e.t] == bool(active):
+                self.anchors.append({"t": e.t, "written": written[e.t],
+                                     "rising": bool(active), "target": e.target_t,
+                                     "seg": self.segment_of(e.t, e.boot)})
+        if mk.online_error_ns is not None:
+            self.marker_rows = [(a["written"] + mk.online_error_ns, a["target"])
+                                for a in self.anchors]
 
     # -- stats snapshots ----------------------------------------------------------
     def _stats(self) -> None:
@@ -1040,7 +1123,10 @@ class _Truth:
         self.m, self.sc, self.path = m, m.sc, path
 
     def clock_err_ns(self) -> int:
-        """Bound of the analysis' mapping error for any event."""
+        """Bound of the analysis' mapping error for any event: the pings'
+        (3/2 of their jitter, drift over the extrapolation), or, in a
+        segment with two marker pairs or more, the markers'
+        (marker_err_ns())."""
         m, c = self.m, self.sc.clock
         if not c.enabled or not m.events:
             return 0
@@ -1048,7 +1134,10 @@ class _Truth:
         for x in m.exchanges:
             if x["retained"]:
                 by_seg.setdefault(x["seg"], []).append(x["t"])
-        dmax = 0
+        anchors: dict = {}
+        for a in m.anchors:
+            anchors.setdefault(a["seg"], []).append(a["t"])
+        dmax, worst, self.marker_events = 0, 0, 0
         for e in m.events:
             seg = m.segment_of(e.t, e.boot)
             if e.type == "enter":           # logged before its own injection
@@ -1062,9 +1151,37 @@ class _Truth:
             i = bisect.bisect_left(xs, e.t)
             near = min(abs(e.t - xs[j]) for j in (i - 1, i) if 0 <= j < len(xs))
             inside = xs[0] <= e.t <= xs[-1]
-            dmax = max(dmax, 0 if inside else near)
+            d = 0 if inside else near
+            bound = 3 * c.jitter_ns / 2 + (abs(c.drift_ppm) + 5) * 1e-6 * d + 1000
+            if len(anchors.get(seg, ())) >= 2:
+                bound = self.marker_err_ns(e.t, seg, anchors[seg])
+                self.marker_events += 1
+            else:
+                dmax = max(dmax, d)
+            worst = max(worst, bound)
         self.dmax = dmax
-        return int(3 * c.jitter_ns / 2 + (abs(c.drift_ppm) + 5) * 1e-6 * dmax + 1000)
+        return int(worst)
+
+    def marker_err_ns(self, t: int, seg, anchors: list[int]) -> float:
+        """Bound of the mapping error at true host time @t in segment @seg
+        whose fit the marker pairs at @anchors (true times) set: a line
+        through points each late by 0..J is off by at most 2J between
+        them, and by 2J x d / span more at a distance d outside them;
+        the pings pull by their weight (h 100 us / their half-width,
+        squared) times their midpoint error, x3 for leverage; without a
+        drift fit (a segment under 2 s of exchanges) the drift itself."""
+        m, c, J = self.m, self.sc.clock, self.sc.marker.jitter_ns
+        a0, a1 = min(anchors), max(anchors)
+        span = max(a1 - a0, 1)
+        d = a0 - t if t < a0 else t - a1 if t > a1 else 0
+        pings = [x for x in m.exchanges if x["seg"] == seg]
+        pull = 3 * sum((100_000 / ((x["recv"] - x["send"] + 1) // 2)) ** 2 * abs(x["err"])
+                       for x in pings) / len(anchors)
+        ts = [x["t"] for x in pings] + anchors
+        bound = 2 * J + 1000 + pull + (2 * J / span + 5e-6) * d
+        if max(ts) - min(ts) < 2.2 * NS:
+            bound += abs(c.drift_ppm) * 1e-6 * (max(ts) - min(ts) + d)
+        return bound
 
     def build(self) -> dict:
         m, sc = self.m, self.sc
@@ -1263,16 +1380,27 @@ class _Truth:
                 if any(a_ < nxt and b_ > tp for a_, b_, _ in sp):
                     names.append(name)
             what, arg = stim_by_t[tp]
-            wakeups.append({"stimulus": f"{what} {arg}".strip(), "t_ns": tp,
-                            "resume_t_ns": s["resume"],
-                            "latency_ns": s["resume"] - tp,
-                            "awake_ns": nxt - s["resume"], "energy_uJ": e,
-                            "blockers": names,
-                            "tol": {"resume_t_ns": delta + 1, "latency_ns": delta + 1,
-                                    "awake_ns": 2 * delta + 1,
-                                    "energy_uJ": self.cut_uJ + q + 1e-3}})
+            w = {"stimulus": f"{what} {arg}".strip(), "t_ns": tp,
+                 "resume_t_ns": s["resume"],
+                 "latency_ns": s["resume"] - tp,
+                 "awake_ns": nxt - s["resume"], "energy_uJ": e,
+                 "blockers": names,
+                 "tol": {"resume_t_ns": delta + 1, "latency_ns": delta + 1,
+                         "awake_ns": 2 * delta + 1,
+                         "energy_uJ": self.cut_uJ + q + 1e-3}}
+            if sc.marker:
+                # report-format.md section 3: the first rising edge after
+                # the stimulus, up to the resume (+ its uncertainty)
+                rise = self._marker_rise(tp, s["resume"])
+                w["marker_t_ns"] = rise
+                w["latency_from"] = "resume" if rise is None else "marker"
+                if rise is not None:
+                    w["latency_ns"] = rise - tp
+                    w["tol"]["marker_t_ns"] = w["tol"]["latency_ns"] = 1
+            wakeups.append(w)
         lat = _percentiles([w["latency_ns"] for w in wakeups])
-        lat["tol"] = {k: delta + 1 for k in ("min_ns", "median_ns", "p95_ns", "max_ns")}
+        lat_tol = max([w["tol"]["latency_ns"] for w in wakeups], default=1)
+        lat["tol"] = {k: lat_tol for k in ("min_ns", "median_ns", "p95_ns", "max_ns")}
 
         # ---- capture ----
         skipped: dict[str, int] = {}
@@ -1293,7 +1421,9 @@ class _Truth:
             "skipped_events": skipped,
             "provenance": self.provenance(),
             "targets": self.targets(),
-            "clock": {"segments": len(segs), "max_uncert_ns_bound": delta},
+            "clock": {"segments": len(segs), "max_uncert_ns_bound": delta,
+                      "marker_edges": len(m.edges), "marker_pairs": len(m.anchors),
+                      "marker_pairs_from": "edges" if m.edges else "none"},
         }
 
         findings = self._findings(blockers, gaps, unknown, skipped, sleeps)
@@ -1328,6 +1458,15 @@ class _Truth:
             "if no block record of it precedes the snapshot (a capture that starts "
             "asleep gets its first snapshot after the wake)",
         ]
+        if sc.marker:
+            notes.append(
+                f"marker: {len(m.edges)} edges in edges.tsv, {len(m.anchors)} of them "
+                f"pairable with an event; {getattr(self, 'marker_events', 0)} events in segments "
+                "the marker pairs set, bounded by the markers' jitter "
+                f"({sc.marker.jitter_ns} ns); latencies to a marker edge are exact" +
+                (f"; clock.tsv's {len(m.marker_rows)} online marker rows are "
+                 f"{sc.marker.online_error_ns} ns off and must not be used"
+                 if m.marker_rows else ""))
         if m.ramp_ns:
             notes.append(f"ramps ({m.ramp_ns} ns of them) are sampled to whole "
                          f"{sc.lsb_uW} uW: energies may differ by {q:.6g} uJ")
@@ -1346,6 +1485,18 @@ class _Truth:
             "model": self.model_section(sleeps, spans),
         }
         return out
+
+    def _marker_rise(self, tp: int, resume: int) -> int | None:
+        """The written time of the marker's first rising edge in [@tp,
+        @resume]. An edge just after the resume (within the analysis'
+        uncertainty of it) would be ambiguous: refused."""
+        for e in self.m.edges:
+            if e["rising"] and tp <= e["written"] <= resume:
+                return e["written"]
+            if e["rising"] and resume < e["written"] <= resume + 20_000_000:
+                raise ScenarioError(f"a marker rising edge {e['written'] - resume} ns "
+                                    "after a resume: too close to say")
+        return None
 
     def _baseline(self, sleeps) -> tuple[float | None, float]:
         """report-format.md: the median of the finest trace buckets' mean
@@ -1496,6 +1647,7 @@ class _Truth:
             "median_interval_ns": m.median_dt, "max_interval_ns": m.max_dt,
             "power_min_uW": m.p_min, "power_max_uW": m.p_max,
             "model_points": len(m.M.t), "clock_exchanges": len(m.exchanges),
+            "marker_edges": [[e["t"], e["written"], e["rising"]] for e in m.edges],
             "stats_snapshots": len(m.snapshots),
         }
 
@@ -1642,7 +1794,10 @@ def write_capture(m: Model, cap: Path) -> None:
     for row in m.gaps_rows:
         w.row(row)
     counts["gaps"] = w.close()
-    counts["edges"] = _TsvWriter(cap / "edges.tsv", "edges", c).close()
+    w = _TsvWriter(cap / "edges.tsv", "edges", c)
+    for i, e in enumerate(m.edges):
+        w.row((e["written"], "marker", "rising" if e["rising"] else "falling", i))
+    counts["edges"] = w.close()
     w = _TsvWriter(cap / "stimuli.tsv", "stimuli", c)
     for t, what, arg in m.stim:
         w.row((t, what, arg))
@@ -1665,8 +1820,10 @@ def write_capture(m: Model, cap: Path) -> None:
             w.row((ts,) + r)
     counts["stats"] = w.close()
     w = _TsvWriter(cap / "clock.tsv", "clock", c)
-    for x in m.exchanges:
-        w.row((x["send"], x["recv"], x["target"], x["retained"]))
+    rows = [(x["send"], x["recv"], x["target"], x["retained"]) for x in m.exchanges]
+    rows += [(h, h, t, 1) for h, t in m.marker_rows]      # the daemon's pairs
+    for row in sorted(rows):
+        w.row(row)
     counts["clock"] = w.close()
     (cap / "meta.ini").write_text(_meta_ini(m, counts))
 
@@ -1755,6 +1912,9 @@ def _check_capture(report, truth, rel, bad):
         exact("capture", rc, tc, ("missing_samples",))
     exact("capture.provenance", rc.get("provenance", {}), tc["provenance"],
           tuple(tc["provenance"]))
+    ck = tc.get("clock", {})
+    exact("capture.clock", rc.get("clock", {}), ck,
+          tuple(k for k in ("marker_edges", "marker_pairs", "marker_pairs_from") if k in ck))
     rt = rc.get("targets", [])
     if [x.get("boot_id") for x in rt] != [x["boot_id"] for x in tc["targets"]]:
         bad.append(f"capture.targets: {rt} != truth {tc['targets']}")
@@ -1823,9 +1983,11 @@ def _check_wakeups(report, truth, rel, bad):
     if len(rw) != len(truth["wakeups"]):
         bad.append(f"wakeups: {len(rw)} != truth {len(truth['wakeups'])}")
     else:
+        at, _ = _checkers(0, bad)         # instants: their bound, not 1 % of them
         for i, (r, t) in enumerate(zip(rw, truth["wakeups"])):
-            exact(f"wakeups[{i}]", r, t, ("stimulus", "t_ns"))
-            fig(f"wakeups[{i}]", r, t, ("resume_t_ns", "latency_ns", "awake_ns", "energy_uJ"))
+            exact(f"wakeups[{i}]", r, t, ("stimulus", "t_ns", "latency_from"))
+            at(f"wakeups[{i}]", r, t, ("resume_t_ns", "marker_t_ns"))
+            fig(f"wakeups[{i}]", r, t, ("latency_ns", "awake_ns", "energy_uJ"))
             if sorted(r.get("blockers", [])) != sorted(t["blockers"]):
                 bad.append(f"wakeups[{i}].blockers: {r.get('blockers')} != "
                            f"truth {t['blockers']}")
@@ -1986,6 +2148,31 @@ def scenario_noclock(seed: int = 1, format_version: int = 1, **kw) -> Scenario:
     return sc
 
 
+def scenario_marker(seed: int = 1, format_version: int = 1, **kw) -> Scenario:
+    """36 s with the marker line wired: UART-like pings (3 ms round trip,
+    1 ms jitter), drift, three wakes (press, plug, press after an ignored
+    press) and an aborted suspend; clock.tsv also holds the daemon's
+    online marker pairs, 3 ms off: the analysis must pair edges.tsv itself
+    (the truth's clock bound is the markers' few us) and measure each
+    wakeup to its marker edge."""
+    holds = [Hold("wifi", 1.0, 3.0, 300_000), Hold("gps", 2.0, 3.5, 100_000),
+             Hold("keypad-scan", 8.009, 9.0, 40_000), Hold("sync", 9.5, 11.0, 150_000),
+             Hold("charger", 16.007, 17.0, 60_000), Hold("wifi", 16.5, 18.5, 300_000),
+             Hold("keypad-scan", 24.009, 25.0, 40_000),
+             Hold("upload", 25.5, 28.0, 250_000), Hold("sync", 31.0, 33.5, 150_000)]
+    sleeps = [Sleep(3.6, 8.0, injection_error_ns=12_000_000),
+              Sleep(11.5, 16.0, wake="plug charger", latency_ms=60,
+                    injection_error_ns=-20_000_000),
+              Sleep(19.0, 24.0, latency_ms=35, injection_error_ns=9_000_000,
+                    early_presses_s=(21.0,))]
+    aborts = [Abort(29.0, "wifi-rx", hold_s=0.5, extra_uW=250_000)]
+    clock = Clock(drift_ppm=30.0, ping_interval_s=0.5, rtt_ns=3_000_000,
+                  jitter_ns=1_000_000, outlier_ns=20_000_000)
+    return Scenario("marker", 36.0, seed=seed, format_version=format_version,
+                    holds=holds, sleeps=sleeps, aborts=aborts, clock=clock,
+                    marker=Marker(jitter_ns=5_000, online_error_ns=3_000_000), **kw)
+
+
 def scenario_latency(seed: int = 1, format_version: int = 1, n: int = 20, **kw) -> Scenario:
     """n press wakes with latencies 20..95 ms in a shuffled order (for the
     statistics: n even by default, the median is a mean of two)."""
@@ -2108,6 +2295,7 @@ SCENARIOS = {
     "reboot": scenario_reboot,
     "asleep": scenario_asleep,
     "noclock": scenario_noclock,
+    "marker": scenario_marker,
     "latency": scenario_latency,
     "empty": scenario_empty,
     "killed": scenario_killed,

@@ -653,12 +653,13 @@
     }
     kids.push(el('div', { id: 'latency-histogram', class: 'chart small' }));
     const table = el('table', { class: 'data', id: 'wakeup-table' },
-      el('thead', null, el('tr', null, ['#', 'stimulus', 'at', 'latency', '\u00b1', 'awake', 'energy', 'blockers'].map((h, i) =>
-        el('th', { class: [0, 2, 3, 4, 5, 6].includes(i) ? 'num' : null, scope: 'col' }, h)))),
+      el('thead', null, el('tr', null, ['#', 'stimulus', 'at', 'latency', '\u00b1', 'to', 'awake', 'energy', 'blockers'].map((h, i) =>
+        el('th', { class: [0, 2, 3, 4, 6, 7].includes(i) ? 'num' : null, scope: 'col' }, h)))),
       el('tbody', null, w.map((x, i) => el('tr', { class: 'clickable', title: 'show on the trace',
         onclick: () => zoomAround(x.t_ns, x.resume_t_ns + Math.min(x.awake_ns, 2e9)) },
       td(String(i + 1), i + 1, 'num'), td(x.stimulus, x.stimulus), td(fmtAt(x.t_ns), x.t_ns, 'num'),
       td(fmtDur(x.latency_ns), x.latency_ns, 'num'), td(fmtDur(x.uncert_ns), x.uncert_ns, 'num'),
+      td(x.latency_from === 'marker' ? 'marker edge' : 'resume', x.latency_from || 'resume'),
       td(fmtDur(x.awake_ns), x.awake_ns, 'num'), td(fmtEnergy(x.energy_uJ), x.energy_uJ, 'num'),
       td(x.blockers.join(', '), x.blockers.join(', '))))));
     kids.push(el('div', { class: 'scroll' }, sortable(table)));
@@ -677,7 +678,7 @@
     rows.push([hi, counts[nb - 1]], [hi, 0]);
     state.histogram = new Dygraph(div, rows, {
       labels: ['latency (ms)', 'wakeups'], stepPlot: true, fillGraph: true, fillAlpha: 0.45,
-      colors: ['#e6550d'], includeZero: true, xlabel: 'latency from stimulus to resume (ms)', ylabel: 'wakeups',
+      colors: ['#e6550d'], includeZero: true, xlabel: 'latency from stimulus to resume, or to the marker edge (ms)', ylabel: 'wakeups',
       axes: { y: { axisLabelWidth: 40 }, x: { axisLabelFormatter: (x) => num(x, 3) } },
       legend: 'follow', xRangePad: 4,
     });

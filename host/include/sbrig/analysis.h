@@ -63,12 +63,16 @@ struct sbrig_latency_stats {
  * struct sbrig_wakeup - one wakeup the rig caused
  * @t_ns: the stimulus (host CLOCK_MONOTONIC)
  * @resume_t_ns: the target's resume, on host time
- * @latency_ns: @resume_t_ns - @t_ns
- * @uncert_ns: the uncertainty of @resume_t_ns
+ * @marker_t_ns: the marker's first rising edge after @t_ns, up to the
+ *	resume, or -1 (no marker wired, or no edge)
+ * @latency_ns: @marker_t_ns - @t_ns if there is an edge, else
+ *	@resume_t_ns - @t_ns (report-format.md, section 3)
+ * @uncert_ns: the uncertainty of @latency_ns
  */
 struct sbrig_wakeup {
 	int64_t t_ns;
 	int64_t resume_t_ns;
+	int64_t marker_t_ns;
 	int64_t latency_ns;
 	int64_t uncert_ns;
 };
