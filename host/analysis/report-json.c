@@ -15,6 +15,7 @@
 #include <json-c/json.h>
 
 #include "analysis-internal.h"
+#include "report-load.h"
 
 typedef struct json_object jobj;
 
@@ -361,7 +362,7 @@ static jobj *trace(const struct sbrig_analysis *a)
 	return t;
 }
 
-static jobj *report(const struct sbrig_analysis *a)
+jobj *an_report_json(const struct sbrig_analysis *a)
 {
 	jobj *r = json_object_new_object(), *u = json_object_new_object();
 	char gen[128];
@@ -429,7 +430,7 @@ int an_write_atomic(const char *path, const char *text, size_t len)
 int sbrig_analysis_write_json(const struct sbrig_analysis *a,
 			      const char *path)
 {
-	jobj *r = report(a);
+	jobj *r = an_report_json(a);
 	const char *text;
 	char *buf;
 	size_t len;

@@ -77,4 +77,12 @@ int an_report_check(struct json_object *root);
  */
 int an_report_load(const char *path, struct json_object **out);
 
+struct sbrig_analysis;
+
+/*
+ * The analysis @a as a report.json document (report-json.c), the caller's
+ * (json_object_put()); NULL when out of memory.
+ */
+struct json_object *an_report_json(const struct sbrig_analysis *a);
+
 #endif /* SBRIG_REPORT_LOAD_H */
