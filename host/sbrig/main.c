@@ -1031,8 +1031,9 @@ static const struct command commands[] = {
 	{ "compare", compare_args,
 	  "regression verdicts: base runs vs new runs",
 	  compare_help, cmd_compare },
-	{ "export", "CAPTURE --samples csv|tsv [-o FILE]",
-	  "write a capture's samples as CSV or TSV",
+	{ "export", "INPUT (--samples csv|tsv | --perfetto | --csv TABLE | "
+	  "--junit | --lava) [-o FILE]",
+	  "a capture's samples, a report or a comparison in other formats",
 	  export_help, cmd_export },
 };
 
