@@ -260,7 +260,7 @@ def test_export_output_file_is_replaced_atomically(tmp_path):
     assert p.returncode == 1 and "no/such/dir.csv" in p.stderr, p.stderr
 
 
-def _read_fifo(path: Path, out: list) -> "threading.Thread":
+def _read_fifo(path: Path, out: list):
     import threading
 
     def run():
@@ -325,7 +325,8 @@ def test_export_usage_errors(args, msg):
 
 def test_export_help_names_the_options():
     p = export("--help")
-    assert p.stdout.startswith("Usage: sbrig [-s SOCKET] export CAPTURE "
-                               "--samples csv|tsv [-o FILE]\n")
-    for opt in ("--samples csv|tsv", "-o, --output FILE", "Exit status:"):
+    assert p.stdout.startswith("Usage: sbrig [-s SOCKET] export INPUT (--samples csv|tsv "
+                               "| --perfetto | --csv TABLE | --junit | --lava) [-o FILE]\n")
+    for opt in ("--samples csv|tsv", "--perfetto", "--csv blockers|wakeups|envelope",
+                "--junit", "--lava", "-o, --output FILE", "Exit status:"):
         assert opt in p.stdout

@@ -6,6 +6,9 @@
 * The daemon and the CLI use only libsbrig's public headers (sbrig/*.h),
   never host/lib's private ones.
 * Only main.c includes the server (the top module).
+* No include cycle between the analysis's modules (host/analysis/: foo.c
+  and foo.h are one module); the statistics of compare (compare-stats)
+  use no other analysis module.
 """
 
 from __future__ import annotations
@@ -110,3 +113,24 @@ def test_only_main_includes_the_server():
             continue
         assert ("\"", "server.h") not in includes(f), \
             f"{f.relative_to(REPO)} includes the server (the top module)"
+
+
+def analysis_graph() -> dict[str, set[str]]:
+    d = HOST / "analysis"
+    local = {p.stem for p in d.glob("*.h")}
+    return graph(sorted(d.glob("*.[ch]")),
+                 lambda name: Path(name).stem if Path(name).stem in local
+                 and "/" not in name else None)
+
+
+def test_no_include_cycle_between_analysis_modules():
+    g = analysis_graph()
+    assert {"compare", "compare-stats", "report-load", "report-html"} <= set(g)
+    assert find_cycle(g) is None, f"include cycle: {' -> '.join(find_cycle(g))}"
+
+
+def test_compare_statistics_stand_alone():
+    local = {p.name for p in (HOST / "analysis").glob("*.h")}
+    for f in ("compare-stats.c", "compare-stats.h"):
+        deps = {n for _, n in includes(HOST / "analysis" / f) if n in local}
+        assert deps <= {"compare-stats.h"}, f"{f} includes {deps}"

@@ -18,6 +18,7 @@
 
 #include "analysis-internal.h"
 #include "atomic.h"
+#include "report-load.h"
 
 typedef struct json_object jobj;
 
@@ -499,7 +500,7 @@ static jobj *trace(const struct sbrig_analysis *a)
 	return t;
 }
 
-static jobj *report(const struct sbrig_analysis *a)
+jobj *an_report_json(const struct sbrig_analysis *a)
 {
 	jobj *r = json_object_new_object(), *u = json_object_new_object();
 	char gen[128];
@@ -527,7 +528,7 @@ static jobj *report(const struct sbrig_analysis *a)
 int sbrig_analysis_write_json(const struct sbrig_analysis *a,
 			      const char *path)
 {
-	jobj *r = report(a);
+	jobj *r = an_report_json(a);
 	const char *text;
 	char *buf;
 	size_t len;

@@ -39,7 +39,7 @@ const char analyze_help[] =
 "Exit status: 0 done, 1 the capture could not be analysed (the error names\n"
 "the file and line; nothing is written half), 2 usage.\n";
 
-static int mkdir_p(const char *dir)
+int mkdir_p(const char *dir)
 {
 	char buf[PATH_MAX];
 	size_t len = strlen(dir);

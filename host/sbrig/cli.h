@@ -11,6 +11,15 @@
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_DAEMON = 3 };
 
+/* sbrig compare's own (compare.c, documented in its help and sbrig(1)) */
+enum {
+	EXIT_REGRESSED = 1,	/* a metric regressed */
+	EXIT_INCONCLUSIVE = 4,	/* none regressed, one is inconclusive */
+	EXIT_NOT_COMPARABLE = 5, /* different scenarios or rigs */
+	EXIT_BAD_INPUT = 6,	/* a run cannot be read or analysed */
+	EXIT_WRITE = 7,		/* compare.json cannot be written */
+};
+
 /**
  * struct command - one sbrig command
  * @name: the word on the command line
@@ -36,6 +45,12 @@ int usage_error(const char *cmd, const char *fmt, ...)
 /* analyze.c */
 extern const char analyze_help[];
 int cmd_analyze(const struct command *c, int argc, char **argv);
+/* Create @dir and its parents (mode 0755). 0 or -errno. */
+int mkdir_p(const char *dir);
+
+/* compare.c */
+extern const char compare_args[], compare_help[];
+int cmd_compare(const struct command *c, int argc, char **argv);
 
 /* export.c */
 extern const char export_help[];

@@ -9,8 +9,10 @@
  * plain flag) and the function that writes it. Exactly one exporter option
  * is given per call. The option table for getopt_long() and the checks of
  * the option's value are built from exporters[], so a new format is one
- * row and one function (a later report exporter, --perfetto from a
- * report.json, is such a row with "REPORT.json" as its argument).
+ * row and one function. The exporters of report.json and compare.json
+ * (--perfetto, --csv, --junit, --lava) are rows of one function,
+ * export_doc(), that has libsbrig-analysis render the document
+ * (sbrig/export.h, host/doc/export-formats.md) and writes the text.
  *
  * Every exporter writes through struct export_out: text is formatted into
  * one buffer written with write(2) when it fills (no stdio per row). With
@@ -41,6 +43,7 @@
 #include <unistd.h>
 
 #include <sbrig/capture-read.h>
+#include <sbrig/export.h>
 #include <sbrig/sbrig.h>
 
 #include "cli.h"
@@ -66,15 +69,38 @@ const char export_help[] =
 "                          sample its writer did not finish (a capture\n"
 "                          killed mid-write) is left out, with a note on\n"
 "                          standard error.\n"
+"  --perfetto              REPORT.json as Chrome trace JSON: power as a\n"
+"                          counter track, each blocker an async track of\n"
+"                          its activations, states and phases as slices,\n"
+"                          stimuli, resumes and findings as instants, in\n"
+"                          us. Open it in https://ui.perfetto.dev by\n"
+"                          dragging the file onto the page.\n"
+"  --csv blockers|wakeups|envelope\n"
+"                          a table of REPORT.json as CSV: its blockers,\n"
+"                          its wakeups, or its finest power envelope\n"
+"  --junit                 COMPARE.json (sbrig compare -o) as JUnit XML:\n"
+"                          one testcase per metric verdict (a regression\n"
+"                          fails, inconclusive is skipped), the commits,\n"
+"                          rig and scenario hashes as properties\n"
+"  --lava                  REPORT.json's headline figures, or\n"
+"                          COMPARE.json's verdicts, as 'lava-test-case\n"
+"                          NAME --result pass|fail --measurement X\n"
+"                          --units U' lines (NAME of [A-Za-z0-9_.-], at\n"
+"                          most 100 characters)\n"
 "\n"
 "  -o, --output FILE       write FILE (default: standard output): the text\n"
 "                          goes to FILE.tmp.PID and is renamed over FILE\n"
 "                          once complete, so a failure leaves no\n"
 "                          half-written FILE\n"
 "\n"
+"The formats: host/doc/export-formats.md. A REPORT.json or COMPARE.json\n"
+"is checked first: another schema or version, a missing field or one of\n"
+"the wrong type is refused, naming the field.\n"
+"\n"
 "Exit status: 0 ok, 1 the input cannot be read (the error names the file\n"
-"and the line, or for samples.bin the byte offset) or FILE cannot be\n"
-"written (the error names FILE and the byte offset), 2 usage error.\n";
+"and the line, or for samples.bin the byte offset, or the field of a\n"
+"JSON document) or FILE cannot be written (the error names FILE and the\n"
+"byte offset), 2 usage error.\n";
 
 /**
  * struct export_out - where an exporter's text goes
@@ -234,9 +260,11 @@ static char *put_i64(char *p, int64_t v)
 	return p;
 }
 
+struct exporter;
+
 /* The samples of the capture @dir as text. Return 0 or -1 (printed). */
-static int export_samples(const char *dir, unsigned int fmt,
-			  struct export_out *o)
+static int export_samples(const struct exporter *e, const char *dir,
+			  unsigned int fmt, struct export_out *o)
 {
 	static const char *const cols[] = {
 		"t_ns", "current_uA", "bus_uV", "shunt_nV", "power_uW",
@@ -300,6 +328,28 @@ close_cr:
 	return ret;
 }
 
+/* ---- documents: report.json, compare.json ------------------------------- */
+
+static const char *const csv_formats[] = {
+	"blockers", "wakeups", "envelope", NULL,
+};
+
+/* @len bytes of @text through @o. Return 0 or -1 (printed). */
+static int out_write(struct export_out *o, const char *text, size_t len)
+{
+	while (len) {
+		size_t n = EXPORT_BUF - o->len < len ? EXPORT_BUF - o->len : len;
+
+		memcpy(o->buf + o->len, text, n);
+		o->len += n;
+		text += n;
+		len -= n;
+		if (len && out_flush(o))
+			return -1;
+	}
+	return 0;
+}
+
 /* ---- the exporters and the command -------------------------------------- */
 
 /**
@@ -309,16 +359,44 @@ close_cr:
  * @formats: the option's values, NULL-terminated; NULL: a plain flag
  * @run: write @input in @formats[@fmt] (0 for a flag) to the output;
  *	returns 0, or -1 with the message printed on standard error
+ * @kind: for a document exporter, the sbrig_export_render() format (the
+ *	first; @fmt is added to it)
  */
 struct exporter {
 	const char *option;
 	const char *input;
 	const char *const *formats;
-	int (*run)(const char *input, unsigned int fmt, struct export_out *o);
+	int (*run)(const struct exporter *e, const char *input,
+		   unsigned int fmt, struct export_out *o);
+	enum sbrig_export kind;
 };
 
+/* A report.json or compare.json rendered by libsbrig-analysis. */
+static int export_doc(const struct exporter *e, const char *path,
+		      unsigned int fmt, struct export_out *o)
+{
+	char *text;
+	size_t len;
+	int ret;
+
+	if (sbrig_export_render(path, (enum sbrig_export)(e->kind + fmt),
+				&text, &len)) {
+		fprintf(stderr, "sbrig export: %s\n", sbrig_errmsg());
+		return -1;
+	}
+	ret = out_write(o, text, len);
+	free(text);
+	return ret;
+}
+
 static const struct exporter exporters[] = {
-	{ "samples", "CAPTURE", samples_formats, export_samples },
+	{ "samples", "CAPTURE", samples_formats, export_samples, 0 },
+	{ "perfetto", "REPORT.json", NULL, export_doc, SBRIG_EXPORT_PERFETTO },
+	{ "csv", "REPORT.json", csv_formats, export_doc,
+	  SBRIG_EXPORT_CSV_BLOCKERS },
+	{ "junit", "COMPARE.json", NULL, export_doc, SBRIG_EXPORT_JUNIT },
+	{ "lava", "REPORT.json or COMPARE.json", NULL, export_doc,
+	  SBRIG_EXPORT_LAVA },
 };
 
 enum { OPT_EXPORTER = 256 };	/* getopt value of exporters[i]: +i */
@@ -400,7 +478,9 @@ int cmd_export(const struct command *c, int argc, char **argv)
 		}
 	}
 	if (!ex)
-		return usage_error(c->name, "what to export? (--samples csv|tsv)");
+		return usage_error(c->name, "what to export? (--samples csv|tsv, "
+				   "--perfetto, --csv blockers|wakeups|envelope, "
+				   "--junit, --lava)");
 	if (argc == optind)
 		return usage_error(c->name, "--%s: a %s is required", ex->option,
 				   ex->input);
@@ -412,7 +492,7 @@ int cmd_export(const struct command *c, int argc, char **argv)
 
 	if (out_open(&o, file))
 		return EXIT_FAIL;
-	ret = ex->run(argv[optind], fmt, &o);
+	ret = ex->run(ex, argv[optind], fmt, &o);
 	if (!ret)
 		ret = out_commit(&o);
 	out_close(&o);

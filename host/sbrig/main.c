@@ -1028,8 +1028,12 @@ static const struct command commands[] = {
 "client'.\n",
 	  cmd_stop },
 	{ "render", render_args, render_summary, render_help, cmd_render },
-	{ "export", "CAPTURE --samples csv|tsv [-o FILE]",
-	  "write a capture's samples as CSV or TSV",
+	{ "compare", compare_args,
+	  "regression verdicts: base runs vs new runs",
+	  compare_help, cmd_compare },
+	{ "export", "INPUT (--samples csv|tsv | --perfetto | --csv TABLE | "
+	  "--junit | --lava) [-o FILE]",
+	  "a capture's samples, a report or a comparison in other formats",
 	  export_help, cmd_export },
 };
 
@@ -1053,7 +1057,7 @@ static void usage(FILE *f)
 	fprintf(f,
 "\n"
 "Exit status: 0 ok, 1 the operation failed, 2 usage error, 3 cannot reach\n"
-"the daemon.\n");
+"the daemon; compare has its own (sbrig compare --help).\n");
 }
 
 int main(int argc, char **argv)

@@ -328,7 +328,11 @@ class Scenario:
 
     ``empty``: a capture with no rows at all. ``killed``: no ``[end]`` in
     meta.ini and a cut last line in samples and events (status ``open``).
-    ``corrupt``: see :class:`Corrupt`."""
+    ``corrupt``: see :class:`Corrupt`. ``provenance``: meta.ini
+    ``[provenance]`` values that replace the defaults (``git_sha``, the
+    commit of a run; ``scenario_sha256``: repeated runs of one scenario
+    file share it, where the default hashes the whole dataclass, seed and
+    all)."""
     name: str
     duration_s: float
     rate_hz: int = 3500
@@ -358,6 +362,7 @@ class Scenario:
     empty: bool = False
     killed: bool = False
     corrupt: Corrupt | None = None
+    provenance: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
@@ -1615,7 +1620,8 @@ class _Truth:
                 "rig_sha256": hashlib.sha256(b"synthcap").hexdigest(),
                 "host_version": "synthcap 1", "git_sha": "",
                 "scenario": f"synth:{sc.name}", "scenario_sha256": h,
-                "power_uri": "synth:ina226", "target_uri": "synth:target"}
+                "power_uri": "synth:ina226", "target_uri": "synth:target",
+                **sc.provenance}
 
     def targets(self) -> list[dict]:
         return [{"boot_id": self.m.boot_ids[i], "kernel": "6.1.0-synth-amd64",
