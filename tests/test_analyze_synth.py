@@ -80,13 +80,16 @@ def test_the_platforms_own_edges_decide_the_suspended_energy(tmp_path):
     assert abs(e["suspended_uJ"] - t["suspended_uJ"]) <= 0.01 * t["suspended_uJ"]
 
 
-@pytest.mark.parametrize("name", BAD)
+# a corrupt sample row is a samples.tsv matter (samples.bin's records
+# have no text to get wrong; its header errors: tests/test_capture_v2.py)
+BAD_CASES = [(n, v) for n in BAD for v in (1, 2)
+             if not (v == 2 and S.scenario(n).corrupt.file == "samples.tsv")]
+
+
+@pytest.mark.parametrize("name,version", BAD_CASES)
 def test_a_corrupt_capture_names_its_line_and_writes_nothing(tmp_path, name, version):
     truth = S.build(S.scenario(name, format_version=version), tmp_path)
     want = truth["expect_error"]
-    if version == 2 and want["file"] == "samples.tsv":
-        pytest.skip("the corrupt sample is a TSV row; samples.bin has its own "
-                    "tests (tests/test_capture_format.py)")
     out = tmp_path / "report"
     r = analyze(tmp_path / "capture", out)
     assert r.returncode == 1, (r.stdout, r.stderr)
