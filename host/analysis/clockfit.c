@@ -448,6 +448,9 @@ int an_mapper_init(struct an_mapper *mp, const struct an_clock *clk,
  * effect after @from, or the nearest before @to in the first epoch of a
  * boot; -1 when no exchange falls in the epoch.
  */
+/* see agrees() */
+#define ONLINE_SLACK_NS	20000000LL
+
 static int epoch_segment(const struct an_clock *clk, int64_t from, int64_t to,
 			 int64_t online)
 {
@@ -467,6 +470,58 @@ static int epoch_segment(const struct an_clock *clk, int64_t from, int64_t to,
 			bd = d;
 			best = (int)i;
 		}
+	}
+	return best;
+}
+
+/*
+ * Does a mapping (@host_ns +/- @unc) agree with the event's online time?
+ * The daemon's online model is younger and its uncertainty claims are
+ * optimistic by some milliseconds, so only a far larger disagreement
+ * counts: the sign of a wrong segment (the epoch rule misled; the
+ * offsets of two segments differ by the sleep time a resume injected,
+ * tens of milliseconds to a second).
+ */
+static bool agrees(const struct sbrig_event *ev, int64_t host_ns, int64_t unc)
+{
+	int64_t d = host_ns > ev->host_t_ns ? host_ns - ev->host_t_ns :
+		ev->host_t_ns - host_ns;
+
+	return d <= 4 * (unc + (int64_t)ev->uncert_ns) + ONLINE_SLACK_NS;
+}
+
+/*
+ * The segment whose mapping of @ev agrees best with its online time, in
+ * place of @k's, which does not; else the online time itself (-1).
+ */
+static int other_segment(const struct an_clock *clk,
+			 const struct sbrig_event *ev, int k,
+			 int64_t *host_ns, int64_t *uncert_ns)
+{
+	int64_t best_d = INT64_MAX, h, u;
+	int best = -1;
+
+	for (size_t i = 0; i < clk->nseg; i++) {
+		int64_t d;
+
+		if ((int)i == k)
+			continue;
+		an_clock_map(clk, (int)i, ev->target_t_ns, &h, &u);
+		d = h > ev->host_t_ns ? h - ev->host_t_ns : ev->host_t_ns - h;
+		if (agrees(ev, h, u) && d < best_d) {
+			best_d = d;
+			best = (int)i;
+		}
+	}
+	sbrig_log(SBRIG_LOG_DEBUG, "event %" PRIu64 " %s: segment %d's mapping "
+		  "is %" PRId64 " ns from its online time; %s %d", ev->seq,
+		  ev->type, k, *host_ns - ev->host_t_ns,
+		  best >= 0 ? "segment" : "kept the online time, segment", best);
+	if (best >= 0) {
+		an_clock_map(clk, best, ev->target_t_ns, host_ns, uncert_ns);
+	} else {
+		*host_ns = ev->host_t_ns;
+		*uncert_ns = ev->uncert_ns;
 	}
 	return best;
 }
@@ -495,8 +550,11 @@ int an_mapper_map(struct an_mapper *mp, const struct sbrig_event *ev,
 	k = epoch_segment(mp->clk, mp->enter_online, to, ev->host_t_ns);
 	*host_ns = ev->host_t_ns;
 	*uncert_ns = ev->uncert_ns;
-	if (k >= 0)
+	if (k >= 0) {
 		an_clock_map(mp->clk, k, ev->target_t_ns, host_ns, uncert_ns);
+		if (!agrees(ev, *host_ns, *uncert_ns))
+			k = other_segment(mp->clk, ev, k, host_ns, uncert_ns);
+	}
 	if (!strcmp(ev->type, "enter")) {
 		mp->enter_online = mp->next < mp->n ? mp->enters[mp->next] :
 			ev->host_t_ns;

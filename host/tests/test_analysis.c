@@ -317,6 +317,61 @@ static void events_remapped_with_the_whole_clock(void **state)
 	sbrig_analysis_free(a);
 }
 
+/*
+ * An enter whose online time is far too early (and claims to be sure of
+ * it) makes the epoch rule pick the segment before the suspend for what
+ * follows: the exit would be mapped 80 ms early, before the press that
+ * woke it. Its online time disagrees with that by far more than either
+ * uncertainty, so the segment that agrees is taken.
+ */
+static void a_wrong_segment_is_caught_by_the_online_time(void **state)
+{
+	const int64_t off0 = 5 * S, off1 = 5 * S + 80 * MS;
+	struct sbrig_event ev = { .uncert_ns = MS };
+	struct sbrig_capture *cap;
+	struct sbrig_analysis *a;
+	char dir[4096];
+
+	cap_dir(dir, sizeof(dir), "badepoch");
+	cap = sbrig_capture_new(dir, &prov);
+	assert_non_null(cap);
+	add_samples(cap, 10 * S, MS, flat);
+	for (int64_t t = T0; t <= T0 + 3 * S; t += 500 * MS)
+		assert_int_equal(sbrig_capture_add_clock(cap, t, t + 200000,
+							 t + 100000 - off0, 1),
+				 0);
+	for (int64_t t = T0 + 6 * S; t <= T0 + 10 * S; t += 500 * MS)
+		assert_int_equal(sbrig_capture_add_clock(cap, t, t + 200000,
+							 t + 100000 - off1, 1),
+				 0);
+	snprintf(ev.boot_id, sizeof(ev.boot_id), "b");
+	snprintf(ev.type, sizeof(ev.type), "block");
+	snprintf(ev.arg, sizeof(ev.arg), "x");
+	ev.target_t_ns = T0 + 1 * S - off0;
+	ev.host_t_ns = T0 + 1 * S;
+	assert_int_equal(sbrig_capture_add_event(cap, &ev), 0);
+	snprintf(ev.type, sizeof(ev.type), "enter");
+	snprintf(ev.arg, sizeof(ev.arg), "deep");
+	ev.seq++;
+	ev.target_t_ns = T0 + 4 * S - off0;
+	ev.host_t_ns = T0 + 1500 * MS;		/* wrong, and "sure" */
+	assert_int_equal(sbrig_capture_add_event(cap, &ev), 0);
+	snprintf(ev.type, sizeof(ev.type), "exit");
+	ev.seq++;
+	ev.target_t_ns = T0 + 7 * S - off1;
+	ev.host_t_ns = T0 + 7 * S + MS;
+	ev.uncert_ns = 2 * MS;
+	assert_int_equal(sbrig_capture_add_event(cap, &ev), 0);
+	assert_int_equal(sbrig_capture_close(cap, "complete"), 0);
+
+	a = sbrig_analysis_run(dir, NULL);
+	assert_non_null(a);
+	assert_int_equal(a->clk.nseg, 2);
+	assert_int_equal(a->tl.nsusp, 1);
+	assert_true(llabs(a->tl.susp[0].end - (T0 + 7 * S)) < MS);
+	sbrig_analysis_free(a);
+}
+
 /* ---- the marker line ----------------------------------------------------- */
 
 static void add_edge(struct sbrig_capture *cap, int64_t t, bool rising,
@@ -467,6 +522,7 @@ int main(void)
 		cmocka_unit_test(equal_split_exclusive_and_baseline),
 		cmocka_unit_test(blocker_active_at_start_and_leak),
 		cmocka_unit_test(events_remapped_with_the_whole_clock),
+		cmocka_unit_test(a_wrong_segment_is_caught_by_the_online_time),
 		cmocka_unit_test(marker_rise_in_range),
 		cmocka_unit_test(marker_edges_paired_offline),
 		cmocka_unit_test(corrupt_capture_names_file_and_line),

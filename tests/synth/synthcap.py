@@ -2191,11 +2191,15 @@ def scenario_latency(seed: int = 1, format_version: int = 1, n: int = 20, **kw) 
         hs, s, t = _cycle(t, sleep=2.0,
                           holds=[("app", 0.0, 1.5, 200_000)] if i == 0 else
                           [("keypad-scan", 0.009, 1.0, 40_000), ("app", 0.3, 1.6, 200_000)],
-                          latency_ms=lat, injection_error_ns=-12_000_000 if i == 3 else inj)
+                          latency_ms=lat, injection_error_ns=(-12_000_000 if i == 3 else
+                                                              40_000_000 if i == 7 else inj))
         if i == 3:
             # seen on the virtual rig: an enter whose online time the
             # daemon put a second early (+/- a second)
             s.enter_online_error_ns = -1_000_000_000
+        if i == 7:
+            # ... and one put late, past the next wake's exchanges
+            s.enter_online_error_ns = 2_600_000_000
         holds += hs
         sleeps.append(s)
         t = s.wake_s
