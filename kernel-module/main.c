@@ -4,8 +4,8 @@
  *
  * The parts are initialised in dependency order and torn down in reverse:
  * event log -> core (blockers, the wakeup source, "main" blocked) ->
- * statistics ->
- * PM hooks -> policy and worker -> /dev/suspend_blocker.
+ * statistics -> PM hooks -> kernel events (tracepoint probes) -> policy
+ * and worker -> /dev/suspend_blocker.
  */
 
 #define pr_fmt(fmt) "suspend_block: " fmt
@@ -33,9 +33,10 @@ static int __init sb_init(void)
 	ret = sb_pmhooks_init();
 	if (ret)
 		goto stats_exit;
+	sb_kevents_init();
 	ret = sb_policy_init();
 	if (ret)
-		goto pmhooks_exit;
+		goto kevents_exit;
 	ret = sb_userdev_init();
 	if (ret)
 		goto policy_exit;
@@ -45,7 +46,8 @@ static int __init sb_init(void)
 
 policy_exit:
 	sb_policy_exit();
-pmhooks_exit:
+kevents_exit:
+	sb_kevents_exit();
 	sb_pmhooks_exit();
 stats_exit:
 	sb_stats_exit();
@@ -59,6 +61,7 @@ static void __exit sb_exit(void)
 {
 	sb_userdev_exit();
 	sb_policy_exit();
+	sb_kevents_exit();
 	sb_pmhooks_exit();
 	sb_stats_exit();
 	sb_core_exit();

@@ -8,6 +8,7 @@
  * userdev.c	/dev/suspend_blocker
  * stats.c	debugfs suspend_blockers
  * events.c	debugfs suspend_blocker_events, the event ring
+ * kevents.c	kernel wakeup sources and suspend phases in the event log
  * work.c	suspend-blocking work
  * main.c	module init/exit, in dependency order
  */
@@ -51,6 +52,7 @@ int sb_core_init(void);
 void sb_core_exit(void);
 void sb_core_set_mirror(bool on);
 bool sb_any_active(void);
+bool sb_own_wakeup_source(const char *name);
 unsigned int sb_event_num(void);
 unsigned long sb_kernel_wakeup_events(void);
 void sb_note_enter_suspend(void);
@@ -68,6 +70,10 @@ enum sb_event_type {
 	SB_EV_RESUME,		/* pm_suspend() returned 0 */
 	SB_EV_ABORT,		/* pm_suspend() returned an error */
 	SB_EV_POLICY,		/* policy or requested state changed */
+	SB_EV_WS_ACTIVATE,	/* a kernel wakeup source became active */
+	SB_EV_WS_RELAX,		/* ... and inactive */
+	SB_EV_PHASE,		/* a suspend/resume phase began or ended */
+	SB_EV_DEV_PM,		/* a slow device PM callback returned */
 	SB_EV_NR,
 };
 
@@ -137,6 +143,10 @@ int sb_policy_init(void);
 void sb_policy_exit(void);
 void sb_worker_kick(void);
 const char *sb_state_name(suspend_state_t state);
+
+/* kevents.c */
+void sb_kevents_init(void);
+void sb_kevents_exit(void);
 
 /* pmhooks.c */
 int sb_pmhooks_init(void);

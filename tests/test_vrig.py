@@ -163,8 +163,17 @@ def test_latency_over_three_presses(vr, tmp_path):
     assert f"capture: {cap}" in out, out
     assert meta_section(cap, "end")["status"] == "complete"
     presses = [s for s in read_rows(cap, "stimuli", typed=True) if s.what == "press"]
-    resumes = [e for e in read_rows(cap, "events", typed=True) if e.type == "resume"]
+    events = read_rows(cap, "events", typed=True)
+    resumes = [e for e in events if e.type == "resume"]
     assert len(presses) >= 3 and len(resumes) >= 3, (presses, resumes)
+    # the module's phase records came through link and capture unchanged:
+    # every S3 cycle has machine_suspend between its enter and exit
+    seqs = [e.seq for e in events]
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
+    cycle = [e.type if e.type != "phase" else e.arg for e in events
+             if e.type in ("enter", "exit") or e.arg.startswith("machine_suspend ")]
+    full = ["enter", "machine_suspend 3 begin", "machine_suspend 3 end", "exit"]
+    assert sum(cycle[i:i + 4] == full for i in range(len(cycle))) >= 3, cycle
 
 
 # rig/scenarios/hold.scn: wait asleep, press power, the agent holds a

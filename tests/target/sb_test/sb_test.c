@@ -8,7 +8,7 @@
  * keypad driver does on its wake interrupt), runs suspend-blocking work,
  * keeps a task unfreezable, registers many idle blockers, has a device
  * whose suspend callback fails with -EAGAIN or whose noirq callback
- * blocks, and times the API against mainline's wakeup-source calls.
+ * blocks or whose suspend callback is slow, and times the API against mainline's wakeup-source calls.
  * Everything is driven through /sys/kernel/debug/sb_test/; write "help"
  * to any file to see nothing: the commands are listed at each file's
  * handler below.
@@ -48,6 +48,8 @@ static enum timer_action prepare_action;
 static atomic_t prepare_ms = ATOMIC_INIT(-1);
 /* The device's suspend callback fails with -EAGAIN this many more times. */
 static atomic_t fail_suspends = ATOMIC_INIT(0);
+/* The device's suspend callback sleeps this many ms. */
+static atomic_t slow_suspend_ms = ATOMIC_INIT(0);
 /* One shot: the device's suspend_noirq callback blocks "sb_test". */
 static atomic_t block_in_noirq = ATOMIC_INIT(0);
 static struct platform_device *pdev;
@@ -106,9 +108,16 @@ static int pm_notify(struct notifier_block *nb, unsigned long action,
 
 static struct notifier_block pm_nb = { .notifier_call = pm_notify };
 
-/* The device's suspend callback: fails while fail_suspends > 0. */
+/*
+ * The device's suspend callback: sleeps slow_suspend_ms, fails while
+ * fail_suspends > 0.
+ */
 static int dev_suspend(struct device *dev)
 {
+	int ms = atomic_read(&slow_suspend_ms);
+
+	if (ms)
+		msleep(ms);
 	return atomic_dec_if_positive(&fail_suspends) >= 0 ? -EAGAIN : 0;
 }
 
@@ -265,7 +274,7 @@ static int get_cmd(const char __user *ubuf, size_t len, char *word,
  *      ws_on | ws_off | ws_event_ms N | hold_after_resumes N |
  *      release_resume | release_refuse | work_queue MS | work_schedule MS |
  *      work_cancel | bench N | idle_blockers N | fail_suspend N |
- *      block_in_noirq | reinit
+ *      slow_suspend_ms N | block_in_noirq | reinit
  *
  * *_on_prepare_ms N: start the timer N ms after the next suspend starts
  * (PM_SUSPEND_PREPARE, just before the freezer), once.
@@ -331,6 +340,10 @@ static ssize_t ctl_write(struct file *f, const char __user *ubuf, size_t len,
 		if (num > INT_MAX)
 			return -ERANGE;
 		atomic_set(&fail_suspends, num);
+	} else if (!strcmp(word, "slow_suspend_ms")) {
+		if (num > 10000)
+			return -ERANGE;
+		atomic_set(&slow_suspend_ms, num);
 	} else if (!strcmp(word, "block_in_noirq")) {
 		atomic_set(&block_in_noirq, 1);
 	} else if (!strcmp(word, "reinit")) {
