@@ -5,7 +5,7 @@
  * The parts are initialised in dependency order and torn down in reverse:
  * event log -> core (blockers, the wakeup source, "main" blocked) ->
  * statistics -> PM hooks -> kernel events (tracepoint probes) -> policy
- * and worker -> /dev/suspend_blocker.
+ * and worker -> /dev/suspend_blocker -> sbevent input nodes.
  */
 
 #define pr_fmt(fmt) "suspend_block: " fmt
@@ -40,10 +40,15 @@ static int __init sb_init(void)
 	ret = sb_userdev_init();
 	if (ret)
 		goto policy_exit;
+	ret = sb_sbevent_init();
+	if (ret)
+		goto userdev_exit;
 	pr_info("loaded: policy forced, %s\n",
 		"see /sys/kernel/suspend_block");
 	return 0;
 
+userdev_exit:
+	sb_userdev_exit();
 policy_exit:
 	sb_policy_exit();
 kevents_exit:
@@ -59,6 +64,7 @@ events_exit:
 
 static void __exit sb_exit(void)
 {
+	sb_sbevent_exit();
 	sb_userdev_exit();
 	sb_policy_exit();
 	sb_kevents_exit();

@@ -6,6 +6,7 @@
  * policy.c	policy/state in sysfs and the opportunistic suspend worker
  * pmhooks.c	PM notifier and noirq callbacks: where a suspend really is
  * userdev.c	/dev/suspend_blocker
+ * sbevent.c	/dev/input/sbevent<N>: evdev-like nodes, the seed's input glue
  * stats.c	debugfs suspend_blockers
  * events.c	debugfs suspend_blocker_events, the event ring
  * kevents.c	kernel wakeup sources and suspend phases in the event log
@@ -151,6 +152,10 @@ void sb_kevents_exit(void);
 /* pmhooks.c */
 int sb_pmhooks_init(void);
 void sb_pmhooks_exit(void);
+
+/* sbevent.c */
+int sb_sbevent_init(void);
+void sb_sbevent_exit(void);
 
 /* userdev.c */
 int sb_userdev_init(void);

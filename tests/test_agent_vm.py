@@ -176,12 +176,20 @@ def test_input_handler_holds_process_input_events(rig):
     vm.run_ok("modprobe evdev; ls /dev/input/event0")   # no udev in the initramfs
     r = _reply(ld, "input on")
     assert r["err"] == 0 and "devices" in r["text"]
-    assert int(r["text"].split()[2]) >= 1          # "input on, N devices"
+    # "input on, N devices, sbevent": the module's nodes, opted in
+    assert int(r["text"].split()[2]) >= 1 and r["text"].endswith(", sbevent"), r
+    n0 = len(ld.of("event"))
     vm.send_key("shift")                            # PS/2 keyboard key
     ld.wait(lambda ms: len(_events_named(ld, "process-input-events")) >= 2,
             timeout=20, what="process-input-events block/unblock")
     got = _events_named(ld, "process-input-events")
     assert [e["ev"] for e in got[:2]] == ["block", "unblock"]
+    # the seed's order: the queue's blocker, then the handler's from
+    # poll's return; the queue read empty, then the handler done
+    order = [(e["ev"], e["arg"]) for e in ld.of("event")[n0:]
+             if e["arg"] in ("evdev", "process-input-events")]
+    assert order[:4] == [("block", "evdev"), ("block", "process-input-events"),
+                         ("unblock", "evdev"), ("unblock", "process-input-events")], order
     r = _reply(ld, "input off")
     assert r["err"] == 0 and int(r["text"].split()[2]) >= 1   # "input off, N events"
 

@@ -5,7 +5,8 @@
  * Streams the module's event log (debugfs suspend_blocker_events) to the
  * rig host as checksummed line frames, answers clock pings, and runs the
  * host's commands (stats snapshot, hold/release a blocker, burn CPU, set
- * policy/state, act as the article's input-event handler). The protocol
+ * policy/state, act as the article's input-event handler on the module's
+ * /dev/input/sbevent<N> nodes). The protocol
  * is host/doc/link-protocol.md; its codec, host/lib/proto.c, is compiled
  * in (the #include below), so both ends share one implementation.
  *
@@ -677,12 +678,53 @@ static void input_close(void)
 	g.input_blocker = -1;
 }
 
+/*
+ * Open every /dev/input/<prefix>* node and add it to the epoll set.
+ * sbevent nodes (suspend_block's evdev-like handler) are opted in to
+ * their queue blocker ("evdev", active while events are queued); plain
+ * event nodes instead get EPOLLWAKEUP, whose wakeup source keeps the
+ * system up from the event until the next epoll_wait().
+ */
+static unsigned int input_open_nodes(const char *prefix, bool sbevent)
+{
+	struct epoll_event ee = { .events = EPOLLIN };
+	unsigned int n = 0;
+	char path[300];
+	struct dirent *de;
+	DIR *d = opendir("/dev/input");
+	int fd;
+
+	if (!d)
+		return 0;
+	if (!sbevent)
+		ee.events |= EPOLLWAKEUP;
+	while ((de = readdir(d)) && g.n_inputs < MAX_INPUTS) {
+		if (strncmp(de->d_name, prefix, strlen(prefix)) ||
+		    (!sbevent && !strncmp(de->d_name, SUSPEND_BLOCK_EVDEV_PREFIX,
+					  strlen(SUSPEND_BLOCK_EVDEV_PREFIX))))
+			continue;
+		snprintf(path, sizeof(path), "/dev/input/%s", de->d_name);
+		fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (sbevent && ioctl(fd, EVIOCSSUSPENDBLOCK, 1) < 0)
+			vlog("%s: EVIOCSSUSPENDBLOCK: %s", path, strerror(errno));
+		ee.data.fd = fd;
+		if (epoll_ctl(g.epfd, EPOLL_CTL_ADD, fd, &ee) < 0) {
+			close(fd);
+			continue;
+		}
+		g.input_fds[g.n_inputs++] = fd;
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
 static void cmd_input(uint32_t id, const char *args)
 {
-	struct epoll_event ee = { .events = EPOLLIN | EPOLLWAKEUP };
-	char val[8], path[300];
-	struct dirent *de;
-	DIR *d;
+	const char *kind = SUSPEND_BLOCK_EVDEV_PREFIX;
+	char val[8];
 	int fd;
 
 	if (sbrig_proto_token(&args, val, sizeof(val)) != 1 ||
@@ -700,38 +742,28 @@ static void cmd_input(uint32_t id, const char *args)
 			     strerror(-fd));
 	g.input_blocker = fd;
 	g.epfd = epoll_create1(EPOLL_CLOEXEC);
-	d = opendir("/dev/input");
-	if (g.epfd < 0 || !d) {
+	if (g.epfd < 0) {
 		int err = errno;
 
-		if (d)
-			closedir(d);
 		input_close();
 		return reply(SBRIG_PROTO_T_R, id, err, "input: %s", strerror(err));
 	}
-	while ((de = readdir(d)) && g.n_inputs < MAX_INPUTS) {
-		if (strncmp(de->d_name, "event", 5))
-			continue;
-		snprintf(path, sizeof(path), "/dev/input/%s", de->d_name);
-		fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		ee.data.fd = fd;
-		if (epoll_ctl(g.epfd, EPOLL_CTL_ADD, fd, &ee) < 0) {
-			close(fd);
-			continue;
-		}
-		g.input_fds[g.n_inputs++] = fd;
+	/* the module's nodes, else (no module handler) evdev's */
+	if (!input_open_nodes(SUSPEND_BLOCK_EVDEV_PREFIX, true)) {
+		kind = "event";
+		input_open_nodes("event", false);
 	}
-	closedir(d);
 	g.input_cmd = id;
-	reply(SBRIG_PROTO_T_R, id, 0, "input on, %u devices", g.n_inputs);
+	reply(SBRIG_PROTO_T_R, id, 0, "input on, %u devices, %s", g.n_inputs,
+	      kind);
 }
 
 /*
- * One batch of input events, as in the article: the epoll wakeup source
- * (EPOLLWAKEUP) keeps the system up from the key until we block our own
- * blocker; it is released by the next epoll_wait().
+ * One batch of input events, as in the seed's walkthrough: poll() has
+ * returned; block process-input-events, then read. Reading a queue empty
+ * releases its "evdev" blocker (or, on plain event nodes, the next
+ * epoll_wait() releases the EPOLLWAKEUP source); process-input-events is
+ * released once what was read has been handled.
  */
 static void input_batch(void)
 {
