@@ -34,6 +34,18 @@
  * state ioctls, force feedback, and 32-bit (compat) callers on 64-bit
  * kernels.
  *
+ * keypad-scan (module parameter keypad_scan, off by default): the seed's
+ * keypad driver holds "keypad-scan" from its interrupt until no key is
+ * down. For keys that come from an existing driver (a PS/2 keyboard, a
+ * virtual rig's key controller) this handler does the closest thing: it
+ * activates "keypad-scan" when the first key of any device goes down and
+ * releases it when the last one is up. It sees a device's events before
+ * passing them to the clients and again after, so a press is blocked
+ * before its queue's "evdev", and a release is unblocked after it: the
+ * order of the seed's timeline. Only keyboard codes count (below
+ * BTN_MISC, and KEY_OK and up), not mouse or joystick buttons; the handle
+ * of every device with keys is kept open for it.
+ *
  * Lifetime follows evdev.c: the input core serialises connect and
  * disconnect; the struct sb_evdev lives until the last open file's
  * reference on its class device is gone; open files pin the module.
@@ -74,7 +86,20 @@ struct sb_evdev {
 	struct list_head client_list;
 	struct device dev;
 	struct cdev cdev;
+	/* keypad-scan: the keys down, under sb_keyscan_lock */
+	bool keyscan;		/* counts this device's keys (its own open) */
+	unsigned long keys_down[BITS_TO_LONGS(KEY_CNT)];
 };
+
+static bool keypad_scan;
+module_param(keypad_scan, bool, 0444);
+MODULE_PARM_DESC(keypad_scan,
+		 "Hold keypad-scan while any key of an input device is down");
+
+/* sb_keyscan_lock protects sb_keys_down and every keys_down bitmap. */
+static DEFINE_SPINLOCK(sb_keyscan_lock);
+static unsigned int sb_keys_down;
+static struct suspend_blocker sb_keyscan_blocker;	/* "keypad-scan" */
 
 struct sb_evclient {
 	/*
@@ -164,6 +189,56 @@ static void sb_evclient_pass(struct sb_evclient *client,
 					   EPOLLIN | EPOLLRDNORM);
 }
 
+static bool sb_keyscan_code(unsigned int code)
+{
+	return code < BTN_MISC || (code >= KEY_OK && code < KEY_CNT);
+}
+
+/*
+ * keypad-scan: presses (@down) are counted before the clients see them,
+ * releases after. Context: the device's event_lock held, irqs off.
+ */
+static void sb_keyscan(struct sb_evdev *evdev, const struct input_value *vals,
+		       unsigned int count, bool down)
+{
+	const struct input_value *v;
+
+	if (!evdev->keyscan)
+		return;
+	spin_lock(&sb_keyscan_lock);
+	for (v = vals; v != vals + count; v++) {
+		if (v->type != EV_KEY || !sb_keyscan_code(v->code) ||
+		    v->value == 2 || !!v->value != down)
+			continue;
+		if (down && !__test_and_set_bit(v->code, evdev->keys_down)) {
+			if (!sb_keys_down++)
+				suspend_block(&sb_keyscan_blocker);
+		} else if (!down &&
+			   __test_and_clear_bit(v->code, evdev->keys_down)) {
+			if (!--sb_keys_down)
+				suspend_unblock(&sb_keyscan_blocker);
+		}
+	}
+	spin_unlock(&sb_keyscan_lock);
+}
+
+/* A device that goes away forgets its keys. */
+static void sb_keyscan_forget(struct sb_evdev *evdev)
+{
+	unsigned long irqflags;
+	unsigned int n;
+
+	spin_lock_irqsave(&sb_keyscan_lock, irqflags);
+	n = bitmap_weight(evdev->keys_down, KEY_CNT);
+	bitmap_zero(evdev->keys_down, KEY_CNT);
+	if (n) {
+		sb_keys_down -= n;
+		if (!sb_keys_down)
+			suspend_unblock(&sb_keyscan_blocker);
+	}
+	spin_unlock_irqrestore(&sb_keyscan_lock, irqflags);
+}
+
 static void sb_evdev_events(struct input_handle *handle,
 			    const struct input_value *vals, unsigned int count)
 {
@@ -171,10 +246,12 @@ static void sb_evdev_events(struct input_handle *handle,
 	ktime_t *ev_time = input_get_timestamp(handle->dev);
 	struct sb_evclient *client;
 
+	sb_keyscan(evdev, vals, count, true);
 	rcu_read_lock();
 	list_for_each_entry_rcu(client, &evdev->client_list, node)
 		sb_evclient_pass(client, vals, count, ev_time);
 	rcu_read_unlock();
+	sb_keyscan(evdev, vals, count, false);
 }
 
 static void sb_evdev_event(struct input_handle *handle, unsigned int type,
@@ -510,6 +587,7 @@ static void sb_evdev_cleanup(struct sb_evdev *evdev)
 		input_flush_device(&evdev->handle, NULL);
 		input_close_device(&evdev->handle);
 	}
+	sb_keyscan_forget(evdev);
 }
 
 static int sb_evdev_connect(struct input_handler *handler,
@@ -551,6 +629,10 @@ static int sb_evdev_connect(struct input_handler *handler,
 	ret = cdev_device_add(&evdev->cdev, &evdev->dev);
 	if (ret)
 		goto cleanup;
+	/* keypad-scan needs the events even while no client reads them */
+	if (keypad_scan && test_bit(EV_KEY, dev->evbit) &&
+	    !sb_evdev_open_device(evdev))
+		evdev->keyscan = true;
 	return 0;
 
 cleanup:
@@ -591,12 +673,21 @@ static struct input_handler sb_evdev_handler = {
 /**
  * sb_sbevent_init() - register the sbevent input handler
  *
+ * With keypad_scan set, also creates the "keypad-scan" blocker.
+ *
  * Context: process context.
  * Return: 0 or a negative errno from input_register_handler().
  */
 int sb_sbevent_init(void)
 {
-	return input_register_handler(&sb_evdev_handler);
+	int ret;
+
+	if (keypad_scan)
+		suspend_blocker_init(&sb_keyscan_blocker, "keypad-scan");
+	ret = input_register_handler(&sb_evdev_handler);
+	if (ret && keypad_scan)
+		suspend_blocker_destroy(&sb_keyscan_blocker);
+	return ret;
 }
 
 /**
@@ -607,4 +698,6 @@ int sb_sbevent_init(void)
 void sb_sbevent_exit(void)
 {
 	input_unregister_handler(&sb_evdev_handler);
+	if (keypad_scan)
+		suspend_blocker_destroy(&sb_keyscan_blocker);
 }

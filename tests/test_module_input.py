@@ -165,3 +165,67 @@ def test_unload_refused_while_a_node_is_open(target):
     vm.run_ok("rmmod suspend_block")
     assert vm.run("ls /sys/class/input | grep -c sbevent")[1].strip() == "0"
     sb.reload(vm, test_module=False)
+
+
+# ------------------------------------------------------------ keypad-scan --
+
+def _kinds(evs, names=("keypad-scan", "evdev")):
+    return [(e.type, e.name) for e in evs
+            if e.type in ("block", "unblock") and e.name in names]
+
+
+def test_keypad_scan_spans_press_to_release_in_the_seeds_order(target):
+    """keypad_scan=1: "keypad-scan" from the key going down until it is up;
+    the opted-in queue's "evdev" starts after it at the press and ends
+    after it at the release (seed 002's timeline, without user space)."""
+    vm = target
+    sb.reload(vm, test_module=False, keypad_scan=1)
+    seq0 = sb.last_seq(vm)
+    out = tool(vm, "uinput:sbtest-ks", "open", "optin", "press:30", "sleep:200",
+               "read", "sleep:200", "release:30", "sleep:100", "read", "close")
+    assert out[5] == "read n=2 syn_dropped=0 keys=30:1", out
+    assert out[9] == "read n=2 syn_dropped=0 keys=30:0", out
+    evs = sb.events_after(vm, seq0)
+    assert _kinds(evs) == [
+        ("block", "keypad-scan"), ("block", "evdev"),     # press
+        ("unblock", "evdev"),                             # read empty
+        ("block", "evdev"), ("unblock", "keypad-scan"),   # release
+        ("unblock", "evdev")]                             # read empty
+    ks = [e for e in evs if e.name == "keypad-scan"]
+    assert 400 * MS <= ks[1].t_ns - ks[0].t_ns < 5000 * MS
+
+
+def test_keypad_scan_holds_until_the_last_key_is_up(target):
+    vm = target
+    sb.reload(vm, test_module=False, keypad_scan=1)
+    seq0 = sb.last_seq(vm)
+    # nobody reads: only keypad-scan; mouse buttons do not count
+    tool(vm, "uinput:sbtest-ks2", "press:30", "press:31", "release:30",
+         "press:272", "sleep:300", "release:31", "release:272")
+    evs = sb.events_after(vm, seq0)
+    assert _kinds(evs) == [("block", "keypad-scan"), ("unblock", "keypad-scan")]
+    b, u = [e for e in evs if e.name == "keypad-scan"]
+    assert u.t_ns - b.t_ns >= 300 * MS
+    st = sb.stats(vm)["keypad-scan"]
+    assert st.count == 1 and not st.active
+
+
+def test_keypad_scan_released_when_unplugged_or_unloaded_during_a_press(target):
+    vm = target
+    sb.reload(vm, test_module=False, keypad_scan=1)
+    seq0 = sb.last_seq(vm)
+    # the device goes away with a key down: its keys are forgotten (the
+    # input core also reports them released)
+    tool(vm, "uinput:sbtest-ks3", "press:30", "sleep:100", "unplug")
+    assert _kinds(sb.events_after(vm, seq0)) == [("block", "keypad-scan"),
+                                                 ("unblock", "keypad-scan")]
+    # module unload while a key is held: released and destroyed, no warning
+    bg = vm.start_bg("sbevtool uinput:sbtest-ks4 press:30 sleep:3000")
+    bg.wait_output("press ok", timeout=30)
+    assert sb.stats(vm)["keypad-scan"].active
+    dmesg0 = len(vm.dmesg())
+    vm.run_ok("rmmod suspend_block")
+    assert "WARNING" not in vm.dmesg()[dmesg0:]
+    assert bg.wait(timeout=30) == 0
+    sb.reload(vm, test_module=False)
+    assert "keypad-scan" not in sb.stats(vm)        # off by default
