@@ -6,10 +6,10 @@ keeps what was written so far):
 
 1. boot the virtual rig (rig/virtual/vrig.py: QEMU amd64 target with
    suspend_block and the agent, the INA226 emulator, keys through QMP) and
-   start sbrigd on it (work dir build/demo/vrig/; vrig loads suspend_block
-   with unknown_wakeup_hold_ms, so after a key wake, which no blocker
-   claims, the module's blocker unknown_wakeups keeps the target up for a
-   while: its user space and agent run) and put the target in
+   start sbrigd on it (work dir build/demo/vrig/; a key press reaches the
+   guest's virtual keypad, and the article's chain, keypad-scan ->
+   evdev -> process-input-events, keeps the target up while the key is
+   down and handled: see rig/virtual/README.md) and put the target in
    opportunistic suspend (mem);
 2. sbrig run rig/scenarios/demo.scn -o build/demo/capture --stats-every 1s;
 3. sbrig latency -n 5 --key power -o build/demo/latency-capture

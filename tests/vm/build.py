@@ -19,8 +19,8 @@ reported as missing):
 
 ``SBRIG_VM_MODULES=tests/vm/hello,kernel-module`` builds only a subset.
 
-Static programs: every ``tests/target/*.c`` and ``kernel-module/tools/*.c``
-is one program, named after the file, built with
+Static programs: every ``tests/target/*.c``, ``kernel-module/tools/*.c``
+and ``rig/virtual/target/*.c`` is one program, named after the file, built with
 ``<cc> -static -O2 -Wall -Werror -I kernel-module/include/uapi``. A source
 line ``vm-build-flags: ...`` (e.g. in a comment) adds flags such as ``-lm``.
 
@@ -82,7 +82,7 @@ LINUX_SOURCE_FILES: dict[str, list[tuple[str, str, list[tuple[str, str]]]]] = {
 }
 
 #: Directories whose *.c files are each one static target program.
-PROGRAM_DIRS = ["tests/target", "kernel-module/tools"]
+PROGRAM_DIRS = ["tests/target", "kernel-module/tools", "rig/virtual/target"]
 
 UAPI_INCLUDE = "kernel-module/include/uapi"
 
