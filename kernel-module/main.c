@@ -5,7 +5,8 @@
  * The parts are initialised in dependency order and torn down in reverse:
  * event log -> core (blockers, the wakeup source, "main" blocked) ->
  * statistics -> PM hooks -> kernel events (tracepoint probes) -> policy
- * and worker -> /dev/suspend_blocker -> sbevent input nodes.
+ * and worker -> /dev/suspend_blocker -> sbevent input nodes -> keypad
+ * driver.
  */
 
 #define pr_fmt(fmt) "suspend_block: " fmt
@@ -43,10 +44,15 @@ static int __init sb_init(void)
 	ret = sb_sbevent_init();
 	if (ret)
 		goto userdev_exit;
+	ret = sb_keypad_init();
+	if (ret)
+		goto sbevent_exit;
 	pr_info("loaded: policy forced, %s\n",
 		"see /sys/kernel/suspend_block");
 	return 0;
 
+sbevent_exit:
+	sb_sbevent_exit();
 userdev_exit:
 	sb_userdev_exit();
 policy_exit:
@@ -64,6 +70,7 @@ events_exit:
 
 static void __exit sb_exit(void)
 {
+	sb_keypad_exit();
 	sb_sbevent_exit();
 	sb_userdev_exit();
 	sb_policy_exit();

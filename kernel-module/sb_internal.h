@@ -7,6 +7,7 @@
  * pmhooks.c	PM notifier and noirq callbacks: where a suspend really is
  * userdev.c	/dev/suspend_blocker
  * sbevent.c	/dev/input/sbevent<N>: evdev-like nodes, the seed's input glue
+ * keypad.c	the "sbrig,keypad" GPIO keypad driver (keypad-scan)
  * stats.c	debugfs suspend_blockers
  * events.c	debugfs suspend_blocker_events, the event ring
  * kevents.c	kernel wakeup sources and suspend phases in the event log
@@ -156,6 +157,10 @@ void sb_pmhooks_exit(void);
 /* sbevent.c */
 int sb_sbevent_init(void);
 void sb_sbevent_exit(void);
+
+/* keypad.c */
+int sb_keypad_init(void);
+void sb_keypad_exit(void);
 
 /* userdev.c */
 int sb_userdev_init(void);
