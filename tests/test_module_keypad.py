@@ -28,9 +28,11 @@ from tests.vm.qemu import Vm, make_arm_dtb
 MS = 1_000_000
 
 
-def _keypad_dtb() -> Path:
+def _keypad_dtb(broken: bool = False) -> Path:
+    """QEMU's virt DTB with its power key as an sbrig,keypad; ``broken``:
+    the key has no linux,code (a probe error)."""
     base = make_arm_dtb()               # poweroff key with wakeup-source
-    out = IMAGES / "armhf" / "virt-sbrig-keypad.dtb"
+    out = IMAGES / "armhf" / f"virt-sbrig-keypad{'-broken' if broken else ''}.dtb"
     with tempfile.TemporaryDirectory() as tmp:
         dts = run_cmd(["dtc", "-q", "-I", "dtb", "-O", "dts", str(base)],
                       what="decompile DTB").stdout.decode()
@@ -39,6 +41,9 @@ def _keypad_dtb() -> Path:
                          r'sbrig-keypad \1"sbrig,keypad"', dts)
         assert n == 1, "no gpio-keys node in QEMU's virt DTB"
         dts = dts.replace("wakeup-source;", "wakeup-source;\n\t\t\tdebounce-interval = <0x14>;", 1)
+        if broken:
+            dts, n = re.subn(r"\n\s*linux,code = <[^>]*>;", "", dts, count=1)
+            assert n == 1
         (Path(tmp) / "k.dts").write_text(dts)
         run_cmd(["dtc", "-q", "-I", "dts", "-O", "dtb", "-o", str(out),
                  str(Path(tmp) / "k.dts")], what="compile keypad DTB")
@@ -153,3 +158,19 @@ def test_a_press_wakes_s2idle_and_the_target_sleeps_again_by_itself(kvm):
     assert ks[0] == ("block", "keypad-scan") and ks[-1] == ("unblock", "keypad-scan"), cycle
     assert ("block", "unknown_wakeups") not in cycle, cycle
     assert sb.stats(vm)["keypad-scan"].wake_count >= 1
+
+
+def test_a_bad_node_fails_the_probe_and_registers_nothing():
+    """A key without linux,code: the probe fails naming the node and the
+    property; no input device, no keypad-scan blocker; the module loads."""
+    art = dataclasses.replace(build_all("armhf"), dtb=_keypad_dtb(broken=True))
+    with Vm("armhf", art, name="armhf-keypad-bad") as vm:
+        vm.load_module("suspend_block")
+        log = vm.dmesg()
+        assert re.search(r"sbrig-keypad sbrig-keypad: .*poweroff: missing or bad "
+                         r"linux,code", log), log[-3000:]
+        assert vm.run("ls /sys/bus/platform/drivers/sbrig-keypad/sbrig-keypad")[0] != 0
+        names = vm.run_ok("cat /sys/class/input/input*/name 2>/dev/null; true")
+        assert "sbrig-keypad" not in names
+        assert "keypad-scan" not in sb.stats(vm)
+        vm.run_ok("rmmod suspend_block")
