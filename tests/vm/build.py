@@ -13,6 +13,8 @@ reported as missing):
 * ``kernel-module`` -- ``suspend_block.ko``
 * ``tests/target/sb_test`` -- ``sb_test.ko``, linked against
   ``kernel-module``'s ``Module.symvers`` via ``KBUILD_EXTRA_SYMBOLS``
+* ``tests/target/test_power`` -- ``test_power.ko`` (amd64 only), the
+  kernel's test power-supply driver from linux-source-6.1
 * ``tests/target/gpio_sim`` -- ``gpio-sim.ko`` (amd64 only, see
   MODULE_ARCHES), whose C sources come from linux-source-6.1 and are
   patched while being copied (LINUX_SOURCE_FILES)
@@ -52,6 +54,7 @@ MODULE_DIRS: list[tuple[str, str | None]] = [
     ("kernel-module", None),
     ("tests/target/sb_test", "kernel-module"),
     ("tests/target/gpio_sim", None),
+    ("tests/target/test_power", None),
 ]
 if os.environ.get("SBRIG_VM_MODULES"):
     # for engineers iterating on one module: a comma-separated subset
@@ -62,6 +65,7 @@ if os.environ.get("SBRIG_VM_MODULES"):
 #: has no irq_sim/gpio-sim support worth patching in: gpio-sim is amd64 only.
 MODULE_ARCHES: dict[str, tuple[str, ...]] = {
     "tests/target/gpio_sim": ("amd64",),
+    "tests/target/test_power": ("amd64",),
 }
 
 #: Module dirs whose sources come from linux-source-<series>.tar.xz:
@@ -78,6 +82,9 @@ LINUX_SOURCE_FILES: dict[str, list[tuple[str, str, list[tuple[str, str]]]]] = {
            "generic_handle_irq_safe(irqnum);"),
           ('#include <linux/irq_sim.h>',
            '#include <linux/irq_sim.h>\n#include <linux/module.h>')]),
+    ],
+    "tests/target/test_power": [
+        ("drivers/power/supply/test_power.c", "test_power.c", []),
     ],
 }
 
