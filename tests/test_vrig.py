@@ -142,7 +142,11 @@ def test_qmp_key_wakes_the_target(vr):
 def test_latency_over_three_presses(vr, tmp_path):
     csv_path = tmp_path / "lat.csv"
     cap = tmp_path / "lat-capture"
-    out = sbrig(vr, "latency", "-n", "3", "--key", "power", "--csv", str(csv_path),
+    # the virtual target is up only while its key is down and handled: a
+    # 2 s press leaves the rig time to read its clock after each wake (and
+    # the capture enough exchanges to map the sleeps' enter records)
+    out = sbrig(vr, "latency", "-n", "3", "--key", "power", "--press", "2s",
+                "--csv", str(csv_path),
                 "--timeout", "10s", "-o", str(cap), timeout=60)
     print(out)
     rows = list(csv.DictReader(open(csv_path)))
@@ -285,3 +289,19 @@ def test_one_press_reproduces_the_seed_timeline(vr, tmp_path):
     pie = [e for e in rel if e.arg == "process-input-events"][-1]
     assert 250 * MS <= rel[-1].target_t_ns - pie.target_t_ns < 1000 * MS
     assert 0 <= suspend.target_t_ns - rel[-1].target_t_ns < 2000 * MS, (rel[-1], suspend)
+
+
+def test_leaky_blocker_is_the_reports_top_finding(vr, tmp_path):
+    """rig/scenarios/leaky-blocker.scn: an app blocker never released; the
+    analysis of the capture names it first."""
+    cap = tmp_path / "leak"
+    try:
+        sbrig(vr, "run", str(REPO / "rig/scenarios/leaky-blocker.scn"), "-o", str(cap),
+              timeout=120)
+    finally:
+        assert request(vr, 'agent 10s release "leaky-app"')[-1].startswith("ok")
+    sbrig(vr, "analyze", str(cap), "-o", str(tmp_path / "report"), timeout=120)
+    import json
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    top = report["findings"][0]
+    assert (top["kind"], top["blocker"]) == ("leak", "leaky-app"), report["findings"]
