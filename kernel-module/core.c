@@ -80,6 +80,13 @@ static bool sb_enabled;
 static bool sb_suspending;
 /* Active iff sb_mirror and a blocker is active. */
 static struct wakeup_source *sb_ws;
+/*
+ * sb_ws->lock is taken inside suspend_blockers_lock, and kevents.c's
+ * wakeup-source probes take suspend_blockers_lock inside other sources'
+ * ws->lock (never inside ours). All ws->locks share one lockdep class,
+ * so ours gets its own to keep lockdep from seeing a cycle.
+ */
+static struct lock_class_key sb_ws_lock_key;
 
 struct suspend_blocker sb_main_blocker;
 struct suspend_blocker sb_unknown_wakeup;
@@ -395,6 +402,21 @@ bool sb_any_active(void)
 	return ret;
 }
 
+/**
+ * sb_own_wakeup_source() - is this our mirror's wakeup source?
+ * @name:	The name a wakeup-source tracepoint reported.
+ *
+ * Compares the pointer, not the text: a driver's source may have the same
+ * name. Valid while the core is initialised.
+ *
+ * Context: any context, also with suspend_blockers_lock held.
+ * Return: true for the "suspend_blockers" source of sb_core_init().
+ */
+bool sb_own_wakeup_source(const char *name)
+{
+	return sb_ws && name == sb_ws->name;
+}
+
 unsigned int sb_event_num(void)
 {
 	return READ_ONCE(sb_current_event_num);
@@ -535,6 +557,7 @@ int sb_core_init(void)
 	sb_ws = wakeup_source_register(NULL, "suspend_blockers");
 	if (!sb_ws)
 		return -ENOMEM;
+	lockdep_set_class(&sb_ws->lock, &sb_ws_lock_key);
 
 	sb_sleep_clock_since = ktime_get();
 	suspend_blocker_init(&sb_main_blocker, "main");

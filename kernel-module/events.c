@@ -17,11 +17,13 @@
  *	SEQ	T_NS	TYPE	ARG
  *
  * SEQ counts records from 0 at module load; T_NS is CLOCK_BOOTTIME in ns;
- * ARG is a quoted blocker name for block/unblock (a name longer than
+ * ARG is a quoted blocker name for block/unblock and a quoted wakeup
+ * source name for ws_activate/ws_relax (a name longer than
  * SB_EVENT_ARG_LEN bytes is cut and followed by '+' after the closing
  * quote), a state name for suspend/enter/exit, an errno-style return code
- * for resume/abort, "POLICY STATE" for policy, and for lost the number of
- * records lost (its SEQ is the first one lost).
+ * for resume/abort, "POLICY STATE" for policy, "ACTION VAL begin|end" for
+ * phase, "DURATION_NS ERROR VERB DEVICE" for dev_pm (see the probes), and for
+ * lost the number of records lost (its SEQ is the first one lost).
  */
 
 #define pr_fmt(fmt) "suspend_block: " fmt
@@ -58,6 +60,10 @@ static const char * const sb_event_names[SB_EV_NR] = {
 	[SB_EV_RESUME]	= "resume",
 	[SB_EV_ABORT]	= "abort",
 	[SB_EV_POLICY]	= "policy",
+	[SB_EV_WS_ACTIVATE] = "ws_activate",
+	[SB_EV_WS_RELAX] = "ws_relax",
+	[SB_EV_PHASE]	= "phase",
+	[SB_EV_DEV_PM]	= "dev_pm",
 };
 
 /*
@@ -231,7 +237,8 @@ static int sb_ev_format(char *buf, size_t size, u64 seq,
 	const char *name = rec->type < SB_EV_NR ? sb_event_names[rec->type] :
 			   "unknown";
 
-	if (rec->type == SB_EV_BLOCK || rec->type == SB_EV_UNBLOCK)
+	if (rec->type == SB_EV_BLOCK || rec->type == SB_EV_UNBLOCK ||
+	    rec->type == SB_EV_WS_ACTIVATE || rec->type == SB_EV_WS_RELAX)
 		return scnprintf(buf, size, "%llu\t%lld\t%s\t\"%.*s\"%s\n",
 				 seq, rec->t_ns, name, rec->len, rec->arg,
 				 rec->truncated ? "+" : "");

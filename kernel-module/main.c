@@ -4,8 +4,9 @@
  *
  * The parts are initialised in dependency order and torn down in reverse:
  * event log -> core (blockers, the wakeup source, "main" blocked) ->
- * statistics ->
- * PM hooks -> policy and worker -> /dev/suspend_blocker.
+ * statistics -> PM hooks -> kernel events (tracepoint probes) -> policy
+ * and worker -> /dev/suspend_blocker -> sbevent input nodes -> keypad
+ * driver.
  */
 
 #define pr_fmt(fmt) "suspend_block: " fmt
@@ -33,19 +34,31 @@ static int __init sb_init(void)
 	ret = sb_pmhooks_init();
 	if (ret)
 		goto stats_exit;
+	sb_kevents_init();
 	ret = sb_policy_init();
 	if (ret)
-		goto pmhooks_exit;
+		goto kevents_exit;
 	ret = sb_userdev_init();
 	if (ret)
 		goto policy_exit;
+	ret = sb_sbevent_init();
+	if (ret)
+		goto userdev_exit;
+	ret = sb_keypad_init();
+	if (ret)
+		goto sbevent_exit;
 	pr_info("loaded: policy forced, %s\n",
 		"see /sys/kernel/suspend_block");
 	return 0;
 
+sbevent_exit:
+	sb_sbevent_exit();
+userdev_exit:
+	sb_userdev_exit();
 policy_exit:
 	sb_policy_exit();
-pmhooks_exit:
+kevents_exit:
+	sb_kevents_exit();
 	sb_pmhooks_exit();
 stats_exit:
 	sb_stats_exit();
@@ -57,8 +70,11 @@ events_exit:
 
 static void __exit sb_exit(void)
 {
+	sb_keypad_exit();
+	sb_sbevent_exit();
 	sb_userdev_exit();
 	sb_policy_exit();
+	sb_kevents_exit();
 	sb_pmhooks_exit();
 	sb_stats_exit();
 	sb_core_exit();

@@ -6,8 +6,11 @@
  * policy.c	policy/state in sysfs and the opportunistic suspend worker
  * pmhooks.c	PM notifier and noirq callbacks: where a suspend really is
  * userdev.c	/dev/suspend_blocker
+ * sbevent.c	/dev/input/sbevent<N>: evdev-like nodes, the seed's input glue
+ * keypad.c	the "sbrig,keypad" GPIO keypad driver (keypad-scan)
  * stats.c	debugfs suspend_blockers
  * events.c	debugfs suspend_blocker_events, the event ring
+ * kevents.c	kernel wakeup sources and suspend phases in the event log
  * work.c	suspend-blocking work
  * main.c	module init/exit, in dependency order
  */
@@ -51,6 +54,7 @@ int sb_core_init(void);
 void sb_core_exit(void);
 void sb_core_set_mirror(bool on);
 bool sb_any_active(void);
+bool sb_own_wakeup_source(const char *name);
 unsigned int sb_event_num(void);
 unsigned long sb_kernel_wakeup_events(void);
 void sb_note_enter_suspend(void);
@@ -68,6 +72,10 @@ enum sb_event_type {
 	SB_EV_RESUME,		/* pm_suspend() returned 0 */
 	SB_EV_ABORT,		/* pm_suspend() returned an error */
 	SB_EV_POLICY,		/* policy or requested state changed */
+	SB_EV_WS_ACTIVATE,	/* a kernel wakeup source became active */
+	SB_EV_WS_RELAX,		/* ... and inactive */
+	SB_EV_PHASE,		/* a suspend/resume phase began or ended */
+	SB_EV_DEV_PM,		/* a slow device PM callback returned */
 	SB_EV_NR,
 };
 
@@ -138,9 +146,21 @@ void sb_policy_exit(void);
 void sb_worker_kick(void);
 const char *sb_state_name(suspend_state_t state);
 
+/* kevents.c */
+void sb_kevents_init(void);
+void sb_kevents_exit(void);
+
 /* pmhooks.c */
 int sb_pmhooks_init(void);
 void sb_pmhooks_exit(void);
+
+/* sbevent.c */
+int sb_sbevent_init(void);
+void sb_sbevent_exit(void);
+
+/* keypad.c */
+int sb_keypad_init(void);
+void sb_keypad_exit(void);
 
 /* userdev.c */
 int sb_userdev_init(void);

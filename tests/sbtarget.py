@@ -70,13 +70,18 @@ class Event:
 
     @property
     def name(self) -> str:
-        """The blocker name of a block/unblock record (quotes removed)."""
+        """The blocker or wakeup source name of a block/unblock or
+        ws_activate/ws_relax record (quotes removed)."""
         return self.arg.strip('"').rstrip('"+')
 
 
 EVENT_TYPES = {"block", "unblock", "suspend", "enter", "exit", "resume",
-               "abort", "policy", "lost"}
-_EVENT_RE = re.compile(r"^(\d+)\t(\d+)\t([a-z]+)\t(.*)$")
+               "abort", "policy", "lost",
+               # the kernel's own activity (kevents.c)
+               "ws_activate", "ws_relax", "phase", "dev_pm"}
+#: records whose argument is a quoted name
+QUOTED_TYPES = {"block", "unblock", "ws_activate", "ws_relax"}
+_EVENT_RE = re.compile(r"^(\d+)\t(\d+)\t([a-z_]+)\t(.*)$")
 
 
 def parse_events(text: str) -> list[Event]:
@@ -86,7 +91,7 @@ def parse_events(text: str) -> list[Event]:
         if not m or m.group(3) not in EVENT_TYPES:
             raise ValueError(f"event line {no} malformed: {line!r}")
         ev = Event(int(m.group(1)), int(m.group(2)), m.group(3), m.group(4))
-        if ev.type in ("block", "unblock") and not re.fullmatch(r'"[^"]*"\+?', ev.arg):
+        if ev.type in QUOTED_TYPES and not re.fullmatch(r'"[^"]*"\+?', ev.arg):
             raise ValueError(f"event line {no}: name not quoted: {line!r}")
         out.append(ev)
     return out
@@ -103,6 +108,22 @@ def events(vm) -> list[Event]:
 
 def events_after(vm, seq: int) -> list[Event]:
     return [e for e in events(vm) if e.seq > seq]
+
+
+def settled_events(vm, seq: int, timeout: float = 15.0) -> list[Event]:
+    """events_after(), once every ``suspend`` record has its ``resume`` or
+    ``abort``: the worker logs the return of pm_suspend() after user space
+    has been thawed, so a shell woken by the resume can read the log first."""
+    import time
+    end = time.monotonic() + timeout
+    while True:
+        evs = events_after(vm, seq)
+        kinds = [e.type for e in evs]
+        if kinds.count("suspend") == kinds.count("resume") + kinds.count("abort"):
+            return evs
+        if time.monotonic() > end:
+            raise AssertionError(f"a suspend without its return: {evs}")
+        vm.run_ok("usleep 50000")
 
 
 def last_seq(vm) -> int:

@@ -97,6 +97,33 @@ def test_hold_streams_block_and_unblock_with_seq(rig):
     assert seqs == list(range(len(seqs)))
 
 
+def test_kernel_records_stream_unchanged(rig):
+    """The module's records of kernel activity (a real EPOLLWAKEUP wakeup
+    source, the phases of a pm_test dry-run suspend) reach the host with
+    the log's seq, time, type and argument."""
+    vm, ld, _ = rig
+    seq0 = sb.last_seq(vm)
+    vm.run_ok("epwake 50")
+    vm.run_ok("echo 0 > /sys/module/suspend/parameters/pm_test_delay; "
+              "echo devices > /sys/power/pm_test; "
+              "echo mem > /sys/kernel/suspend_block/state; "
+              "echo none > /sys/power/pm_test", timeout=60)
+    log = [e for e in sb.events_after(vm, seq0)
+           if e.type in ("ws_activate", "ws_relax", "phase")]
+    assert {e.type for e in log} == {"ws_activate", "ws_relax", "phase"}, log
+    last = log[-1].seq
+    ld.wait(lambda ms: any(m["type"] == "event" and m["seq"] == last for m in ms),
+            timeout=30, what=f"event {last}")
+    got = {e["seq"]: e for e in ld.of("event")}
+    for e in log:
+        m = got[e.seq]
+        assert (m["t_ns"], m["ev"]) == (e.t_ns, e.type)
+        # quoted records arrive as the name, the others as the text
+        assert m["arg"] == (e.name if e.type.startswith("ws_") else e.arg)
+        assert not m["cut"]
+    assert any(m["arg"] == "dpm_suspend 2 begin" for m in got.values())
+
+
 def test_stats_snapshot_matches_debugfs(rig):
     vm, ld, _ = rig
     r = _reply(ld, "stats")
@@ -108,7 +135,9 @@ def test_stats_snapshot_matches_debugfs(rig):
     for m in rows:
         st = table[m["name"]]
         assert (m["count"], m["wake_count"]) == (st.count, st.wake_count)
-        if not st.active:           # inactive rows do not change between reads
+        # rows inactive in both reads do not change between them (the
+        # agent's "sbagent report" may end its 300 ms linger in between)
+        if not st.active and not m["active_since"]:
             assert (m["total_time"], m["max_time"], m["last_change"]) == \
                 (st.total_time, st.max_time, st.last_change)
 
@@ -147,12 +176,20 @@ def test_input_handler_holds_process_input_events(rig):
     vm.run_ok("modprobe evdev; ls /dev/input/event0")   # no udev in the initramfs
     r = _reply(ld, "input on")
     assert r["err"] == 0 and "devices" in r["text"]
-    assert int(r["text"].split()[2]) >= 1          # "input on, N devices"
+    # "input on, N devices, sbevent": the module's nodes, opted in
+    assert int(r["text"].split()[2]) >= 1 and r["text"].endswith(", sbevent"), r
+    n0 = len(ld.of("event"))
     vm.send_key("shift")                            # PS/2 keyboard key
     ld.wait(lambda ms: len(_events_named(ld, "process-input-events")) >= 2,
             timeout=20, what="process-input-events block/unblock")
     got = _events_named(ld, "process-input-events")
     assert [e["ev"] for e in got[:2]] == ["block", "unblock"]
+    # the seed's order: the queue's blocker, then the handler's from
+    # poll's return; the queue read empty, then the handler done
+    order = [(e["ev"], e["arg"]) for e in ld.of("event")[n0:]
+             if e["arg"] in ("evdev", "process-input-events")]
+    assert order[:4] == [("block", "evdev"), ("block", "process-input-events"),
+                         ("unblock", "evdev"), ("unblock", "process-input-events")], order
     r = _reply(ld, "input off")
     assert r["err"] == 0 and int(r["text"].split()[2]) >= 1   # "input off, N events"
 

@@ -130,7 +130,11 @@ def test_demo_end_to_end(tmp_path):
     b = {x["name"]: x for x in r["blockers"]}
     assert b["demo-download"]["activations"] >= 4
     assert b["demo-download"]["energy_uJ"] > 0
-    assert b["unknown_wakeups"]["activations"] >= 4
+    # each press ran the article's chain on the target (rig/virtual/README.md),
+    # which keeps it up instead of unknown_wakeups (at most a brief one
+    # when the module checks the resume before the keypad reported its key)
+    for name in ("keypad-scan", "evdev", "process-input-events"):
+        assert b[name]["activations"] >= 4, (name, b.get(name))
     e = r["energy"]
     assert e["suspended_ns"] > 0 and e["baseline_uW"] is not None
     assert e["suspended_uJ"] / e["suspended_ns"] < e["awake_uJ"] / e["awake_ns"]

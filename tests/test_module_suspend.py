@@ -148,7 +148,7 @@ def test_opportunistic_cycle_counts_unknown_wakeups(target):
     assert st["sb_test_resume"].wake_count == 1
     assert not st["main"].active
 
-    evs = sb.events_after(vm, seq0)
+    evs = sb.settled_events(vm, seq0)
     seq = [e.type for e in evs if e.type in
            ("suspend", "enter", "exit", "resume")]
     assert seq == ["suspend", "enter", "exit", "resume"] * 2
@@ -183,7 +183,7 @@ def test_block_during_freezing_aborts_the_suspend(target):
     assert rc == 0, out
     sb.wait_stats(vm, lambda st: st["sb_test"].active)
     vm.run_ok(f"echo on > {sb.SYSFS}/state")
-    evs = sb.events_after(vm, seq0)
+    evs = sb.settled_events(vm, seq0)
     abort = _wait_event(vm, seq0, "abort")
     block = next(e for e in evs if e.type == "block" and e.name == "sb_test")
     suspend = next(e for e in evs if e.type == "suspend")
@@ -223,7 +223,7 @@ def test_kernel_wakeup_source_keeps_opportunistic_suspend_off(target):
         _wake(vm, "system_wakeup")
     rc, out = pending.wait(timeout=60)
     assert rc == 0, out
-    evs = sb.events_after(vm, seq0)
+    evs = sb.settled_events(vm, seq0)
     assert [e.type for e in evs if e.type in ("suspend", "resume")] == \
         ["suspend", "resume"]
     assert sb.stats(vm)["sb_test_resume"].active
@@ -249,7 +249,7 @@ def test_unknown_wakeup_hold_keeps_the_woken_system_up(target):
     rc, out = pending.wait(timeout=90)
     assert rc == 0, out
 
-    evs = sb.events_after(vm, seq0)
+    evs = sb.settled_events(vm, seq0)
     assert [e.type for e in evs if e.type in ("suspend", "resume")] == \
         ["suspend", "resume"] * 2
     held = [e for e in evs if e.type in ("block", "unblock")

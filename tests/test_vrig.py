@@ -141,7 +141,11 @@ def test_qmp_key_wakes_the_target(vr):
 def test_latency_over_three_presses(vr, tmp_path):
     csv_path = tmp_path / "lat.csv"
     cap = tmp_path / "lat-capture"
-    out = sbrig(vr, "latency", "-n", "3", "--key", "power", "--csv", str(csv_path),
+    # the virtual target is up only while its key is down and handled: a
+    # 2 s press leaves the rig time to read its clock after each wake (and
+    # the capture enough exchanges to map the sleeps' enter records)
+    out = sbrig(vr, "latency", "-n", "3", "--key", "power", "--press", "2s",
+                "--csv", str(csv_path),
                 "--timeout", "10s", "-o", str(cap), timeout=60)
     print(out)
     rows = list(csv.DictReader(open(csv_path)))
@@ -162,8 +166,17 @@ def test_latency_over_three_presses(vr, tmp_path):
     assert f"capture: {cap}" in out, out
     assert meta_section(cap, "end")["status"] == "complete"
     presses = [s for s in read_rows(cap, "stimuli", typed=True) if s.what == "press"]
-    resumes = [e for e in read_rows(cap, "events", typed=True) if e.type == "resume"]
+    events = read_rows(cap, "events", typed=True)
+    resumes = [e for e in events if e.type == "resume"]
     assert len(presses) >= 3 and len(resumes) >= 3, (presses, resumes)
+    # the module's phase records came through link and capture unchanged:
+    # every S3 cycle has machine_suspend between its enter and exit
+    seqs = [e.seq for e in events]
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
+    cycle = [e.type if e.type != "phase" else e.arg for e in events
+             if e.type in ("enter", "exit") or e.arg.startswith("machine_suspend ")]
+    full = ["enter", "machine_suspend 3 begin", "machine_suspend 3 end", "exit"]
+    assert sum(cycle[i:i + 4] == full for i in range(len(cycle))) >= 3, cycle
 
 
 # rig/scenarios/hold.scn: wait asleep, press power, the agent holds a
@@ -201,3 +214,93 @@ def test_scenario_with_a_blocker(vr, tmp_path):
     assert "wait asleep" in out and "status: complete" in out, out
     assert min(awake) > PowerModel.SUSPEND_UA
     assert sum(awake) / len(awake) >= PowerModel.IDLE_UA
+
+
+# Seed 002's timeline from one real press and release on the virtual rig:
+# the key reaches the guest's input device (sbrig_vkeypad) during its
+# resume; keypad-scan spans press and release, the sbevent queue's
+# "evdev" and sbagent's process-input-events follow the press and again
+# the release, in the seed's order; nothing else keeps the guest up and
+# it suspends by itself after the last release.
+#
+#                  Key pressed   Key released
+#                      |             |
+# keypad-scan          ++++++++++++++++++
+# input-event-queue        +++          +++
+# process-input-events       +++          +++
+SEED_ORDER = [("block", "keypad-scan"), ("block", "evdev"),
+              ("block", "process-input-events"), ("unblock", "evdev"),
+              ("unblock", "process-input-events"),
+              ("block", "evdev"), ("unblock", "keypad-scan"),
+              ("block", "process-input-events"), ("unblock", "evdev"),
+              ("unblock", "process-input-events")]
+
+
+def test_one_press_reproduces_the_seed_timeline(vr, tmp_path):
+    scn = tmp_path / "once.scn"
+    # the second press only brings the first re-suspend's records (a real
+    # target sends them after its next wake)
+    scn.write_text("name once\n"
+                   "wait asleep timeout 30s\n"
+                   "press power 400ms\n"
+                   "wait event unblock \"keypad-scan\" timeout 10s\n"
+                   "wait asleep timeout 20s\n"
+                   "press power 100ms\n"
+                   "wait event resume timeout 10s\n"
+                   "wait asleep timeout 20s\n")
+    cap = tmp_path / "once"
+    out = sbrig(vr, "run", str(scn), "-o", str(cap), timeout=120)
+    print(out)
+    evs = read_rows(cap, "events", typed=True)
+    stim = [s for s in read_rows(cap, "stimuli", typed=True)
+            if s.what in ("press", "release")]
+    press, release = stim[0], stim[1]
+    assert (press.what, release.what) == ("press", "release"), stim
+    # from the wake the first press caused to the next suspend attempt
+    i_exit = next(i for i, e in enumerate(evs)
+                  if e.type == "exit" and e.host_t_ns > press.t_ns - 1_000 * MS)
+    i_susp = next(i for i, e in enumerate(evs) if i > i_exit and e.type == "suspend")
+    cycle = evs[i_exit:i_susp]
+    names = ("keypad-scan", "evdev", "process-input-events")
+    got = [(e.type, e.arg) for e in cycle
+           if e.type in ("block", "unblock") and e.arg in names]
+    assert got == SEED_ORDER, got
+    # nothing else held it but the resume's unknown_wakeups (the keypad's
+    # wake interrupt holds a wakeup source, as gpio-keys does, not a
+    # blocker) and the agent's 300 ms "sbagent report" linger after
+    # handling the input, which lets it send these records before the
+    # target sleeps
+    others = {e.arg for e in cycle if e.type == "block" and e.arg not in names}
+    assert others <= {"unknown_wakeups", "sbagent report"}, others
+    # the keypad's wakeup source (vkeypad's EPOLLWAKEUP on the port) is in
+    # the log under its own name
+    assert any(e.type == "ws_activate" and e.arg.startswith("vport") for e in cycle)
+    # keypad-scan spans the press and the release (host time, within the
+    # clock model's uncertainty)
+    ks = [e for e in cycle if e.arg == "keypad-scan"]
+    assert ks[0].host_t_ns + ks[0].uncert_ns >= press.t_ns
+    assert ks[1].host_t_ns + ks[1].uncert_ns >= release.t_ns
+    # and the guest suspends again by itself right after the last release
+    # (the agent's linger, 300 ms after it released process-input-events)
+    rel = [e for e in cycle if e.type == "unblock"]
+    suspend = evs[i_susp]
+    assert rel[-1].arg == "sbagent report", rel
+    pie = [e for e in rel if e.arg == "process-input-events"][-1]
+    assert 250 * MS <= rel[-1].target_t_ns - pie.target_t_ns < 1000 * MS
+    assert 0 <= suspend.target_t_ns - rel[-1].target_t_ns < 2000 * MS, (rel[-1], suspend)
+
+
+def test_leaky_blocker_is_the_reports_top_finding(vr, tmp_path):
+    """rig/scenarios/leaky-blocker.scn: an app blocker never released; the
+    analysis of the capture names it first."""
+    cap = tmp_path / "leak"
+    try:
+        sbrig(vr, "run", str(REPO / "rig/scenarios/leaky-blocker.scn"), "-o", str(cap),
+              timeout=120)
+    finally:
+        assert request(vr, 'agent 10s release "leaky-app"')[-1].startswith("ok")
+    sbrig(vr, "analyze", str(cap), "-o", str(tmp_path / "report"), timeout=120)
+    import json
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    top = report["findings"][0]
+    assert (top["kind"], top["blocker"]) == ("leak", "leaky-app"), report["findings"]

@@ -5,7 +5,8 @@
  * Streams the module's event log (debugfs suspend_blocker_events) to the
  * rig host as checksummed line frames, answers clock pings, and runs the
  * host's commands (stats snapshot, hold/release a blocker, burn CPU, set
- * policy/state, act as the article's input-event handler). The protocol
+ * policy/state, act as the article's input-event handler on the module's
+ * /dev/input/sbevent<N> nodes). The protocol
  * is host/doc/link-protocol.md; its codec, host/lib/proto.c, is compiled
  * in (the #include below), so both ends share one implementation.
  *
@@ -115,6 +116,7 @@ static struct {
 	const char *sysfs;
 	const char *blocker_dev;
 	int verbose;
+	bool input_at_start;
 
 	/* link */
 	int in_fd, out_fd, listen_fd;
@@ -150,6 +152,7 @@ static struct {
 	int input_fds[MAX_INPUTS];
 	unsigned int n_inputs;
 	int input_blocker;
+	const char *input_kind;		/* "sbevent" or "event" */
 	uint64_t input_events;
 	uint32_t input_cmd;
 
@@ -492,10 +495,11 @@ static int blocker_open(const char *name)
 }
 
 /*
- * Before a hold's blocker goes, activate our own for LINGER_NS: in the
- * opportunistic policy the release may let the target suspend at once,
- * before we have read its unblock record and sent it, and the host would
- * only learn of it after the next wakeup. Our own release is that late
+ * Before a hold's blocker goes (and before process-input-events is
+ * released), activate our own for LINGER_NS: in the opportunistic policy
+ * the release may let the target suspend at once, before we have read
+ * its unblock record and sent it, and the host would only learn of it
+ * after the next wakeup. Our own release is that late
  * instead (nobody waits for it). Best effort: without it the hold still
  * ends.
  */
@@ -677,13 +681,80 @@ static void input_close(void)
 	g.input_blocker = -1;
 }
 
+/*
+ * Open every /dev/input/<prefix>* node and add it to the epoll set.
+ * sbevent nodes (suspend_block's evdev-like handler) are opted in to
+ * their queue blocker ("evdev", active while events are queued); plain
+ * event nodes instead get EPOLLWAKEUP, whose wakeup source keeps the
+ * system up from the event until the next epoll_wait().
+ */
+static unsigned int input_open_nodes(const char *prefix, bool sbevent)
+{
+	struct epoll_event ee = { .events = EPOLLIN };
+	unsigned int n = 0;
+	char path[300];
+	struct dirent *de;
+	DIR *d = opendir("/dev/input");
+	int fd;
+
+	if (!d)
+		return 0;
+	if (!sbevent)
+		ee.events |= EPOLLWAKEUP;
+	while ((de = readdir(d)) && g.n_inputs < MAX_INPUTS) {
+		if (strncmp(de->d_name, prefix, strlen(prefix)) ||
+		    (!sbevent && !strncmp(de->d_name, SUSPEND_BLOCK_EVDEV_PREFIX,
+					  strlen(SUSPEND_BLOCK_EVDEV_PREFIX))))
+			continue;
+		snprintf(path, sizeof(path), "/dev/input/%s", de->d_name);
+		fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (sbevent && ioctl(fd, EVIOCSSUSPENDBLOCK, 1) < 0)
+			vlog("%s: EVIOCSSUSPENDBLOCK: %s", path, strerror(errno));
+		ee.data.fd = fd;
+		if (epoll_ctl(g.epfd, EPOLL_CTL_ADD, fd, &ee) < 0) {
+			close(fd);
+			continue;
+		}
+		g.input_fds[g.n_inputs++] = fd;
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* Become the input handler (again): 0 or -errno. */
+static int input_start(void)
+{
+	int fd;
+
+	input_close();
+	fd = blocker_open(INPUT_BLOCKER);
+	if (fd < 0)
+		return fd;
+	g.input_blocker = fd;
+	g.epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (g.epfd < 0) {
+		int err = -errno;
+
+		input_close();
+		return err;
+	}
+	/* the module's nodes, else (no module handler) evdev's */
+	g.input_kind = SUSPEND_BLOCK_EVDEV_PREFIX;
+	if (!input_open_nodes(SUSPEND_BLOCK_EVDEV_PREFIX, true)) {
+		g.input_kind = "event";
+		input_open_nodes("event", false);
+	}
+	vlog("input on, %u devices, %s", g.n_inputs, g.input_kind);
+	return 0;
+}
+
 static void cmd_input(uint32_t id, const char *args)
 {
-	struct epoll_event ee = { .events = EPOLLIN | EPOLLWAKEUP };
-	char val[8], path[300];
-	struct dirent *de;
-	DIR *d;
-	int fd;
+	char val[8];
+	int err;
 
 	if (sbrig_proto_token(&args, val, sizeof(val)) != 1 ||
 	    (strcmp(val, "on") && strcmp(val, "off")))
@@ -693,45 +764,20 @@ static void cmd_input(uint32_t id, const char *args)
 		return reply(SBRIG_PROTO_T_R, id, 0, "input off, %" PRIu64 " events",
 			     g.input_events);
 	}
-	input_close();
-	fd = blocker_open(INPUT_BLOCKER);
-	if (fd < 0)
-		return reply(SBRIG_PROTO_T_R, id, -fd, "%s: %s", g.blocker_dev,
-			     strerror(-fd));
-	g.input_blocker = fd;
-	g.epfd = epoll_create1(EPOLL_CLOEXEC);
-	d = opendir("/dev/input");
-	if (g.epfd < 0 || !d) {
-		int err = errno;
-
-		if (d)
-			closedir(d);
-		input_close();
-		return reply(SBRIG_PROTO_T_R, id, err, "input: %s", strerror(err));
-	}
-	while ((de = readdir(d)) && g.n_inputs < MAX_INPUTS) {
-		if (strncmp(de->d_name, "event", 5))
-			continue;
-		snprintf(path, sizeof(path), "/dev/input/%s", de->d_name);
-		fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		ee.data.fd = fd;
-		if (epoll_ctl(g.epfd, EPOLL_CTL_ADD, fd, &ee) < 0) {
-			close(fd);
-			continue;
-		}
-		g.input_fds[g.n_inputs++] = fd;
-	}
-	closedir(d);
+	err = input_start();
+	if (err)
+		return reply(SBRIG_PROTO_T_R, id, -err, "input: %s", strerror(-err));
 	g.input_cmd = id;
-	reply(SBRIG_PROTO_T_R, id, 0, "input on, %u devices", g.n_inputs);
+	reply(SBRIG_PROTO_T_R, id, 0, "input on, %u devices, %s", g.n_inputs,
+	      g.input_kind);
 }
 
 /*
- * One batch of input events, as in the article: the epoll wakeup source
- * (EPOLLWAKEUP) keeps the system up from the key until we block our own
- * blocker; it is released by the next epoll_wait().
+ * One batch of input events, as in the seed's walkthrough: poll() has
+ * returned; block process-input-events, then read. Reading a queue empty
+ * releases its "evdev" blocker (or, on plain event nodes, the next
+ * epoll_wait() releases the EPOLLWAKEUP source); process-input-events is
+ * released once what was read has been handled.
  */
 static void input_batch(void)
 {
@@ -745,6 +791,9 @@ static void input_batch(void)
 	for (i = 0; i < n; i++)
 		while ((r = read(ev[i].data.fd, ie, sizeof(ie))) > 0)
 			g.input_events += (uint64_t)r / sizeof(ie[0]);
+	/* as after a hold: stay up to report the batch's records */
+	if (n > 0)
+		linger_start();
 	ioctl(g.input_blocker, SUSPEND_BLOCKER_IOCTL_UNBLOCK);
 }
 
@@ -1081,7 +1130,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: sbagent [-d DEVICE | -t PORT | --stdio] [-b BAUD] [--debugfs DIR]\n"
-"               [--sysfs DIR] [--blocker-dev PATH] [-v]\n"
+"               [--sysfs DIR] [--blocker-dev PATH] [-i] [-v]\n"
 "Target agent of the sbrig rig: streams suspend_block's event log and runs\n"
 "the host's commands over a framed line protocol.\n"
 "\n"
@@ -1092,6 +1141,8 @@ static void usage(FILE *f)
 "      --debugfs DIR    debugfs mount (default /sys/kernel/debug)\n"
 "      --sysfs DIR      module sysfs dir (default %s)\n"
 "      --blocker-dev P  user blocker device (default /dev/suspend_blocker)\n"
+"  -i, --input          be the input-event handler from the start (as\n"
+"                       after the command 'input on')\n"
 "  -v, --verbose        log to stderr\n"
 "  -h, --help           this help\n", SUSPEND_BLOCK_SYSFS_DIR);
 }
@@ -1106,6 +1157,7 @@ int main(int argc, char **argv)
 		{ "debugfs", required_argument, NULL, 'D' },
 		{ "sysfs", required_argument, NULL, 'Y' },
 		{ "blocker-dev", required_argument, NULL, 'B' },
+		{ "input", no_argument, NULL, 'i' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -1120,7 +1172,7 @@ int main(int argc, char **argv)
 	g.debugfs = "/sys/kernel/debug";
 	g.sysfs = SUSPEND_BLOCK_SYSFS_DIR;
 	g.blocker_dev = "/dev/suspend_blocker";
-	while ((c = getopt_long(argc, argv, "d:t:b:vh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:t:b:ivh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			g.mode = MODE_SERIAL;
@@ -1148,6 +1200,9 @@ int main(int argc, char **argv)
 			break;
 		case 'B':
 			g.blocker_dev = optarg;
+			break;
+		case 'i':
+			g.input_at_start = true;
 			break;
 		case 'v':
 			g.verbose = 1;
@@ -1180,6 +1235,8 @@ int main(int argc, char **argv)
 	if (g.ev_fd >= 0)
 		ev_read();
 	send_hello(false);	/* a connected host sees a restart */
+	if (g.input_at_start)
+		input_start();
 
 	while (!quit) {
 		now = now_ns(CLOCK_MONOTONIC);

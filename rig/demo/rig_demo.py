@@ -6,13 +6,13 @@ keeps what was written so far):
 
 1. boot the virtual rig (rig/virtual/vrig.py: QEMU amd64 target with
    suspend_block and the agent, the INA226 emulator, keys through QMP) and
-   start sbrigd on it (work dir build/demo/vrig/; vrig loads suspend_block
-   with unknown_wakeup_hold_ms, so after a key wake, which no blocker
-   claims, the module's blocker unknown_wakeups keeps the target up for a
-   while: its user space and agent run) and put the target in
+   start sbrigd on it (work dir build/demo/vrig/; a key press reaches the
+   guest's virtual keypad, and the article's chain, keypad-scan ->
+   evdev -> process-input-events, keeps the target up while the key is
+   down and handled: see rig/virtual/README.md) and put the target in
    opportunistic suspend (mem);
 2. sbrig run rig/scenarios/demo.scn -o build/demo/capture --stats-every 1s;
-3. sbrig latency -n 5 --key power -o build/demo/latency-capture
+3. sbrig latency -n 5 --key power --press 2s -o build/demo/latency-capture
    --csv build/demo/latency.csv (its statistics come from that capture);
 4. sbrig analyze build/demo/capture -o build/demo/report: report.json and
    report.html (libsbrig-analysis; host/doc/report-format.md), and the
@@ -106,7 +106,8 @@ def run_rig(out: Path, timings: dict) -> None:
 
         t = time.monotonic()
         print("demo: 3/4 wakeup latency", flush=True)
-        sbrig(vr.socket, "latency", "-n", "5", "--key", "power", "--timeout", "15s",
+        sbrig(vr.socket, "latency", "-n", "5", "--key", "power", "--press", "2s",
+              "--timeout", "15s",
               "--csv", out / "latency.csv", "-o", out / "latency-capture",
               timeout=240)
         timings["latency_s"] = time.monotonic() - t

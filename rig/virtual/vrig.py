@@ -2,16 +2,33 @@
 """vrig.py - the virtual rig: a QEMU target, its agent and an INA226 emulator.
 
 Boots the amd64 target through the tests/vm harness (Debian's kernel,
-suspend_block loaded with unknown_wakeup_hold_ms=UNKNOWN_WAKEUP_HOLD_MS,
-the agent ``sbagent`` on the guest's ttyS1), and
+suspend_block loaded with keypad_scan=1, the virtual keypad
+``vkeypad``, the agent ``sbagent --input`` on the guest's ttyS1), and
 serves everything sbrigd needs as plain URIs:
 
     target link   ttyS1 as a ser2net-style raw TCP port
                   (QEMU ``-serial tcp:127.0.0.1:PORT,server=on,wait=off``)
-    keys          a QMP socket of their own (``-qmp unix:PATH,...``), for
-                  sbrigd's ``qmp:`` key lines (input-send-event)
+    keys          a QMP-speaking socket of vrig's own (KeypadProxy), for
+                  sbrigd's ``qmp:`` key lines (input-send-event): the
+                  virtual rig's keypad interrupt (below)
     power         rig/virtual/ina226_iiod.py on a TCP port, its current
                   following PowerModel (below), driven by the guest's state
+
+The keypad interrupt: QEMU resets its devices when it wakes the guest
+from S3, so a PS/2 key that wakes it reaches no driver. The keys are
+instead a virtio-serial port (org.sbrig.keypad) read in the guest by
+``vkeypad`` (rig/virtual/target/vkeypad.c), which reports each line
+("d CODE", "u CODE") as a key event of a uinput keyboard. It watches the
+port with EPOLLWAKEUP, so the bytes' arrival during the resume activates
+a kernel wakeup source that keeps the guest up until the key has been
+reported (as gpio-keys holds one from its interrupt on a real target).
+A key going down while the guest sleeps
+first wakes it (QMP system_wakeup, as the key's interrupt line would),
+then, once QEMU has reset the devices (its WAKEUP event), the line is
+written: QEMU holds it until the resuming guest's virtio driver takes it.
+The whole chain of seed 002 then runs in the guest: keypad-scan (held by
+suspend_block's keypad_scan from key down to key up), the sbevent queue's
+"evdev", sbagent's process-input-events, and suspend again.
 
 It writes DIR/rig.conf (rig/virtual.conf with the ports and paths it
 chose) and can start sbrigd on it (DIR/sbrigd.sock). The emulator's ground
@@ -66,13 +83,19 @@ ina226_iiod = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(ina226_iiod)
 
 TEMPLATE = REPO / "rig" / "virtual.conf"
-AGENT = "sbagent -d /dev/ttyS1"
-# A woken virtual target stays up 1.5 s, as a keypad driver's blocker would
-# keep a real one: QEMU's PS/2 key that wakes S3 reaches no driver, so
-# without this the module's unknown_wakeups is released at once and the
-# target suspends again before sbagent can send a frame.
-UNKNOWN_WAKEUP_HOLD_MS = 1500
+# the input-event handler of seed 002 from the start (process-input-events)
+AGENT = "sbagent -d /dev/ttyS1 --input"
 KEY_POWER = 116
+#: QEMU qcodes sbrigd's qmp: key lines send (host/lib/gpio.c) -> Linux
+#: input key codes, for the keypad port
+QCODE_KEYS = {"power": 116, "volumeup": 115, "volumedown": 114, "esc": 1,
+              "ret": 28, "spc": 57, "up": 103, "down": 108, "left": 105,
+              "right": 106, "menu": 139, "home": 102, "back": 158,
+              **{c: 30 + i for i, c in enumerate("asdfghjkl")},
+              **{c: 16 + i for i, c in enumerate("qwertyuiop")},
+              **{c: 44 + i for i, c in enumerate("zxcvbnm")},
+              **{str((i + 1) % 10): 2 + i for i in range(10)}}
+KEYPAD_PORT = "org.sbrig.keypad"
 
 
 class PowerModel:
@@ -180,6 +203,95 @@ def write_rig_conf(path: Path, power_port: int, target_port: int,
     path.write_text("\n".join(out) + "\n")
 
 
+class KeypadProxy:
+    """The keys' QMP socket: speaks enough QMP for sbrigd's qmp: key lines
+    (greeting, qmp_capabilities, input-send-event) and turns each key
+    transition into the keypad interrupt described in the module
+    docstring. One client at a time; each in a thread."""
+
+    def __init__(self, path: str, rig: "VirtualRig") -> None:
+        self.path = path
+        self.rig = rig
+        self.port: socket.socket | None = None     # the virtio-serial chardev
+        self.port_lock = threading.Lock()           # protects port writes
+        self.lines: list[str] = []                  # every line written
+        self.listener = socket.socket(socket.AF_UNIX)
+        self.listener.bind(path)
+        self.listener.listen(4)
+        self.listener.settimeout(0.2)
+
+    def connect_port(self, path: str, timeout: float = 30) -> None:
+        end = time.monotonic() + timeout
+        while True:
+            try:
+                s = socket.socket(socket.AF_UNIX)
+                s.connect(path)
+                self.port = s
+                return
+            except OSError:
+                s.close()
+                if time.monotonic() > end:
+                    raise
+                time.sleep(0.05)
+
+    def serve(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = self.listener.accept()
+            except (socket.timeout, OSError):
+                continue
+            threading.Thread(target=self._client, args=(conn, stop),
+                             name="vrig-keys", daemon=True).start()
+
+    def close(self) -> None:
+        self.listener.close()
+        if self.port:
+            self.port.close()
+
+    def key(self, code: int, down: bool) -> None:
+        """A key transition: wake a sleeping guest first, then the line."""
+        vm = self.rig.vm
+        if down and vm.query_status() == "suspended":
+            mark = vm.qmp_mark()
+            vm.system_wakeup()
+            vm.wait_qmp_event("WAKEUP", timeout=10, since=mark)
+        line = f"{'d' if down else 'u'} {code}\n"
+        with self.port_lock:
+            self.port.sendall(line.encode())
+            self.lines.append(line)
+
+    def _client(self, conn: socket.socket, stop: threading.Event) -> None:
+        import json
+        greeting = {"QMP": {"version": {"qemu": {"major": 7, "minor": 2, "micro": 0},
+                                        "package": "sbrig vrig keypad"},
+                            "capabilities": []}}
+        with conn, conn.makefile("rwb") as f:
+            f.write((json.dumps(greeting) + "\n").encode())
+            f.flush()
+            for raw in f:
+                if stop.is_set():
+                    return
+                try:
+                    req = json.loads(raw)
+                    cmd = req.get("execute")
+                    ans: dict = {"return": {}}
+                    if cmd == "input-send-event":
+                        for ev in req.get("arguments", {}).get("events", []):
+                            data = ev.get("data", {})
+                            qcode = data.get("key", {}).get("data")
+                            if ev.get("type") != "key" or qcode not in QCODE_KEYS:
+                                raise ValueError(f"no keypad key {qcode!r}")
+                            self.key(QCODE_KEYS[qcode], bool(data.get("down")))
+                    elif cmd != "qmp_capabilities":
+                        raise KeyError(f"command {cmd!r} not found")
+                except Exception as e:     # answered as QMP errors
+                    ans = {"error": {"class": "GenericError", "desc": str(e)}}
+                if isinstance(req, dict) and "id" in req:
+                    ans["id"] = req["id"]
+                f.write((json.dumps(ans) + "\n").encode())
+                f.flush()
+
+
 class VirtualRig:
     """The virtual rig as a context manager (see the module docstring).
 
@@ -202,7 +314,10 @@ class VirtualRig:
         self.name = name
         self.verbose = verbose
         self.sbrigd_args = list(sbrigd_args or [])
-        self.qmp_path = str(self.dir / "qmp.sock")
+        self.qmp_path = str(self.dir / "qmp.sock")          # the keys
+        self.keypad_path = str(self.dir / "keypad.sock")    # virtio port
+        self.keys: KeypadProxy | None = None
+        self.keypad = None                                  # guest's vkeypad
         self.conf = self.dir / "rig.conf"
         self.socket = str(self.dir / "sbrigd.sock")
         self.model = PowerModel()
@@ -218,17 +333,31 @@ class VirtualRig:
     # --- lifecycle ---------------------------------------------------------
     def start(self) -> "VirtualRig":
         self.dir.mkdir(parents=True, exist_ok=True)
-        for p in (self.qmp_path, self.socket):
+        for p in (self.qmp_path, self.keypad_path, self.socket):
             if os.path.exists(p):
                 os.unlink(p)
         try:
             self._start_emulator()
             self.vm = Vm("amd64", build_all("amd64"), name=self.name, extra_qemu_args=[
                 "-serial", f"tcp:127.0.0.1:{self.target_port},server=on,wait=off",
-                "-qmp", f"unix:{self.qmp_path},server=on,wait=off"])
+                "-device", "virtio-serial-pci,id=vser",
+                "-chardev", f"socket,id=keypad,path={self.keypad_path},server=on,wait=off",
+                "-device", f"virtserialport,bus=vser.0,chardev=keypad,name={KEYPAD_PORT}"])
             self.vm.start()
-            self.vm.load_module("suspend_block",
-                                unknown_wakeup_hold_ms=UNKNOWN_WAKEUP_HOLD_MS)
+            self._start_keys()
+            self.vm.load_module("suspend_block", keypad_scan=1)
+            self.vm.run_ok("modprobe virtio_pci; modprobe virtio_console")
+            # the port's node (no udev: no /dev/virtio-ports/NAME link)
+            port = self.vm.run_ok(
+                "p=; for i in $(seq 100); do p=$(grep -lx "
+                f"{KEYPAD_PORT} /sys/class/virtio-ports/*/name 2>/dev/null); "
+                "[ -n \"$p\" ] && break; usleep 50000; done; "
+                "p=${p%/name}; echo ${p##*/}").strip()
+            if not port:
+                raise RuntimeError(f"no virtio port {KEYPAD_PORT} in the guest")
+            self.vm.run_ok("modprobe uinput")
+            self.keypad = self.vm.start_bg(f"vkeypad /dev/{port}")
+            self.keypad.wait_output("vkeypad ready", timeout=30)
             self.agent = self.vm.start_bg(AGENT + (" -v" if self.verbose else ""))
             self._start_sampler()
             write_rig_conf(self.conf, self.power_port, self.target_port, self.qmp_path)
@@ -238,6 +367,14 @@ class VirtualRig:
             self.stop()
             raise
         return self
+
+    def _start_keys(self) -> None:
+        self.keys = KeypadProxy(self.qmp_path, self)
+        self.keys.connect_port(self.keypad_path)
+        t = threading.Thread(target=self.keys.serve, args=(self._stop,),
+                             name="vrig-keys-accept", daemon=True)
+        t.start()
+        self._threads.append(t)
 
     def _start_emulator(self) -> None:
         if self.truth_path:
@@ -307,6 +444,8 @@ class VirtualRig:
                 self.sbrigd.wait()
         if self.vm:
             self.vm.shutdown()
+        if self.keys:
+            self.keys.close()
         if self.server:
             self.server.stop.set()
             self.server.shutdown()
@@ -336,7 +475,7 @@ class VirtualRig:
         lines = [f"virtual rig in {self.dir}",
                  f"  target link  {self.target_uri}  (guest ttyS1, sbagent)",
                  f"  power        {self.power_uri}  (INA226 emulator, ina226)",
-                 f"  keys         qmp:{self.qmp_path}",
+                 f"  keys         qmp:{self.qmp_path}  (keypad port {KEYPAD_PORT})",
                  f"  rig config   {self.conf}"]
         if self.truth_path:
             lines.append(f"  power truth  {self.truth_path}  (what the emulator emitted)")

@@ -13,14 +13,16 @@ reported as missing):
 * ``kernel-module`` -- ``suspend_block.ko``
 * ``tests/target/sb_test`` -- ``sb_test.ko``, linked against
   ``kernel-module``'s ``Module.symvers`` via ``KBUILD_EXTRA_SYMBOLS``
+* ``tests/target/test_power`` -- ``test_power.ko`` (amd64 only), the
+  kernel's test power-supply driver from linux-source-6.1
 * ``tests/target/gpio_sim`` -- ``gpio-sim.ko`` (amd64 only, see
   MODULE_ARCHES), whose C sources come from linux-source-6.1 and are
   patched while being copied (LINUX_SOURCE_FILES)
 
 ``SBRIG_VM_MODULES=tests/vm/hello,kernel-module`` builds only a subset.
 
-Static programs: every ``tests/target/*.c`` and ``kernel-module/tools/*.c``
-is one program, named after the file, built with
+Static programs: every ``tests/target/*.c``, ``kernel-module/tools/*.c``
+and ``rig/virtual/target/*.c`` is one program, named after the file, built with
 ``<cc> -static -O2 -Wall -Werror -I kernel-module/include/uapi``. A source
 line ``vm-build-flags: ...`` (e.g. in a comment) adds flags such as ``-lm``.
 
@@ -52,6 +54,7 @@ MODULE_DIRS: list[tuple[str, str | None]] = [
     ("kernel-module", None),
     ("tests/target/sb_test", "kernel-module"),
     ("tests/target/gpio_sim", None),
+    ("tests/target/test_power", None),
 ]
 if os.environ.get("SBRIG_VM_MODULES"):
     # for engineers iterating on one module: a comma-separated subset
@@ -62,6 +65,7 @@ if os.environ.get("SBRIG_VM_MODULES"):
 #: has no irq_sim/gpio-sim support worth patching in: gpio-sim is amd64 only.
 MODULE_ARCHES: dict[str, tuple[str, ...]] = {
     "tests/target/gpio_sim": ("amd64",),
+    "tests/target/test_power": ("amd64",),
 }
 
 #: Module dirs whose sources come from linux-source-<series>.tar.xz:
@@ -79,10 +83,13 @@ LINUX_SOURCE_FILES: dict[str, list[tuple[str, str, list[tuple[str, str]]]]] = {
           ('#include <linux/irq_sim.h>',
            '#include <linux/irq_sim.h>\n#include <linux/module.h>')]),
     ],
+    "tests/target/test_power": [
+        ("drivers/power/supply/test_power.c", "test_power.c", []),
+    ],
 }
 
 #: Directories whose *.c files are each one static target program.
-PROGRAM_DIRS = ["tests/target", "kernel-module/tools"]
+PROGRAM_DIRS = ["tests/target", "kernel-module/tools", "rig/virtual/target"]
 
 UAPI_INCLUDE = "kernel-module/include/uapi"
 

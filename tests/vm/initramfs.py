@@ -47,8 +47,10 @@ from .common import (CACHE, IMAGES, BuildError, arch_spec, build_lock,
 #: Kernel modules (from the Debian image) put in the initramfs, with deps.
 KMODS: dict[str, list[str]] = {
     "amd64": ["configfs", "i2c-stub", "i2c-dev", "ina2xx-adc", "gpio-keys",
-              "evdev", "button"],
-    "armhf": ["configfs", "i2c-dev", "ina2xx-adc", "gpio-charger", "evdev"],
+              "evdev", "button", "uinput", "virtio_pci",
+              "virtio_console"],
+    "armhf": ["configfs", "i2c-dev", "ina2xx-adc", "gpio-charger", "evdev",
+              "uinput"],
 }
 
 #: Kernel modules /init loads at boot (there is no udev to do it).

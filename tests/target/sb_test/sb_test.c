@@ -8,7 +8,9 @@
  * keypad driver does on its wake interrupt), runs suspend-blocking work,
  * keeps a task unfreezable, registers many idle blockers, has a device
  * whose suspend callback fails with -EAGAIN or whose noirq callback
- * blocks, and times the API against mainline's wakeup-source calls.
+ * blocks or whose suspend callback is slow, registers a power supply fed
+ * from test_power's test_ac whose change handling is slow, and times the
+ * API against mainline's wakeup-source calls.
  * Everything is driven through /sys/kernel/debug/sb_test/; write "help"
  * to any file to see nothing: the commands are listed at each file's
  * handler below.
@@ -22,6 +24,7 @@
 #include <linux/math64.h>
 #include <linux/module.h>
 #include <linux/platform_device.h>
+#include <linux/power_supply.h>
 #include <linux/pm_wakeup.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
@@ -48,6 +51,16 @@ static enum timer_action prepare_action;
 static atomic_t prepare_ms = ATOMIC_INIT(-1);
 /* The device's suspend callback fails with -EAGAIN this many more times. */
 static atomic_t fail_suspends = ATOMIC_INIT(0);
+/*
+ * sb_test_supply, supplied from test_power's "test_ac": its
+ * external_power_changed() (called from test_ac's power_supply_changed()
+ * work, before that work releases test_ac's wakeup source) sleeps this
+ * many ms, so the supply's wakeup source stays active that long.
+ */
+static atomic_t psy_delay_ms = ATOMIC_INIT(0);
+static struct power_supply *psy;
+/* The device's suspend callback sleeps this many ms. */
+static atomic_t slow_suspend_ms = ATOMIC_INIT(0);
 /* One shot: the device's suspend_noirq callback blocks "sb_test". */
 static atomic_t block_in_noirq = ATOMIC_INIT(0);
 static struct platform_device *pdev;
@@ -106,9 +119,44 @@ static int pm_notify(struct notifier_block *nb, unsigned long action,
 
 static struct notifier_block pm_nb = { .notifier_call = pm_notify };
 
-/* The device's suspend callback: fails while fail_suspends > 0. */
+static void psy_external_power_changed(struct power_supply *p)
+{
+	int ms = atomic_read(&psy_delay_ms);
+
+	if (ms)
+		msleep(ms);
+}
+
+static int psy_get_property(struct power_supply *p,
+			    enum power_supply_property prop,
+			    union power_supply_propval *val)
+{
+	val->intval = 1;
+	return 0;
+}
+
+static enum power_supply_property psy_props[] = { POWER_SUPPLY_PROP_PRESENT };
+static char *psy_supplied_from[] = { "test_ac" };
+
+static const struct power_supply_desc psy_desc = {
+	.name			= "sb_test_supply",
+	.type			= POWER_SUPPLY_TYPE_BATTERY,
+	.properties		= psy_props,
+	.num_properties		= ARRAY_SIZE(psy_props),
+	.get_property		= psy_get_property,
+	.external_power_changed	= psy_external_power_changed,
+};
+
+/*
+ * The device's suspend callback: sleeps slow_suspend_ms, fails while
+ * fail_suspends > 0.
+ */
 static int dev_suspend(struct device *dev)
 {
+	int ms = atomic_read(&slow_suspend_ms);
+
+	if (ms)
+		msleep(ms);
 	return atomic_dec_if_positive(&fail_suspends) >= 0 ? -EAGAIN : 0;
 }
 
@@ -265,7 +313,7 @@ static int get_cmd(const char __user *ubuf, size_t len, char *word,
  *      ws_on | ws_off | ws_event_ms N | hold_after_resumes N |
  *      release_resume | release_refuse | work_queue MS | work_schedule MS |
  *      work_cancel | bench N | idle_blockers N | fail_suspend N |
- *      block_in_noirq | reinit
+ *      slow_suspend_ms N | psy_delay_ms N | block_in_noirq | reinit
  *
  * *_on_prepare_ms N: start the timer N ms after the next suspend starts
  * (PM_SUSPEND_PREPARE, just before the freezer), once.
@@ -331,6 +379,14 @@ static ssize_t ctl_write(struct file *f, const char __user *ubuf, size_t len,
 		if (num > INT_MAX)
 			return -ERANGE;
 		atomic_set(&fail_suspends, num);
+	} else if (!strcmp(word, "psy_delay_ms")) {
+		if (num > 5000)
+			return -ERANGE;
+		atomic_set(&psy_delay_ms, num);
+	} else if (!strcmp(word, "slow_suspend_ms")) {
+		if (num > 10000)
+			return -ERANGE;
+		atomic_set(&slow_suspend_ms, num);
 	} else if (!strcmp(word, "block_in_noirq")) {
 		atomic_set(&block_in_noirq, 1);
 	} else if (!strcmp(word, "reinit")) {
@@ -413,11 +469,21 @@ static int __init sb_test_init(void)
 	ret = register_pm_notifier(&pm_nb);
 	if (ret)
 		goto unregister_device;
+	psy = power_supply_register(&pdev->dev, &psy_desc, NULL);
+	if (IS_ERR(psy)) {
+		ret = PTR_ERR(psy);
+		goto unregister_pm;
+	}
+	/* supplied from test_ac (what DT's power-supplies would give) */
+	psy->supplied_from = psy_supplied_from;
+	psy->num_supplies = ARRAY_SIZE(psy_supplied_from);
 	dir = debugfs_create_dir("sb_test", NULL);
 	debugfs_create_file("ctl", 0600, dir, NULL, &ctl_fops);
 	debugfs_create_file("refuse", 0400, dir, NULL, &refuse_fops);
 	return 0;
 
+unregister_pm:
+	unregister_pm_notifier(&pm_nb);
 unregister_device:
 	platform_device_unregister(pdev);
 unregister_driver:
@@ -438,6 +504,7 @@ static void __exit sb_test_exit(void)
 	debugfs_remove_recursive(dir);
 	WRITE_ONCE(refuse_release, true);
 	wake_up(&refuse_wait);
+	power_supply_unregister(psy);
 	unregister_pm_notifier(&pm_nb);
 	platform_device_unregister(pdev);
 	platform_driver_unregister(&pdrv);

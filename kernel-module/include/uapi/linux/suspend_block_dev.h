@@ -31,6 +31,20 @@
 #define SUSPEND_BLOCKER_IOCTL_BLOCK		_IO('s', 1)
 #define SUSPEND_BLOCKER_IOCTL_UNBLOCK		_IO('s', 2)
 
+/*
+ * The seed's input ioctls (patch 7), on the module's /dev/input/sbevent<N>
+ * nodes only: the set number is mainline evdev's EVIOCREVOKE, so never
+ * send it to a /dev/input/event<N>. As in the seed, the set ioctl takes
+ * its value as the argument itself (ioctl(fd, EVIOCSSUSPENDBLOCK, 1)):
+ * nonzero opts the file in to a suspend blocker named "evdev" that is
+ * active while its event queue is not empty; 0 opts out. Opting in needs
+ * CAP_BLOCK_SUSPEND (EPERM). The get ioctl writes 0 or 1 to an int.
+ */
+#define EVIOCGSUSPENDBLOCK		_IOR('E', 0x91, int)
+#define EVIOCSSUSPENDBLOCK		_IOW('E', 0x91, int)
+/* The class device name of the node of input device N's handler. */
+#define SUSPEND_BLOCK_EVDEV_PREFIX	"sbevent"
+
 /* Where the module puts the seed's /sys/power/policy and /sys/power/state. */
 #define SUSPEND_BLOCK_SYSFS_DIR		"/sys/kernel/suspend_block"
 /* debugfs files, relative to the debugfs mount point. */

@@ -1,0 +1,176 @@
+"""suspend_block's "sbrig,keypad" GPIO keypad driver (keypad.c) on arm
+``virt``, the BeagleBone stand-in.
+
+The keypad is real hardware as QEMU emulates it: QEMU's virt machine has a
+power key on PL061 GPIO pin 3 (QMP system_powerdown pulses it for 100 ms).
+This guest's DTB (its own VM) describes that key's node as an
+"sbrig,keypad" (firmware/bindings/sbrig,keypad.yaml, on branch hw)
+instead of gpio-keys, with debounce-interval 20 and wakeup-source, so our driver
+binds it: the key's interrupt -> keypad-scan -> debounce/scan -> input
+events -> released once no key is down.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+import sbtarget as sb
+from tests.vm.build import build_all
+from tests.vm.common import IMAGES, run_cmd
+from tests.vm.qemu import Vm, make_arm_dtb
+
+MS = 1_000_000
+
+
+def _keypad_dtb(broken: bool = False) -> Path:
+    """QEMU's virt DTB with its power key as an sbrig,keypad; ``broken``:
+    the key has no linux,code (a probe error)."""
+    base = make_arm_dtb()               # poweroff key with wakeup-source
+    out = IMAGES / "armhf" / f"virt-sbrig-keypad{'-broken' if broken else ''}.dtb"
+    with tempfile.TemporaryDirectory() as tmp:
+        dts = run_cmd(["dtc", "-q", "-I", "dtb", "-O", "dts", str(base)],
+                      what="decompile DTB").stdout.decode()
+        # (renamed too: the platform bus would match gpio-keys by name)
+        dts, n = re.subn(r'gpio-keys (\{\s*compatible = )"gpio-keys"',
+                         r'sbrig-keypad \1"sbrig,keypad"', dts)
+        assert n == 1, "no gpio-keys node in QEMU's virt DTB"
+        dts = dts.replace("wakeup-source;", "wakeup-source;\n\t\t\tdebounce-interval = <0x14>;", 1)
+        if broken:
+            dts, n = re.subn(r"\n\s*linux,code = <[^>]*>;", "", dts, count=1)
+            assert n == 1
+        (Path(tmp) / "k.dts").write_text(dts)
+        run_cmd(["dtc", "-q", "-I", "dts", "-O", "dtb", "-o", str(out),
+                 str(Path(tmp) / "k.dts")], what="compile keypad DTB")
+    return out
+
+
+@pytest.fixture(scope="module")
+def kvm():
+    art = dataclasses.replace(build_all("armhf"), dtb=_keypad_dtb())
+    vm = Vm("armhf", art, name="armhf-keypad")
+    vm.start()
+    try:
+        vm.load_module("suspend_block")
+        yield vm
+    finally:
+        vm.shutdown()
+
+
+def _node(vm) -> str:
+    out = vm.run_ok("for d in /sys/class/input/sbevent*; do "
+                    "echo ${d##*/} $(cat $d/device/name); done")
+    for line in out.replace("\r", "").splitlines():
+        node, _, name = line.partition(" ")
+        if name == "sbrig-keypad":
+            return node
+    raise AssertionError(f"no sbrig-keypad input device: {out}")
+
+
+def _kinds(evs):
+    return [(e.type, e.name) for e in evs if e.type in ("block", "unblock")
+            and e.name in ("keypad-scan", "evdev", "unknown_wakeups")]
+
+
+def test_the_node_binds_and_a_press_holds_keypad_scan(kvm):
+    vm = kvm
+    node = _node(vm)
+    # gpio-keys did not take the key: our driver did
+    assert vm.run_ok("ls /sys/bus/platform/drivers/sbrig-keypad").split().count(
+        "sbrig-keypad") == 1
+    seq0 = sb.last_seq(vm)
+    bg = vm.start_bg("sbevtool node:sbrig-keypad open optin sleep:1500 read")
+    bg.wait_output("optin rc=0", timeout=30)
+    vm.qmp("system_powerdown")          # 100 ms on PL061 pin 3
+    assert bg.wait(timeout=30) == 0
+    out = bg.output().replace("\r", "").splitlines()
+    assert out[0] == f"node {node}" and out[-1] == \
+        "read n=4 syn_dropped=0 keys=116:1,116:0", out
+    evs = sb.events_after(vm, seq0)
+    # the interrupt takes keypad-scan before the press is queued; it is
+    # released after the release has been reported (the unread queue's
+    # evdev stays active until the read)
+    assert _kinds(evs) == [("block", "keypad-scan"), ("block", "evdev"),
+                           ("unblock", "keypad-scan"), ("unblock", "evdev")]
+    ks = [e for e in evs if e.name == "keypad-scan"]
+    # the 100 ms press plus the 20 ms debounce of the release
+    assert 110 * MS <= ks[1].t_ns - ks[0].t_ns < 2000 * MS
+
+
+def _press_cycle(vm) -> list[sb.Event] | None:
+    """opportunistic freeze -> asleep -> a press wakes it -> asleep again
+    by itself -> a press again, which sb_test's resume blocker keeps up
+    (the shell back). Returns the records, or None when an attempt was
+    aborted (under TCG an s2idle entry is sometimes aborted by a late
+    wakeup event, which shifts sb_test's resume count)."""
+    vm.load_module("sb_test")
+    sb.ctl(vm, "hold_after_resumes 2")
+    seq0 = sb.last_seq(vm)
+    cmark = vm.console_mark()
+    pending = vm.run_async(f"echo opportunistic > {sb.SYSFS}/policy; "
+                           f"echo freeze > {sb.SYSFS}/state")
+    end = time.monotonic() + 30
+
+    def wait_entries(n: int) -> bool:
+        while vm.console_text(cmark).count("PM: suspend entry") < n:
+            if time.monotonic() > end:
+                return False
+            time.sleep(0.05)
+        time.sleep(0.3)                 # well into the sleep
+        return True
+
+    ok = wait_entries(1)
+    if ok:
+        vm.qmp("system_powerdown")      # the keypad's wake interrupt
+        ok = wait_entries(2)            # handled, released: asleep again
+    vm.qmp("system_powerdown")          # wake 2: sb_test holds
+    try:
+        rc, out = pending.wait(timeout=30)
+        evs = sb.settled_events(vm, seq0)
+    except Exception:                   # (the aborted case: shell stuck)
+        vm.ensure_healthy()
+        evs = []
+    finally:
+        vm.run(f"echo on > {sb.SYSFS}/state; echo release_resume > {sb.CTL}; "
+               f"echo forced > {sb.SYSFS}/policy; rmmod sb_test; true")
+    if not ok or not evs or any(e.type == "abort" for e in evs):
+        return None
+    return evs
+
+
+def test_a_press_wakes_s2idle_and_the_target_sleeps_again_by_itself(kvm):
+    vm = kvm
+    evs = _press_cycle(vm) or _press_cycle(vm)
+    assert evs, "two attempts aborted or stuck:\n" + vm.console_tail()
+    kinds = [e.type for e in evs if e.type in ("suspend", "resume")]
+    assert kinds[:4] == ["suspend", "resume", "suspend", "resume"], \
+        [(e.type, e.arg) for e in evs if e.type != "phase"]
+    # the first wake was claimed by keypad-scan, not unknown_wakeups, and
+    # it was released before the next suspend
+    s2 = [i for i, e in enumerate(evs) if e.type == "suspend"][1]
+    cycle = _kinds(evs[:s2])
+    ks = [k for k in cycle if k[1] == "keypad-scan"]
+    assert ks[0] == ("block", "keypad-scan") and ks[-1] == ("unblock", "keypad-scan"), cycle
+    assert ("block", "unknown_wakeups") not in cycle, cycle
+    assert sb.stats(vm)["keypad-scan"].wake_count >= 1
+
+
+def test_a_bad_node_fails_the_probe_and_registers_nothing():
+    """A key without linux,code: the probe fails naming the node and the
+    property; no input device, no keypad-scan blocker; the module loads."""
+    art = dataclasses.replace(build_all("armhf"), dtb=_keypad_dtb(broken=True))
+    with Vm("armhf", art, name="armhf-keypad-bad") as vm:
+        vm.load_module("suspend_block")
+        log = vm.dmesg()
+        assert re.search(r"sbrig-keypad sbrig-keypad: .*poweroff: missing or bad "
+                         r"linux,code", log), log[-3000:]
+        assert vm.run("ls /sys/bus/platform/drivers/sbrig-keypad/sbrig-keypad")[0] != 0
+        names = vm.run_ok("cat /sys/class/input/input*/name 2>/dev/null; true")
+        assert "sbrig-keypad" not in names
+        assert "keypad-scan" not in sb.stats(vm)
+        vm.run_ok("rmmod suspend_block")
