@@ -32,7 +32,7 @@
 #define EDGE_CHUNK		8
 #define EDGE_FLOOR_UW		1000.0
 #define EDGE_MAX_SAMPLES	(1u << 21)
-#define EDGE_BATCH		8192
+#define EDGE_BATCH		2048	/* about the samples of a window */
 
 struct window {
 	int64_t a, b;		/* [a, b] */

@@ -774,7 +774,8 @@ static int64_t rec_t(const char *buf, size_t i)
 /*
  * The search of sbrig_capread_seek_samples(), over the @n whole records:
  * the answer lies in [lo, hi] with t(lo - 1) < @t_ns <= t(hi). Each step
- * reads one buffer of records (CR_BUF) around a guess, interpolated from
+ * reads one buffer of records (CR_BUF) from a little before a guess
+ * (most of it is then streamed), interpolated from
  * the times at the ends of the range (the samples come at a nearly
  * constant rate: usually the first guess holds the answer), or the
  * middle of the range after a guess that missed; the range shrinks by a
@@ -823,7 +824,7 @@ static int64_t bin_search(struct sbrig_capread *cr, int64_t t_ns, uint64_t n)
 		else	/* record lo - 1 has tlo, record hi thi */
 			g = lo - 1 + (uint64_t)(frac * (double)(hi - lo + 1));
 		g = g < lo ? lo : g > hi ? hi : g;
-		b0 = g > lo + blk / 2 ? g - blk / 2 : lo;
+		b0 = g > lo + blk / 16 ? g - blk / 16 : lo;
 		if (hi + 1 - b0 < blk)
 			b0 = hi + 1 > lo + blk ? hi + 1 - blk : lo;
 		b1 = b0 + blk < hi + 1 ? b0 + blk : hi + 1;
