@@ -25,6 +25,7 @@
  * longer window is left as the log has it).
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "analysis-internal.h"
@@ -157,6 +158,7 @@ int an_edges_refine(struct an_timeline *tl, struct sbrig_capread *cr)
 	ssize_t got = 0;
 	int64_t last = INT64_MIN;	/* the last sample read */
 	bool seek = true;
+	size_t sought = SIZE_MAX;	/* the window last sought to */
 	int ret;
 
 	ret = windows(tl, &w, &n);
@@ -172,9 +174,13 @@ int an_edges_refine(struct an_timeline *tl, struct sbrig_capread *cr)
 		/*
 		 * Samples before the next window change nothing: skip them
 		 * (samples.bin: a seek to the window's first sample; else,
-		 * or if the seek is not supported, they are read and passed)
+		 * or if the seek is not supported, they are read and passed).
+		 * Once per window: on samples out of time order (which the
+		 * integration then refuses) a seek could go back, and the
+		 * stream must still move on.
 		 */
-		if (wi < n && seek && last < w[wi].a) {
+		if (wi < n && seek && last < w[wi].a && sought != wi) {
+			sought = wi;
 			ret = sbrig_capread_seek_samples(cr, w[wi].a);
 			if (ret == -EOPNOTSUPP)
 				seek = false;
