@@ -569,7 +569,8 @@ def main(argv: list[str] | None = None) -> int:
         print(" ".join(cols))
     print("(sbrig s, MS/s: the whole 'sbrig analyze' command, wall clock: read, analyse, "
           "write report.json, render report.html;\n pass s, MS/s: the analysis pass alone, "
-          "from the timing line of a separate 'sbrig analyze -v' run)")
+          "from the timing line of a separate 'sbrig analyze -v' run, whose debug log\n"
+          " (a line per event, unbuffered) is written during the pass and counts in it)")
     for row in rows:
         ph = (row.get("sbrig") or {}).get("phases")
         if ph:
