@@ -68,6 +68,7 @@ struct walk {
 	int64_t bucket_end;
 	/* raw windows */
 	size_t raw_i;
+	int64_t median;		/* the median sample interval (0: unknown) */
 };
 
 static int cmp_cp(const void *a, const void *b)
@@ -206,12 +207,12 @@ static void apply(struct walk *w, const struct cp *c)
 
 static int fine_room(struct an_level *l, size_t *cap, size_t need)
 {
-	size_t old = *cap, n = *cap ? *cap : 4096;
+	size_t old = *cap, n = *cap ? 2 * *cap : 4096;
 
 	if (need <= old)
 		return 0;
-	while (n < need)
-		n *= 2;
+	if (n < need)
+		n = need;
 	if (an_grow((void **)&l->min, &old, n, sizeof(*l->min)))
 		return -ENOMEM;
 	old = *cap;
@@ -351,7 +352,14 @@ static void raw_sample(struct walk *w, int64_t t, double p)
 		return;
 	r = &en->raw[w->raw_i];
 	if (r->n == r->cap) {
+		/* first: room for the window at the median interval */
 		size_t cap = r->cap ? r->cap * 2 : 1024;
+
+		if (!r->cap && w->median > 0 &&
+		    (r->win.end - r->win.start) / w->median + 2 > (int64_t)cap)
+			cap = (size_t)((r->win.end - r->win.start) / w->median + 2);
+		if (!r->cap && cap > AN_RAW_MAX_SAMPLES - en->raw_total)
+			cap = AN_RAW_MAX_SAMPLES - en->raw_total;
 		int64_t *tt = realloc(r->t, cap * sizeof(*tt));
 		double *pp;
 
@@ -406,7 +414,11 @@ static int trace_sample(struct walk *w, int64_t t, double p)
 			b = (size_t)((t - l->t0_ns) / l->bucket_ns);
 		}
 		if (b >= l->n) {
-			if (fine_room(l, &w->fine_cap, b + 1))
+			/*
+			 * all FINE_MAX buckets at once (2.8 MB): grown by
+			 * doubling, every realloc copied the level
+			 */
+			if (fine_room(l, &w->fine_cap, FINE_MAX))
 				return sbrig_set_error(-ENOMEM,
 						       "analysis: out of memory");
 			l->n = b + 1;
@@ -668,6 +680,7 @@ int an_integrate(struct an_energy *en, struct sbrig_capread *cr,
 	ret = raw_windows(en, tl, wk);
 	if (ret)
 		goto out;
+	w.median = median;
 
 	for (;;) {
 		double p;
