@@ -159,6 +159,8 @@ int an_edges_refine(struct an_timeline *tl, struct sbrig_capread *cr)
 	int64_t last = INT64_MIN;	/* the last sample read */
 	bool seek = true;
 	size_t sought = SIZE_MAX;	/* the window last sought to */
+	int64_t dt = 0;			/* a recent sample interval */
+	size_t want;
 	int ret;
 
 	ret = windows(tl, &w, &n);
@@ -188,9 +190,20 @@ int an_edges_refine(struct an_timeline *tl, struct sbrig_capread *cr)
 				goto out;
 			ret = 0;
 		}
+		/*
+		 * inside a window, about what is left of it (and not a
+		 * buffer more: a full batch past the window's end made the
+		 * reader read another 64 KiB for nothing)
+		 */
+		want = EDGE_BATCH;
+		if (wi < n && dt > 0 && last >= w[wi].a && last < w[wi].b &&
+		    (w[wi].b - last) / dt + 16 < (int64_t)want)
+			want = (size_t)((w[wi].b - last) / dt + 16);
 		if (wi >= n || (got = sbrig_capread_samples(cr, batch,
-							    EDGE_BATCH)) <= 0)
+							    want)) <= 0)
 			break;
+		if (got > 1 && batch[got - 1].t_ns > batch[0].t_ns)
+			dt = (batch[got - 1].t_ns - batch[0].t_ns) / (got - 1);
 		last = batch[got - 1].t_ns;
 		if (last < w[wi].a)
 			continue;	/* a batch between windows */
