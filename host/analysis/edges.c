@@ -8,8 +8,9 @@
  * before it logs "exit" (firmware and the early resume path: tens of
  * milliseconds on the virtual target, more on some boards). Counted as
  * suspended, that time at full power made a suspended figure twice the
- * platform's real one. So the samples are read once before the
- * integration: in a window of at most AN_EDGE_WINDOW_NS (and half the
+ * platform's real one. So the samples are read before the integration
+ * (from samples.bin only the windows: the reader seeks to each; from
+ * samples.tsv all of them, once): in a window of at most AN_EDGE_WINDOW_NS (and half the
  * stretch) after each enter and before each exit, a stretch's start moves
  * forward to its first sample at the suspended level, and its end back to
  * the first sample of the run above that level that reaches the exit.
@@ -24,6 +25,7 @@
  * longer window is left as the log has it).
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "analysis-internal.h"
@@ -31,7 +33,7 @@
 #define EDGE_CHUNK		8
 #define EDGE_FLOOR_UW		1000.0
 #define EDGE_MAX_SAMPLES	(1u << 21)
-#define EDGE_BATCH		8192
+#define EDGE_BATCH		2048	/* about the samples of a window */
 
 struct window {
 	int64_t a, b;		/* [a, b] */
@@ -141,7 +143,8 @@ static int windows(const struct an_timeline *tl, struct window **out,
 /**
  * an_edges_refine() - move the suspended stretches' ends to the power's
  * @tl: the timeline (its suspended spans are moved)
- * @cr: the capture; its samples are read from the start and rewound
+ * @cr: the capture; its samples are read (sought to each window where the
+ *	reader can) and rewound
  *
  * Return: 0, or -errno with sbrig_errmsg() naming the samples' file:line.
  */
@@ -153,6 +156,11 @@ int an_edges_refine(struct an_timeline *tl, struct sbrig_capread *cr)
 	struct buf x = { 0 };
 	size_t n = 0, wi = 0;
 	ssize_t got = 0;
+	int64_t last = INT64_MIN;	/* the last sample read */
+	bool seek = true;
+	size_t sought = SIZE_MAX;	/* the window last sought to */
+	int64_t dt = 0;			/* a recent sample interval */
+	size_t want;
 	int ret;
 
 	ret = windows(tl, &w, &n);
@@ -164,9 +172,40 @@ int an_edges_refine(struct an_timeline *tl, struct sbrig_capread *cr)
 		ret = -ENOMEM;
 		goto out;
 	}
-	while (wi < n && (got = sbrig_capread_samples(cr, batch,
-						      EDGE_BATCH)) > 0) {
-		if (batch[got - 1].t_ns < w[wi].a)
+	for (;;) {
+		/*
+		 * Samples before the next window change nothing: skip them
+		 * (samples.bin: a seek to the window's first sample; else,
+		 * or if the seek is not supported, they are read and passed).
+		 * Once per window: on samples out of time order (which the
+		 * integration then refuses) a seek could go back, and the
+		 * stream must still move on.
+		 */
+		if (wi < n && seek && last < w[wi].a && sought != wi) {
+			sought = wi;
+			ret = sbrig_capread_seek_samples(cr, w[wi].a);
+			if (ret == -EOPNOTSUPP)
+				seek = false;
+			else if (ret)
+				goto out;
+			ret = 0;
+		}
+		/*
+		 * inside a window, about what is left of it (and not a
+		 * buffer more: a full batch past the window's end made the
+		 * reader read another 64 KiB for nothing)
+		 */
+		want = EDGE_BATCH;
+		if (wi < n && dt > 0 && last >= w[wi].a && last < w[wi].b &&
+		    (w[wi].b - last) / dt + 16 < (int64_t)want)
+			want = (size_t)((w[wi].b - last) / dt + 16);
+		if (wi >= n || (got = sbrig_capread_samples(cr, batch,
+							    want)) <= 0)
+			break;
+		if (got > 1 && batch[got - 1].t_ns > batch[0].t_ns)
+			dt = (batch[got - 1].t_ns - batch[0].t_ns) / (got - 1);
+		last = batch[got - 1].t_ns;
+		if (last < w[wi].a)
 			continue;	/* a batch between windows */
 		for (ssize_t i = 0; i < got && wi < n; i++) {
 			const struct sbrig_sample *s = &batch[i];

@@ -68,6 +68,7 @@ struct walk {
 	int64_t bucket_end;
 	/* raw windows */
 	size_t raw_i;
+	int64_t median;		/* the median sample interval (0: unknown) */
 };
 
 static int cmp_cp(const void *a, const void *b)
@@ -206,12 +207,12 @@ static void apply(struct walk *w, const struct cp *c)
 
 static int fine_room(struct an_level *l, size_t *cap, size_t need)
 {
-	size_t old = *cap, n = *cap ? *cap : 4096;
+	size_t old = *cap, n = *cap ? 2 * *cap : 4096;
 
 	if (need <= old)
 		return 0;
-	while (n < need)
-		n *= 2;
+	if (n < need)
+		n = need;
 	if (an_grow((void **)&l->min, &old, n, sizeof(*l->min)))
 		return -ENOMEM;
 	old = *cap;
@@ -351,7 +352,14 @@ static void raw_sample(struct walk *w, int64_t t, double p)
 		return;
 	r = &en->raw[w->raw_i];
 	if (r->n == r->cap) {
+		/* first: room for the window at the median interval */
 		size_t cap = r->cap ? r->cap * 2 : 1024;
+
+		if (!r->cap && w->median > 0 &&
+		    (r->win.end - r->win.start) / w->median + 2 > (int64_t)cap)
+			cap = (size_t)((r->win.end - r->win.start) / w->median + 2);
+		if (!r->cap && cap > AN_RAW_MAX_SAMPLES - en->raw_total)
+			cap = AN_RAW_MAX_SAMPLES - en->raw_total;
 		int64_t *tt = realloc(r->t, cap * sizeof(*tt));
 		double *pp;
 
@@ -406,7 +414,11 @@ static int trace_sample(struct walk *w, int64_t t, double p)
 			b = (size_t)((t - l->t0_ns) / l->bucket_ns);
 		}
 		if (b >= l->n) {
-			if (fine_room(l, &w->fine_cap, b + 1))
+			/*
+			 * all FINE_MAX buckets at once (2.8 MB): grown by
+			 * doubling, every realloc copied the level
+			 */
+			if (fine_room(l, &w->fine_cap, FINE_MAX))
 				return sbrig_set_error(-ENOMEM,
 						       "analysis: out of memory");
 			l->n = b + 1;
@@ -470,6 +482,109 @@ static int baseline(struct an_energy *en, const struct an_timeline *tl,
 	}
 	free(v);
 	return ret;
+}
+
+/* ---- runs of plain samples ----------------------------------------------- */
+
+/*
+ * The samples between two events of the walk (a change point, the end of
+ * the trace bucket, a raw window, a declared gap) need nothing but their
+ * trapezoids, the bucket's min/max/sum/count and the capture's min/max:
+ * fast_run() does that in registers, in the order and with the arithmetic
+ * of the per-sample path below (the sums come out bit for bit the same),
+ * and leaves every other sample to that path.
+ *
+ * fast_limit() is the time a run must stay below: the next change point
+ * (the per-sample path applies those at t <= sample), the end of the
+ * current bucket, the next raw window's start (while raw samples are
+ * still kept), a declared gap's t_ns + 1 (a gap is an interval that ends
+ * after it) and its next_t_ns (where the walk moves on to the next gap).
+ */
+static int64_t fast_limit(const struct walk *w, const struct cp *cps,
+			  size_t ci, size_t ncps, const struct sbrig_gap *dgaps,
+			  size_t *gi, size_t ndg, int64_t t0)
+{
+	const struct an_energy *en = w->en;
+	int64_t lim = w->bucket_end;
+
+	if (ci < ncps && cps[ci].t < lim)
+		lim = cps[ci].t;
+	while (*gi < ndg && dgaps[*gi].next_t_ns <= t0)	/* as the walk does */
+		(*gi)++;
+	if (*gi < ndg) {
+		const struct sbrig_gap *g = &dgaps[*gi];
+
+		if (g->t_ns < INT64_MAX && g->t_ns + 1 < lim)
+			lim = g->t_ns + 1;
+		if (g->next_t_ns < lim)
+			lim = g->next_t_ns;
+	}
+	if (en->raw_total < AN_RAW_MAX_SAMPLES && w->raw_i < en->nraw) {
+		const struct an_span *r = &en->raw[w->raw_i].win;
+
+		if (r->start < lim)
+			lim = r->start;
+		if (r->end < lim)
+			lim = r->end;
+	}
+	return lim;
+}
+
+/*
+ * From buf[*bi] on, the samples before @lim that are in time order and no
+ * further than @gap_ns from the one before (else the per-sample path
+ * decides: a gap, or an error); *bi, *t0 and *p0 move past them.
+ */
+static void fast_run(struct walk *w, const struct sbrig_sample *buf,
+		     size_t *bi, size_t nbuf, int64_t *t0, double *p0,
+		     int64_t gap_ns, int64_t lim)
+{
+	struct an_energy *en = w->en;
+	struct an_level *l = w->fine;
+	size_t b = w->bucket, k = *bi;
+	double acc = w->acc, pmin = en->pmin_uW, pmax = en->pmax_uW;
+	double bmin = l->min[b], bmax = l->max[b], bsum = l->sum[b];
+	uint32_t bcnt = l->count[b];
+	int64_t dur = w->dur, tp = *t0;
+	double pp = *p0;
+
+	for (; k < nbuf; k++) {
+		int64_t t = buf[k].t_ns;
+		double p;
+
+		if (t >= lim || t < tp || t - tp > gap_ns)
+			break;
+		p = (double)buf[k].power_uW;
+		if (p < pmin)
+			pmin = p;
+		if (p > pmax)
+			pmax = p;
+		acc += (pp + p) * (double)(t - tp);
+		dur += t - tp;
+		if (p < bmin)
+			bmin = p;
+		if (p > bmax)
+			bmax = p;
+		bsum += p;
+		bcnt++;
+		tp = t;
+		pp = p;
+	}
+	if (k == *bi)
+		return;
+	en->samples += k - *bi;
+	en->last_t = tp;
+	en->pmin_uW = pmin;
+	en->pmax_uW = pmax;
+	l->min[b] = bmin;
+	l->max[b] = bmax;
+	l->sum[b] = bsum;
+	l->count[b] = bcnt;
+	w->acc = acc;
+	w->dur = dur;
+	*bi = k;
+	*t0 = tp;
+	*p0 = pp;
 }
 
 /**
@@ -565,6 +680,7 @@ int an_integrate(struct an_energy *en, struct sbrig_capread *cr,
 	ret = raw_windows(en, tl, wk);
 	if (ret)
 		goto out;
+	w.median = median;
 
 	for (;;) {
 		double p;
@@ -577,6 +693,12 @@ int an_integrate(struct an_energy *en, struct sbrig_capread *cr,
 			}
 			nbuf = (size_t)got;
 			bi = 0;
+		}
+		if (have) {
+			fast_run(&w, buf, &bi, nbuf, &t0, &p0, gap_ns,
+				 fast_limit(&w, cps, ci, ncps, dgaps, &gi, ndg, t0));
+			if (bi == nbuf)
+				continue;
 		}
 		s = buf[bi++];
 		p = (double)s.power_uW;

@@ -23,9 +23,16 @@
  *   offset; no error ever comes from a file of a valid header;
  * - with a valid header, the records are exactly the whole 32-byte
  *   records after it, and a shorter tail is counted as the cut record
- *   (sbrig_capfile_info: rows, cut_lines, cut_bytes, offset).
+ *   (sbrig_capfile_info: rows, cut_lines, cut_bytes, offset);
+ * - sbrig_capread_seek_samples() to times taken from the samples (each
+ *   sample's own, one less and one more, and the ends) puts the stream at
+ *   some record k (info.rows == k, info.offset) from which the samples
+ *   are the file's from k on, ending as the passes did (the cut record
+ *   counted again); on samples in time order k is the first record at or
+ *   after the time.
  */
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,6 +116,56 @@ static size_t pass(struct sbrig_capread *cr, struct sbrig_sample *out,
 	return got;
 }
 
+/* Seeks to times from @a (the @na samples of a good file), checked. */
+static void seeks(struct sbrig_capread *cr, const struct sbrig_sample *a,
+		  size_t na, struct sbrig_sample *buf, size_t cap,
+		  const struct sbrig_capfile_info *end)
+{
+	struct sbrig_capfile_info info;
+	bool sorted = true;
+	size_t i, step = na > 64 ? na / 64 : 1;
+
+	for (i = 1; i < na; i++)
+		if (a[i].t_ns < a[i - 1].t_ns)
+			sorted = false;
+	for (i = 0; i < na + 2; i += (i < na ? step : 1)) {
+		for (int d = -1; d <= 1; d++) {
+			int64_t t = i == na ? INT64_MIN : i == na + 1 ? INT64_MAX :
+				a[i].t_ns;
+			size_t k, lb = 0, got = 0;
+			ssize_t n;
+
+			if (i < na && ((d < 0 && t == INT64_MIN) ||
+				       (d > 0 && t == INT64_MAX)))
+				continue;
+			if (i < na)
+				t += d;
+			if (sbrig_capread_seek_samples(cr, t))
+				abort();
+			sbrig_capread_file_info(cr, SBRIG_CAPFILE_SAMPLES, &info);
+			k = (size_t)info.rows;
+			if (k > na || info.offset != HDR + k * REC || info.eof)
+				abort();
+			while (lb < na && a[lb].t_ns < t)
+				lb++;
+			if (sorted && k != lb)
+				abort();
+			while ((n = sbrig_capread_samples(cr, buf + got,
+							  cap - got)) > 0)
+				got += (size_t)n;
+			if (n < 0 || got != na - k ||
+			    memcmp(buf, a + k, got * sizeof(*a)))
+				abort();
+			sbrig_capread_file_info(cr, SBRIG_CAPFILE_SAMPLES, &info);
+			if (info.rows != end->rows || !info.eof ||
+			    info.cut_lines != end->cut_lines ||
+			    info.cut_bytes != end->cut_bytes ||
+			    info.offset != end->offset)
+				abort();
+		}
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const size_t batch4096[] = { 4096, 0 };
@@ -163,6 +220,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    info.cut_bytes != body % REC ||
 		    info.offset != HDR + whole * REC)
 			abort();
+		seeks(cr, a, na, b, n, &info);
 	} else if (!ea) {
 		abort();	/* a bad header must be refused */
 	}

@@ -93,6 +93,9 @@ static const struct {
  * @info: what the caller sees
  * @err: first error (sticky), 0 = none
  * @errmsg: its message
+ * @seek_known: samples.bin: @seek_t_first and @seek_t_last are the times
+ *	of the first and the last of @seek_n whole records (the ends of a
+ *	seek's search, read again when the file has grown)
  */
 struct cr_file {
 	const char *name;
@@ -105,6 +108,9 @@ struct cr_file {
 	struct sbrig_capfile_info info;
 	int err;
 	char errmsg[512];
+	bool seek_known;
+	uint64_t seek_n;
+	int64_t seek_t_first, seek_t_last;
 };
 
 struct sbrig_capread {
@@ -725,6 +731,174 @@ ssize_t sbrig_capread_samples(struct sbrig_capread *cr,
 	return (ssize_t)got;
 }
 
+/* Byte offset of record @idx (0 = the first after the header). */
+static off_t bin_off(uint64_t idx)
+{
+	return (off_t)(CAPBIN_HEADER_SIZE + idx * CAPBIN_RECORD_SIZE);
+}
+
+/*
+ * Records [@idx, @idx + @n) into @dst by pread() (the cursor does not
+ * move). Return 0 or -errno (the file is failed; records that cannot be
+ * read whole are -EIO: the file shrank).
+ */
+static int bin_pread(struct sbrig_capread *cr, void *dst, uint64_t idx,
+		     size_t n)
+{
+	struct cr_file *f = &cr->files[SBRIG_CAPFILE_SAMPLES];
+	size_t len = n * CAPBIN_RECORD_SIZE, done = 0;
+	ssize_t k;
+
+	while (done < len) {
+		k = pread(f->fd, (char *)dst + done, len - done,
+			  bin_off(idx) + (off_t)done);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return bin_fail(cr, -errno, (uint64_t)bin_off(idx),
+					"read: %s", strerror(errno));
+		if (!k)
+			return bin_fail(cr, -EIO, (uint64_t)bin_off(idx),
+					"read: the file shrank");
+		done += (size_t)k;
+	}
+	return 0;
+}
+
+static int64_t rec_t(const char *buf, size_t i)
+{
+	return (int64_t)capbin_get64((const unsigned char *)buf +
+				     i * CAPBIN_RECORD_SIZE + CAPBIN_REC_T_NS);
+}
+
+/*
+ * The search of sbrig_capread_seek_samples(), over the @n whole records:
+ * the answer lies in [lo, hi] with t(lo - 1) < @t_ns <= t(hi). Each step
+ * reads one buffer of records (CR_BUF) from a little before a guess
+ * (most of it is then streamed), interpolated from
+ * the times at the ends of the range (the samples come at a nearly
+ * constant rate: usually the first guess holds the answer), or the
+ * middle of the range after a guess that missed; the range shrinks by a
+ * buffer at least, so it ends on any file. The buffer that holds the
+ * answer is kept as the stream's next bytes. Return the index or -errno.
+ */
+static int64_t bin_search(struct sbrig_capread *cr, int64_t t_ns, uint64_t n)
+{
+	const uint64_t blk = CR_BUF / CAPBIN_RECORD_SIZE;
+	struct cr_file *f = &cr->files[SBRIG_CAPFILE_SAMPLES];
+	uint64_t lo, hi, g, b0, b1, k;
+	int64_t tlo, thi;
+	bool bisect = false;
+	char first[CAPBIN_RECORD_SIZE];
+	int ret;
+
+	f->start = f->end = 0;
+	if (!n)
+		return 0;
+	if (!f->seek_known || f->seek_n != n) {
+		ret = bin_pread(cr, first, 0, 1);
+		if (ret)
+			return ret;
+		f->seek_t_first = rec_t(first, 0);
+		ret = bin_pread(cr, first, n - 1, 1);
+		if (ret)
+			return ret;
+		f->seek_t_last = rec_t(first, 0);
+		f->seek_n = n;
+		f->seek_known = true;
+	}
+	if (t_ns <= f->seek_t_first)
+		return 0;
+	if (f->seek_t_last < t_ns)
+		return (int64_t)n;
+	lo = 1;
+	tlo = f->seek_t_first;
+	hi = n - 1;
+	thi = f->seek_t_last;
+	while (lo < hi) {
+		double frac = ((double)t_ns - (double)tlo) /
+			((double)thi - (double)tlo);
+
+		if (bisect || !(frac >= 0 && frac <= 1))
+			g = lo + (hi - lo) / 2;
+		else	/* record lo - 1 has tlo, record hi thi */
+			g = lo - 1 + (uint64_t)(frac * (double)(hi - lo + 1));
+		g = g < lo ? lo : g > hi ? hi : g;
+		b0 = g > lo + blk / 16 ? g - blk / 16 : lo;
+		if (hi + 1 - b0 < blk)
+			b0 = hi + 1 > lo + blk ? hi + 1 - blk : lo;
+		b1 = b0 + blk < hi + 1 ? b0 + blk : hi + 1;
+		ret = bin_pread(cr, f->buf, b0, (size_t)(b1 - b0));
+		if (ret)
+			return ret;
+		if (rec_t(f->buf, 0) >= t_ns && b0 > lo) {
+			hi = b0;
+			thi = rec_t(f->buf, 0);
+		} else if (rec_t(f->buf, b1 - b0 - 1) < t_ns) {
+			lo = b1;
+			tlo = rec_t(f->buf, b1 - b0 - 1);
+		} else {
+			/* in this buffer: the first record at or after t_ns */
+			for (k = 0; k + 1 < b1 - b0 && rec_t(f->buf, k) < t_ns;)
+				k++;
+			f->start = (size_t)k * CAPBIN_RECORD_SIZE;
+			f->end = (size_t)(b1 - b0) * CAPBIN_RECORD_SIZE;
+			if (lseek(f->fd, bin_off(b1), SEEK_SET) != bin_off(b1))
+				return bin_fail(cr, -errno, (uint64_t)bin_off(b1),
+						"seek: %s", strerror(errno));
+			return (int64_t)(b0 + k);
+		}
+		bisect = !bisect;
+	}
+	return (int64_t)lo;
+}
+
+int sbrig_capread_seek_samples(struct sbrig_capread *cr, int64_t t_ns)
+{
+	struct cr_file *f = &cr->files[SBRIG_CAPFILE_SAMPLES];
+	uint64_t n;
+	struct stat st;
+	int64_t idx;
+	int ret;
+
+	if (!f->binary)
+		return sbrig_set_error(-EOPNOTSUPP, "%s/%s: seek: only samples.bin "
+				       "(capture format version 2) can seek",
+				       cr->dir, f->name);
+	if (f->err)
+		return sbrig_set_error(f->err, "%s", f->errmsg);
+	if (f->fd < 0) {
+		ret = file_open(cr, SBRIG_CAPFILE_SAMPLES);
+		if (ret)
+			return ret;
+	}
+	if (!f->header_ok) {
+		ret = bin_header(cr);
+		if (ret)
+			return ret;
+	}
+	if (fstat(f->fd, &st))
+		return bin_fail(cr, -errno, f->info.offset, "stat: %s",
+				strerror(errno));
+	/* whole records only: a cut last one is not a record */
+	n = st.st_size > CAPBIN_HEADER_SIZE ?
+		((uint64_t)st.st_size - CAPBIN_HEADER_SIZE) / CAPBIN_RECORD_SIZE : 0;
+	idx = bin_search(cr, t_ns, n);
+	if (idx < 0)
+		return (int)idx;
+	if (f->start == f->end &&
+	    lseek(f->fd, bin_off((uint64_t)idx), SEEK_SET) != bin_off((uint64_t)idx))
+		return bin_fail(cr, -errno, (uint64_t)bin_off((uint64_t)idx),
+				"seek: %s", strerror(errno));
+	f->at_eof = false;
+	f->info.rows = (uint64_t)idx;
+	f->info.offset = (uint64_t)bin_off((uint64_t)idx);
+	f->info.eof = false;
+	f->info.cut_lines = 0;
+	f->info.cut_bytes = 0;
+	return 0;
+}
+
 int sbrig_capread_next_gap(struct sbrig_capread *cr, struct sbrig_gap *g)
 {
 	const enum sbrig_capfile id = SBRIG_CAPFILE_GAPS;
@@ -860,6 +1034,7 @@ int sbrig_capread_rewind(struct sbrig_capread *cr, enum sbrig_capfile file)
 		close(f->fd);
 	f->fd = -1;
 	f->header_ok = false;
+	f->seek_known = false;
 	f->err = 0;
 	f->errmsg[0] = '\0';
 	memset(&f->info, 0, sizeof(f->info));

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -120,6 +121,17 @@ int cmd_analyze(const struct command *c, int argc, char **argv)
 			     argv[optind], out ? "" : "/report") >= sizeof(dir))
 		return usage_error(c->name, "path too long");
 
+	/*
+	 * Keep freed memory for the next phase instead of giving it back
+	 * to the kernel (glibc trims the heap's top above 128 KiB and maps
+	 * every block above 128 KiB by itself): report.json's texts are
+	 * freed just before report.html's parse allocates its tree, and
+	 * every page handed back is a page fault again (a few µs each on a
+	 * virtual machine). 1 h capture: 13.8 k -> 10.4 k minor faults, the
+	 * same peak RSS. Not fatal if it fails.
+	 */
+	mallopt(M_MMAP_THRESHOLD, 64 << 20);
+	mallopt(M_TRIM_THRESHOLD, 256 << 20);
 	t0 = now_s();
 	a = sbrig_analysis_run(argv[optind], &opts);
 	if (!a) {

@@ -492,6 +492,46 @@ static void marker_edges_paired_offline(void **state)
 	sbrig_analysis_free(a);
 }
 
+/*
+ * Samples out of time order inside an edge window (after each sample
+ * from the window's start to the end of the file, time stuck far back
+ * for 3000 samples: wherever a seek to the window lands, the batch read
+ * there ends before the window): the edge pass, which seeks to its
+ * windows in samples.bin, must still end, and the analysis refuses the
+ * capture.
+ */
+static void samples_out_of_order_in_an_edge_window(void **state)
+{
+	struct sbrig_capture *cap;
+	char dir[4096];
+
+	cap_dir(dir, sizeof(dir), "disorder");
+	cap = sbrig_capture_new(dir, &prov);
+	assert_non_null(cap);
+	for (int64_t t = T0; t < T0 + 8 * S + 10 * MS; t += MS) {
+		struct sbrig_sample s = { .t_ns = t,
+			.power_uW = llround(awake_then_asleep(t)) };
+
+		assert_int_equal(sbrig_capture_add_samples(cap, &s, 1), 0);
+		for (int i = 0; t >= T0 + 8 * S && i < 3000; i++) {
+			s.t_ns = T0 + S;
+			assert_int_equal(sbrig_capture_add_samples(cap, &s, 1),
+					 0);
+		}
+	}
+	{	/* and a last one in time: the search has both ends */
+		struct sbrig_sample s = { .t_ns = T0 + 12 * S, .power_uW = 1000 };
+
+		assert_int_equal(sbrig_capture_add_samples(cap, &s, 1), 0);
+	}
+	add_event(cap, 0, T0 + 8 * S, "enter", "deep");
+	add_event(cap, 1, T0 + 11 * S, "exit", "deep");
+	add_event(cap, 2, T0 + 11 * S + MS, "resume", "0");
+	assert_int_equal(sbrig_capture_close(cap, "complete"), 0);
+	assert_null(sbrig_analysis_run(dir, NULL));
+	assert_non_null(strstr(sbrig_errmsg(), "out of time order"));
+}
+
 static void corrupt_capture_names_file_and_line(void **state)
 {
 	char dir[4096], path[4200];
@@ -526,6 +566,7 @@ int main(void)
 		cmocka_unit_test(marker_rise_in_range),
 		cmocka_unit_test(marker_edges_paired_offline),
 		cmocka_unit_test(corrupt_capture_names_file_and_line),
+		cmocka_unit_test(samples_out_of_order_in_an_edge_window),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

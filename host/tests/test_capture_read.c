@@ -642,6 +642,183 @@ static void cut_last_record(void **state)
 	free(buf);
 }
 
+/* The sample after seeking to @t must be sample @want (n: none). */
+static void seek_expect(struct sbrig_capread *cr, int64_t t, size_t want,
+			size_t n)
+{
+	struct sbrig_sample got, exp = sample_of(want);
+	struct sbrig_capfile_info info;
+
+	assert_int_equal(sbrig_capread_seek_samples(cr, t), 0);
+	sbrig_capread_file_info(cr, SBRIG_CAPFILE_SAMPLES, &info);
+	assert_int_equal(info.rows, want);
+	assert_int_equal(info.offset, 32 + want * 32);
+	assert_false(info.eof);
+	if (want == n) {
+		assert_int_equal(sbrig_capread_next_sample(cr, &got), 0);
+		return;
+	}
+	assert_int_equal(sbrig_capread_next_sample(cr, &got), 1);
+	if (memcmp(&got, &exp, sizeof(exp)))
+		fail_msg("seek to %lld: sample %lld, expected sample %zu",
+			 (long long)t, (long long)got.t_ns, want);
+}
+
+/*
+ * sbrig_capread_seek_samples(): the first sample at or after the time,
+ * forwards and backwards, then streaming on in batches and single reads;
+ * the ends; a cut last record (never sought to, counted when the stream
+ * reaches it); the checked-in capture of a writer killed mid-record;
+ * samples with gaps (the search's guesses miss); version 1: EOPNOTSUPP,
+ * the stream unchanged.
+ */
+static void seek_samples(void **state)
+{
+	const size_t n = 300000;
+	static const size_t at[] = { 0, 1, 2047, 2048, 2049, 150000, 7, 299998,
+				     299999, 123456, 65536, 1000 };
+	struct sbrig_sample *buf = malloc(10000 * sizeof(*buf)), want;
+	const char *fx = getenv("SBRIG_FIXTURES") ? getenv("SBRIG_FIXTURES") :
+			 "../../tests/fixtures";
+	struct sbrig_capfile_info info;
+	struct sbrig_capread *cr;
+	char dir[PATH_MAX];
+	size_t i, j;
+	ssize_t got;
+
+	snprintf(dir, sizeof(dir), "%s/seek-v2", tmpdir());
+	write_many(dir, 2, n);
+	cr = sbrig_capread_open(dir);
+	assert_non_null(cr);
+	for (i = 0; i < ARRAY_SIZE(at); i++) {
+		int64_t t = sample_of(at[i]).t_ns;
+
+		seek_expect(cr, t, at[i], n);		/* exactly its time */
+		seek_expect(cr, t - 1, at[i], n);	/* just before it */
+		seek_expect(cr, t + 1, at[i] + 1, n);	/* just after it */
+		/* ... and the stream goes on from there, in a batch */
+		assert_int_equal(sbrig_capread_seek_samples(cr, t), 0);
+		got = sbrig_capread_samples(cr, buf, 5000);
+		assert_int_equal(got, n - at[i] < 5000 ? n - at[i] : 5000);
+		for (j = 0; j < (size_t)got; j++) {
+			want = sample_of(at[i] + j);
+			if (memcmp(&buf[j], &want, sizeof(want)))
+				fail_msg("seek %zu: sample %zu differs", at[i], j);
+		}
+	}
+	seek_expect(cr, INT64_MIN, 0, n);
+	seek_expect(cr, sample_of(n - 1).t_ns + 1, n, n);
+	seek_expect(cr, INT64_MAX, n, n);
+	sbrig_capread_file_info(cr, SBRIG_CAPFILE_SAMPLES, &info);
+	assert_true(info.eof);
+	assert_int_equal(info.cut_lines, 0);
+	/* rewind after a seek: from the first again */
+	assert_int_equal(sbrig_capread_rewind(cr, SBRIG_CAPFILE_SAMPLES), 0);
+	assert_int_equal(sbrig_capread_next_sample(cr, buf), 1);
+	want = sample_of(0);
+	assert_memory_equal(buf, &want, sizeof(want));
+	sbrig_capread_close(cr);
+
+	/* a cut last record: sought past, ignored and counted at the end */
+	append_file(dir, "samples.bin", "0123456789abcdef");
+	cr = sbrig_capread_open(dir);
+	assert_non_null(cr);
+	seek_expect(cr, INT64_MAX, n, n);
+	sbrig_capread_file_info(cr, SBRIG_CAPFILE_SAMPLES, &info);
+	assert_true(info.eof);
+	assert_int_equal(info.cut_lines, 1);
+	assert_int_equal(info.cut_bytes, 16);
+	assert_int_equal(info.rows, n);
+	seek_expect(cr, sample_of(n - 2).t_ns, n - 2, n);
+	assert_int_equal(sbrig_capread_samples(cr, buf, 10000), 1);
+	want = sample_of(n - 1);
+	assert_memory_equal(buf, &want, sizeof(want));
+	assert_int_equal(sbrig_capread_samples(cr, buf, 10000), 0);
+	sbrig_capread_file_info(cr, SBRIG_CAPFILE_SAMPLES, &info);
+	assert_int_equal(info.cut_lines, 1);
+	assert_int_equal(info.cut_bytes, 16);
+	assert_int_equal(info.rows, n);
+	assert_int_equal(info.offset, 32 + n * 32);
+	sbrig_capread_close(cr);
+
+	/* nothing but the header and a cut record: every seek is the end */
+	snprintf(dir, sizeof(dir), "%s/seek-v2-0", tmpdir());
+	write_many(dir, 2, 0);
+	append_file(dir, "samples.bin", "x");
+	cr = sbrig_capread_open(dir);
+	assert_non_null(cr);
+	assert_int_equal(sbrig_capread_seek_samples(cr, 0), 0);
+	assert_int_equal(sbrig_capread_samples(cr, buf, 10), 0);
+	sbrig_capread_file_info(cr, SBRIG_CAPFILE_SAMPLES, &info);
+	assert_int_equal(info.rows, 0);
+	assert_int_equal(info.cut_lines, 1);
+	sbrig_capread_close(cr);
+
+	/* the capture of a writer killed mid-record (11 bytes of a record) */
+	snprintf(dir, sizeof(dir), "%s/captures/killed-v2", fx);
+	cr = sbrig_capread_open(dir);
+	if (!cr)
+		fail_msg("%s", sbrig_errmsg());
+	assert_int_equal(sbrig_capread_samples(cr, buf, 16), 3);
+	for (i = 3; i-- > 0;) {
+		struct sbrig_sample s;
+
+		assert_int_equal(sbrig_capread_seek_samples(cr, buf[i].t_ns), 0);
+		assert_int_equal(sbrig_capread_next_sample(cr, &s), 1);
+		assert_memory_equal(&s, &buf[i], sizeof(s));
+	}
+	assert_int_equal(sbrig_capread_seek_samples(cr, buf[2].t_ns + 1), 0);
+	assert_int_equal(sbrig_capread_next_sample(cr, buf + 3), 0);
+	sbrig_capread_file_info(cr, SBRIG_CAPFILE_SAMPLES, &info);
+	assert_int_equal(info.rows, 3);
+	assert_int_equal(info.cut_lines, 1);
+	assert_int_equal(info.cut_bytes, 11);
+	sbrig_capread_close(cr);
+
+	/* gaps: samples at an uneven rate (the first guesses miss) */
+	snprintf(dir, sizeof(dir), "%s/seek-gaps", tmpdir());
+	{
+		struct sbrig_capture *cap = new_cap(dir, 2);
+
+		for (i = 0; i < 50000; i++) {
+			memset(&want, 0, sizeof(want));
+			want.t_ns = i < 40000 ? (int64_t)i : (int64_t)i * 1000000;
+			want.power_uW = (int64_t)i;
+			assert_int_equal(sbrig_capture_add_samples(cap, &want, 1), 0);
+		}
+		assert_int_equal(sbrig_capture_close(cap, "complete"), 0);
+	}
+	cr = sbrig_capread_open(dir);
+	assert_non_null(cr);
+	for (i = 0; i < 50000; i += 997) {
+		int64_t t = i < 40000 ? (int64_t)i : (int64_t)i * 1000000;
+
+		assert_int_equal(sbrig_capread_seek_samples(cr, t), 0);
+		assert_int_equal(sbrig_capread_next_sample(cr, &want), 1);
+		assert_int_equal(want.power_uW, (int64_t)i);
+		if (i >= 40000) {	/* inside a gap: the sample after it */
+			assert_int_equal(sbrig_capread_seek_samples(cr, t - 1), 0);
+			assert_int_equal(sbrig_capread_next_sample(cr, &want), 1);
+			assert_int_equal(want.power_uW, (int64_t)i);
+		}
+	}
+	sbrig_capread_close(cr);
+
+	/* version 1: not supported, and the stream is not disturbed */
+	snprintf(dir, sizeof(dir), "%s/seek-v1", tmpdir());
+	write_many(dir, 1, 100);
+	cr = sbrig_capread_open(dir);
+	assert_non_null(cr);
+	assert_int_equal(sbrig_capread_next_sample(cr, buf), 1);
+	assert_int_equal(sbrig_capread_seek_samples(cr, 0), -EOPNOTSUPP);
+	assert_non_null(strstr(sbrig_errmsg(), "samples.tsv: seek"));
+	assert_int_equal(sbrig_capread_samples(cr, buf, 200), 99);
+	want = sample_of(1);
+	assert_memory_equal(buf, &want, sizeof(want));
+	sbrig_capread_close(cr);
+	free(buf);
+}
+
 #define META2 "[capture]\nformat = sbrig-capture\nversion = 2\n"
 #define BIN_HDR(fmt, size, flags) \
 	"SBRIGSMP" fmt "\0\0\0" size "\0\0\0" flags "\0\0\0" \
@@ -769,6 +946,7 @@ int main(void)
 		cmocka_unit_test(many_samples_stream),
 		cmocka_unit_test(batches_and_single_reads),
 		cmocka_unit_test(cut_last_record),
+		cmocka_unit_test(seek_samples),
 		cmocka_unit_test(hostile_samples_bin_name_file_and_offset),
 		cmocka_unit_test(fixtures_v2_read_like_v1),
 	};

@@ -207,6 +207,35 @@ int sbrig_capread_next_sample(struct sbrig_capread *cr, struct sbrig_sample *s);
 ssize_t sbrig_capread_samples(struct sbrig_capread *cr,
 			      struct sbrig_sample *buf, size_t max);
 
+/**
+ * sbrig_capread_seek_samples() - continue the samples at a time
+ * @cr: the reader
+ * @t_ns: the time
+ *
+ * Version 2 only: moves the samples' cursor to the first record of
+ * samples.bin whose t_ns is @t_ns or later (a binary search over the
+ * fixed-size records with pread(), which the format's time order allows;
+ * the end of the file if there is none), so that a pass that needs a few
+ * windows of a long capture reads those and not the whole file. Then
+ * sbrig_capread_samples() and sbrig_capread_next_sample() stream on from
+ * there; the cursor may move backwards as well as forwards. Only whole
+ * records count: a cut last record (a write the writer did not finish) is
+ * never sought to, and is ignored and counted as usual when the stream
+ * reaches it. The file's header is checked first, as by the first read.
+ * sbrig_capread_file_info() then has @rows = the index of the next record
+ * (records before it count as returned), @offset its byte offset, @eof,
+ * @cut_lines and @cut_bytes cleared (set again at the end of the file).
+ * On samples that are not in time order the position is some record, not
+ * an error: the readers that need the order check it (sbrig analyze
+ * fails such a capture).
+ *
+ * Return: 0; -EOPNOTSUPP for a version 1 capture (samples.tsv has no
+ * fixed-size rows: stream instead; the reader is unchanged); or -errno as
+ * sbrig_capread_next_sample() (the header, or a read: the file stays
+ * failed).
+ */
+int sbrig_capread_seek_samples(struct sbrig_capread *cr, int64_t t_ns);
+
 /** sbrig_capread_next_gap() - the next row of gaps.tsv; as next_sample() */
 int sbrig_capread_next_gap(struct sbrig_capread *cr, struct sbrig_gap *g);
 
