@@ -181,12 +181,12 @@ def test_latency_over_three_presses(vr, tmp_path):
 
 # rig/scenarios/hold.scn: wait asleep, press power, the agent holds a
 # blocker (delivered with the woken target's first frame), wait asleep,
-# press again, burn. QEMU's key wakes S3 but reaches no driver, so
-# no blocker claims the wakeup; vrig loads suspend_block with
-# unknown_wakeup_hold_ms=1500 (as a keypad driver's blocker would keep a
-# real target up), which keeps the woken guest awake long enough for the
-# link to deliver the hold (without it the guest re-suspended within a
-# millisecond and the run failed with "the agent did not answer in 10 s").
+# press again, burn. The press's key chain (keypad-scan while the key is
+# down, the input queue, the agent's process-input-events; the virtual
+# keypad interrupt in rig/virtual/README.md) keeps the woken guest up
+# long enough for the link to deliver the hold (before that chain, the
+# guest re-suspended within a millisecond and the run failed with "the
+# agent did not answer in 10 s").
 def test_scenario_with_a_blocker(vr, tmp_path):
     cap = tmp_path / "hold"
     out = sbrig(vr, "run", str(REPO / "rig/scenarios/hold.scn"), "-o", str(cap),
