@@ -8,6 +8,7 @@
 #ifndef SBRIG_HISTORY_INTERNAL_H
 #define SBRIG_HISTORY_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -110,5 +111,24 @@ double hi_median(const double *v, size_t n);
  */
 long hi_find_steps(const struct hi_point *pts, size_t n,
 		   const struct hi_step_rule *rule, struct hi_step **out);
+
+/* ---- trend.c, page.c ---------------------------------------------------- */
+
+struct json_object;
+
+/*
+ * @t as a trend.json document (the caller's: json_object_put()); each
+ * report path through @link when it is not NULL (it fills and returns
+ * @buf, or returns @report).
+ */
+struct json_object *hi_trend_json(const struct sbrig_trend *t,
+				  const char *(*link)(const char *report,
+						      char *buf, size_t size));
+
+/* @t's rig: its rig_sha256 (@sha) or its rig_name */
+const char *hi_trend_rig(const struct sbrig_trend *t, bool sha);
+
+/* the trend page's script and stylesheet (assets/, page-assets.c) */
+extern const char hi_trend_page_js[], hi_trend_page_css[];
 
 #endif /* SBRIG_HISTORY_INTERNAL_H */

@@ -32,7 +32,7 @@ struct tr_point {
 };
 
 struct sbrig_trend {
-	char scenario[1024], rig[256], metric[64], blocker[1024];
+	char scenario[1024], rig[256], rig_sha[128], metric[64], blocker[1024];
 	const char *unit;
 	struct hi_step_rule rule;
 	struct tr_point *pts;
@@ -211,6 +211,7 @@ struct sbrig_trend *sbrig_history_trend(struct sbrig_history *h,
 		       sizeof(t->rig));
 	if (ret)
 		goto fail;
+	snprintf(t->rig_sha, sizeof(t->rig_sha), "%s", rig_sha);
 	snprintf(sql, sizeof(sql), "SELECT c.seq, r.commit_sha, m.value, "
 		 "r.report FROM runs r JOIN metrics m ON m.run_id = r.id "
 		 "JOIN commits c ON c.sha = r.commit_sha WHERE %s AND "
@@ -353,12 +354,12 @@ static struct json_object *jd(double v)
 	return json_object_new_double_s(strtod(buf, NULL), buf);
 }
 
-int sbrig_trend_write_json(const struct sbrig_trend *t, const char *path)
+struct json_object *hi_trend_json(const struct sbrig_trend *t,
+				  const char *(*link)(const char *report,
+						      char *buf, size_t size))
 {
 	struct json_object *d = json_object_new_object(), *pts, *steps, *rule;
-	const char *text;
-	size_t len;
-	int ret;
+	char lbuf[4200];
 
 	json_object_object_add(d, "schema", json_object_new_string(SBRIG_TREND_SCHEMA));
 	json_object_object_add(d, "version", json_object_new_int(SBRIG_TREND_VERSION));
@@ -384,7 +385,9 @@ int sbrig_trend_write_json(const struct sbrig_trend *t, const char *path)
 
 		for (size_t j = 0; j < p->p.n; j++) {
 			json_object_array_add(v, jd(p->p.values[j]));
-			json_object_array_add(r, json_object_new_string(p->reports[j]));
+			json_object_array_add(r, json_object_new_string(
+				link ? link(p->reports[j], lbuf, sizeof(lbuf)) :
+				p->reports[j]));
 		}
 		json_object_object_add(o, "seq", json_object_new_int64(p->seq));
 		json_object_object_add(o, "commit", json_object_new_string(p->commit));
@@ -414,6 +417,16 @@ int sbrig_trend_write_json(const struct sbrig_trend *t, const char *path)
 		json_object_array_add(steps, o);
 	}
 	json_object_object_add(d, "steps", steps);
+	return d;
+}
+
+int sbrig_trend_write_json(const struct sbrig_trend *t, const char *path)
+{
+	struct json_object *d = hi_trend_json(t, NULL);
+	const char *text;
+	size_t len;
+	int ret;
+
 	text = json_object_to_json_string_length(d, JSON_C_TO_STRING_PRETTY |
 						 JSON_C_TO_STRING_SPACED |
 						 JSON_C_TO_STRING_NOSLASHESCAPE,
@@ -422,4 +435,9 @@ int sbrig_trend_write_json(const struct sbrig_trend *t, const char *path)
 		     sbrig_set_error(-ENOMEM, "%s: out of memory", path);
 	json_object_put(d);
 	return ret;
+}
+
+const char *hi_trend_rig(const struct sbrig_trend *t, bool sha)
+{
+	return sha ? t->rig_sha : t->rig;
 }

@@ -20,7 +20,7 @@
 #include "cli.h"
 
 const char history_args[] =
-	"[--db FILE] add|show|trend|export [OPTIONS] [ARGS...]";
+	"[--db FILE] add|show|trend|html|export [OPTIONS] [ARGS...]";
 
 const char history_help[] =
 "The per-commit history of runs, in an SQLite database (offline, no daemon\n"
@@ -50,6 +50,11 @@ const char history_help[] =
 "      .scn, or a scenario_sha256 prefix; RIG (rig_name or a rig_sha256\n"
 "      prefix) when the scenario ran on several rigs. --json writes\n"
 "      trend.json (replaced atomically).\n"
+"  html [--rig RIG] [--window N] [--t-threshold T] [-c FILE] -o FILE SCENARIO\n"
+"      the trend page of SCENARIO: one self-contained HTML file (opens from\n"
+"      disk, no network), a chart per metric (per blocker too) over the\n"
+"      commits with its change points marked, and the commits with a link\n"
+"      to each run's report (its report.html when one is beside it)\n"
 "  export [--scenario SCENARIO] [-o FILE]\n"
 "      every metric of every run as CSV (stdout, or FILE)\n"
 "\n"
@@ -200,7 +205,7 @@ static int h_show(const char *db, int argc, char **argv)
 	return ret ? status_of(-ret) : EXIT_OK;
 }
 
-static int h_trend(const char *db, int argc, char **argv)
+static int trend_or_html(const char *db, int argc, char **argv, bool html)
 {
 	static const struct option o[] = {
 		{ "blocker", required_argument, NULL, 'b' },
@@ -209,6 +214,7 @@ static int h_trend(const char *db, int argc, char **argv)
 		{ "t-threshold", required_argument, NULL, 't' },
 		{ "config", required_argument, NULL, 'c' },
 		{ "json", required_argument, NULL, 'j' },
+		{ "output", required_argument, NULL, 'o' },
 		{ "db", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -224,8 +230,14 @@ static int h_trend(const char *db, int argc, char **argv)
 
 	sbrig_compare_config_init(&cfg);
 	optind = 0;
-	while ((opt = getopt_long(argc, argv, "c:h", o, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, html ? "c:o:h" : "c:h", o,
+				  NULL)) != -1) {
+		if ((html && (opt == 'b' || opt == 'j')) || (!html && opt == 'o'))
+			return usage_error(CMD, "%s: bad option", argv[0]);
 		switch (opt) {
+		case 'o':
+			json = optarg;	/* the page */
+			break;
 		case 'b':
 			to.blocker = optarg;
 			break;
@@ -268,6 +280,23 @@ static int h_trend(const char *db, int argc, char **argv)
 			return usage_error(CMD, "bad option");
 		}
 	}
+	if (html) {
+		if (argc - optind != 1)
+			return usage_error(CMD, "html: expected SCENARIO");
+		if (!json || !*json)
+			return usage_error(CMD, "html: -o FILE is required");
+		ret = open_db(db, false, &h);
+		if (ret)
+			return ret;
+		ret = sbrig_history_render_html(h, argv[optind], &to, json);
+		if (ret)
+			fprintf(stderr, "sbrig history: %s\n", sbrig_errmsg());
+		else
+			printf("page: %s\n", json);
+		sbrig_history_close(h);
+		return !ret ? EXIT_OK : ret == -ENOENT ? EXIT_FAIL :
+		       ret == -EXDEV ? EXIT_NOT_COMPARABLE : EXIT_WRITE;
+	}
 	if (argc - optind != 2)
 		return usage_error(CMD, "trend: expected SCENARIO METRIC");
 	ret = open_db(db, false, &h);
@@ -292,6 +321,16 @@ static int h_trend(const char *db, int argc, char **argv)
 		printf("trend: %s\n", json);
 	sbrig_trend_free(t);
 	return ret;
+}
+
+static int h_trend(const char *db, int argc, char **argv)
+{
+	return trend_or_html(db, argc, argv, false);
+}
+
+static int h_html(const char *db, int argc, char **argv)
+{
+	return trend_or_html(db, argc, argv, true);
 }
 
 static int h_export(const char *db, int argc, char **argv)
@@ -358,6 +397,7 @@ int cmd_history(const struct command *c, int argc, char **argv)
 		{ "add", h_add },
 		{ "show", h_show },
 		{ "trend", h_trend },
+		{ "html", h_html },
 		{ "export", h_export },
 	};
 	const char *db = NULL;
@@ -381,12 +421,12 @@ int cmd_history(const struct command *c, int argc, char **argv)
 	}
 	if (i == argc)
 		return usage_error(c->name, "expected a subcommand: add, show, "
-				   "trend or export");
+				   "trend, html or export");
 	if (db && !*db)
 		return usage_error(c->name, "--db: an empty file name");
 	for (size_t k = 0; k < sizeof(subs) / sizeof(subs[0]); k++)
 		if (!strcmp(argv[i], subs[k].name))
 			return subs[k].fn(db, argc - i, argv + i);
 	return usage_error(c->name, "unknown subcommand '%s' (add, show, "
-			   "trend, export)", argv[i]);
+			   "trend, html, export)", argv[i]);
 }

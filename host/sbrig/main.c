@@ -1032,7 +1032,7 @@ static const struct command commands[] = {
 	  "regression verdicts: base runs vs new runs",
 	  compare_help, cmd_compare },
 	{ "history", history_args,
-	  "the per-commit history of runs: add, show, trend, export",
+	  "the per-commit history of runs: add, show, trend, html, export",
 	  history_help, cmd_history },
 	{ "export", "INPUT (--samples csv|tsv | --perfetto | --csv TABLE | "
 	  "--junit | --lava) [-o FILE]",

@@ -207,6 +207,26 @@ int sbrig_trend_render_text(const struct sbrig_trend *t, FILE *out);
 int sbrig_trend_write_json(const struct sbrig_trend *t, const char *path);
 
 /**
+ * sbrig_history_render_html() - the trend page of a scenario
+ * @h: the database
+ * @scenario: as sbrig_history_trend() takes it
+ * @opts: the change-point rule and the rig (@opts->blocker is ignored:
+ *	the page has every metric, per blocker for every blocker), or NULL
+ * @path: the page (replaced atomically): self-contained (dygraphs and the
+ *	data inlined), one chart per metric over the commits with its change
+ *	points marked, and the commits with a link to each run's report
+ *	(its report.html when one is next to its report.json)
+ *
+ * Return: 0, or -errno as sbrig_history_trend() (ENOENT: no such
+ * scenario or no value; EXDEV: several rigs), or -EIO when the page
+ * cannot be made or written (dygraphs missing, @path not writable; the
+ * message names the file and why).
+ */
+int sbrig_history_render_html(struct sbrig_history *h, const char *scenario,
+			      const struct sbrig_trend_opts *opts,
+			      const char *path);
+
+/**
  * sbrig_history_export_csv() - every metric value of every run as CSV
  * @h: the database
  * @scenario: only this scenario's runs (as sbrig_history_trend() takes
