@@ -431,3 +431,24 @@ def test_help_names_every_subcommand():
     for word in ("add", "show", "trend", "export", "--db", "SBRIG_HISTORY",
                  "XDG_DATA_HOME", "history-format.md"):
         assert word in r.stdout
+
+
+def test_a_capture_and_its_report_are_one_run(tmp_path):
+    """A capture directory is analysed on the fly; its report.json (from
+    sbrig analyze) added later is the same run."""
+    from tests.synth import synthcap
+
+    synthcap.build(runs.press_scenario(7, git_sha="abc1234"), tmp_path)
+    cap = tmp_path / "capture"
+    db = tmp_path / "h.db"
+    r = history(db, "add", cap)
+    assert r.returncode == EXIT_OK, r.stderr
+    assert "added: " in r.stdout and "commit abc1234, scenario rig/scenarios/press.scn" in r.stdout
+    assert not (cap / "report.json").exists()       # nothing written into it
+    a = subprocess.run([str(SBRIG), "analyze", "-q", str(cap), "-o", str(tmp_path / "rep")],
+                       capture_output=True, text=True, env=ENV, timeout=300)
+    assert a.returncode == 0, a.stderr
+    r = history(db, "add", tmp_path / "rep" / "report.json", tmp_path / "rep")
+    assert r.returncode == EXIT_OK, r.stderr
+    assert "0 added, 2 present" in r.stdout
+    assert len(db_runs(db)) == 1
