@@ -206,6 +206,22 @@ enum sbrig_verdict sbrig_compare_verdict(const struct sbrig_compare *c);
 int sbrig_compare_write_json(const struct sbrig_compare *c, const char *path);
 
 /**
+ * sbrig_compare_render_html() - the comparison page
+ * @c: the comparison
+ * @path: the page (replaced atomically): self-contained (dygraphs and the
+ *	data inlined, no network): the verdicts, the power and blocker
+ *	timeline of a representative base run and new run (the run whose
+ *	energy per wakeup is nearest its side's median), and per metric the
+ *	distributions of the base and the new runs' values
+ *
+ * Rendered from the compare.json document and the two runs' report.json
+ * documents alone.
+ *
+ * Return: 0 or -errno with sbrig_errmsg() naming @path (or dygraphs).
+ */
+int sbrig_compare_render_html(const struct sbrig_compare *c, const char *path);
+
+/**
  * sbrig_compare_render_text() - the short human summary
  * @c: the comparison
  * @out: where to write it: the verdict, the metrics that regressed,
