@@ -366,13 +366,21 @@ def test_bad_runs_are_named_and_the_others_added(tmp_path):
     ms = tmp_path / "missing.json"
     ms.write_text(json.dumps(missing))
     db = tmp_path / "h.db"
-    r = history(db, "add", v99, reps[0], nc, ms, tmp_path / "absent.json", reps[1])
+    locked = tmp_path / "unreadable.json"
+    locked.write_text(reps[0].read_text())
+    locked.chmod(0)
+    notdir = reps[0] / "report.json"     # ENOTDIR: bad input too, not the database's
+    r = history(db, "add", v99, reps[0], nc, ms, tmp_path / "absent.json", locked, notdir,
+                reps[1])
     assert r.returncode == EXIT_BAD_INPUT
     assert f"{v99}: field 'version': 99" in r.stderr
     assert f"{nc}: capture.provenance.git_sha: empty" in r.stderr
     assert f"{ms}" in r.stderr and "energy" in r.stderr
     assert f"{tmp_path / 'absent.json'}: No such file" in r.stderr
-    assert "2 added" in r.stdout
+    assert f"{notdir}: Not a directory" in r.stderr
+    if os.geteuid() != 0:       # root reads it anyway
+        assert f"{locked}: Permission denied" in r.stderr
+    assert "2 added" in r.stdout     # (as root the unreadable one is read: reps[0] again)
     # a run without a commit can be filed under one
     r = history(db, "add", "--commit", "abc123", nc)
     assert r.returncode == EXIT_OK, r.stderr

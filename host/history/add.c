@@ -151,8 +151,8 @@ int sbrig_history_add(struct sbrig_history *h, const char *arg,
 
 	memset(out, 0, sizeof(*out));
 	r = sbrig_run_load(arg, 0);
-	if (!r)
-		return -errno;
+	if (!r)	/* whatever is wrong with it, it is bad input, not the db */
+		return errno == ENOMEM ? -ENOMEM : -EINVAL;
 	if (!commit || !*commit)
 		commit = sbrig_run_field(r, "git_sha");
 	if (!*commit) {

@@ -149,7 +149,7 @@ static int h_add(const char *db, int argc, char **argv)
 		struct sbrig_history_added a;
 		int err = sbrig_history_add(h, argv[i], NULL, commit, &a);
 
-		if (err == -EINVAL || err == -ENOENT) {
+		if (err == -EINVAL) {
 			fprintf(stderr, "sbrig history: %s\n", sbrig_errmsg());
 			bad++;
 			continue;

@@ -119,8 +119,8 @@ struct sbrig_history_added {
  * run (the second add changes nothing). The run and its metrics are
  * written in one transaction.
  *
- * Return: 0; -EINVAL when @arg cannot be read (the message names the file
- * and field) or has no commit (provenance git_sha empty), -EBUSY when the
+ * Return: 0; -EINVAL when @arg cannot be read (missing, unreadable, not a
+ * run of this schema: the message names the file and field) or has no commit (provenance git_sha empty), -EBUSY when the
  * database stayed locked longer than the busy timeout, -EIO.
  */
 int sbrig_history_add(struct sbrig_history *h, const char *arg,
