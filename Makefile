@@ -68,6 +68,7 @@ bench: deps host
 	$(PY) tests/bench/bench_capture.py --vm
 	$(PY) tests/bench/bench_samples.py
 	$(PY) tests/bench/bench_analyze.py
+	$(PY) tests/bench/bench_history.py
 
 install: host
 	$(MAKE) -C host install

@@ -396,7 +396,7 @@ def test_help_lists_the_exit_codes(sbrig):
     text = " ".join(r.stdout.split())
     for code in ("0 nothing regressed", "1 a metric regressed", "4 none regressed",
                  "2 usage error", "5 the runs are of different scenarios",
-                 "6 a run cannot be read", "7 compare.json cannot be written"):
+                 "6 a run cannot be read", "7 compare.json or the page cannot be written"):
         assert code in text, code
     man = " ".join((REPO / "host" / "man" / "sbrig.1").read_text().split())
     assert "4 none regressed but one is inconclusive" in man

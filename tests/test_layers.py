@@ -134,3 +134,34 @@ def test_compare_statistics_stand_alone():
     for f in ("compare-stats.c", "compare-stats.h"):
         deps = {n for _, n in includes(HOST / "analysis" / f) if n in local}
         assert deps <= {"compare-stats.h"}, f"{f} includes {deps}"
+
+
+def history_graph() -> dict[str, set[str]]:
+    d = HOST / "history"
+    local = {p.stem for p in d.glob("*.h")}
+    return graph(sorted(d.glob("*.[ch]")),
+                 lambda name: Path(name).stem if Path(name).stem in local
+                 and "/" not in name else None)
+
+
+def test_history_stands_on_the_analysis_and_nothing_above():
+    """host/history/: no include cycle; steps.c (the change points) is
+    pure; the history includes the CLI's headers never, of the analysis's
+    private ones only its atomic writer and its page maker; the analysis
+    and libsbrig never include the history."""
+    g = history_graph()
+    assert {"db", "add", "trend", "steps", "export", "page", "internal"} <= set(g)
+    assert find_cycle(g) is None, f"include cycle: {' -> '.join(find_cycle(g))}"
+    analysis_private = {p.name for p in (HOST / "analysis").glob("*.h")}
+    cli = {p.name for p in (HOST / "sbrig").glob("*.h")}
+    for f in sorted((HOST / "history").glob("*.[ch]")):
+        names = {n for _, n in includes(f)}
+        assert not names & cli, f"{f.name} includes the CLI's {names & cli}"
+        assert names & analysis_private <= {"atomic.h", "html-page.h"}, \
+            f"{f.name} includes the analysis's private {names & analysis_private}"
+    steps = {n for k, n in includes(HOST / "history" / "steps.c") if k == '"'}
+    assert steps <= {"internal.h"}, steps
+    for d in ("analysis", "lib"):
+        for f in sorted((HOST / d).glob("*.[ch]")):
+            assert "sbrig/history.h" not in {n for _, n in includes(f)}, \
+                f"{f.relative_to(REPO)} includes the history (a layer above it)"

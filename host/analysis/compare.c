@@ -41,6 +41,8 @@
 #include "atomic.h"
 #include "compare-internal.h"
 #include "compare-stats.h"
+#include "html-page.h"
+#include "report-html.h"
 #include "report-load.h"
 
 typedef struct json_object jobj;
@@ -48,6 +50,8 @@ typedef struct json_object jobj;
 struct sbrig_compare {
 	jobj *doc;			/* compare.json */
 	enum sbrig_verdict verdict;
+	jobj *rep[2];			/* the representative base, new report */
+	int rep_idx[2];			/* its index among its side's runs */
 };
 
 /**
@@ -604,6 +608,39 @@ static void free_runs(struct cm_run *runs, size_t n)
 	free(runs);
 }
 
+/*
+ * The representative run of a side: the one whose energy per wakeup (else
+ * total energy) is nearest its side's median; 0 when no run has either.
+ */
+static size_t representative(jobj *metrics, const char *side)
+{
+	static const char *const pref[] = { "energy_per_wakeup_uJ",
+					    "energy_total_uJ" };
+
+	for (size_t p = 0; p < 2; p++) {
+		for (size_t i = 0; i < json_object_array_length(metrics); i++) {
+			jobj *m = json_object_array_get_idx(metrics, i);
+			jobj *sd = get(m, side), *vals = get(sd, "values");
+			double med = num(sd, "median"), best = INFINITY;
+			size_t k = 0;
+
+			if (strcmp(str(m, "metric"), pref[p]) || get(m, "blocker") ||
+			    isnan(med))
+				continue;
+			for (size_t j = 0; j < json_object_array_length(vals); j++) {
+				jobj *v = json_object_array_get_idx(vals, j);
+
+				if (v && fabs(json_object_get_double(v) - med) < best) {
+					best = fabs(json_object_get_double(v) - med);
+					k = j;
+				}
+			}
+			return k;
+		}
+	}
+	return 0;
+}
+
 struct sbrig_compare *sbrig_compare_run(const char *const *base, size_t nbase,
 					const char *const *next, size_t nnew,
 					const struct sbrig_compare_opts *opts)
@@ -696,6 +733,14 @@ struct sbrig_compare *sbrig_compare_run(const char *const *base, size_t nbase,
 		goto nomem;
 	c->doc = doc;
 	c->verdict = overall(counts);
+	for (int side = 0; side < 2; side++) {
+		size_t k = representative(metrics, side ? "new" : "base");
+
+		if (k >= (side ? nnew : nbase))
+			k = 0;
+		c->rep_idx[side] = (int)k;
+		c->rep[side] = json_object_get(runs[side ? nbase + k : k].report);
+	}
 	free_runs(runs, n);
 	return c;
 
@@ -713,6 +758,8 @@ void sbrig_compare_free(struct sbrig_compare *c)
 	if (!c)
 		return;
 	json_object_put(c->doc);
+	json_object_put(c->rep[0]);
+	json_object_put(c->rep[1]);
 	free(c);
 }
 
@@ -746,4 +793,127 @@ int sbrig_compare_write_json(const struct sbrig_compare *c, const char *path)
 int sbrig_compare_render_text(const struct sbrig_compare *c, FILE *out)
 {
 	return cm_render_text(c->doc, out);
+}
+
+/* ---- one run, for other readers (the history) --------------------------- */
+
+struct sbrig_run {
+	struct cm_run run;
+	const char **blockers;
+	size_t nblockers;
+};
+
+struct sbrig_run *sbrig_run_load(const char *arg, int64_t leak_ns)
+{
+	struct sbrig_compare_opts o = { .leak_ns = leak_ns };
+	struct sbrig_run *r = calloc(1, sizeof(*r));
+	int ret;
+
+	if (!r) {
+		sbrig_set_error(-ENOMEM, "%s: out of memory", arg);
+		errno = ENOMEM;
+		return NULL;
+	}
+	ret = load_run(arg, &o, &r->run);
+	if (!ret && blocker_names(&r->run, 1, &r->blockers, &r->nblockers))
+		ret = sbrig_set_error(-ENOMEM, "%s: out of memory", arg);
+	if (ret) {
+		sbrig_run_free(r);
+		errno = -ret;
+		return NULL;
+	}
+	return r;
+}
+
+void sbrig_run_free(struct sbrig_run *r)
+{
+	if (!r)
+		return;
+	json_object_put(r->run.report);
+	free(r->blockers);
+	free(r);
+}
+
+const char *sbrig_run_field(const struct sbrig_run *r, const char *key)
+{
+	if (!strcmp(key, "path") || !strcmp(key, "status"))
+		return str(get(r->run.report, "capture"), key);
+	if (!strcmp(key, "generator"))
+		return str(r->run.report, key);
+	return prov(&r->run, key);
+}
+
+int64_t sbrig_run_int(const struct sbrig_run *r, const char *key)
+{
+	return json_object_get_int64(get(get(r->run.report, "capture"), key));
+}
+
+size_t sbrig_run_blockers(const struct sbrig_run *r, const char *const **names)
+{
+	*names = r->blockers;
+	return r->nblockers;
+}
+
+double sbrig_run_metric(const struct sbrig_run *r, enum sbrig_metric m,
+			const char *blocker)
+{
+	if ((unsigned int)m >= SBRIG_METRIC_COUNT ||
+	    cm_metrics[m].per_blocker != (blocker != NULL))
+		return NAN;
+	return run_metric(r->run.report, m, blocker);
+}
+
+bool sbrig_metric_per_blocker(enum sbrig_metric m)
+{
+	return (unsigned int)m < SBRIG_METRIC_COUNT && cm_metrics[m].per_blocker;
+}
+
+/* ---- the comparison page ----------------------------------------------- */
+
+/* the coarsest envelope level of @trace, the timeline and the states */
+static jobj *trace_summary(jobj *report, const char *input)
+{
+	jobj *t = get(report, "trace"), *lv = get(t, "levels"), *o, *best = NULL;
+	size_t nb = SIZE_MAX;
+
+	for (size_t i = 0; i < json_object_array_length(lv); i++) {
+		jobj *l = json_object_array_get_idx(lv, i);
+		size_t k = json_object_array_length(get(l, "mean"));
+
+		if (k && k < nb) {
+			nb = k;
+			best = l;
+		}
+	}
+	o = json_object_new_object();
+	put(o, "input", json_object_new_string(input));
+	put(o, "capture", json_object_new_string(str(get(report, "capture"), "path")));
+	put(o, "start_ns", json_object_get(get(get(report, "capture"), "start_ns")));
+	put(o, "level", json_object_get(best));
+	put(o, "timeline", json_object_get(get(t, "timeline")));
+	put(o, "states", json_object_get(get(t, "states")));
+	return o;
+}
+
+int sbrig_compare_render_html(const struct sbrig_compare *c, const char *path)
+{
+	jobj *data = json_object_new_object(), *runs;
+	int ret;
+
+	put(data, "compare", json_object_get(c->doc));
+	for (int side = 0; side < 2; side++) {
+		runs = get(get(c->doc, side ? "new" : "base"), "runs");
+		put(data, side ? "new_run" : "base_run", trace_summary(
+			c->rep[side], str(json_object_array_get_idx(runs,
+				c->rep_idx[side]), "input")));
+	}
+	ret = an_page_write(&(struct an_page){
+		.title = "sbrig compare",
+		.noscript = "This page draws its charts with JavaScript; the "
+			    "data is compare.json.",
+		.main_id = "compare", .data_id = "sbrig-compare", .data = data,
+		.css = sbrig_compare_page_css, .js = sbrig_compare_page_js,
+	}, path);
+	json_object_put(data);
+	return ret;
 }

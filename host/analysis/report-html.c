@@ -79,6 +79,7 @@
 #include <sbrig/sbrig.h>
 
 #include "atomic.h"
+#include "html-page.h"
 #include "report-html.h"
 #include "report-load.h"
 
@@ -553,14 +554,75 @@ static void buf_json(struct buf *b, struct json_object *root)
 	}
 }
 
-static void build_page(struct buf *b, struct json_object *root,
+static void build_page(struct buf *b, const struct an_page *p,
 		       const char *dy_js, size_t dy_js_len,
 		       const char *dy_css, size_t dy_css_len)
 {
-	const char *cap = json_object_get_string(an_jget(an_jget(root, "capture"),
-						     "path"));
-	const char *base = strrchr(cap, '/');
+	buf_puts(b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n"
+		 "<meta charset=\"utf-8\">\n"
+		 "<meta name=\"viewport\" content=\"width=device-width, "
+		 "initial-scale=1\">\n<link rel=\"icon\" href=\"data:,\">\n"
+		 "<meta name=\"generator\" content=\"sbrig ");
+	buf_html(b, sbrig_version);
+	buf_puts(b, "\">\n<title>");
+	buf_html(b, p->title);
+	buf_puts(b, "</title>\n<style>\n");
+	buf_script(b, dy_css, dy_css_len);
+	buf_puts(b, "\n</style>\n<style>\n");
+	buf_puts(b, p->css);
+	buf_puts(b, "</style>\n</head>\n<body>\n<noscript><p>");
+	buf_html(b, p->noscript);
+	buf_puts(b, "</p></noscript>\n<main id=\"");
+	buf_html(b, p->main_id);
+	buf_puts(b, "\"></main>\n<script type=\"application/json\" id=\"");
+	buf_html(b, p->data_id);
+	buf_puts(b, "\">");
+	buf_json(b, p->data);
+	buf_puts(b, "</script>\n<script>\n");
+	buf_script(b, dy_js, dy_js_len);
+	buf_puts(b, "\n</script>\n<script>\n");
+	buf_puts(b, p->js);
+	buf_puts(b, "</script>\n</body>\n</html>\n");
+}
 
+int an_page_write(const struct an_page *p, const char *path)
+{
+	char *dy_js = NULL, *dy_css = NULL;
+	size_t dy_js_len, dy_css_len;
+	struct buf page = { 0 };
+	int ret;
+
+	ret = read_dygraphs("js", &dy_js, &dy_js_len);
+	if (ret)
+		goto out;
+	ret = read_dygraphs("css", &dy_css, &dy_css_len);
+	if (ret)
+		goto out;
+	build_page(&page, p, dy_js, dy_js_len, dy_css, dy_css_len);
+	if (page.err) {
+		ret = sbrig_set_error(page.err, "%s: out of memory", path);
+		goto out;
+	}
+	ret = an_write_atomic(path, page.p, page.len);
+out:
+	buf_free(&page);
+	free(dy_css);
+	free(dy_js);
+	return ret;
+}
+
+int sbrig_report_render_html(const char *json_path, const char *html_path)
+{
+	struct json_object *root = NULL;
+	char title[4200];
+	const char *cap, *base;
+	int ret;
+
+	ret = load_report(json_path, &root);
+	if (ret)
+		return ret;
+	cap = json_object_get_string(an_jget(an_jget(root, "capture"), "path"));
+	base = strrchr(cap, '/');
 	/* "/x/cap1/" names cap1, not "" */
 	while (base && !base[1] && base > cap) {
 		const char *prev = base - 1;
@@ -569,58 +631,15 @@ static void build_page(struct buf *b, struct json_object *root,
 			prev--;
 		base = prev;
 	}
-	buf_puts(b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n"
-		 "<meta charset=\"utf-8\">\n"
-		 "<meta name=\"viewport\" content=\"width=device-width, "
-		 "initial-scale=1\">\n<link rel=\"icon\" href=\"data:,\">\n"
-		 "<meta name=\"generator\" content=\"sbrig ");
-	buf_html(b, sbrig_version);
-	buf_puts(b, "\">\n<title>sbrig report: ");
-	buf_html(b, base && base[1] ? base + 1 : cap);
-	buf_puts(b, "</title>\n<style>\n");
-	buf_script(b, dy_css, dy_css_len);
-	buf_puts(b, "\n</style>\n<style>\n");
-	buf_puts(b, sbrig_report_page_css);
-	buf_puts(b, "</style>\n</head>\n<body>\n"
-		 "<noscript><p>This report draws its tables and charts with "
-		 "JavaScript; the data is in report.json.</p></noscript>\n"
-		 "<main id=\"report\"></main>\n"
-		 "<script type=\"application/json\" id=\"sbrig-report\">");
-	buf_json(b, root);
-	buf_puts(b, "</script>\n<script>\n");
-	buf_script(b, dy_js, dy_js_len);
-	buf_puts(b, "\n</script>\n<script>\n");
-	buf_puts(b, sbrig_report_page_js);
-	buf_puts(b, "</script>\n</body>\n</html>\n");
-}
-
-int sbrig_report_render_html(const char *json_path, const char *html_path)
-{
-	struct json_object *root = NULL;
-	char *dy_js = NULL, *dy_css = NULL;
-	size_t dy_js_len, dy_css_len;
-	struct buf page = { 0 };
-	int ret;
-
-	ret = load_report(json_path, &root);
-	if (ret)
-		return ret;
-	ret = read_dygraphs("js", &dy_js, &dy_js_len);
-	if (ret)
-		goto out;
-	ret = read_dygraphs("css", &dy_css, &dy_css_len);
-	if (ret)
-		goto out;
-	build_page(&page, root, dy_js, dy_js_len, dy_css, dy_css_len);
-	if (page.err) {
-		ret = sbrig_set_error(page.err, "%s: out of memory", html_path);
-		goto out;
-	}
-	ret = an_write_atomic(html_path, page.p, page.len);
-out:
-	buf_free(&page);
-	free(dy_css);
-	free(dy_js);
+	snprintf(title, sizeof(title), "sbrig report: %s",
+		 base && base[1] ? base + 1 : cap);
+	ret = an_page_write(&(struct an_page){
+		.title = title,
+		.noscript = "This report draws its tables and charts with "
+			    "JavaScript; the data is in report.json.",
+		.main_id = "report", .data_id = "sbrig-report", .data = root,
+		.css = sbrig_report_page_css, .js = sbrig_report_page_js,
+	}, html_path);
 	json_object_put(root);
 	return ret;
 }

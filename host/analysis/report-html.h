@@ -2,8 +2,9 @@
 /*
  * report-html.h - private to the HTML renderer (report-html*.c).
  *
- * The page's own script and stylesheet. Their sources are
- * assets/report.js and assets/report.css; report-html-assets.c holds them
+ * The pages' own scripts and stylesheets. Their sources are
+ * assets/report.js and assets/report.css (report.html), assets/compare.js
+ * and assets/compare.css (sbrig compare --html); report-html-assets.c holds them
  * as C strings and is generated from them by assets/embed.py (run it
  * after editing an asset; tests/test_report_html.py fails while the two
  * disagree).
@@ -13,5 +14,8 @@
 
 extern const char sbrig_report_page_js[];
 extern const char sbrig_report_page_css[];
+/* the comparison page's (assets/compare.js, assets/compare.css) */
+extern const char sbrig_compare_page_js[];
+extern const char sbrig_compare_page_css[];
 
 #endif /* SBRIG_REPORT_HTML_H */

@@ -52,6 +52,10 @@ int mkdir_p(const char *dir);
 extern const char compare_args[], compare_help[];
 int cmd_compare(const struct command *c, int argc, char **argv);
 
+/* history.c (its exit codes: those of compare above, see its help) */
+extern const char history_args[], history_help[];
+int cmd_history(const struct command *c, int argc, char **argv);
+
 /* export.c */
 extern const char export_help[];
 int cmd_export(const struct command *c, int argc, char **argv);

@@ -21,7 +21,7 @@
 #include "cli.h"
 
 const char compare_args[] =
-	"[-c FILE] [-o DIR] [-f] [-q] [--leak-s S] BASE... -- NEW...";
+	"[-c FILE] [-o DIR] [--html FILE] [-f] [-q] [--leak-s S] BASE... -- NEW...";
 
 const char compare_help[] =
 "Compare repeated runs of one scenario on a base build (BASE...) with runs\n"
@@ -56,6 +56,11 @@ const char compare_help[] =
 "                          and exit\n"
 "  -o, --output DIR        write DIR/compare.json (DIR is created;\n"
 "                          the file is replaced atomically)\n"
+"      --html FILE         also write the comparison page: self-contained\n"
+"                          HTML (no network) with the power and blocker\n"
+"                          timelines of a representative base and new run\n"
+"                          and each metric's distributions (replaced\n"
+"                          atomically)\n"
 "  -f, --force             compare runs of different scenarios or rigs\n"
 "                          (the difference is a warning in compare.json)\n"
 "      --leak-s S          leak threshold for captures analysed on the\n"
@@ -66,7 +71,8 @@ const char compare_help[] =
 "regressed, 4 none regressed but one is inconclusive, 2 usage error (also\n"
 "a thresholds file that does not parse: file:line), 5 the runs are of\n"
 "different scenarios or rigs, 6 a run cannot be read or analysed (the\n"
-"error names the file and the field), 7 compare.json cannot be written.\n";
+"error names the file and the field), 7 compare.json or the page cannot be\n"
+"written.\n";
 
 int cmd_compare(const struct command *c, int argc, char **argv)
 {
@@ -74,6 +80,7 @@ int cmd_compare(const struct command *c, int argc, char **argv)
 		{ "config", required_argument, NULL, 'c' },
 		{ "print-config", no_argument, NULL, 'P' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "html", required_argument, NULL, 'H' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "leak-s", required_argument, NULL, 'L' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -82,7 +89,7 @@ int cmd_compare(const struct command *c, int argc, char **argv)
 	};
 	struct sbrig_compare_opts opts = { 0 };
 	struct sbrig_compare_config cfg;
-	const char *out = NULL;
+	const char *out = NULL, *html = NULL;
 	bool print_config = false, quiet = false;
 	struct sbrig_compare *cmp;
 	char path[PATH_MAX];
@@ -109,6 +116,9 @@ int cmd_compare(const struct command *c, int argc, char **argv)
 			break;
 		case 'o':
 			out = optarg;
+			break;
+		case 'H':
+			html = optarg;
 			break;
 		case 'f':
 			opts.force = true;
@@ -144,6 +154,8 @@ int cmd_compare(const struct command *c, int argc, char **argv)
 		return usage_error(c->name, "no NEW run after '--'");
 	if (out && !*out)
 		return usage_error(c->name, "-o: an empty directory name");
+	if (html && !*html)
+		return usage_error(c->name, "--html: an empty file name");
 
 	opts.cfg = &cfg;
 	cmp = sbrig_compare_run((const char *const *)argv + optind,
@@ -170,6 +182,10 @@ int cmd_compare(const struct command *c, int argc, char **argv)
 			ret = EXIT_WRITE;
 		}
 	}
+	if (ret == EXIT_OK && html && sbrig_compare_render_html(cmp, html)) {
+		fprintf(stderr, "sbrig compare: %s\n", sbrig_errmsg());
+		ret = EXIT_WRITE;
+	}
 	if (ret == EXIT_OK) {
 		if (quiet)
 			printf("verdict: %s\n", sbrig_verdict_name(
@@ -178,6 +194,8 @@ int cmd_compare(const struct command *c, int argc, char **argv)
 			ret = EXIT_WRITE;
 		if (out && ret == EXIT_OK)
 			printf("compare: %s\n", path);
+		if (html && ret == EXIT_OK)
+			printf("page: %s\n", html);
 	}
 	if (ret == EXIT_OK) {
 		switch (sbrig_compare_verdict(cmp)) {

@@ -1031,6 +1031,9 @@ static const struct command commands[] = {
 	{ "compare", compare_args,
 	  "regression verdicts: base runs vs new runs",
 	  compare_help, cmd_compare },
+	{ "history", history_args,
+	  "the per-commit history of runs: add, show, trend, html, export",
+	  history_help, cmd_history },
 	{ "export", "INPUT (--samples csv|tsv | --perfetto | --csv TABLE | "
 	  "--junit | --lava) [-o FILE]",
 	  "a capture's samples, a report or a comparison in other formats",
@@ -1057,7 +1060,8 @@ static void usage(FILE *f)
 	fprintf(f,
 "\n"
 "Exit status: 0 ok, 1 the operation failed, 2 usage error, 3 cannot reach\n"
-"the daemon; compare has its own (sbrig compare --help).\n");
+"the daemon; compare and history have their own (sbrig compare --help,\n"
+"sbrig history --help).\n");
 }
 
 int main(int argc, char **argv)

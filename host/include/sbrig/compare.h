@@ -206,6 +206,22 @@ enum sbrig_verdict sbrig_compare_verdict(const struct sbrig_compare *c);
 int sbrig_compare_write_json(const struct sbrig_compare *c, const char *path);
 
 /**
+ * sbrig_compare_render_html() - the comparison page
+ * @c: the comparison
+ * @path: the page (replaced atomically): self-contained (dygraphs and the
+ *	data inlined, no network): the verdicts, the power and blocker
+ *	timeline of a representative base run and new run (the run whose
+ *	energy per wakeup is nearest its side's median), and per metric the
+ *	distributions of the base and the new runs' values
+ *
+ * Rendered from the compare.json document and the two runs' report.json
+ * documents alone.
+ *
+ * Return: 0 or -errno with sbrig_errmsg() naming @path (or dygraphs).
+ */
+int sbrig_compare_render_html(const struct sbrig_compare *c, const char *path);
+
+/**
  * sbrig_compare_render_text() - the short human summary
  * @c: the comparison
  * @out: where to write it: the verdict, the metrics that regressed,
@@ -217,6 +233,73 @@ int sbrig_compare_write_json(const struct sbrig_compare *c, const char *path);
  * Return: 0 or -errno.
  */
 int sbrig_compare_render_text(const struct sbrig_compare *c, FILE *out);
+
+/**
+ * DOC: one run's metrics, for readers other than compare (the history)
+ *
+ * A run read the way sbrig_compare_run() reads each of its arguments,
+ * with the metrics compare would extract from it.
+ */
+struct sbrig_run;
+
+/**
+ * sbrig_run_load() - read one run
+ * @arg: a report.json, a directory holding one, or a capture directory
+ *	(analysed on the fly in memory; nothing is written)
+ * @leak_ns: the leak threshold for a capture (0: the analysis's default)
+ *
+ * Return: the run, freed with sbrig_run_free(); or NULL with errno EINVAL
+ * (sbrig_errmsg() names @arg and the field), ENOENT or ENOMEM.
+ */
+struct sbrig_run *sbrig_run_load(const char *arg, int64_t leak_ns);
+
+/** sbrig_run_free() - free a run; NULL ok */
+void sbrig_run_free(struct sbrig_run *r);
+
+/**
+ * sbrig_run_field() - a string of the run's report.json
+ * @r: the run
+ * @key: a key of capture.provenance ("git_sha", "scenario",
+ *	"scenario_sha256", "rig_name", "rig_sha256", ...), or "path" (the
+ *	capture's path), "status" (the capture's status), "generator"
+ *
+ * Return: the value, owned by @r; "" when absent or null.
+ */
+const char *sbrig_run_field(const struct sbrig_run *r, const char *key);
+
+/**
+ * sbrig_run_int() - an integer of the report's capture object
+ * @r: the run
+ * @key: "start_ns", "end_ns", "samples", ...
+ *
+ * Return: its value, 0 when absent.
+ */
+int64_t sbrig_run_int(const struct sbrig_run *r, const char *key);
+
+/**
+ * sbrig_run_blockers() - the blockers the run's metrics are kept for
+ * @r: the run
+ * @names: set to an array of the names (owned by @r), sorted: every
+ *	blocker the report lists and every one a leak finding names
+ *
+ * Return: how many.
+ */
+size_t sbrig_run_blockers(const struct sbrig_run *r, const char *const **names);
+
+/**
+ * sbrig_run_metric() - metric @m of the run, as compare takes it
+ * @r: the run
+ * @m: the metric
+ * @blocker: its blocker for a per-blocker metric, else NULL
+ *
+ * Return: the value; NaN when the run has none (compare-format.md, "a run
+ * without it").
+ */
+double sbrig_run_metric(const struct sbrig_run *r, enum sbrig_metric m,
+			const char *blocker);
+
+/* true when metric @m is kept per blocker */
+bool sbrig_metric_per_blocker(enum sbrig_metric m);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * export.c - the history written out: a summary (sbrig history show) and
+ * every value as CSV (sbrig history export; history-format.md, "Export").
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <sbrig/compare.h>
+#include <sbrig/sbrig.h>
+
+#include "internal.h"
+
+static const char *col(sqlite3_stmt *st, int i)
+{
+	const char *s = (const char *)sqlite3_column_text(st, i);
+
+	return s ? s : "";
+}
+
+int sbrig_history_show(struct sbrig_history *h, const char *scenario,
+		       FILE *out)
+{
+	struct hi_scenario sc;
+	sqlite3_stmt *st;
+	char sql[1024];
+	int ret = 0, rc;
+
+	if (scenario) {
+		ret = hi_scenario_resolve(h, scenario, &sc);
+		if (ret)
+			return ret;
+		snprintf(sql, sizeof(sql), "SELECT c.seq, r.commit_sha, "
+			 "r.rig_name, COUNT(*), MIN(r.added_utc), "
+			 "MAX(r.added_utc) FROM runs r JOIN commits c ON "
+			 "c.sha = r.commit_sha WHERE %s GROUP BY c.seq, "
+			 "r.rig_sha256 ORDER BY c.seq, r.rig_name", sc.where);
+	} else {
+		snprintf(sql, sizeof(sql), "SELECT r.scenario, r.rig_name, "
+			 "COUNT(DISTINCT r.commit_sha), COUNT(*), "
+			 "(SELECT r2.commit_sha FROM runs r2 JOIN commits c2 ON "
+			 "c2.sha = r2.commit_sha WHERE r2.scenario = r.scenario "
+			 "AND r2.rig_sha256 = r.rig_sha256 ORDER BY c2.seq "
+			 "DESC LIMIT 1) FROM runs r GROUP BY r.scenario, "
+			 "r.rig_sha256 ORDER BY r.scenario, r.rig_name");
+	}
+	st = hi_prepare(h, sql, &ret);
+	if (!st)
+		return ret;
+	if (scenario)
+		sqlite3_bind_text(st, 1, sc.param, -1, SQLITE_TRANSIENT);
+	fprintf(out, "history: %s (schema version %d)\n", h->path,
+		SBRIG_HISTORY_VERSION);
+	if (scenario)
+		fprintf(out, "scenario: %s\n%6s  %-40s %-12s %5s  %s\n", sc.name,
+			"seq", "commit", "rig", "runs", "added (UTC)");
+	else
+		fprintf(out, "%-40s %-12s %7s %6s  %s\n", "scenario", "rig",
+			"commits", "runs", "last commit");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (scenario)
+			fprintf(out, "%6lld  %-40s %-12s %5lld  %s%s%s\n",
+				(long long)sqlite3_column_int64(st, 0),
+				col(st, 1), col(st, 2),
+				(long long)sqlite3_column_int64(st, 3),
+				col(st, 4), strcmp(col(st, 4), col(st, 5)) ?
+				" .. " : "", strcmp(col(st, 4), col(st, 5)) ?
+				col(st, 5) : "");
+		else
+			fprintf(out, "%-40s %-12s %7lld %6lld  %s\n",
+				*col(st, 0) ? col(st, 0) : "(no scenario)",
+				col(st, 1),
+				(long long)sqlite3_column_int64(st, 2),
+				(long long)sqlite3_column_int64(st, 3),
+				col(st, 4));
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return hi_err(h, rc, "reading it");
+	return ferror(out) ? sbrig_set_error(-EIO, "writing the summary: "
+					     "%s", strerror(EIO)) : 0;
+}
+
+/* @s as a CSV field (RFC 4180: quoted when it holds , " or a line end) */
+static void csv(FILE *out, const char *s, char end)
+{
+	if (strpbrk(s, ",\"\r\n")) {
+		fputc('"', out);
+		for (; *s; s++) {
+			if (*s == '"')
+				fputc('"', out);
+			fputc(*s, out);
+		}
+		fputc('"', out);
+	} else {
+		fputs(s, out);
+	}
+	fputc(end, out);
+}
+
+static const char *unit_of(const char *metric)
+{
+	for (int m = 0; m < SBRIG_METRIC_COUNT; m++)
+		if (!strcmp(sbrig_metric_name(m), metric))
+			return sbrig_metric_unit(m);
+	return "";
+}
+
+int sbrig_history_export_csv(struct sbrig_history *h, const char *scenario,
+			     FILE *out)
+{
+	struct hi_scenario sc;
+	sqlite3_stmt *st;
+	char sql[1024], num[64];
+	int ret = 0, rc;
+
+	if (scenario) {
+		ret = hi_scenario_resolve(h, scenario, &sc);
+		if (ret)
+			return ret;
+	}
+	snprintf(sql, sizeof(sql), "SELECT r.id, c.seq, r.commit_sha, "
+		 "r.scenario, r.scenario_sha256, r.rig_name, r.rig_sha256, "
+		 "r.capture_path, r.report, m.metric, m.blocker, m.value "
+		 "FROM runs r JOIN commits c ON c.sha = r.commit_sha JOIN "
+		 "metrics m ON m.run_id = r.id WHERE %s ORDER BY c.seq, r.id, "
+		 "m.metric, m.blocker", scenario ? sc.where : "1");
+	st = hi_prepare(h, sql, &ret);
+	if (!st)
+		return ret;
+	if (scenario)
+		sqlite3_bind_text(st, 1, sc.param, -1, SQLITE_TRANSIENT);
+	fputs("run,seq,commit,scenario,scenario_sha256,rig_name,rig_sha256,"
+	      "capture,report,metric,blocker,value,unit\n", out);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		fprintf(out, "%lld,%lld,", (long long)sqlite3_column_int64(st, 0),
+			(long long)sqlite3_column_int64(st, 1));
+		for (int i = 2; i <= 10; i++)
+			csv(out, col(st, i), ',');
+		snprintf(num, sizeof(num), "%.10g", sqlite3_column_double(st, 11));
+		csv(out, num, ',');
+		csv(out, unit_of(col(st, 9)), '\n');
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return hi_err(h, rc, "reading it");
+	return ferror(out) ? sbrig_set_error(-EIO, "writing the export: %s",
+					     strerror(EIO)) : 0;
+}

@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/**
+ * DOC: the per-commit history of runs (libsbrig-history)
+ *
+ * An SQLite database of runs (report.json documents, or captures analysed
+ * on the fly) with the commit, scenario and rig they were made on
+ * (report.json's capture.provenance) and the metrics sbrig compare takes
+ * from each (sbrig/compare.h); trends of one metric of one scenario over
+ * the commit sequence, with the commits where the metric stepped up or
+ * down (a windowed t-test over the commits, as Mozilla Perfherder does).
+ * The database's layout, the commit order and the change-point rule are
+ * documented in host/doc/history-format.md (the contract).
+ *
+ * Layers: host/history/ stands on libsbrig-analysis (to read runs) and
+ * libsqlite3; db.c opens and migrates the database, add.c adds runs,
+ * trend.c queries a trend, steps.c finds its change points (pure
+ * functions, no database), export.c writes the database out. The CLI
+ * (sbrig history) only parses arguments and prints what this returns.
+ *
+ * Concurrency: the database is in WAL mode with a busy timeout, every
+ * change is one transaction, so concurrent writers (several sbrig history
+ * add) wait for each other and a writer killed mid-transaction leaves
+ * what was committed before it intact. A handle is used by one thread.
+ *
+ * Errors follow libsbrig's convention (sbrig.h): 0 / -errno, NULL +
+ * errno, sbrig_errmsg() naming the database file or the run's file and
+ * field. SQLite's errors are translated once, in db.c.
+ */
+#ifndef SBRIG_HISTORY_H
+#define SBRIG_HISTORY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <sbrig/compare.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* the schema version this library writes (PRAGMA user_version) */
+#define SBRIG_HISTORY_VERSION 2
+/* trend.json's "schema" and "version" */
+#define SBRIG_TREND_SCHEMA "sbrig-trend"
+#define SBRIG_TREND_VERSION 1
+
+struct sbrig_history;
+
+/**
+ * sbrig_history_default_path() - where the database is by default
+ * @buf: filled with the path
+ * @size: its size
+ *
+ * $SBRIG_HISTORY if set and not empty, else $XDG_DATA_HOME/sbrig/history.db
+ * (XDG_DATA_HOME defaulting to $HOME/.local/share).
+ *
+ * Return: 0, or -ENOENT when neither $SBRIG_HISTORY nor $HOME is set,
+ * -ENAMETOOLONG.
+ */
+int sbrig_history_default_path(char *buf, size_t size);
+
+/**
+ * sbrig_history_open() - open (or create) a history database
+ * @path: the database file; its directory is created when @create
+ * @create: create the file when it does not exist (else -ENOENT)
+ *
+ * An existing database of an older schema version is migrated to
+ * SBRIG_HISTORY_VERSION in one transaction (all steps or none); one of a
+ * newer version is refused (-EPROTO); a file that is no SQLite database
+ * is refused (-EINVAL).
+ *
+ * Return: the handle, closed with sbrig_history_close(); or NULL with
+ * errno and sbrig_errmsg() naming @path.
+ */
+struct sbrig_history *sbrig_history_open(const char *path, bool create);
+
+/** sbrig_history_close() - close the database; NULL ok */
+void sbrig_history_close(struct sbrig_history *h);
+
+/** sbrig_history_path() - the file @h was opened from (owned by @h) */
+const char *sbrig_history_path(const struct sbrig_history *h);
+
+/**
+ * sbrig_history_migrated_from() - the schema version the file had when
+ * opened (0: it was created; SBRIG_HISTORY_VERSION: nothing to migrate)
+ * @h: the database
+ */
+int sbrig_history_migrated_from(const struct sbrig_history *h);
+
+/**
+ * struct sbrig_history_added - what sbrig_history_add() did
+ * @id: the run's id in the database (the one already there when the
+ *	capture was added before)
+ * @added: true when the run is new, false when it was there already
+ * @commit: the run's provenance git_sha (a copy)
+ * @scenario: its provenance scenario (a copy)
+ */
+struct sbrig_history_added {
+	int64_t id;
+	bool added;
+	char commit[128];
+	char scenario[1024];
+};
+
+/**
+ * sbrig_history_add() - add one run
+ * @h: the database
+ * @arg: a report.json, a directory holding one, or a capture directory
+ *	(analysed on the fly; nothing is written into it)
+ * @report: what to record as the run's report (the link of the trend
+ *	page); NULL: @arg as an absolute path
+ * @commit: the commit to file the run under; NULL: its provenance git_sha
+ * @out: filled in on success
+ *
+ * A capture is identified by its path, start and end and sample count
+ * (report.json's capture object): the same capture added twice is one
+ * run (the second add changes nothing). The run and its metrics are
+ * written in one transaction.
+ *
+ * Return: 0; -EINVAL when @arg cannot be read (missing, unreadable, not a
+ * run of this schema: the message names the file and field) or has no commit (provenance git_sha empty), -EBUSY when the
+ * database stayed locked longer than the busy timeout, -EIO.
+ */
+int sbrig_history_add(struct sbrig_history *h, const char *arg,
+		      const char *report, const char *commit,
+		      struct sbrig_history_added *out);
+
+/**
+ * sbrig_history_show() - a summary of the database
+ * @h: the database
+ * @scenario: NULL: every scenario with its commits and runs; else the
+ *	commits of that scenario in sequence, with their runs
+ * @out: where to write it (text)
+ *
+ * Return: 0, -ENOENT (no such scenario), -EIO.
+ */
+int sbrig_history_show(struct sbrig_history *h, const char *scenario,
+		       FILE *out);
+
+/**
+ * struct sbrig_trend_opts - how to look for change points (zero: defaults)
+ * @blocker: the blocker of a per-blocker metric (required for one, must be
+ *	NULL for the others)
+ * @rig: the rig (rig_name or a rig_sha256 prefix) when runs of several
+ *	rigs exist; NULL: there must be one
+ * @window: commits in each window before and after a candidate (default
+ *	5)
+ * @t_threshold: |t| of Welch's t-test from which a step is one (default
+ *	7, Perfherder's)
+ * @cfg: the minimum change that matters (min_change, min_abs of the
+ *	metric, sbrig_compare_config); NULL: compare's defaults
+ */
+struct sbrig_trend_opts {
+	const char *blocker;
+	const char *rig;
+	unsigned int window;
+	double t_threshold;
+	const struct sbrig_compare_config *cfg;
+};
+
+struct sbrig_trend;
+
+/**
+ * sbrig_history_trend() - metric @metric of @scenario over the commits
+ * @h: the database
+ * @scenario: the provenance scenario, its file name without ".scn", or a
+ *	scenario_sha256 prefix (at least 8 hex digits)
+ * @metric: a metric name (sbrig_metric_name())
+ * @opts: options, or NULL
+ *
+ * Return: the trend (its points per commit in sequence, its change
+ * points), freed with sbrig_trend_free(); or NULL with errno ENOENT (no
+ * such scenario or no value of @metric), EINVAL (an unknown metric, a
+ * blocker missing or not wanted), EXDEV (runs of several rigs and no
+ * @opts->rig; the message names them), ENOMEM, EIO.
+ */
+struct sbrig_trend *sbrig_history_trend(struct sbrig_history *h,
+					const char *scenario,
+					const char *metric,
+					const struct sbrig_trend_opts *opts);
+
+/** sbrig_trend_free() - free a trend; NULL ok */
+void sbrig_trend_free(struct sbrig_trend *t);
+
+/** sbrig_trend_steps() - how many change points @t has */
+size_t sbrig_trend_steps(const struct sbrig_trend *t);
+
+/**
+ * sbrig_trend_render_text() - the trend as a table, one line per commit,
+ * change points marked, then one line per change point
+ * @t: the trend
+ * @out: where to write it
+ *
+ * Return: 0 or -EIO.
+ */
+int sbrig_trend_render_text(const struct sbrig_trend *t, FILE *out);
+
+/**
+ * sbrig_trend_write_json() - write trend.json (history-format.md)
+ * @t: the trend
+ * @path: the file (replaced atomically)
+ *
+ * Return: 0 or -errno with sbrig_errmsg() naming @path.
+ */
+int sbrig_trend_write_json(const struct sbrig_trend *t, const char *path);
+
+/**
+ * sbrig_history_render_html() - the trend page of a scenario
+ * @h: the database
+ * @scenario: as sbrig_history_trend() takes it
+ * @opts: the change-point rule and the rig (@opts->blocker is ignored:
+ *	the page has every metric, per blocker for every blocker), or NULL
+ * @path: the page (replaced atomically): self-contained (dygraphs and the
+ *	data inlined), one chart per metric over the commits with its change
+ *	points marked, and the commits with a link to each run's report
+ *	(its report.html when one is next to its report.json)
+ *
+ * Return: 0, or -errno as sbrig_history_trend() (ENOENT: no such
+ * scenario or no value; EXDEV: several rigs), or -EIO when the page
+ * cannot be made or written (dygraphs missing, @path not writable; the
+ * message names the file and why).
+ */
+int sbrig_history_render_html(struct sbrig_history *h, const char *scenario,
+			      const struct sbrig_trend_opts *opts,
+			      const char *path);
+
+/**
+ * sbrig_history_export_csv() - every metric value of every run as CSV
+ * @h: the database
+ * @scenario: only this scenario's runs (as sbrig_history_trend() takes
+ *	it), or NULL for all
+ * @out: where to write it: a header line, then one row per run and metric
+ *	(history-format.md, "Export")
+ *
+ * Return: 0, -ENOENT (no such scenario), -EIO.
+ */
+int sbrig_history_export_csv(struct sbrig_history *h, const char *scenario,
+			     FILE *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SBRIG_HISTORY_H */

@@ -1,0 +1,462 @@
+"""sbrig history: the per-commit history of runs in SQLite.
+
+* add files runs under their commit, scenario and rig; the same capture
+  twice is one run; show, export (CSV) and trend say what was added; the
+  database is where the documented default says (SBRIG_HISTORY,
+  XDG_DATA_HOME) and an error names the file.
+* Change points: a step at commit k of 30 (synthetic runs with a 5 %
+  rise) is found at k with its magnitude; series with no step are not
+  flagged.
+* Concurrency: adders running at once lose nothing; a writer killed with
+  SIGKILL while it holds the write lock (inside its transaction) loses
+  only what it had not committed, and the database opens and takes adds.
+* Schema: a version-1 database (tests/fixtures/history/v1.sql) is
+  migrated (the commit order kept); a newer version, or a file that is no
+  database, is refused naming the file.
+* Bad input: a report of another schema version, a run without a commit,
+  an unknown metric or scenario, a scenario on several rigs: clear errors,
+  exit codes as documented, no crash.
+
+sbrig is the ASan/UBSan build (the release build for the series of
+trials).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from tests.synth import runs  # noqa: E402
+
+SBRIG = REPO / "build" / "host" / "asan" / "sbrig"
+RELEASE = REPO / "build" / "host" / "release" / "sbrig"
+ENV = dict(os.environ, ASAN_OPTIONS="detect_leaks=1",
+           UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_NOT_COMPARABLE = 0, 1, 2, 5
+EXIT_BAD_INPUT, EXIT_DB = 6, 7
+SCENARIO = "rig/scenarios/keypress.scn"     # the fixture report's
+
+
+@pytest.fixture(scope="module", autouse=True)
+def build():
+    for variant in ("asan", "release"):
+        r = subprocess.run(["make", "-C", str(REPO / "host"), f"VARIANT={variant}", "-j2"],
+                           capture_output=True, text=True)
+        if r.returncode:
+            pytest.fail(f"make -C host VARIANT={variant} failed:\n{r.stdout[-3000:]}\n"
+                        f"{r.stderr[-3000:]}", pytrace=False)
+
+
+def history(db, *args, sbrig=SBRIG, env=None, **kw) -> subprocess.CompletedProcess:
+    cmd = [str(sbrig), "history"] + (["--db", str(db)] if db else []) + list(map(str, args))
+    return subprocess.run(cmd, capture_output=True, text=True, env=env or ENV, timeout=600,
+                          **kw)
+
+
+def series(d: Path, commits: int = 30, per_commit: int = 3, step_at: int | None = None,
+           rise: float = 0.05, seed: int = 1, noise: float = 0.01,
+           wifi: float = 1.0) -> list[Path]:
+    """report.json files of ``per_commit`` runs of each of ``commits``
+    commits c00, c01, ...; energy per wakeup ``1 + rise`` times higher
+    from commit ``step_at`` on, wifi's energy ``wifi`` times higher."""
+    rng = random.Random(seed)
+    reports = []
+    for k in range(commits):
+        stepped = step_at is not None and k >= step_at
+        f = 1 + rise if stepped else 1
+        for _ in range(per_commit):
+            reports.append(runs.fake_report(rng, energy_uJ=100_000 * f, noise=noise,
+                                            git_sha=f"c{k:02d}",
+                                            blockers={"wifi": 50_000 * (wifi if stepped else 1)}))
+    return runs.write_reports(reports, d)
+
+
+def db_runs(db: Path) -> list[tuple]:
+    with sqlite3.connect(db) as c:
+        return c.execute("SELECT id, commit_sha, report FROM runs ORDER BY id").fetchall()
+
+
+def metrics_per_run(db: Path) -> set[int]:
+    with sqlite3.connect(db) as c:
+        return {n for (n,) in c.execute(
+            "SELECT COUNT(m.metric) FROM runs r LEFT JOIN metrics m ON m.run_id = r.id "
+            "GROUP BY r.id")}
+
+
+# ---- add, show, export ----------------------------------------------------
+
+def test_add_is_idempotent_and_show_export_say_what_was_added(tmp_path):
+    reps = series(tmp_path / "r", commits=3, per_commit=2)
+    db = tmp_path / "lab" / "history.db"
+    r = history(db, "add", *reps)
+    assert r.returncode == EXIT_OK, r.stderr
+    assert r.stdout.count("added: ") == 6
+    assert f"history: {db}: 6 added, 0 present" in r.stdout
+    # the same captures again (one twice on the command line): one run each
+    r = history(db, "add", reps[0], *reps)
+    assert r.returncode == EXIT_OK, r.stderr
+    assert "0 added, 7 present" in r.stdout
+    assert len(db_runs(db)) == 6
+    with sqlite3.connect(db) as c:
+        assert c.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert c.execute("PRAGMA user_version").fetchone() == (2,)
+        assert c.execute("SELECT sha, seq FROM commits ORDER BY seq").fetchall() == \
+            [("c00", 1), ("c01", 2), ("c02", 3)]
+
+    r = history(db, "show")
+    assert r.returncode == EXIT_OK, r.stderr
+    assert f"history: {db} (schema version 2)" in r.stdout
+    row = next(line for line in r.stdout.splitlines() if line.startswith(SCENARIO))
+    assert row.split()[1:5] == ["virtual", "3", "6", "c02"]
+    r = history(db, "show", "keypress")
+    assert r.returncode == EXIT_OK, r.stderr
+    assert [line.split()[:4] for line in r.stdout.splitlines()[3:]] == \
+        [["1", "c00", "virtual", "2"], ["2", "c01", "virtual", "2"],
+         ["3", "c02", "virtual", "2"]]
+
+    out = tmp_path / "all.csv"
+    r = history(db, "export", "-o", out)
+    assert r.returncode == EXIT_OK, r.stderr
+    rows = list(csv.DictReader(io.StringIO(out.read_text())))
+    assert {r["report"] for r in rows} == {str(p) for p in reps}
+    e = [r for r in rows if r["metric"] == "energy_per_wakeup_uJ" and r["report"] == str(reps[0])]
+    assert len(e) == 1 and e[0]["unit"] == "uJ" and e[0]["commit"] == "c00"
+    want = json.loads(reps[0].read_text())["wakeups"]
+    assert float(e[0]["value"]) == pytest.approx(
+        sum(w["energy_uJ"] for w in want) / len(want), rel=1e-9)
+    assert any(r["metric"] == "blocker_energy_per_wakeup_uJ" and r["blocker"] == "wifi"
+               for r in rows)
+    r = history(db, "export", "--scenario", "keypress")
+    assert r.returncode == EXIT_OK and r.stdout == out.read_text()
+
+
+def test_default_database_location(tmp_path):
+    reps = series(tmp_path / "r", commits=1, per_commit=1)
+    env = {k: v for k, v in ENV.items() if k != "SBRIG_HISTORY"}
+    env["XDG_DATA_HOME"] = str(tmp_path / "xdg")
+    r = history(None, "add", reps[0], env=env)
+    assert r.returncode == EXIT_OK, r.stderr
+    assert (tmp_path / "xdg" / "sbrig" / "history.db").is_file()
+    env2 = dict(env, SBRIG_HISTORY=str(tmp_path / "env.db"))
+    assert history(None, "add", reps[0], env=env2).returncode == EXIT_OK
+    assert (tmp_path / "env.db").is_file()
+    # --db wins; a database that is not there is not created by show
+    r = history(tmp_path / "none.db", "show", env=env2)
+    assert r.returncode == EXIT_DB
+    assert str(tmp_path / "none.db") in r.stderr and "sbrig history add" in r.stderr
+    assert not (tmp_path / "none.db").exists()
+
+
+# ---- change points --------------------------------------------------------
+
+@pytest.mark.parametrize("k", [4, 17, 26])
+def test_a_step_at_commit_k_of_30_is_found_at_k(tmp_path, k):
+    db = tmp_path / "h.db"
+    r = history(db, "add", *series(tmp_path / "r", step_at=k, seed=k))
+    assert r.returncode == EXIT_OK, r.stderr
+    tj = tmp_path / "trend.json"
+    r = history(db, "trend", "keypress", "energy_per_wakeup_uJ", "--json", tj)
+    assert r.returncode == EXIT_OK, r.stderr
+    steps = [line for line in r.stdout.splitlines() if line.startswith("step: ")]
+    assert len(steps) == 1, r.stdout
+    assert steps[0].startswith(f"step: c{k:02d}: +") and "regressed" in steps[0]
+    doc = json.loads(tj.read_text())
+    assert doc["schema"] == "sbrig-trend" and doc["version"] == 1
+    assert len(doc["points"]) == 30
+    assert sum(p["n"] for p in doc["points"]) == 90
+    (s,) = doc["steps"]
+    assert s["commit"] == f"c{k:02d}" and s["after_commit"] == f"c{k - 1:02d}"
+    assert s["seq"] == k + 1 and s["direction"] == "regressed"
+    assert s["change_rel"] == pytest.approx(0.05, abs=0.015)
+    assert s["change"] == pytest.approx(5000, rel=0.3)
+    # each point links its runs' reports
+    assert all(Path(p).is_file() for pt in doc["points"] for p in pt["reports"])
+    # a metric that did not move has no step
+    r = history(db, "trend", "keypress", "latency_median_ns")
+    assert r.returncode == EXIT_OK, r.stderr
+    assert "steps: none" in r.stdout
+
+
+def test_a_blocker_whose_energy_doubles_steps_at_its_commit(tmp_path):
+    db = tmp_path / "h.db"
+    history(db, "add", *series(tmp_path / "r", step_at=12, rise=0, wifi=2))
+    r = history(db, "trend", "keypress", "blocker_energy_per_wakeup_uJ", "--blocker", "wifi")
+    assert r.returncode == EXIT_OK, r.stderr
+    (step,) = [line for line in r.stdout.splitlines() if line.startswith("step: ")]
+    assert step.startswith("step: c12: +") and "(+100" in step or "(+9" in step, step
+    r = history(db, "trend", "keypress", "energy_per_wakeup_uJ")
+    assert "steps: none" in r.stdout
+
+
+def test_series_without_a_step_are_not_flagged(tmp_path):
+    flagged = 0
+    for seed in range(8):
+        db = tmp_path / f"h{seed}.db"
+        reps = series(tmp_path / f"r{seed}", seed=100 + seed)
+        assert history(db, "add", *reps, sbrig=RELEASE).returncode == EXIT_OK
+        r = history(db, "trend", "keypress", "energy_per_wakeup_uJ", sbrig=RELEASE)
+        assert r.returncode == EXIT_OK, r.stderr
+        flagged += "step: " in r.stdout
+    assert flagged == 0
+
+
+def test_an_improvement_is_a_step_too(tmp_path):
+    db = tmp_path / "h.db"
+    history(db, "add", *series(tmp_path / "r", step_at=10, rise=-0.1))
+    r = history(db, "trend", "keypress", "energy_per_wakeup_uJ")
+    assert r.returncode == EXIT_OK, r.stderr
+    assert "step: c10: -" in r.stdout and "improved" in r.stdout
+
+
+# ---- concurrency and a killed writer --------------------------------------
+
+def test_concurrent_adders_lose_nothing(tmp_path):
+    reps = series(tmp_path / "r", commits=10, per_commit=8)
+    db = tmp_path / "h.db"       # created by whichever adder comes first
+    # four adders at once, overlapping: each takes a slice and the first 10
+    procs = [subprocess.Popen([str(RELEASE), "history", "--db", str(db), "add",
+                               *map(str, reps[:10] + reps[10 + i::4])],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for i in range(4)]
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == EXIT_OK, err
+    got = db_runs(db)
+    assert len(got) == len(reps)
+    assert {Path(r[2]) for r in got} == set(reps)
+    assert len(metrics_per_run(db)) == 1
+    with sqlite3.connect(db) as c:
+        assert c.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        assert c.execute("SELECT COUNT(*) FROM commits").fetchone() == (10,)
+
+
+def locked(db: Path) -> bool:
+    """Whether another connection holds the write lock now."""
+    c = sqlite3.connect(db, timeout=0, isolation_level=None)
+    try:
+        c.execute("BEGIN IMMEDIATE")
+        c.execute("ROLLBACK")
+        return False
+    except sqlite3.OperationalError as e:
+        assert "locked" in str(e) or "busy" in str(e), e
+        return True
+    finally:
+        c.close()
+
+
+def test_a_writer_killed_mid_transaction_loses_nothing_committed(tmp_path):
+    reps = series(tmp_path / "r", commits=50, per_commit=8)
+    db = tmp_path / "h.db"
+    assert history(db, "add", reps[0]).returncode == EXIT_OK
+    p = subprocess.Popen([str(RELEASE), "history", "--db", str(db), "add",
+                          *map(str, reps[1:])], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    done = [str(reps[0])]
+    killed = False
+    # after each run it reports committed, stop it where it is; when it
+    # holds the write lock then (it is inside a transaction), kill it
+    for line in p.stdout:
+        assert line.startswith("added: "), line
+        done.append(line.split(": ")[1])
+        os.kill(p.pid, signal.SIGSTOP)
+        if locked(db):
+            os.kill(p.pid, signal.SIGKILL)
+            killed = True
+            break
+        os.kill(p.pid, signal.SIGCONT)
+    rest, _ = p.communicate(timeout=60)
+    done += [line.split(": ")[1] for line in rest.splitlines() if line.startswith("added: ")]
+    assert killed, "the writer never held the lock when stopped"
+    assert p.returncode == -signal.SIGKILL
+    # everything it reported committed is there, whole; what it was doing is not
+    got = db_runs(db)
+    assert set(done) <= {r[2] for r in got}
+    assert len(got) in (len(done), len(done) + 1)   # +1: killed between commit and print
+    assert len(metrics_per_run(db)) == 1
+    with sqlite3.connect(db) as c:
+        assert c.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    # the database opens and takes the rest
+    r = history(db, "add", *reps)
+    assert r.returncode == EXIT_OK, r.stderr
+    assert len(db_runs(db)) == len(reps)
+
+
+# ---- schema versions ------------------------------------------------------
+
+def test_a_version_1_database_is_migrated(tmp_path):
+    db = tmp_path / "old.db"
+    with sqlite3.connect(db) as c:
+        c.executescript((REPO / "tests" / "fixtures" / "history" / "v1.sql").read_text())
+    r = history(db, "show", "old")
+    assert r.returncode == EXIT_OK, r.stderr
+    assert f"{db}: migrated from schema version 1 to 2" in r.stderr
+    # the commit order of version 1 (by first run) is kept
+    assert [line.split()[:2] for line in r.stdout.splitlines()[3:]] == \
+        [["1", "zz-first"], ["2", "aa-second"], ["3", "mm-third"]]
+    with sqlite3.connect(db) as c:
+        assert c.execute("PRAGMA user_version").fetchone() == (2,)
+        assert c.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        assert c.execute("SELECT COUNT(*) FROM runs WHERE report = ''").fetchone() == (6,)
+    r = history(db, "trend", "old", "energy_per_wakeup_uJ", "--window", "1",
+                "--t-threshold", "1")
+    assert r.returncode == EXIT_OK, r.stderr
+    assert "step: aa-second: +20000 uJ (+20.00 %)" in r.stdout
+    # a second open migrates nothing; a new run joins the old ones
+    reps = series(tmp_path / "r", commits=1, per_commit=1)
+    r = history(db, "add", reps[0])
+    assert r.returncode == EXIT_OK, r.stderr
+    assert "migrated" not in r.stderr
+    with sqlite3.connect(db) as c:
+        assert c.execute("SELECT sha, seq FROM commits ORDER BY seq DESC LIMIT 1"
+                         ).fetchone() == ("c00", 4)
+
+
+def test_a_newer_or_foreign_database_is_refused_naming_the_file(tmp_path):
+    db = tmp_path / "new.db"
+    with sqlite3.connect(db) as c:
+        c.execute("PRAGMA user_version = 99")
+        c.execute("CREATE TABLE runs (id INTEGER)")
+    before = db.read_bytes()
+    r = history(db, "add", *series(tmp_path / "r", commits=1, per_commit=1))
+    assert r.returncode == EXIT_DB
+    assert f"{db}: schema version 99 is newer than this sbrig reads (2)" in r.stderr
+    assert db.read_bytes() == before
+    junk = tmp_path / "junk.db"
+    junk.write_text("this is not a database\n" * 100)
+    r = history(junk, "show")
+    assert r.returncode == EXIT_DB
+    assert str(junk) in r.stderr and "database" in r.stderr
+    other = tmp_path / "other.db"
+    with sqlite3.connect(other) as c:
+        c.execute("CREATE TABLE t (x)")
+        c.execute("PRAGMA user_version = 1")
+    r = history(other, "show")
+    assert r.returncode == EXIT_DB
+    assert f"{other}: schema version 1 but no runs table" in r.stderr
+
+
+# ---- bad input ------------------------------------------------------------
+
+def test_bad_runs_are_named_and_the_others_added(tmp_path):
+    reps = series(tmp_path / "r", commits=2, per_commit=1)
+    bad = json.loads(reps[0].read_text())
+    bad["version"] = 99
+    v99 = tmp_path / "v99.json"
+    v99.write_text(json.dumps(bad))
+    nocommit = json.loads(reps[0].read_text())
+    nocommit["capture"]["provenance"]["git_sha"] = ""
+    nc = tmp_path / "nocommit.json"
+    nc.write_text(json.dumps(nocommit))
+    missing = json.loads(reps[0].read_text())
+    del missing["energy"]
+    ms = tmp_path / "missing.json"
+    ms.write_text(json.dumps(missing))
+    db = tmp_path / "h.db"
+    locked = tmp_path / "unreadable.json"
+    locked.write_text(reps[0].read_text())
+    locked.chmod(0)
+    notdir = reps[0] / "report.json"     # ENOTDIR: bad input too, not the database's
+    r = history(db, "add", v99, reps[0], nc, ms, tmp_path / "absent.json", locked, notdir,
+                reps[1])
+    assert r.returncode == EXIT_BAD_INPUT
+    assert f"{v99}: field 'version': 99" in r.stderr
+    assert f"{nc}: capture.provenance.git_sha: empty" in r.stderr
+    assert f"{ms}" in r.stderr and "energy" in r.stderr
+    assert f"{tmp_path / 'absent.json'}: No such file" in r.stderr
+    assert f"{notdir}: Not a directory" in r.stderr
+    if os.geteuid() != 0:       # root reads it anyway
+        assert f"{locked}: Permission denied" in r.stderr
+    assert "2 added" in r.stdout     # (as root the unreadable one is read: reps[0] again)
+    # a run without a commit can be filed under one
+    r = history(db, "add", "--commit", "abc123", nc)
+    assert r.returncode == EXIT_OK, r.stderr
+    assert "commit abc123" in r.stdout
+
+
+def test_trend_errors(tmp_path):
+    db = tmp_path / "h.db"
+    reps = series(tmp_path / "r", commits=4, per_commit=2)
+    other = json.loads(reps[0].read_text())
+    other["capture"]["provenance"].update(rig_name="bench", rig_sha256="cd" * 32)
+    other["capture"]["path"] = "/elsewhere"
+    (tmp_path / "bench.json").write_text(json.dumps(other))
+    assert history(db, "add", *reps).returncode == EXIT_OK
+    r = history(db, "trend", "keypress", "energy_per_wakeup_uJ")
+    assert r.returncode == EXIT_OK, r.stderr
+    assert history(db, "add", tmp_path / "bench.json").returncode == EXIT_OK
+
+    r = history(db, "trend", "keypress", "energy_per_wakeup_uJ")
+    assert r.returncode == EXIT_NOT_COMPARABLE
+    assert "several rigs" in r.stderr and "bench" in r.stderr and "virtual" in r.stderr
+    r = history(db, "trend", "keypress", "energy_per_wakeup_uJ", "--rig", "bench")
+    assert r.returncode == EXIT_OK, r.stderr
+    assert "1 commits, 1 runs" in r.stdout
+    r = history(db, "trend", "keypress", "energy_per_wakeup_uJ", "--rig", "cdcdcdcd")
+    assert r.returncode == EXIT_OK, r.stderr
+    r = history(db, "trend", "nosuch", "energy_per_wakeup_uJ")
+    assert r.returncode == EXIT_FAIL
+    assert f"{db}: no run of scenario 'nosuch'" in r.stderr and SCENARIO in r.stderr
+    r = history(db, "trend", "keypress", "energy_of_nothing", "--rig", "bench")
+    assert r.returncode == EXIT_USAGE and "unknown metric 'energy_of_nothing'" in r.stderr
+    r = history(db, "trend", "keypress", "blocker_energy_per_wakeup_uJ", "--rig", "bench")
+    assert r.returncode == EXIT_USAGE and "--blocker" in r.stderr
+    r = history(db, "trend", "keypress", "blocker_energy_per_wakeup_uJ", "--rig", "bench",
+                "--blocker", "nope")
+    assert r.returncode == EXIT_FAIL and "no run of scenario" in r.stderr
+    r = history(db, "trend", "keypress")
+    assert r.returncode == EXIT_USAGE
+    r = history(db, "frobnicate")
+    assert r.returncode == EXIT_USAGE and "unknown subcommand 'frobnicate'" in r.stderr
+    r = history(db, "trend", "keypress", "energy_per_wakeup_uJ", "--window", "0")
+    assert r.returncode == EXIT_USAGE
+    cfg = tmp_path / "bad.conf"
+    cfg.write_text("[compare]\nalpha = lots\n")
+    r = history(db, "trend", "-c", cfg, "keypress", "energy_per_wakeup_uJ")
+    assert r.returncode == EXIT_USAGE and f"{cfg}:2" in r.stderr
+    r = history(db, "trend", "keypress", "energy_per_wakeup_uJ", "--rig", "bench",
+                "--json", tmp_path / "no" / "dir" / "t.json")
+    assert r.returncode == EXIT_DB and str(tmp_path / "no" / "dir" / "t.json") in r.stderr
+
+
+def test_help_names_every_subcommand():
+    r = subprocess.run([str(SBRIG), "history", "--help"], capture_output=True, text=True,
+                       env=ENV)
+    assert r.returncode == EXIT_OK
+    for word in ("add", "show", "trend", "export", "--db", "SBRIG_HISTORY",
+                 "XDG_DATA_HOME", "history-format.md"):
+        assert word in r.stdout
+
+
+def test_a_capture_and_its_report_are_one_run(tmp_path):
+    """A capture directory is analysed on the fly; its report.json (from
+    sbrig analyze) added later is the same run."""
+    from tests.synth import synthcap
+
+    synthcap.build(runs.press_scenario(7, git_sha="abc1234"), tmp_path)
+    cap = tmp_path / "capture"
+    db = tmp_path / "h.db"
+    r = history(db, "add", cap)
+    assert r.returncode == EXIT_OK, r.stderr
+    assert "added: " in r.stdout and "commit abc1234, scenario rig/scenarios/press.scn" in r.stdout
+    assert not (cap / "report.json").exists()       # nothing written into it
+    a = subprocess.run([str(SBRIG), "analyze", "-q", str(cap), "-o", str(tmp_path / "rep")],
+                       capture_output=True, text=True, env=ENV, timeout=300)
+    assert a.returncode == 0, a.stderr
+    r = history(db, "add", tmp_path / "rep" / "report.json", tmp_path / "rep")
+    assert r.returncode == EXIT_OK, r.stderr
+    assert "0 added, 2 present" in r.stdout
+    assert len(db_runs(db)) == 1
