@@ -69,6 +69,7 @@ bench: deps host
 	$(PY) tests/bench/bench_samples.py
 	$(PY) tests/bench/bench_analyze.py
 	$(PY) tests/bench/bench_history.py
+	$(PY) tests/bench/bench_compare.py
 
 install: host
 	$(MAKE) -C host install

@@ -16,8 +16,8 @@ them to a history database with ``sbrig history add`` (timed: runs/s). Then:
     own): pandas.read_sql of the same database, a groupby per commit, and
     the same rule (history-format.md, "Change points": windows of 5
     commits, Welch's t >= 7, the metric's minimum change) with numpy.
-    scipy is not in the lab's package set; Welch's t is
-    scipy.stats.ttest_ind(..., equal_var=False).statistic, written out.
+    Welch's t is written out with numpy (it is
+    scipy.stats.ttest_ind(..., equal_var=False).statistic).
 
 and prints them side by side with the ratio; both must find the same
 change points (the commits of the two steps). A benchmark, not a test:
