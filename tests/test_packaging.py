@@ -1,0 +1,459 @@
+"""The Debian packages of debian/, built, checked, installed and used.
+
+The packages are built with dpkg-buildpackage in a copy of the tree
+(build/pkg/sbrig: the files git knows or would add, nothing of build/), so
+the checkout stays clean and nothing built elsewhere is reused:
+
+* ``dpkg-buildpackage -b -us -uc``: sbrig, sbrig-dkms and
+  sbrig-target-tools for amd64;
+* ``dpkg-buildpackage -aarmhf -B -Ppkg.sbrig.target-only -us -uc``:
+  sbrig-target-tools for armhf with the cross compiler.
+
+Then: lintian at its default level on both; sbrig installed with
+``dpkg --root`` into a throwaway root (maintainer scripts run outside a
+chroot with DPKG_ROOT, as dpkg's --force-script-chrootless does: they
+create the "sbrig" group and /run/sbrig inside that root); its daemon
+started from the ExecStart line of the installed unit against the INA226
+emulator -- there is no systemd in the test environment, so the line is run
+by the test, with its absolute paths taken inside the root and the unit's
+Group= applied -- and answering ``sbrig status``; ``dkms build`` of
+sbrig-dkms (unpacked with dpkg-deb -x: its postinst would build for the
+machine's kernels) against Debian's headers from the build cache, in a
+DKMS tree under the test's temporary directory (nothing is installed into
+/lib/modules, /usr/src or /var/lib/dkms); and the packaged bash completion.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import stat
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.test_power import Emulator
+from tests.test_sbrigd_hostile import QmpStub
+
+REPO = Path(__file__).resolve().parents[1]
+PKG = REPO / "build" / "pkg"
+SRC = PKG / "sbrig"
+
+
+def changelog_version() -> str:
+    first = (REPO / "debian" / "changelog").read_text().splitlines()[0]
+    m = re.match(r"sbrig \(([^)]+)\)", first)
+    assert m, f"debian/changelog: first line {first!r}"
+    return m.group(1)
+
+
+VERSION = changelog_version()
+
+
+def run(argv, cwd=None, timeout=900, env=None, check=True):
+    p = subprocess.run(argv, cwd=cwd, capture_output=True, text=True,
+                       timeout=timeout, env=env)
+    if check and p.returncode != 0:
+        raise AssertionError(f"{' '.join(map(str, argv))}: exit {p.returncode}\n"
+                             f"{p.stdout[-4000:]}\n{p.stderr[-4000:]}")
+    return p
+
+
+def copy_tree(dst: Path) -> None:
+    """The files of the checkout git tracks or would add (not build/)."""
+    out = run(["git", "-C", str(REPO), "ls-files", "-z", "-co",
+               "--exclude-standard"]).stdout
+    for rel in filter(None, out.split("\0")):
+        if rel.startswith("build/"):
+            continue
+        src = REPO / rel
+        if not src.exists() and not src.is_symlink():
+            continue        # deleted in the work tree, not yet in the index
+        d = dst / rel
+        d.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_symlink():
+            os.symlink(os.readlink(src), d)
+        else:
+            shutil.copy2(src, d)
+
+
+def git_status() -> str:
+    return run(["git", "-C", str(REPO), "status", "--porcelain"]).stdout
+
+
+@pytest.fixture(scope="module")
+def debs():
+    """Build the packages once; a dict of name_arch -> .deb path."""
+    before = git_status()
+    shutil.rmtree(PKG, ignore_errors=True)
+    SRC.mkdir(parents=True)
+    copy_tree(SRC)
+    t0 = time.monotonic()
+    run(["dpkg-buildpackage", "-b", "-us", "-uc"], cwd=SRC)
+    t1 = time.monotonic()
+    run(["dpkg-buildpackage", "-aarmhf", "-B", "-Ppkg.sbrig.target-only",
+         "-us", "-uc"], cwd=SRC)
+    t2 = time.monotonic()
+    print(f"package builds: amd64 {t1 - t0:.1f} s, armhf {t2 - t1:.1f} s")
+    found = {}
+    for deb in PKG.glob("*.deb"):
+        name, version, arch = deb.stem.split("_")
+        assert version == VERSION, deb
+        found[f"{name}_{arch}"] = deb
+    return {"debs": found, "status_before": before}
+
+
+def deb_files(deb: Path) -> set[str]:
+    listing = run(["dpkg-deb", "-c", str(deb)]).stdout
+    return {line.split(None, 5)[5].split(" -> ")[0].lstrip(".")
+            for line in listing.splitlines()}
+
+
+def deb_field(deb: Path, field: str) -> str:
+    return run(["dpkg-deb", "-f", str(deb), field]).stdout.strip()
+
+
+def test_packages_build(debs):
+    d = debs["debs"]
+    for want in ("sbrig_amd64", "sbrig-dkms_all", "sbrig-target-tools_amd64",
+                 "sbrig-target-tools_armhf"):
+        assert want in d, f"{want} not built: {sorted(d)}"
+    # the armhf build (target-only profile) leaves out the host package
+    assert "sbrig_armhf" not in d
+
+    files = deb_files(d["sbrig_amd64"])
+    for f in ("/usr/bin/sbrig", "/usr/sbin/sbrigd",
+              "/usr/libexec/sbrig/sbrig-powercat",
+              "/usr/libexec/sbrig/sbrig-linkdump",
+              "/usr/libexec/sbrig/sbrig-gpio",
+              "/usr/libexec/sbrig/sbrig-capwrite",
+              "/usr/share/man/man1/sbrig.1.gz",
+              "/usr/share/man/man5/sbrig.conf.5.gz",
+              "/usr/share/man/man8/sbrigd.8.gz",
+              "/lib/systemd/system/sbrigd.service",
+              "/usr/lib/sysusers.d/sbrig.conf",
+              "/usr/lib/tmpfiles.d/sbrig.conf",
+              "/usr/share/bash-completion/completions/sbrig",
+              "/usr/share/doc/sbrig/examples/virtual.conf"):
+        assert f in files, f"{f} not in sbrig: {sorted(files)}"
+    # the module and DKMS belong to sbrig-dkms only
+    assert not any(f.startswith("/usr/src/") for f in files)
+    assert "dkms" not in deb_field(d["sbrig_amd64"], "Depends")
+
+    dkms_files = deb_files(d["sbrig-dkms_all"])
+    src = f"/usr/src/suspend_block-{VERSION}"
+    for f in ("dkms.conf", "Makefile", "Kbuild", "main.c", "sb_internal.h",
+              "include/linux/suspend_blocker.h",
+              "include/uapi/linux/suspend_block_dev.h"):
+        assert f"{src}/{f}" in dkms_files, f"{src}/{f} not in sbrig-dkms"
+    assert deb_field(d["sbrig-dkms_all"], "Depends").startswith("dkms")
+
+    machine = {"amd64": "Advanced Micro Devices X86-64", "armhf": "ARM"}
+    for arch, want in machine.items():
+        deb = d[f"sbrig-target-tools_{arch}"]
+        assert deb_field(deb, "Architecture") == arch
+        assert {"/usr/sbin/sbctl", "/usr/sbin/sbagent",
+                "/usr/share/man/man8/sbctl.8.gz",
+                "/usr/share/man/man8/sbagent.8.gz"} <= deb_files(deb)
+        x = PKG / f"x-{arch}"
+        shutil.rmtree(x, ignore_errors=True)
+        run(["dpkg-deb", "-x", str(deb), str(x)])
+        for prog in ("sbctl", "sbagent"):
+            path = x / "usr" / "sbin" / prog
+            hdr = run(["readelf", "-h", str(path)]).stdout
+            assert re.search(r"Machine:\s+" + re.escape(want), hdr), hdr
+            # static: no program interpreter, no shared library
+            prog_hdrs = run(["readelf", "-l", "-d", str(path)]).stdout
+            assert "INTERP" not in prog_hdrs and "NEEDED" not in prog_hdrs, \
+                f"{arch} {prog} is not static:\n{prog_hdrs}"
+
+    # built in the copy: the checkout is as it was
+    assert git_status() == debs["status_before"]
+    assert not (REPO / "debian" / "build").exists()
+
+
+def test_lintian_default_level(debs):
+    for changes in (f"sbrig_{VERSION}_amd64.changes",
+                    f"sbrig_{VERSION}_armhf.changes"):
+        p = run(["lintian", "--fail-on", "error,warning", str(PKG / changes)],
+                check=False, timeout=300)
+        tags = [l for l in p.stdout.splitlines() if re.match(r"[EW]: ", l)]
+        assert p.returncode == 0 and not tags, \
+            f"lintian {changes}: exit {p.returncode}\n{p.stdout}{p.stderr}"
+
+
+def make_root(tmp: Path) -> Path:
+    root = tmp / "root"
+    for d in ("var/lib/dpkg/info", "var/lib/dpkg/updates", "etc"):
+        (root / d).mkdir(parents=True)
+    (root / "var/lib/dpkg/status").touch()
+    return root
+
+
+def unit_value(unit: Path, key: str) -> str:
+    for line in unit.read_text().splitlines():
+        if line.startswith(key + "="):
+            return line.split("=", 1)[1]
+    raise AssertionError(f"{unit}: no {key}=")
+
+
+class PkgDaemon:
+    """The packaged sbrigd, started from the unit's ExecStart line."""
+
+    def __init__(self, root: Path, env: dict, gid: int) -> None:
+        unit = root / "lib/systemd/system/sbrigd.service"
+        argv = unit_value(unit, "ExecStart").split()
+        # absolute paths of the line are paths inside the root
+        self.argv = [str(root / a.lstrip("/")) if a.startswith("/") else a
+                     for a in argv]
+        self.proc = subprocess.Popen(self.argv, env=env, group=gid,
+                                     stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True)
+        self.log: list[str] = []
+        self.up = threading.Event()
+        threading.Thread(target=self._read, daemon=True).start()
+        if not self.up.wait(20):
+            self.stop()
+            raise AssertionError("sbrigd did not start:\n" + "".join(self.log))
+
+    def _read(self) -> None:
+        for line in self.proc.stderr:
+            self.log.append(line)
+            if "listening on" in line:
+                self.up.set()
+        self.up.set()
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+
+@pytest.fixture(scope="module")
+def installed(debs, tmp_path_factory):
+    """sbrig installed into a throwaway root and its daemon running (from
+    the unit's ExecStart line) against the INA226 emulator, with two keys
+    on a scripted QMP peer (a mock: no QEMU here)."""
+    tmp = tmp_path_factory.mktemp("pkg")
+    deb = debs["debs"]["sbrig_amd64"]
+    # the machine has what the package depends on (no change is made)
+    run(["dpkg", "--dry-run", "-i", str(deb)])
+    root = make_root(tmp)
+    # --force-depends: the throwaway root has none of the libraries; the
+    # programs run with the machine's (checked just above)
+    run(["dpkg", f"--root={root}", "--force-script-chrootless",
+         "--force-depends", "--log=/dev/null", "-i", str(deb)])
+
+    emu = Emulator(tmp, "--current-uA", "30000", "--rate", "500")
+    qmp = QmpStub(tmp / "qmp.sock")
+    conf = root / "etc/sbrig/rig.conf"
+    conf.parent.mkdir(parents=True)
+    conf.write_text(f"""[rig]
+name = pkgtest
+[power]
+uri = {emu.uri}
+device = ina226
+shunt_uohm = 100000
+[key:power]
+chip = qmp:{tmp / 'qmp.sock'}
+line = 116
+[key:volume-up]
+chip = qmp:{tmp / 'qmp.sock'}
+line = 115
+""")
+    groups = {l.split(":")[0]: int(l.split(":")[2])
+              for l in (root / "etc/group").read_text().splitlines()}
+    env = dict(os.environ)
+    # /run is the machine's: the socket goes into the root's /run/sbrig
+    # (made by the postinst through tmpfiles.d)
+    env["SBRIG_SOCKET"] = str(root / "run/sbrig/sbrigd.sock")
+    daemon = PkgDaemon(root, env, groups["sbrig"])
+
+    class I:
+        pass
+    i = I()
+    i.root, i.env, i.groups, i.daemon, i.conf = root, env, groups, daemon, conf
+    i.sbrig = root / "usr/bin/sbrig"
+    yield i
+    rc = daemon.stop()
+    emu.stop()
+    qmp.close()
+    assert rc == 0, "".join(daemon.log)
+
+
+def test_sbrig_installs_and_its_daemon_answers(installed):
+    i = installed
+    root = i.root
+    status = run(["dpkg", f"--root={root}", "-s", "sbrig"]).stdout
+    assert "Status: install ok installed" in status
+    # the postinst: the "sbrig" system group (sysusers.d), /run/sbrig owned
+    # by it (tmpfiles.d), the unit enabled (deb-systemd-helper)
+    assert "sbrig" in i.groups and i.groups["sbrig"] < 1000
+    run_dir = (root / "run/sbrig").stat()
+    assert run_dir.st_gid == i.groups["sbrig"]
+    assert stat.S_IMODE(run_dir.st_mode) == 0o750
+    assert (root / "etc/systemd/system/multi-user.target.wants/sbrigd.service"
+            ).is_symlink()
+    unit = root / "lib/systemd/system/sbrigd.service"
+    assert unit_value(unit, "ExecStart") == "/usr/sbin/sbrigd -c /etc/sbrig/rig.conf"
+    assert unit_value(unit, "Group") == "sbrig"
+
+    # the socket: mode 0660, group sbrig (the unit's Group=)
+    sock = Path(i.env["SBRIG_SOCKET"])
+    st = sock.stat()
+    assert stat.S_ISSOCK(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o660
+    assert st.st_gid == i.groups["sbrig"]
+
+    p = run([str(i.sbrig), "status"], env=i.env, timeout=30)
+    kv = dict(l.split(": ", 1) for l in p.stdout.splitlines() if ": " in l)
+    assert kv.get("rig.name") == "pkgtest", p.stdout
+    assert kv.get("rig.config") == str(i.conf), p.stdout
+    assert kv.get("sensor.device") == "ina226", p.stdout
+    assert float(kv["sensor.current_mA"]) == pytest.approx(30.0, rel=0.05), p.stdout
+    v = run([str(i.sbrig), "--version"]).stdout
+    assert VERSION in v, v
+
+
+def complete(sbrig: Path, words: list[str], env: dict,
+             completion: Path) -> list[str]:
+    """COMPREPLY of _sbrig for the command line sbrig WORDS... (the last
+    word being completed), in a bash with the completion sourced."""
+    script = ('source "$1"; shift; COMP_WORDS=("$@"); '
+              'COMP_CWORD=$(($# - 1)); _sbrig; printf "%s\\n" "${COMPREPLY[@]}"')
+    p = run(["bash", "--norc", "-c", script, "bash", str(completion),
+             str(sbrig), *words], env=env, timeout=30)
+    return [w for w in p.stdout.splitlines() if w]
+
+
+def test_bash_completion_commands_options_keys(installed):
+    i = installed
+    comp = i.root / "usr/share/bash-completion/completions/sbrig"
+    assert complete(i.sbrig, ["sta"], i.env, comp) == ["status"]
+    assert set(complete(i.sbrig, ["h"], i.env, comp)) == {"hold", "history"}
+    assert complete(i.sbrig, ["capture", "--ou"], i.env, comp) == ["--output"]
+    assert complete(i.sbrig, ["--so"], i.env, comp) == ["--socket"]
+    assert complete(i.sbrig, ["plug", ""], i.env, comp) == ["in", "out"]
+    assert complete(i.sbrig, ["export", "r.json", "--samples", "t"], i.env,
+                    comp) == ["tsv"]
+    # sub-commands and their own options
+    assert complete(i.sbrig, ["history", "tr"], i.env, comp) == ["trend"]
+    assert "--window" in complete(i.sbrig, ["history", "trend", "--w"],
+                                  i.env, comp)
+    # key names: the [key:NAME] sections of the daemon's rig description
+    assert complete(i.sbrig, ["press", ""], i.env, comp) == ["power", "volume-up"]
+    assert complete(i.sbrig, ["latency", "--key", "vol"], i.env,
+                    comp) == ["volume-up"]
+    sock = i.env["SBRIG_SOCKET"]
+    env = {k: v for k, v in i.env.items() if k != "SBRIG_SOCKET"}
+    assert complete(i.sbrig, ["-s", sock, "press", "p"], env,
+                    comp) == ["power"]
+
+
+def test_bash_completion_reads_new_commands_from_the_help(tmp_path):
+    """A command and options the completion has never seen complete from
+    the help alone (a stand-in program prints the help: a mock of a future
+    sbrig, since no such command exists yet)."""
+    fake = tmp_path / "sbrig"
+    fake.write_text("""#!/bin/sh
+if [ "$1" = --help ]; then cat <<'EOF'
+Usage: sbrig [-s SOCKET] COMMAND [ARGS...]
+
+  -s, --socket PATH   daemon socket
+  -h, --help          this help
+
+Commands:
+  status   show the rig
+  target   the target: policy, state, blockers
+EOF
+elif [ "$1 $2" = "target --help" ]; then cat <<'EOF'
+Usage: sbrig [-s SOCKET] target policy|state|blockers [ARGS...]
+
+  policy forced|opportunistic
+  blockers [--tsv] [--sort COLUMN]
+      the stats table
+
+      --tsv               tab-separated
+EOF
+fi
+""")
+    fake.chmod(0o755)
+    comp = REPO / "host/bash-completion/sbrig"
+    env = dict(os.environ)
+    assert complete(fake, ["ta"], env, comp) == ["target"]
+    assert complete(fake, ["target", ""], env, comp) == \
+        ["policy", "state", "blockers"]
+    assert complete(fake, ["target", "policy", ""], env, comp) == \
+        ["forced", "opportunistic"]
+    assert set(complete(fake, ["target", "blockers", "--"], env, comp)) == \
+        {"--tsv", "--sort", "--help"}
+
+
+def test_dkms_build_against_debian_headers(debs, tmp_path):
+    from tests.vm import kernels
+    k = kernels.fetch("amd64")
+    x = tmp_path / "x"
+    run(["dpkg-deb", "-x", str(debs["debs"]["sbrig-dkms_all"]), str(x)])
+    tree = tmp_path / "dkms"
+    tree.mkdir()
+    before = {p: p.exists() for p in (Path("/var/lib/dkms/suspend_block"),
+                                      Path("/var/lib/dkms/mok.key"),
+                                      Path(f"/lib/modules/{k.kver}"))}
+    env = dict(os.environ)
+    # no module signing: dkms would make a key in /var/lib/dkms otherwise
+    env["sign_file"] = "/nonexistent"
+    try:
+        p = run(["dkms", "build", f"suspend_block/{VERSION}", "-k", k.kver,
+                 "--kernelsourcedir", str(k.headers),
+                 "--sourcetree", str(x / "usr/src"), "--dkmstree", str(tree),
+                 "--installtree", str(tmp_path / "modules")],
+                env=env, timeout=600, check=False)
+        log = tree / f"suspend_block/{VERSION}/build/make.log"
+        assert p.returncode == 0, (p.stdout + p.stderr +
+                                   (log.read_text() if log.exists() else ""))
+        ko = tree / f"suspend_block/{VERSION}/{k.kver}/x86_64/module/suspend_block.ko"
+        assert ko.exists(), p.stdout
+        info = run(["modinfo", "-F", "vermagic", str(ko)]).stdout
+        assert info.split()[0] == k.kver
+        assert run(["modinfo", "-F", "version", str(ko)]).stdout.strip() == VERSION
+        st = run(["dkms", "status", "--dkmstree", str(tree),
+                  "--sourcetree", str(x / "usr/src")], env=env).stdout
+        assert f"suspend_block/{VERSION}, {k.kver}, x86_64: built" in st, st
+    finally:
+        shutil.rmtree(tree, ignore_errors=True)
+    # nothing of the machine's DKMS or module trees was touched
+    after = {p: p.exists() for p in before}
+    assert after == before
+
+
+def test_make_install_destdir_prefix(tmp_path):
+    dest = tmp_path / "dest"
+    run(["make", "-C", str(REPO / "host"), "-j2", "install",
+         "PREFIX=/opt/sbrig", f"DESTDIR={dest}"], timeout=900)
+    for f in ("opt/sbrig/bin/sbrig", "opt/sbrig/sbin/sbrigd",
+              "opt/sbrig/libexec/sbrig/sbrig-powercat",
+              "opt/sbrig/share/man/man1/sbrig.1",
+              "opt/sbrig/share/man/man5/sbrig.conf.5",
+              "opt/sbrig/share/man/man8/sbrigd.8",
+              "opt/sbrig/share/bash-completion/completions/sbrig",
+              "lib/systemd/system/sbrigd.service",
+              "usr/lib/sysusers.d/sbrig.conf",
+              "usr/lib/tmpfiles.d/sbrig.conf"):
+        assert (dest / f).is_file(), f
+    assert os.access(dest / "opt/sbrig/sbin/sbrigd", os.X_OK)
+    unit = dest / "lib/systemd/system/sbrigd.service"
+    assert unit_value(unit, "ExecStart") == \
+        "/opt/sbrig/sbin/sbrigd -c /etc/sbrig/rig.conf"
+    assert "g sbrig" in (dest / "usr/lib/sysusers.d/sbrig.conf").read_text()
+    # libsbrig is not installed (internal archives, no stable ABI)
+    assert not list(dest.rglob("*.a")) and not list(dest.rglob("*.pc"))
+    assert not list(dest.rglob("*.h"))
