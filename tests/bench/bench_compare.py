@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -47,6 +46,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from tests.bench.gnutime import measure  # noqa: E402
 from tests.synth import runs  # noqa: E402
 
 SBRIG = REPO / "build" / "host" / "release" / "sbrig"
@@ -82,16 +82,6 @@ def build(n: int) -> tuple[list[Path], list[Path]]:
     w = runs.write_reports(new, d / "new")
     (d / "done").write_text("")
     return b, w
-
-
-def measure(cmd: list[str], ok: tuple[int, ...] = (0,)) -> dict:
-    """Wall, CPU and peak RSS of @cmd alone, by GNU time."""
-    r = subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M", *cmd], stdout=subprocess.DEVNULL,
-                       stderr=subprocess.PIPE, text=True)
-    if r.returncode not in ok:
-        raise SystemExit(f"{cmd[0]} failed ({r.returncode}): {r.stderr[-2000:]}")
-    wall, user, sys_, rss = r.stderr.strip().splitlines()[-1].split()
-    return {"wall_s": float(wall), "cpu_s": float(user) + float(sys_), "rss_MB": int(rss) / 1024}
 
 
 def best(cmd: list[str], repeat: int, ok: tuple[int, ...] = (0,)) -> dict:

@@ -38,6 +38,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from tests.bench.gnutime import measure  # noqa: E402
 from tests.synth import runs  # noqa: E402
 
 SBRIG = REPO / "build" / "host" / "release" / "sbrig"
@@ -66,17 +67,6 @@ def build(commits: int, per: int, sbrig: Path) -> tuple[Path, float]:
     rate = len(paths) / (time.monotonic() - t)
     done.write_text(f"{rate}\n")
     return db, rate
-
-
-def measure(cmd: list[str]) -> dict:
-    """Wall, CPU and peak RSS of @cmd alone: GNU time's, as a fork of this
-    (large) process would count this one's pages in the child's peak."""
-    r = subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M", *cmd], stdout=subprocess.DEVNULL,
-                       stderr=subprocess.PIPE, text=True)
-    if r.returncode:
-        raise SystemExit(f"{cmd[0]} failed: {r.stderr[-2000:]}")
-    wall, user, sys_, rss = r.stderr.strip().splitlines()[-1].split()
-    return {"wall_s": float(wall), "cpu_s": float(user) + float(sys_), "rss_MB": int(rss) / 1024}
 
 
 def pandas_run(db: Path, out: Path) -> None:
