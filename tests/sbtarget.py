@@ -159,6 +159,20 @@ def reload(vm, test_module: bool = True, **params) -> None:
     vm.load_module("suspend_block", **params)
     if test_module:
         vm.load_module("sb_test")
+    wait_quiet_log(vm)
+
+
+def wait_quiet_log(vm, quiet_ms: int = 300, timeout: float = 15.0) -> None:
+    """Return once the event log has had no new record for @quiet_ms.
+    Loading leaves work behind: power_supply_register() announces
+    sb_test_supply from a deferred work item ~20 ms later (its wakeup
+    source's activate/deactivate records), which must not land in the
+    next test's log."""
+    import time
+    end = time.monotonic() + timeout
+    while not vm.run_ok(f"evread -p {quiet_ms} drain poll", timeout=30).strip().endswith("poll=0"):
+        if time.monotonic() > end:
+            raise AssertionError(f"the event log is not quiet for {quiet_ms} ms after {timeout} s")
 
 
 def sbprobe(vm, *ops: str, timeout: float = 30) -> list[tuple[str, str]]:
