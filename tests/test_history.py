@@ -278,7 +278,11 @@ def test_a_writer_killed_mid_transaction_loses_nothing_committed(tmp_path):
             killed = True
             break
         os.kill(p.pid, signal.SIGCONT)
-    rest, _ = p.communicate(timeout=60)
+    # read the rest through the same file object: communicate() reads the
+    # pipe's fd directly and would drop the lines already in its buffer
+    rest = p.stdout.read()
+    p.stderr.read()
+    p.wait(timeout=60)
     done += [line.split(": ")[1] for line in rest.splitlines() if line.startswith("added: ")]
     assert killed, "the writer never held the lock when stopped"
     assert p.returncode == -signal.SIGKILL
