@@ -304,3 +304,47 @@ def test_leaky_blocker_is_the_reports_top_finding(vr, tmp_path):
     report = json.loads((tmp_path / "report" / "report.json").read_text())
     top = report["findings"][0]
     assert (top["kind"], top["blocker"]) == ("leak", "leaky-app"), report["findings"]
+
+
+def test_charger_plug_wakes_the_guest_and_its_power_supply_changes(vr, tmp_path):
+    """rig/scenarios/charger-plug.scn on the virtual rig's charger-detect
+    line (rig/virtual/README.md): every plug and unplug wakes the sleeping
+    guest (QMP WAKEUP), reaches test_power's supply through the charger
+    port (not the agent's link), whose power_supply_changed() holds the
+    supply's wakeup source "test_ac" until its notifications have run, and
+    the guest suspends again by itself only after that."""
+    cap = tmp_path / "charger"
+    mark = vr.vm.qmp_mark()
+    sbrig(vr, "run", str(REPO / "rig/scenarios/charger-plug.scn"), "-o", str(cap),
+          timeout=240)
+    stim = [s for s in read_rows(cap, "stimuli", typed=True)
+            if s.what in ("plug", "unplug")]
+    assert [s.what for s in stim] == ["plug", "unplug"] * 3, stim
+    assert vr.keys.lines.count("c 1\n") >= 3 and vr.keys.lines.count("c 0\n") >= 3
+    # six charger wakes and the final press's
+    wakes = [e for e in vr.vm.qmp_events[mark:] if e["event"] == "WAKEUP"]
+    assert len(wakes) >= 7, wakes
+    # the guest's wake cycles, in log order (records sent right after a
+    # wake are often not yet on host time: the clock model restarts at
+    # each wake): from each exit to the next suspend attempt
+    evs = read_rows(cap, "events", typed=True)
+    cycles, cur = [], None
+    for e in evs:
+        if e.type == "exit":
+            cur = []
+        elif e.type == "suspend" and cur is not None:
+            cycles.append(cur)
+            cur = None
+        elif cur is not None:
+            cur.append((e.type, e.arg))
+    supply = [c for c in cycles if ("ws_activate", "test_ac") in c]
+    # one per plug and unplug; the press's wake does not touch the supply
+    assert len(supply) == 6, cycles
+    for c in supply:
+        # the charger port's wakeup source (vcharger's EPOLLWAKEUP) from the
+        # wake until the supply's own is held, and the suspend attempt only
+        # after the supply's source was released
+        port = c.index(("ws_activate", "vport0p2"))
+        act, rel = c.index(("ws_activate", "test_ac")), c.index(("ws_relax", "test_ac"))
+        assert port < act < rel, c
+        assert ("ws_relax", "vport0p2") in c[port + 1:], c
