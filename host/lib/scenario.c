@@ -287,6 +287,8 @@ static int parse_burn(struct sc_parser *p, struct sbrig_step *st)
 static const char *const event_types[] = {
 	"block", "unblock", "suspend", "enter", "exit", "resume", "abort",
 	"policy", "lost",
+	/* the kernel's own activity (the module's kevents) */
+	"ws_activate", "ws_relax", "phase", "dev_pm",
 };
 
 static int parse_wait_event(struct sc_parser *p, struct sbrig_step *st)

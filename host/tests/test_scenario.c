@@ -125,6 +125,29 @@ static void every_step(void **state)
 	sbrig_scenario_free(sc);
 }
 
+/* The kernel's activity in the event log can be waited for too. */
+static void waits_for_kernel_activity(void **state)
+{
+	struct sbrig_scenario *sc = parse_ok(
+		"wait event ws_activate \"test_ac\" timeout 5s\n"
+		"wait event ws_relax \"test_ac\"\n"
+		"wait event phase \"machine_suspend 3 end\"\n"
+		"wait event dev_pm\n");
+	struct sbrig_step *s = sc->steps;
+
+	assert_int_equal(sc->nsteps, 4);
+	assert_int_equal(s[0].op, SBRIG_STEP_WAIT_EVENT);
+	assert_string_equal(s[0].name, "ws_activate");
+	assert_string_equal(s[0].arg, "test_ac");
+	assert_int_equal(s[0].timeout_ns, 5000000000);
+	assert_string_equal(s[1].name, "ws_relax");
+	assert_string_equal(s[2].name, "phase");
+	assert_string_equal(s[2].arg, "machine_suspend 3 end");
+	assert_string_equal(s[3].name, "dev_pm");
+	assert_string_equal(s[3].arg, "");
+	sbrig_scenario_free(sc);
+}
+
 /*
  * sbrig_step_describe(): the text sbrigd's engine.c describe() printed
  * (progress lines must not change when the daemon switches to it), and
@@ -412,6 +435,7 @@ int main(void)
 		cmocka_unit_test(parse_buf_takes_every_byte),
 		cmocka_unit_test(durations),
 		cmocka_unit_test(every_step),
+		cmocka_unit_test(waits_for_kernel_activity),
 		cmocka_unit_test(nested_repeats_match),
 		cmocka_unit_test(example_scenarios_parse),
 		cmocka_unit_test(errors_name_line_and_column),

@@ -24,8 +24,9 @@
  * the rig's [timing] quiet_ms (its user space is frozen: suspended); hold
  * and burn sent to a sleeping target reach it when it wakes.
  * TYPE is an event type of the module's log: block unblock suspend enter
- * exit resume abort policy lost; "ARG" must equal the event's argument
- * (blocker name, state, return code) for the wait to end. KEY, LINE and
+ * exit resume abort policy lost ws_activate ws_relax phase dev_pm; "ARG"
+ * must equal the event's argument (blocker or wakeup source name, state,
+ * return code) for the wait to end. KEY, LINE and
  * NAME are 1-31 characters of A-Z a-z 0-9 _ - . ; "BLOCKER" and "ARG" are
  * double-quoted, may hold spaces but no tabs or quotes. '#' starts a
  * comment outside quotes; blank lines are ignored. Errors name
