@@ -28,17 +28,14 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import tempfile
 import time
 from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 
 import sbtarget as sb
 from tests.vm.build import build_all
-from tests.vm.common import IMAGES, run_cmd
-from tests.vm.qemu import Vm, make_arm_dtb
+from tests.vm.qemu import Vm, arm_dtb_variant
 
 WIRE = "/sys/module/sb_wire/parameters"
 
@@ -245,31 +242,21 @@ def test_the_marker_waits_for_a_chip_that_appears_later(vm):
 
 # ------------------------------------------------------------------ armhf --
 
-def _marker_dtb() -> Path:
-    """QEMU's virt DTB (power key as gpio-keys with wakeup-source) plus an
-    sbrig,suspend-marker node on PL061 pin 0, as the BeagleBone overlay
-    has one on gpio1_17."""
-    base = make_arm_dtb()
-    out = IMAGES / "armhf" / "virt-sbrig-marker.dtb"
-    with tempfile.TemporaryDirectory() as tmp:
-        dts = run_cmd(["dtc", "-q", "-I", "dtb", "-O", "dts", str(base)],
-                      what="decompile DTB").stdout.decode()
-        # the PL061's phandle, from the power key's gpios
-        m = re.search(r"poweroff \{[^}]*?gpios = <(0x[0-9a-f]+) ", dts, re.S)
-        assert m, "no poweroff key gpios in QEMU's virt DTB"
-        node = ("\n\tsuspend-marker {\n\t\tcompatible = \"sbrig,suspend-marker\";\n"
-                f"\t\tmarker-gpios = <{m.group(1)} 0x00 0x00>;\n\t}};\n")
-        i = dts.rindex("};")
-        dts = dts[:i] + node + dts[i:]
-        (Path(tmp) / "m.dts").write_text(dts)
-        run_cmd(["dtc", "-q", "-I", "dts", "-O", "dtb", "-o", str(out),
-                 str(Path(tmp) / "m.dts")], what="compile marker DTB")
-    return out
+def _add_marker(dts: str) -> str:
+    """An sbrig,suspend-marker node on PL061 pin 0, as the BeagleBone
+    overlay has one on gpio1_17 (the PL061's phandle from the power key)."""
+    m = re.search(r"poweroff \{[^}]*?gpios = <(0x[0-9a-f]+) ", dts, re.S)
+    assert m, "no poweroff key gpios in QEMU's virt DTB"
+    node = ("\n\tsuspend-marker {\n\t\tcompatible = \"sbrig,suspend-marker\";\n"
+            f"\t\tmarker-gpios = <{m.group(1)} 0x00 0x00>;\n\t}};\n")
+    i = dts.rindex("};")
+    return dts[:i] + node + dts[i:]
 
 
 @pytest.fixture(scope="module")
 def mvm():
-    art = dataclasses.replace(build_all("armhf"), dtb=_marker_dtb())
+    art = dataclasses.replace(build_all("armhf"),
+                              dtb=arm_dtb_variant("virt-sbrig-marker.dtb", _add_marker))
     v = Vm("armhf", art, name="armhf-marker")
     v.start()
     try:
