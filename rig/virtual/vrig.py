@@ -68,8 +68,10 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import fcntl
 import glob
 import importlib.util
+import json
 import os
 import re
 import signal
@@ -107,6 +109,14 @@ QCODE_KEYS = {"power": 116, "volumeup": 115, "volumedown": 114, "esc": 1,
               **{str((i + 1) % 10): 2 + i for i in range(10)}}
 KEYPAD_PORT = "org.sbrig.keypad"
 CHARGER_PORT = "org.sbrig.charger"
+#: the module's policies and the states its "state" file takes
+#: (kernel-module/Documentation/suspend-block.rst)
+POLICIES = ("forced", "opportunistic")
+STATES = ("on", "mem", "freeze", "standby")
+#: the running rig's files in its work dir: the lock (its pid; held while
+#: it runs), what it serves (JSON, written once it is up), its log
+#: (up --detach)
+PID_FILE, INFO_FILE, LOG_FILE = "vrig.pid", "vrig.json", "vrig.log"
 #: the downstream QMP command of sbrigd's qmp: charger line (host/lib/gpio.c)
 CHARGER_COMMAND = "__org.sbrig_charger-set"
 
@@ -346,7 +356,8 @@ class VirtualRig:
                  sbrigd_bin: Path | str | None = None, name: str = "vrig",
                  sbrigd_args: list[str] | None = None,
                  verbose: bool = False,
-                 truth: Path | str | None = "power-truth.jsonl") -> None:
+                 truth: Path | str | None = "power-truth.jsonl",
+                 policy: str | None = None, state: str | None = None) -> None:
         self.dir = Path(workdir).resolve()
         self.power_port = power_port
         self.target_port = target_port or free_port()
@@ -355,6 +366,10 @@ class VirtualRig:
         self.name = name
         self.verbose = verbose
         self.sbrigd_args = list(sbrigd_args or [])
+        for what, val, ok in (("policy", policy, POLICIES), ("state", state, STATES)):
+            if val is not None and val not in ok:
+                raise ValueError(f"{what} {val!r}: one of {', '.join(ok)}")
+        self.policy, self.state = policy, state
         self.qmp_path = str(self.dir / "qmp.sock")          # keys, charger
         self.keypad_path = str(self.dir / "keypad.sock")    # virtio ports
         self.charger_path = str(self.dir / "charger.sock")
@@ -401,7 +416,12 @@ class VirtualRig:
                 f"vcharger /dev/{self._port_node(CHARGER_PORT)}")
             self.vcharger.wait_output("vcharger ready", timeout=30)
             self.agent = self.vm.start_bg(AGENT + (" -v" if self.verbose else ""))
+            self._set_policy_state()
             self._start_sampler()
+            # the power model follows the target from its first sample on
+            end = time.monotonic() + 10
+            while self.model.status == "unknown" and time.monotonic() < end:
+                time.sleep(self.model.SAMPLE_S)
             write_rig_conf(self.conf, self.power_port, self.target_port, self.qmp_path)
             if self.want_sbrigd:
                 self.start_sbrigd()
@@ -409,6 +429,18 @@ class VirtualRig:
             self.stop()
             raise
         return self
+
+    def _set_policy_state(self) -> None:
+        """The target's policy and requested state (--policy, --state).
+        In the background: a state that suspends the guest freezes the
+        shell's command before it could answer."""
+        cmds = []
+        if self.policy:
+            cmds.append(f"sbctl policy {self.policy}")
+        if self.state:
+            cmds.append(f"sbctl state {self.state}")
+        if cmds:
+            self.vm.start_bg(" && ".join(cmds))
 
     def _port_node(self, name: str) -> str:
         """The guest's node of virtio port @name (no udev in the guest, so
@@ -545,34 +577,98 @@ class VirtualRig:
         return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    up = sub.add_parser("up", help="boot the virtual rig; Ctrl-C stops it")
-    up.add_argument("--dir", type=Path, default=REPO / "build" / "vrig",
-                    help="working directory: rig.conf, sockets, logs (default build/vrig)")
-    up.add_argument("--power-port", type=int, default=30431,
-                    help="INA226 emulator TCP port (default 30431; 0: any free one)")
-    up.add_argument("--target-port", type=int, default=30430,
-                    help="target link TCP port (default 30430; 0: any free one)")
-    up.add_argument("--sbrigd", action="store_true", help="also start sbrigd")
-    up.add_argument("--sbrigd-bin", type=Path, help="sbrigd binary "
-                    "(default build/host/release/sbrigd)")
-    up.add_argument("-v", "--verbose", action="store_true",
-                    help="agent and sbrigd log debug messages")
-    up.add_argument("--truth", type=Path, default=Path("power-truth.jsonl"),
-                    help="the emulator's ground truth, JSON lines (default "
-                         "DIR/power-truth.jsonl; a relative path is in DIR)")
-    args = ap.parse_args(argv)
-
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    vr = VirtualRig(args.dir, power_port=args.power_port, target_port=args.target_port,
-                    sbrigd=args.sbrigd, sbrigd_bin=args.sbrigd_bin,
-                    verbose=args.verbose, truth=args.truth)
-    with vr:
-        print(vr.describe(), flush=True)
+def running_pid(workdir: Path) -> int | None:
+    """The pid of the ``up`` that runs a rig in @workdir, or None: the pid
+    file's lock is held exactly while one runs (a killed one leaves the
+    file, not the lock)."""
+    try:
+        f = open(Path(workdir) / PID_FILE)
+    except FileNotFoundError:
+        return None
+    with f:
         try:
+            fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                return int(f.read().strip() or 0) or None
+            except ValueError:
+                return None
+        return None
+
+
+def _take_lock(workdir: Path):
+    """Lock @workdir for this process (the pid file stays open and locked
+    until it exits); raise RuntimeError naming the rig that has it."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    f = open(workdir / PID_FILE, "a+")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.close()
+        pid = running_pid(workdir)
+        raise RuntimeError(f"a virtual rig already runs in {workdir} (pid {pid}): "
+                           f"vrig.py down --dir {workdir}") from None
+    f.truncate(0)
+    f.write(f"{os.getpid()}\n")
+    f.flush()
+    return f
+
+
+def _write_info(vr: VirtualRig, started: float) -> str:
+    """DIR/vrig.json: what the running rig serves (written atomically).
+    Returns the target's state it wrote."""
+    info = {"pid": os.getpid(), "dir": str(vr.dir), "started": started,
+            "conf": str(vr.conf), "power_uri": vr.power_uri,
+            "target_uri": vr.target_uri, "qmp": vr.qmp_path,
+            "sbrigd_socket": vr.socket if vr.sbrigd else None,
+            "policy": vr.policy, "state": vr.state,
+            "target": vr.model.status, "description": vr.describe()}
+    tmp = vr.dir / f".{INFO_FILE}.tmp"
+    tmp.write_text(json.dumps(info, indent=1) + "\n")
+    os.replace(tmp, vr.dir / INFO_FILE)
+    return info["target"]
+
+
+def _read_info(workdir: Path) -> dict | None:
+    try:
+        return json.loads((workdir / INFO_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def cmd_up(args) -> int:
+    if args.detach:
+        return _up_detached(args)
+    try:
+        lock = _take_lock(args.dir)
+    except RuntimeError as e:
+        print(f"vrig: {e}", file=sys.stderr)
+        return 1
+    (args.dir / INFO_FILE).unlink(missing_ok=True)
+    stop = threading.Event()
+    up = False
+
+    def on_signal(signum, _frame):
+        # before the rig is up, abort the start (it cleans up after
+        # itself); then ask the loop below to stop. Both signals, also
+        # when started in the background by a shell (which leaves SIGINT
+        # ignored, and Python then keeps it so)
+        if not up:
+            raise KeyboardInterrupt
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        vr = VirtualRig(args.dir, power_port=args.power_port,
+                        target_port=args.target_port, sbrigd=args.sbrigd,
+                        sbrigd_bin=args.sbrigd_bin, verbose=args.verbose,
+                        truth=args.truth, policy=args.policy, state=args.state)
+        with vr:
+            up = True
+            started = time.time()
+            target = _write_info(vr, started)
+            print(vr.describe(), flush=True)
             while not stop.wait(1.0):
                 if not vr.vm.is_alive():
                     print("vrig: QEMU is gone", file=sys.stderr)
@@ -581,10 +677,133 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"vrig: sbrigd exited ({vr.sbrigd.returncode})",
                           file=sys.stderr)
                     return 1
-        except KeyboardInterrupt:
-            pass
-        print("vrig: stopping", flush=True)
+                if vr.model.status != target:
+                    target = _write_info(vr, started)
+            print("vrig: stopping", flush=True)
+    except KeyboardInterrupt:
+        print("vrig: interrupted", file=sys.stderr, flush=True)
+        return 1
+    finally:
+        (args.dir / INFO_FILE).unlink(missing_ok=True)
+        lock.close()
     return 0
+
+
+def _up_detached(args) -> int:
+    """Start ``up`` in a session of its own (output to DIR/vrig.log) and
+    return once it serves the rig (its vrig.json), or with its log's tail
+    when it failed."""
+    pid = running_pid(args.dir)
+    if pid:
+        print(f"vrig: a virtual rig already runs in {args.dir} (pid {pid})",
+              file=sys.stderr)
+        return 1
+    args.dir.mkdir(parents=True, exist_ok=True)
+    (args.dir / INFO_FILE).unlink(missing_ok=True)
+    argv = [sys.executable, str(Path(__file__).resolve()), "up",
+            *[a for a in sys.argv[2:] if a not in ("-d", "--detach")]]
+    with open(args.dir / LOG_FILE, "ab") as log:
+        child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
+                                 stderr=subprocess.STDOUT, start_new_session=True)
+    end = time.monotonic() + args.timeout
+    while time.monotonic() < end:
+        info = _read_info(args.dir)
+        if info and info.get("pid") == child.pid:
+            print(info["description"])
+            print(f"  stop:        {Path(__file__).name} down --dir {args.dir}")
+            return 0
+        if child.poll() is not None:
+            break
+        time.sleep(0.1)
+    if child.poll() is None:
+        child.terminate()
+    tail = (args.dir / LOG_FILE).read_text(errors="replace")[-3000:]
+    print(f"vrig: the rig did not come up (see {args.dir / LOG_FILE}):\n{tail}",
+          file=sys.stderr)
+    return 1
+
+
+def cmd_status(args) -> int:
+    pid = running_pid(args.dir)
+    if not pid:
+        print(f"vrig: no virtual rig runs in {args.dir}", file=sys.stderr)
+        return 3
+    info = _read_info(args.dir)
+    if args.json:
+        print(json.dumps(info or {"pid": pid, "starting": True}, indent=1))
+        return 0
+    if not info:
+        print(f"virtual rig in {args.dir}: starting (pid {pid})")
+        return 0
+    up_s = int(time.time() - info["started"])
+    print(f"virtual rig in {args.dir}: up (pid {pid}) for "
+          f"{up_s // 3600}h{up_s // 60 % 60:02d}m{up_s % 60:02d}s; "
+          f"target {info['target']}")
+    print("\n".join(info["description"].splitlines()[1:]))
+    return 0
+
+
+def cmd_down(args) -> int:
+    pid = running_pid(args.dir)
+    if not pid:
+        print(f"vrig: no virtual rig runs in {args.dir}: nothing to stop")
+        return 0
+    os.kill(pid, signal.SIGTERM)
+    end = time.monotonic() + args.timeout
+    while running_pid(args.dir):
+        if time.monotonic() > end:
+            print(f"vrig: the rig (pid {pid}) did not stop within "
+                  f"{args.timeout:g} s", file=sys.stderr)
+            return 1
+        time.sleep(0.1)
+    print(f"vrig: stopped the virtual rig in {args.dir} (pid {pid})")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0],
+        epilog="Exit status: 0 ok, 1 failed, 2 usage, 3 (status) no rig runs there.")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    dir_help = "working directory: rig.conf, sockets, logs (default build/vrig)"
+    up = sub.add_parser("up", help="boot the virtual rig; Ctrl-C or SIGTERM stops it")
+    up.add_argument("--dir", type=Path, default=REPO / "build" / "vrig", help=dir_help)
+    up.add_argument("--power-port", type=int, default=0,
+                    help="INA226 emulator TCP port (default 0: any free one)")
+    up.add_argument("--target-port", type=int, default=0,
+                    help="target link TCP port (default 0: any free one)")
+    up.add_argument("--sbrigd", action="store_true", help="also start sbrigd")
+    up.add_argument("--sbrigd-bin", type=Path, help="sbrigd binary "
+                    "(default build/host/release/sbrigd)")
+    up.add_argument("--policy", choices=POLICIES,
+                    help="the target's policy once up (default: the module's, forced)")
+    up.add_argument("--state", choices=STATES,
+                    help="the state the target requests once up (opportunistic: "
+                         "it suspends whenever nothing blocks; default: on)")
+    up.add_argument("-d", "--detach", action="store_true",
+                    help="run in the background (log DIR/vrig.log); return "
+                         "once the rig is up")
+    up.add_argument("--timeout", type=float, default=300,
+                    help="with --detach: seconds to wait for the rig (default 300)")
+    up.add_argument("-v", "--verbose", action="store_true",
+                    help="agent and sbrigd log debug messages")
+    up.add_argument("--truth", type=Path, default=Path("power-truth.jsonl"),
+                    help="the emulator's ground truth, JSON lines (default "
+                         "DIR/power-truth.jsonl; a relative path is in DIR)")
+    up.set_defaults(func=cmd_up)
+    st = sub.add_parser("status", help="is a rig up in DIR, and what it serves")
+    st.add_argument("--dir", type=Path, default=REPO / "build" / "vrig", help=dir_help)
+    st.add_argument("--json", action="store_true", help="DIR/vrig.json as it is")
+    st.set_defaults(func=cmd_status)
+    dn = sub.add_parser("down", help="stop the rig running in DIR (SIGTERM, then "
+                        "wait until it has shut everything down)")
+    dn.add_argument("--dir", type=Path, default=REPO / "build" / "vrig", help=dir_help)
+    dn.add_argument("--timeout", type=float, default=60,
+                    help="seconds to wait (default 60)")
+    dn.set_defaults(func=cmd_down)
+    args = ap.parse_args(argv)
+    args.dir = args.dir.resolve()
+    return args.func(args)
 
 
 if __name__ == "__main__":
