@@ -9,6 +9,7 @@ gpio-sim (tests/test_host_interface.py).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -114,9 +115,10 @@ def hold_handler(agent: FakeAgent):
     return handler
 
 
-@pytest.fixture
-def rig(tmp_path):
-    """Emulator + fake agent + sbrigd; yields a namespace."""
+@contextlib.contextmanager
+def make_rig(tmp_path, timing: str = ""):
+    """Emulator + fake agent + sbrigd ([timing] lines added: @timing);
+    yields a namespace."""
     emu = Emulator(tmp_path, "--current-uA", "50000", "--rate", "1000")
     agent = FakeAgent(boot_id="boot-sbrigd-test", kernel="6.1.0-test")
     agent.cmd_handler = hold_handler(agent)
@@ -131,7 +133,7 @@ shunt_uohm = 100000
 uri = tcp:127.0.0.1:{agent.port}
 [timing]
 ping_interval_ms = 200
-""")
+{timing}""")
     sock = tmp_path / "run" / "sbrigd.sock"
     d = Daemon(conf, sock)
     d.wait_log("link: agent fake up")
@@ -150,6 +152,12 @@ ping_interval_ms = 200
         assert "ERROR: AddressSanitizer" not in log, log
         assert "runtime error" not in log, log
         assert rc in (0, -9), log
+
+
+@pytest.fixture
+def rig(tmp_path):
+    with make_rig(tmp_path) as r:
+        yield r
 
 
 def test_status_shows_sensor_and_link(rig):
@@ -700,3 +708,72 @@ def test_pipelined_requests_are_served_fairly(rig):
     finally:
         flood.close()
         other.close()
+
+
+# ---- a request to sleep (issue 14) -----------------------------------------
+
+# A quiet time of its own (the default 2.5 s would make these tests slow):
+# with pings every 200 ms an awake agent is never quiet for 800 ms.
+FAST_QUIET = "quiet_ms = 800\n"
+
+
+@pytest.fixture
+def trig(tmp_path):
+    with make_rig(tmp_path, FAST_QUIET) as r:
+        yield r
+
+
+def target_handler(agent: FakeAgent, *, state_done_err: int = 0,
+                   sleep_on_mem: bool = True, rows=None):
+    """The agent's policy/state/stats/hold as the real one answers them
+    (link-protocol.md): 'state mem' is accepted at once and the target then
+    falls asleep (frozen) when @sleep_on_mem, else it stays up (a blocker);
+    'state on' is accepted, then DONE with @state_done_err."""
+    seq = [500]
+
+    def handler(cmd_id: int, verb: str, args: str) -> list:
+        if verb == "policy":
+            return [frame(f'@sb1 R {cmd_id} 0 "policy {args}"')]
+        if verb == "state":
+            out = [frame(f'@sb1 R {cmd_id} 0 "writing state {args}"')]
+            if args != "on" and state_done_err:
+                out.append(frame(f'@sb1 D {cmd_id} {state_done_err} '
+                                 f'"state Device or resource busy"'))
+            elif args != "on" and sleep_on_mem:
+                out.append(agent.sleep)
+            elif args == "on":
+                out.append(frame(f'@sb1 D {cmd_id} {state_done_err} '
+                                 f'"state done"'))
+            return out
+        if verb == "stats":
+            table = rows or [("main", 3, 0, 0, 5_000_000, 0, 2_000_000, 100),
+                             ("rig agent", 1, 1, 1_500_000, 1_500_000,
+                              0, 1_500_000, 200_000_000)]
+            out = [frame(f'@sb1 ST {cmd_id} {i} {len(table)} "{r[0]}" '
+                         + " ".join(str(x) for x in r[1:]))
+                   for i, r in enumerate(table)]
+            return out + [frame(f'@sb1 R {cmd_id} 0 "{len(table)} rows"')]
+        if verb == "hold":
+            name = args.rsplit(" ", 1)[0]
+            agent.send_event(seq[0], time.monotonic_ns(), "block", name)
+            seq[0] += 1
+            return [frame(f'@sb1 R {cmd_id} 0 "holding"'),
+                    frame(f'@sb1 D {cmd_id} 0 "expired {name.strip(chr(34))}"')]
+        return [frame(f'@sb1 R {cmd_id} 22 "unknown verb"')]
+    return handler
+
+
+def test_agent_state_mem_over_the_raw_protocol(trig):
+    """The issue's case: 'agent 5s state mem' answered err 110 because the
+    target did what it was asked. Now: ok once it is asleep."""
+    trig.agent.cmd_handler = target_handler(trig.agent)
+    c = Conn(trig.sock)
+    try:
+        c.send(b"agent 5s state mem\n")
+        final, before = c.answer()
+    finally:
+        c.close()
+    assert before == ["progress accepted writing state mem"], before
+    assert final.startswith("ok slept=quiet quiet_since_ns="), final
+    assert 'text="writing state mem"' in final, final
+    trig.agent.wake()

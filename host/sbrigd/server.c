@@ -877,9 +877,31 @@ static void agent_accepted(void *ctx, const char *text)
 	client_send(ctx, &l);
 }
 
-static void agent_done(void *ctx, int err, const char *text)
+/* " slept=quiet quiet_since_ns=T" / " slept=resumed exit=STATE" */
+static void line_slept(struct line *l, const struct agentop_result *r)
 {
-	client_final(ctx, err, text);
+	if (r->sleep.how == SLEEPWATCH_QUIET) {
+		line_kv(l, "slept", "quiet");
+		line_kvf(l, "quiet_since_ns", "%" PRId64,
+			 r->sleep.quiet_since_ns);
+	} else {
+		line_kv(l, "slept", "resumed");
+		line_kv(l, "exit", r->sleep.state);
+	}
+}
+
+static void agent_done(void *ctx, const struct agentop_result *r)
+{
+	struct line l = { .len = 0 };
+
+	if (r->err || !r->slept) {
+		client_final(ctx, r->err, r->text);
+		return;
+	}
+	line_slept(&l, r);
+	line_kvf(&l, "elapsed_ms", "%" PRId64, r->elapsed_ns / NS_PER_MS);
+	line_kv(&l, "text", r->text);
+	client_final(ctx, 0, l.buf);
 }
 
 static const struct agentop_client_ops agent_ops = {
