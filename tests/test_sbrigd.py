@@ -777,3 +777,52 @@ def test_agent_state_mem_over_the_raw_protocol(trig):
     assert final.startswith("ok slept=quiet quiet_since_ns="), final
     assert 'text="writing state mem"' in final, final
     trig.agent.wake()
+
+
+def test_run_policy_and_state_steps(trig):
+    """A scenario puts the target into opportunistic suspend itself: the
+    policy step ends with the agent's reply, the state step once the target
+    is asleep; the next steps run after it woke."""
+    agent = trig.agent
+    agent.cmd_handler = target_handler(agent)
+    scn = trig.tmp / "opp.scn"
+    scn.write_text("policy opportunistic\nstate mem timeout 10s\n"
+                   "wait event resume timeout 20s\n")
+    cap = trig.tmp / "run-opp"
+    p = subprocess.Popen([str(SBRIG), "-s", str(trig.sock), "run", str(scn),
+                          "-o", str(cap)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    steps = []
+    try:
+        # the wait for the resume starts only once the target slept
+        for line in p.stdout:
+            steps.append(line)
+            if line.startswith("step 3/3"):
+                break
+        assert agent.asleep
+        assert time.monotonic_ns() - agent.asleep_since >= 700_000_000
+        # logged while it sleeps, sent when it wakes
+        agent.send_event(0, agent.clock(), "resume", "0")
+        agent.wake()
+        out, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 0, "".join(steps) + out + err
+    assert steps[:2] == ["step 1/3 line=1 policy opportunistic\n",
+                         "step 2/3 line=2 state mem timeout 10s\n"], steps
+    assert kv(out)["status"] == "complete"
+    stimuli = read_rows(cap, "stimuli", typed=True)
+    assert [(s.what, s.arg) for s in stimuli] == [("policy", "opportunistic"),
+                                                 ("state", "mem")], stimuli
+
+
+def test_run_state_step_fails_on_an_awake_target(trig):
+    trig.agent.cmd_handler = target_handler(trig.agent, sleep_on_mem=False)
+    scn = trig.tmp / "awake.scn"
+    scn.write_text("policy opportunistic\nstate mem timeout 1500ms\n")
+    res = sbrig(trig.sock, "run", str(scn), "-o", str(trig.tmp / "run-awake"))
+    assert res.returncode == 1, res.stdout + res.stderr
+    want = (f"failed: {scn}:2: state mem: the target did not fall asleep "
+            "within 1500ms (its agent was never quiet for quiet_ms 800 ms")
+    assert want in res.stderr, res.stderr

@@ -4,8 +4,8 @@
  *
  * Parses the command line, initialises the modules in dependency order
  * (sched -> rig -> rec -> run, lat, agentop -> srv; each calls only the
- * ones before it; sleepwatch, which agentop embeds, has no state of its
- * own), runs the poll() loop and finalises them in reverse.
+ * ones before it; sleepwatch, which run and agentop embed, has no state
+ * of its own), runs the poll() loop and finalises them in reverse.
  * SIGTERM/SIGINT only write a byte to a self-pipe; the loop then stops,
  * the server stops what runs (a capture is closed with status "aborted",
  * its client gets the final answer, no further request is started) and
