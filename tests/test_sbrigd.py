@@ -779,6 +779,227 @@ def test_agent_state_mem_over_the_raw_protocol(trig):
     trig.agent.wake()
 
 
+def test_target_policy_and_state_on(trig):
+    trig.agent.cmd_handler = target_handler(trig.agent)
+    res = sbrig(trig.sock, "target", "policy", "opportunistic")
+    assert res.returncode == 0, res.stderr
+    assert kv(res.stdout)["policy"] == "opportunistic"
+    assert kv(res.stdout)["text"] == "policy opportunistic"
+    res = sbrig(trig.sock, "target", "state", "on")
+    assert res.returncode == 0, res.stderr
+    assert kv(res.stdout)["state"] == "on" and "slept" not in kv(res.stdout)
+    sent = [f.raw_args.split(" ", 1)[1] for f in trig.agent.cmd_frames]
+    assert sent == ["policy opportunistic", "state on"], sent
+
+
+def test_target_state_mem_succeeds_when_the_target_sleeps(trig):
+    """The agent takes 'state mem' and then falls silent (its user space is
+    frozen: no DONE comes). The request succeeds once the link has been
+    quiet for quiet_ms, not before the target slept and not with err 110."""
+    trig.agent.cmd_handler = target_handler(trig.agent)
+    t = time.monotonic()
+    res = sbrig(trig.sock, "target", "state", "mem")
+    took = time.monotonic() - t
+    assert res.returncode == 0, res.stdout + res.stderr
+    out = kv(res.stdout)
+    assert out["state"] == "mem" and out["slept"] == "quiet", out
+    assert trig.agent.asleep
+    # quiet_ms after the agent's last frame (which may precede its reply
+    # by a ping period), and not much more
+    assert 0.6 <= took < 5, took
+    quiet_since = int(out["quiet_since_ns"])
+    assert quiet_since <= time.monotonic_ns() - 600_000_000
+    trig.agent.wake()
+
+
+def test_target_state_mem_resumed_before_quiet(trig):
+    """A short sleep (forced policy, a wake source at once): the agent's
+    DONE comes after the resume with the cycle's events, and the link was
+    never quiet for quiet_ms: the exit event says it slept."""
+    agent = trig.agent
+
+    def handler(cmd_id, verb, args):
+        now = time.monotonic_ns()
+        return [frame(f'@sb1 R {cmd_id} 0 "writing state {args}"'),
+                lambda: agent.send_event(0, now + 1_000_000, "enter", "deep"),
+                lambda: agent.send_event(1, now + 2_000_000, "exit", "deep"),
+                frame(f'@sb1 D {cmd_id} 0 "state done"')]
+    agent.cmd_handler = handler
+    t = time.monotonic()
+    res = sbrig(trig.sock, "target", "state", "mem")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert time.monotonic() - t < 0.8 + 2     # not the quiet time's doing
+    out = kv(res.stdout)
+    assert (out["slept"], out["exit"]) == ("resumed", "deep"), out
+
+
+def test_target_state_mem_times_out_while_a_blocker_holds(trig):
+    """Accepted, but the target stays up (opportunistic with a blocker
+    active): exit 1 after --timeout, saying why."""
+    trig.agent.cmd_handler = target_handler(trig.agent, sleep_on_mem=False)
+    t = time.monotonic()
+    res = sbrig(trig.sock, "target", "state", "mem", "--timeout", "2s")
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert 1.9 <= time.monotonic() - t < 6
+    assert ("sbrig: target state: the target did not fall asleep within 2s: "
+            "its agent was never quiet for quiet_ms 800 ms") \
+        in res.stderr, res.stderr
+    assert "ETIMEDOUT" in res.stderr
+
+
+def test_target_state_refused_by_the_target(trig):
+    """The write fails (an aborted forced suspend): the agent's DONE error
+    ends the request at once."""
+    trig.agent.cmd_handler = target_handler(trig.agent, state_done_err=16)
+    res = sbrig(trig.sock, "target", "state", "freeze")
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "agent: state Device or resource busy" in res.stderr
+    assert "EBUSY" in res.stderr
+
+
+def test_target_blockers_table_and_tsv(trig):
+    trig.agent.cmd_handler = target_handler(trig.agent)
+    res = sbrig(trig.sock, "target", "blockers")
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0].split() == ["name", "count", "wake_count",
+                                "active_since_ms", "total_time_ms",
+                                "sleep_time_ms", "max_time_ms",
+                                "last_change_ms"], lines
+    # '*' marks the active blocker; times in ms, aligned columns
+    assert lines[1].split() == ["main", "3", "0", "0.000", "5.000", "0.000",
+                                "2.000", "0.000"], lines
+    assert lines[2].startswith("* rig agent ") and lines[2].split()[3:] == \
+        ["1", "1", "1.500", "1.500", "0.000", "1.500", "200.000"], lines
+    assert len({len(x) for x in lines}) == 1, "columns are not aligned"
+    res = sbrig(trig.sock, "target", "blockers", "--tsv", "--active")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == ("name\tcount\twake_count\tactive_since_ns\t"
+                          "total_time_ns\tsleep_time_ns\tmax_time_ns\t"
+                          "last_change_ns\n"
+                          "rig agent\t1\t1\t1500000\t1500000\t0\t1500000\t"
+                          "200000000\n"), res.stdout
+    # the raw protocol: one data line per row, then the count
+    c = Conn(trig.sock)
+    try:
+        c.send(b"target blockers\n")
+        final, before = c.answer()
+    finally:
+        c.close()
+    assert final == "ok rows=2", final
+    assert before[1].startswith('data blocker name="rig agent" count=1 '), before
+
+
+def test_target_events_and_follow(trig):
+    agent = trig.agent
+    t0 = agent.clock()
+    for i, (typ, arg) in enumerate([("block", '"a b"'), ("unblock", '"a b"'),
+                                    ("policy", "opportunistic mem")]):
+        agent.send_event(i, t0 + i * 1_000_000, typ, arg)
+    trig.daemon.wait_log("link: agent")
+    end = time.monotonic() + 10
+    while True:
+        res = sbrig(trig.sock, "target", "events")
+        if res.stdout.count("\n") >= 4 or time.monotonic() > end:
+            break
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0] == "-- boot boot-sbrigd-test --", lines
+    assert re.fullmatch(r"\s+0\s+\d+\.\d{9}  block   \"a b\"", lines[1]), lines
+    assert lines[3].split()[2:] == ["policy", "opportunistic", "mem"], lines
+    res = sbrig(trig.sock, "target", "events", "--tsv", "-n", "1")
+    rows = res.stdout.splitlines()
+    assert rows[0] == "host_t_ns\tuncert_ns\ttarget_t_ns\tboot_id\tseq\ttype\targ\tcut"
+    assert len(rows) == 2 and rows[1].split("\t")[3:] == \
+        ["boot-sbrigd-test", "2", "policy", "opportunistic mem", "0"], rows
+    # --follow: the kept ones, then each new one as it comes, until Ctrl-C
+    p = subprocess.Popen([str(SBRIG), "-s", str(trig.sock), "target", "events",
+                          "-n", "1", "--follow"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline() == "-- boot boot-sbrigd-test --\n"
+        # the last one kept: the daemon follows from here on
+        assert p.stdout.readline().split()[2] == "policy"
+        got = []
+        for i in range(3, 6):
+            agent.send_event(i, t0 + i * 1_000_000, "block", f'"live{i}"')
+            got.append(p.stdout.readline().split())
+        assert [g[2:] for g in got] == [["block", f'"live{i}"'] for i in
+                                       range(3, 6)], got
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=20)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 0, err
+    assert out == "", out
+
+
+def test_target_hold(trig):
+    trig.agent.cmd_handler = target_handler(trig.agent)
+    res = sbrig(trig.sock, "target", "hold", "from target", "150ms")
+    assert res.returncode == 0, res.stderr
+    assert kv(res.stdout)["hold"] == "from target"
+    assert kv(res.stdout)["text"] == "expired from target"
+    assert any('hold "from target" 150' in f.raw_args
+               for f in trig.agent.cmd_frames)
+
+
+def test_target_bad_input_names_the_argument(trig):
+    """Unknown policy/state names and bad durations: a usage error (exit 2)
+    naming the argument and the choices, nothing sent; the daemon refuses
+    the same in the raw protocol (err 22)."""
+    cases = [
+        (["target", "policy", "sometimes"],
+         "unknown policy 'sometimes' (forced, opportunistic)"),
+        (["target", "state", "disk"],
+         "unknown state 'disk' (on, mem, standby, freeze)"),
+        (["target", "state", "MEM"], "unknown state 'MEM'"),
+        (["target", "state"], "expected on|mem|standby|freeze"),
+        (["target", "state", "mem", "--timeout", "5"],
+         "--timeout: bad duration '5'"),
+        (["target", "state", "mem", "--timeout", "0s"],
+         "--timeout: bad duration '0s'"),
+        (["target", "hold", "x", "soon"], "DURATION: bad duration 'soon'"),
+        (["target", "hold", "x", "10us"], "DURATION: '10us' is below 1ms"),
+        (["target", "hold", 'a"b', "1s"], "NAME: 'a\"b' is not a blocker name"),
+        (["target", "hold", "", "1s"], "NAME: 1 to 255 characters"),
+        (["target", "events", "-n", "x"], "-n: 'x' is not 0..1024"),
+        (["target", "blockers", "--follow"], "bad option"),
+        (["target", "nope"], "unknown sub-command 'nope'"),
+        (["target"], "expected policy, state, blockers, events or hold"),
+        (["hold", "x"], "expected NAME DURATION"),
+    ]
+    for args, msg in cases:
+        res = sbrig(trig.sock, *args)
+        assert res.returncode == 2, (args, res.stdout, res.stderr)
+        assert msg in res.stderr, (args, res.stderr)
+    assert not [f for f in trig.agent.cmd_frames
+                if f.raw_args.split(" ")[1] in ("policy", "state", "hold")]
+    raw = [(b"target policy sometimes\n",
+            "err 22 policy: unknown policy 'sometimes' (forced, opportunistic)"),
+           (b"target state disk\n",
+            "err 22 state: unknown state 'disk' (on, mem, standby, freeze)"),
+           (b"target state mem timeout=soon\n",
+            "err 22 timeout: bad duration 'soon'"),
+           (b"target state mem timeout=0s\n", "err 22 timeout: must be positive"),
+           (b"target state mem later=1s\n", "err 22 unknown option 'later'"),
+           (b"target hold \"\" 1s\n", "err 22 NAME: '' is not a blocker name"),
+           (b"target hold x 0s\n", "err 22 DURATION: must be at least 1ms"),
+           (b"target events n=-1\n", "err 22 n: '-1' is not 0..1024"),
+           (b"target events follow=maybe\n", "err 22 follow: 'maybe' is not yes or no"),
+           (b"target\n", "err 22 usage: target policy|state|hold|blockers|events"),
+           (b"target dance\n", "(not 'dance')")]
+    c = Conn(trig.sock)
+    try:
+        for req, want in raw:
+            c.send(req)
+            final, _ = c.answer()
+            assert want in final, (req, final)
+    finally:
+        c.close()
+
+
 def test_run_policy_and_state_steps(trig):
     """A scenario puts the target into opportunistic suspend itself: the
     policy step ends with the agent's reply, the state step once the target

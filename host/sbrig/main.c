@@ -549,29 +549,6 @@ static int agent_request(const char *what, const char *cmdline,
 	return fail(&r, ret, what);
 }
 
-static int cmd_hold(const struct command *c, int argc, char **argv)
-{
-	char cmdline[600] = "hold", ms[32];
-	int64_t ns = 0;
-	int ret = parse_help_only(c, argc, argv);
-
-	if (ret >= 0)
-		return ret;
-	if (argc - optind != 2)
-		return usage_error(c->name, "expected NAME DURATION");
-	if (check_duration(c->name, "DURATION", argv[optind + 1], &ns))
-		return EXIT_USAGE;
-	snprintf(ms, sizeof(ms), "%" PRId64, ns / 1000000);
-	if (add_arg(cmdline, sizeof(cmdline), argv[optind]) ||
-	    strchr(argv[optind], '"') || !argv[optind][0])
-		return usage_error(c->name, "bad blocker name");
-	/* the agent's name is always quoted */
-	if (cmdline[5] != '"')
-		snprintf(cmdline, sizeof(cmdline), "hold \"%s\"", argv[optind]);
-	add_arg(cmdline, sizeof(cmdline), ms);
-	return agent_request("hold", cmdline, ns);
-}
-
 static int cmd_burn(const struct command *c, int argc, char **argv)
 {
 	char cmdline[64];
@@ -672,10 +649,13 @@ static const struct command commands[] = {
 "                          current directory, DATE in UTC)\n"
 "      --stats-every D     ask the agent for a stats snapshot every D\n",
 	  cmd_latency },
+	{ "target", target_args,
+	  "the target: policy, state, blockers, events, hold",
+	  target_help, cmd_target },
 	{ "hold", "NAME DURATION",
-	  "make the target agent hold a blocker",
+	  "make the target agent hold a blocker (as target hold)",
 "Have the target agent hold the suspend blocker NAME for DURATION; returns\n"
-"when the agent reports it released.\n",
+"when the agent reports it released. The same as 'sbrig target hold'.\n",
 	  cmd_hold },
 	{ "burn", "DURATION",
 	  "make the target agent burn CPU",
