@@ -10,6 +10,7 @@ gpio-sim (tests/test_host_interface.py).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import signal
@@ -87,6 +88,13 @@ def sbrig(sock: Path | None, *args: str, timeout: float = 60):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
 
+def status_json(sock: Path) -> dict:
+    """sbrig status --json: the daemon's status keys as JSON paths."""
+    res = sbrig(sock, "status", "--json")
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
 def kv(text: str) -> dict[str, str]:
     out = {}
     for line in text.splitlines():
@@ -162,18 +170,18 @@ def rig(tmp_path):
 
 def test_status_shows_sensor_and_link(rig):
     assert oct(rig.sock.stat().st_mode & 0o777) == "0o660"
-    res = sbrig(rig.sock, "status")
-    assert res.returncode == 0, res.stderr
-    st = kv(res.stdout)
-    assert st["rig.name"] == "hosttest"
-    assert st["rig.config"] == str(rig.conf)
-    assert len(st["rig.config_sha256"]) == 64
-    assert st["sensor.device"] == "ina226"
-    assert abs(float(st["sensor.current_mA"]) - 50.0) < 0.5
-    assert st["link.connected"] == "yes"
-    assert st["link.boot_id"] == "boot-sbrigd-test"
-    assert st["link.kernel"] == "6.1.0-test"
-    assert st["capture"] == "none"
+    st = status_json(rig.sock)
+    assert st["rig"]["name"] == "hosttest"
+    assert st["rig"]["config"] == str(rig.conf)
+    assert len(st["rig"]["config_sha256"]) == 64
+    assert st["sensor"]["device"] == "ina226"
+    assert abs(st["sensor"]["current_mA"] - 50.0) < 0.5
+    assert st["sensor"]["shunt_uohm"] == 100000
+    assert st["link"]["connected"] is True
+    assert st["link"]["boot_id"] == "boot-sbrigd-test"
+    assert st["link"]["kernel"] == "6.1.0-test"
+    assert st["capture"] is None and st["operation"] is None
+    assert st["problems"] == []
 
 
 def test_capture_records_samples_and_events(rig):
@@ -212,7 +220,7 @@ def test_capture_records_samples_and_events(rig):
     target = meta_section(cap, "target")
     assert target and target["boot_id"] == "boot-sbrigd-test"
     prov = meta_section(cap, "provenance")
-    assert prov["rig_sha256"] == kv(sbrig(rig.sock, "status").stdout)["rig.config_sha256"]
+    assert prov["rig_sha256"] == status_json(rig.sock)["rig"]["config_sha256"]
 
 
 def test_daemon_writes_capture_format_version2(rig):
@@ -433,10 +441,53 @@ def test_stale_socket_replaced(tmp_path):
     s.close()           # a socket file nobody listens on
     d = Daemon(conf, sock)
     try:
+        st = status_json(sock)
+        assert st["sensor"] is None and st["link"] is None
         res = sbrig(sock, "status")
         assert res.returncode == 0
-        st = kv(res.stdout)
-        assert st["sensor"] == "none" and st["link"] == "none"
+        assert "sensor:    none (the rig has no [power] sensor)" in res.stdout
+        assert "target:    none (the rig has no [target] link)" in res.stdout
+    finally:
+        assert d.stop() == 0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_status_puts_what_is_wrong_first(tmp_path):
+    """No sensor answering, no agent ever: sbrig status says so first (and
+    still exits 0: that is the answer); --json has the same list."""
+    conf = tmp_path / "rig.conf"
+    conf.write_text(f"""[rig]
+name = broken
+[power]
+uri = ip:127.0.0.1:{free_port()}
+device = ina226
+[target]
+uri = tcp:127.0.0.1:{free_port()}
+""")
+    sock = tmp_path / "s.sock"
+    d = Daemon(conf, sock)
+    try:
+        res = sbrig(sock, "status")
+        assert res.returncode == 0, res.stderr
+        lines = res.stdout.splitlines()
+        assert lines[0].startswith("problems:  sensor: "), lines
+        assert lines[1].startswith("           target: no agent answers on "
+                                   "tcp:127.0.0.1:"), lines
+        assert lines[2].startswith("rig:       broken (" + str(conf)), lines
+        assert "target:    NOT connected: tcp:127.0.0.1:" in res.stdout
+        assert "clock:     no exchange yet" in res.stdout
+        st = status_json(sock)
+        assert len(st["problems"]) == 2 and st["problems"][0] == \
+            lines[0][11:] and st["problems"][1] == lines[1][11:], st
+        assert st["link"]["connected"] is False and st["link"]["asleep"] is False
+        assert "current_mA" not in st["sensor"] and st["sensor"]["error"]
+        assert st["line"] == {} and st["capture"] is None
+        assert sbrig(sock, "status", "--yaml").returncode == 2
     finally:
         assert d.stop() == 0
 
@@ -460,8 +511,13 @@ def test_sensor_vanishing_fails_capture_daemon_lives(rig):
     assert "sbrig: capture: failed: sensor: " in err, err
     assert kv(out)["status"] == status and kv(out)["dir"] == str(cap), out
     assert len(read_rows(cap, "samples")) >= 100
+    st = status_json(rig.sock)
+    assert st["sensor"]["error"], st
+    assert st["problems"][0] == "sensor: " + st["sensor"]["error"], st
+    # for a person: what is wrong first
     res = sbrig(rig.sock, "status")
-    assert res.returncode == 0 and "sensor.error: " in res.stdout
+    assert res.returncode == 0
+    assert res.stdout.startswith("problems:  sensor: "), res.stdout
 
 
 def test_hold_passes_through_to_the_agent(rig):
@@ -539,8 +595,7 @@ def test_disk_full_fails_capture_daemon_lives(rig, tiny_fs):
     assert len(read_rows(cap, "samples")) > 1000
     assert not (cap / ".reserve").exists(), "close left its space reserve"
     assert rig.daemon.proc.poll() is None, "".join(rig.daemon.log)
-    res = sbrig(rig.sock, "status")
-    assert res.returncode == 0 and kv(res.stdout)["capture"] == "none", res
+    assert status_json(rig.sock)["capture"] is None
     res = sbrig(rig.sock, "capture", "-d", "300ms", "-o", str(rig.tmp / "after"))
     assert res.returncode == 0, res.stderr
     assert meta_section(rig.tmp / "after", "end")["status"] == "complete"
@@ -710,7 +765,7 @@ def test_pipelined_requests_are_served_fairly(rig):
         other.close()
 
 
-# ---- a request to sleep (issue 14) -----------------------------------------
+# ---- the target from the CLI (issue 14) -------------------------------------
 
 # A quiet time of its own (the default 2.5 s would make these tests slow):
 # with pings every 200 ms an awake agent is never quiet for 800 ms.
@@ -763,22 +818,6 @@ def target_handler(agent: FakeAgent, *, state_done_err: int = 0,
     return handler
 
 
-def test_agent_state_mem_over_the_raw_protocol(trig):
-    """The issue's case: 'agent 5s state mem' answered err 110 because the
-    target did what it was asked. Now: ok once it is asleep."""
-    trig.agent.cmd_handler = target_handler(trig.agent)
-    c = Conn(trig.sock)
-    try:
-        c.send(b"agent 5s state mem\n")
-        final, before = c.answer()
-    finally:
-        c.close()
-    assert before == ["progress accepted writing state mem"], before
-    assert final.startswith("ok slept=quiet quiet_since_ns="), final
-    assert 'text="writing state mem"' in final, final
-    trig.agent.wake()
-
-
 def test_target_policy_and_state_on(trig):
     trig.agent.cmd_handler = target_handler(trig.agent)
     res = sbrig(trig.sock, "target", "policy", "opportunistic")
@@ -809,6 +848,34 @@ def test_target_state_mem_succeeds_when_the_target_sleeps(trig):
     assert 0.6 <= took < 5, took
     quiet_since = int(out["quiet_since_ns"])
     assert quiet_since <= time.monotonic_ns() - 600_000_000
+    # the status: asleep, no problem; awake again once it wakes
+    st = status_json(trig.sock)
+    assert st["link"]["asleep"] is True and st["problems"] == [], st
+    assert st["link"]["silent_ms"] >= 800, st
+    text = sbrig(trig.sock, "status").stdout
+    assert re.search(r"^target:    asleep: no frame from its agent for "
+                     r"[\d.]+ s \(or it stopped\), over tcp:", text, re.M), text
+    trig.agent.wake()
+    trig.agent.wait_for(lambda a: a.synced, 10)
+    end = time.monotonic() + 10
+    while status_json(trig.sock)["link"]["asleep"]:
+        assert time.monotonic() < end, "still asleep after the wake"
+        time.sleep(0.05)
+
+
+def test_agent_state_mem_over_the_raw_protocol(trig):
+    """The issue's case: 'agent 5s state mem' answered err 110 because the
+    target did what it was asked. Now: ok once it is asleep."""
+    trig.agent.cmd_handler = target_handler(trig.agent)
+    c = Conn(trig.sock)
+    try:
+        c.send(b"agent 5s state mem\n")
+        final, before = c.answer()
+    finally:
+        c.close()
+    assert before == ["progress accepted writing state mem"], before
+    assert final.startswith("ok slept=quiet quiet_since_ns="), final
+    assert 'text="writing state mem"' in final, final
     trig.agent.wake()
 
 

@@ -3,7 +3,8 @@
  * cli.h - what sbrig's commands share: the command table's entry, exit
  * codes, usage errors and talking to the daemon (client.c). main.c holds
  * the table and the simple commands that talk to the daemon; the target
- * commands (target.c) and each offline command have a file of their own.
+ * commands (target.c), status (status.c) and each offline command have a
+ * file of their own.
  */
 #ifndef SBRIG_CLI_H
 #define SBRIG_CLI_H
@@ -103,11 +104,13 @@ int check_duration(const char *cmd, const char *what, const char *s,
 /* An absolute path for @dir (which need not exist yet). 0 or -errno. */
 int abs_dir(const char *dir, char *out, size_t size);
 
-/* ---- target.c ---------------------------------------------------------- */
+/* ---- target.c, status.c ------------------------------------------------- */
 
 extern const char target_args[], target_help[];
 int cmd_target(const struct command *c, int argc, char **argv);
 int cmd_hold(const struct command *c, int argc, char **argv);
+extern const char status_args[], status_help[];
+int cmd_status(const struct command *c, int argc, char **argv);
 
 /* analyze.c */
 extern const char analyze_help[];

@@ -115,20 +115,6 @@ static int parse_help_only(const struct command *c, int argc, char **argv)
 	return -1;
 }
 
-static int cmd_status(const struct command *c, int argc, char **argv)
-{
-	struct reply r = { 0 };
-	int ret = parse_help_only(c, argc, argv);
-
-	if (ret >= 0)
-		return ret;
-	if (optind != argc)
-		return usage_error(c->name, "unexpected argument '%s'",
-				   argv[optind]);
-	ret = request("status", NULL, 0, &r);
-	return fail(&r, ret, "status");
-}
-
 static int cmd_press(const struct command *c, int argc, char **argv)
 {
 	char line[512] = "press";
@@ -582,13 +568,9 @@ static int cmd_stop(const struct command *c, int argc, char **argv)
 }
 
 static const struct command commands[] = {
-	{ "status", "",
-	  "show the rig, its lines, sensor, link and capture",
-"Show the rig (name, config path and hash), its GPIO lines with their\n"
-"values, the power sensor (and a reading when no capture runs), the target\n"
-"link (agent, kernel, module, boot id, frame counters, clock offset and\n"
-"uncertainty) and the running capture, as stable 'key: value' lines.\n",
-	  cmd_status },
+	{ "status", status_args,
+	  "show the rig, what is wrong with it, its sensor, target and capture",
+	  status_help, cmd_status },
 	{ "press", "KEY [DURATION]",
 	  "press a key for a while",
 "Press KEY (a [key:KEY] line of the rig) for DURATION (default: the rig's\n"

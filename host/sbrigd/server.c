@@ -493,6 +493,11 @@ static void status_link(struct client *c, const struct rig_status *st)
 	client_sendf(c, "data link.uri: %s", st->cfg->target_uri);
 	client_sendf(c, "data link.connected: %s",
 		     st->link.connected ? "yes" : "no");
+	client_sendf(c, "data link.asleep: %s", st->asleep ? "yes" : "no");
+	if (st->link.last_rx_ns)
+		client_sendf(c, "data link.silent_ms: %" PRId64,
+			     time_sub(sbrig_now_ns(), st->link.last_rx_ns) /
+			     NS_PER_MS);
 	if (st->target.known) {
 		client_sendf(c, "data link.boot_id: %s", st->target.boot_id);
 		client_sendf(c, "data link.kernel: %s", st->target.kernel);
