@@ -416,7 +416,6 @@ class VirtualRig:
                 f"vcharger /dev/{self._port_node(CHARGER_PORT)}")
             self.vcharger.wait_output("vcharger ready", timeout=30)
             self.agent = self.vm.start_bg(AGENT + (" -v" if self.verbose else ""))
-            self._set_policy_state()
             self._start_sampler()
             # the power model follows the target from its first sample on
             end = time.monotonic() + 10
@@ -425,6 +424,10 @@ class VirtualRig:
             write_rig_conf(self.conf, self.power_port, self.target_port, self.qmp_path)
             if self.want_sbrigd:
                 self.start_sbrigd()
+                # the agent's hello must reach sbrigd while the target is
+                # up: a state that suspends it comes after
+                self.wait_link_up()
+            self._set_policy_state()
         except BaseException:
             self.stop()
             raise
@@ -519,6 +522,30 @@ class VirtualRig:
             except OSError:
                 time.sleep(0.05)
         raise TimeoutError(f"sbrigd did not open {self.socket} within 30 s")
+
+    def wait_link_up(self, timeout: float = 60) -> None:
+        """Until sbrigd's status says the agent's link is connected."""
+        end = time.monotonic() + timeout
+        while True:
+            try:
+                with socket.socket(socket.AF_UNIX) as s:
+                    s.settimeout(10)
+                    s.connect(self.socket)
+                    s.sendall(b"status\n")
+                    text = b""
+                    while not re.search(rb"^(ok|err)", text, re.M):
+                        chunk = s.recv(65536)
+                        if not chunk:
+                            break
+                        text += chunk
+                if re.search(rb"^data link\.connected: yes$", text, re.M):
+                    return
+            except OSError:
+                pass
+            if time.monotonic() > end:
+                raise TimeoutError(f"the agent's link did not come up in {timeout} s; "
+                                   f"see {self.dir / 'sbrigd.log'}")
+            time.sleep(0.1)
 
     def stop(self) -> None:
         self._stop.set()
@@ -803,7 +830,11 @@ def main(argv: list[str] | None = None) -> int:
     dn.set_defaults(func=cmd_down)
     args = ap.parse_args(argv)
     args.dir = args.dir.resolve()
-    return args.func(args)
+    try:
+        return args.func(args)
+    except BrokenPipeError:         # `vrig.py status | head -1`
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":
