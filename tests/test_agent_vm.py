@@ -188,8 +188,14 @@ def test_input_handler_holds_process_input_events(rig):
     # poll's return; the queue read empty, then the handler done
     order = [(e["ev"], e["arg"]) for e in ld.of("event")[n0:]
              if e["arg"] in ("evdev", "process-input-events")]
-    assert order[:4] == [("block", "evdev"), ("block", "process-input-events"),
-                         ("unblock", "evdev"), ("unblock", "process-input-events")], order
+    assert order[:3] == [("block", "evdev"), ("block", "process-input-events"),
+                         ("unblock", "evdev")], order
+    # the key's release may queue while the handler still holds its
+    # blocker (a loaded host delivers press and release apart): the queue
+    # is then read empty again, and the handler lets go only after that
+    end = order.index(("unblock", "process-input-events"))
+    inside = order[2:end]
+    assert inside.count(("unblock", "evdev")) == inside.count(("block", "evdev")) + 1, order
     r = _reply(ld, "input off")
     assert r["err"] == 0 and int(r["text"].split()[2]) >= 1   # "input off, N events"
 

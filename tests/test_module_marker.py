@@ -204,7 +204,8 @@ echo "sim_dir=/sys/devices/platform/$(cat $g/dev_name)/$(cat $g/bank0/chip_name)
 
 
 def _gpio_sim_bank(vm, name: str) -> str:
-    out = vm.run_ok(GPIO_SIM_BANK.replace("@NAME@", name))
+    # in a subshell: its "set -e" must not stay in the harness's shell
+    out = vm.run_ok("(" + GPIO_SIM_BANK.replace("@NAME@", name) + ")")
     return re.search(r"^sim_dir=(\S+)$", out, re.M).group(1)
 
 
