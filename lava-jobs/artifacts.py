@@ -11,7 +11,8 @@ Writes into DIR (created; files replaced atomically):
                       sb_test.ko and the kernel modules they need, every
                       target program: sbctl, sbagent, sbprobe, evread,
                       vkeypad, ...) plus the target-side LAVA scripts of
-                      lava-jobs/target/ in /usr/bin
+                      lava-jobs/target/ in /usr/bin (armhf: and the
+                      BeagleBone's Ethernet driver, for the rig channel)
     am335x-boneblack-sbrig.dtb   (armhf only) the BeagleBone Black's tree
                       rebuilt with __symbols__ and firmware/sbrig-target.dts
                       applied (firmware/Makefile's sbrig-target.merged.dtb)
@@ -61,6 +62,10 @@ FILES = {
     "armhf": {"kernel": "vmlinuz", "ramdisk": "ramdisk.cpio.gz",
               "dtb": "am335x-boneblack-sbrig.dtb"},
 }
+
+#: Debian kernel modules the jobs need beyond tests/vm's: a board's
+#: Ethernet (its power jobs reach the rig host over the lab's network)
+EXTRA_KMODS = {"amd64": [], "armhf": ["ti_cpsw", "davinci_mdio"]}
 
 MANIFEST = "artifacts.json"
 MANIFEST_SCHEMA = "sbrig-lava-artifacts"
@@ -131,7 +136,8 @@ def build(arch: str, out: Path, *, module_src: Path | None = None,
         mods = ModuleBuild(arch, dict(mods.modules), list(mods.missing))
         mods.modules["suspend_block"] = build_module_from(arch, k, module_src.resolve(), tag)
     progs = build_programs(arch) + TARGET_SCRIPTS
-    img = initramfs.build_initramfs(arch, k, mods, progs, name=f"initramfs-{tag}")
+    img = initramfs.build_initramfs(arch, k, mods, progs, extra_kmods=EXTRA_KMODS[arch],
+                                    name=f"initramfs-{tag}")
     sources = {"kernel": k.vmlinuz, "ramdisk": img}
     if arch == "armhf":
         sources["dtb"] = board_dtb()

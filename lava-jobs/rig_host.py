@@ -5,6 +5,8 @@ power scenarios.
 
     rig_host.py attach --dir DIR --target-port P --power-port Q
                        [--scenarios DIR] [--sbrig-bin DIR] [--history DB]
+    rig_host.py attach-board --dir DIR --rig-conf FILE [--listen HOST:PORT]
+                       [--key KEY] [--scenarios DIR] [--sbrig-bin DIR] [--history DB]
     rig_host.py detach --dir DIR
 
 A LAVA qemu job boots QEMU itself, so the virtual rig cannot boot its own
@@ -53,6 +55,14 @@ The rig channel (one request per job; lines of text):
                                      failed
     target: ack                      it left opportunistic suspend; the rig
                                      lets the key go
+
+``attach-board`` is the same request server for a board (a BeagleBone
+with rig/beaglebone.conf's GPIO keys, INA226 and UART): the rig channel is
+a TCP port the target connects to over the lab's network, the scenarios
+wait for the target to sleep themselves (``wait asleep``), and the key is
+held down through sbrigd (a ``press KEY`` request) while the target takes the
+answer. Only one sbrigd may own the rig's lines: the rig host starts its
+own for each request (with SBRIG_GIT_SHA), so no other may run then.
 
 Runs are kept in DIR/runs/SCENARIO/COMMIT/STAMP-N/{capture,report}/ and a
 comparison in DIR/runs/SCENARIO/COMMIT/STAMP-compare/; DIR/session.json
@@ -169,38 +179,27 @@ class QemuPeer:
         self.qmp.close()
 
 
-class RigHost:
-    """One attach session: the virtual rig's parts on LAVA's QEMU and the
-    rig channel's request server."""
+class VirtualRig:
+    """The virtual rig's parts on LAVA's QEMU (``attach``): the INA226
+    emulator with vrig's power model, the keypad proxy, DIR/rig.conf; the
+    rig channel is QEMU's org.sbrig.rig port."""
 
-    def __init__(self, d: Path, target_port: int, power_port: int, *,
-                 scenarios: Path = DEFAULT_SCENARIOS, bindir: Path = DEFAULT_BIN,
-                 history: Path | None = None) -> None:
+    def __init__(self, d: Path, target_port: int, power_port: int) -> None:
         self.dir = d
         self.target_port = target_port
         self.power_port = power_port
-        self.scenarios = scenarios
-        self.bindir = bindir
-        self.history = history
         self.conf = d / "rig.conf"
         self.keys_path = d / "keys.sock"
-        self.sbrigd_sock = d / "sbrigd.sock"
         self.stop_event = threading.Event()
         self.model = vrig.PowerModel()
-        self.vm: QemuPeer | None = None        # KeypadProxy calls rig.vm
+        self.vm: QemuPeer | None = None        # vrig.KeypadProxy calls rig.vm
         self.keys = None
         self.server = None
         self.chip = None
         self.truth = None
-        self.channel: socket.socket | None = None
-        self.sbrigd: subprocess.Popen | None = None
         self.threads: list[threading.Thread] = []
 
-    # --- attach / detach ---------------------------------------------------
     def attach(self) -> None:
-        for prog in ("sbrigd", "sbrig"):
-            if not (self.bindir / prog).exists():
-                raise RigError(f"{self.bindir / prog} missing (make host, or --sbrig-bin DIR)")
         self.vm = QemuPeer(self.dir / "qemu-qmp.sock", self.dir / "qmp.log")
         log(f"attached to QEMU pid {self.vm.pid} ({self.vm.query_status()})")
         self.truth = ina226_iiod.TruthRecorder(self.dir / "power-truth.jsonl")
@@ -219,19 +218,28 @@ class RigHost:
         self._thread(self.keys.serve, "keys", self.stop_event)
         vrig.write_rig_conf(self.conf, self.power_port, self.target_port,
                             str(self.keys_path))
-        self.channel = connect_unix(self.dir / "rig.sock", ATTACH_TIMEOUT_S)
-        self._thread(self._serve_channel, "channel")
 
-    def describe(self) -> str:
-        return "\n".join([
-            f"sbrig rig host attached to QEMU pid {self.vm.pid} in {self.dir}",
-            f"  power        ip:127.0.0.1:{self.power_port} (INA226 emulator)",
-            f"  target link  tcp:127.0.0.1:{self.target_port} (guest ttyS1)",
-            f"  keys         qmp:{self.keys_path} (keypad port {vrig.KEYPAD_PORT})",
-            f"  rig channel  {self.dir / 'rig.sock'} (port org.sbrig.rig)",
-            f"  rig config   {self.conf}",
-            f"  runs         {self.dir / 'runs'}",
-            f"  log          {self.dir / 'rig-host.log'}"])
+    def channels(self):
+        """The rig channel: QEMU's port, once."""
+        yield connect_unix(self.dir / "rig.sock", ATTACH_TIMEOUT_S)
+
+    def describe(self) -> list[str]:
+        return [f"virtual rig attached to QEMU pid {self.vm.pid}",
+                f"  power        ip:127.0.0.1:{self.power_port} (INA226 emulator)",
+                f"  target link  tcp:127.0.0.1:{self.target_port} (guest ttyS1)",
+                f"  keys         qmp:{self.keys_path} (keypad port {vrig.KEYPAD_PORT})",
+                f"  rig channel  {self.dir / 'rig.sock'} (port org.sbrig.rig)"]
+
+    def alive(self) -> bool:
+        return self.vm.is_alive()
+
+    def wait_asleep(self, host: "RigHost") -> None:
+        """Each run starts from S3, which QEMU shows."""
+        self.vm.wait_status("suspended", ASLEEP_TIMEOUT_S)
+
+    def hold_key(self, host: "RigHost", down: bool) -> None:
+        """The key's interrupt: a key down wakes S3 first (vrig)."""
+        self.keys.key(KEY_POWER, down)
 
     def _thread(self, fn, name, *args, **kwargs) -> None:
         t = threading.Thread(target=fn, args=args, kwargs=kwargs,
@@ -239,22 +247,23 @@ class RigHost:
         t.start()
         self.threads.append(t)
 
-    def wait(self) -> None:
-        """Until detach (SIGTERM) or QEMU's end."""
-        while not self.stop_event.wait(0.5):
-            if not self.vm.is_alive():
-                log("QEMU is gone")
-                return
+    def _sampler(self) -> None:
+        """The power model's sampler, as vrig.VirtualRig's."""
+        pid = self.vm.pid
+        last_t = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        last_cpu = vrig.qemu_cpu_ns(pid)
+        while not self.stop_event.wait(self.model.SAMPLE_S):
+            try:
+                status = self.vm.query_status()
+            except Exception:       # QEMU gone or shutting down
+                status = "unknown"
+            now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+            cpu = vrig.qemu_cpu_ns(pid)
+            self.model.record(last_t, status, (cpu - last_cpu) / max(1, now - last_t))
+            last_t, last_cpu = now, cpu
 
     def stop(self) -> None:
         self.stop_event.set()
-        self._stop_sbrigd()
-        if self.channel:
-            try:
-                self.channel.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            self.channel.close()
         if self.keys:
             self.keys.close()
         if self.server:
@@ -271,20 +280,128 @@ class RigHost:
         elif self.truth:
             self.truth.close()
 
-    # --- the power model's sampler (as vrig.VirtualRig's) ------------------
-    def _sampler(self) -> None:
-        pid = self.vm.pid
-        last_t = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-        last_cpu = vrig.qemu_cpu_ns(pid)
-        while not self.stop_event.wait(self.model.SAMPLE_S):
+
+class BoardRig:
+    """A board's rig (``attach-board``): its own rig config (GPIO keys,
+    INA226, the agent's UART; rig/beaglebone.conf), the rig channel a TCP
+    port the target connects to over the lab's network. The scenarios wait
+    for the target to sleep themselves (``wait asleep``); the key is held
+    down through sbrigd."""
+
+    def __init__(self, conf: Path, listen: tuple[str, int], key: str) -> None:
+        self.conf = conf
+        self.listen = listen
+        self.key = key
+        self.listener: socket.socket | None = None
+        self.press: socket.socket | None = None
+        self.stop_event = threading.Event()
+
+    def attach(self) -> None:
+        if not self.conf.is_file():
+            raise RigError(f"--rig-conf {self.conf}: no such file")
+        self.listener = socket.create_server(self.listen, reuse_port=False)
+        self.listener.settimeout(0.5)
+
+    def channels(self):
+        """Each connection of a target, in turn."""
+        while not self.stop_event.is_set():
             try:
-                status = self.vm.query_status()
-            except Exception:       # QEMU gone or shutting down
-                status = "unknown"
-            now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-            cpu = vrig.qemu_cpu_ns(pid)
-            self.model.record(last_t, status, (cpu - last_cpu) / max(1, now - last_t))
-            last_t, last_cpu = now, cpu
+                conn, peer = self.listener.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            conn.settimeout(None)
+            log(f"rig channel: a target connected from {peer[0]}")
+            yield conn
+
+    def describe(self) -> list[str]:
+        host, port = self.listener.getsockname()[:2]
+        return [f"board rig of {self.conf}",
+                f"  rig channel  tcp:{host}:{port}",
+                f"  key          {self.key} (held down while the target takes the answer)"]
+
+    def alive(self) -> bool:
+        return True
+
+    def wait_asleep(self, host: "RigHost") -> None:
+        pass
+
+    def hold_key(self, host: "RigHost", down: bool) -> None:
+        """``press KEY`` on sbrigd's socket (daemon-protocol.md), released
+        early by ``stop`` on the same connection."""
+        if down:
+            self.press = socket.socket(socket.AF_UNIX)
+            self.press.settimeout(30)
+            self.press.connect(str(host.sbrigd_sock))
+            self.press.sendall(f"press {self.key} {ACK_TIMEOUT_S}s\n".encode())
+        elif self.press:
+            try:
+                self.press.sendall(b"stop\n")
+                answer = self.press.makefile("rb").readline().decode(errors="replace")
+                log(f"sbrigd: {answer.strip()}")
+            finally:
+                self.press.close()
+                self.press = None
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        if self.listener:
+            self.listener.close()
+
+
+class RigHost:
+    """One attach session: a rig (VirtualRig or BoardRig) and the rig
+    channel's request server, which runs sbrigd (with SBRIG_GIT_SHA) on the
+    rig's config for each request."""
+
+    def __init__(self, d: Path, rig, *, scenarios: Path = DEFAULT_SCENARIOS,
+                 bindir: Path = DEFAULT_BIN, history: Path | None = None) -> None:
+        self.dir = d
+        self.rig = rig
+        self.scenarios = scenarios
+        self.bindir = bindir
+        self.history = history
+        self.sbrigd_sock = d / "sbrigd.sock"
+        self.stop_event = threading.Event()
+        self.channel: socket.socket | None = None
+        self.sbrigd: subprocess.Popen | None = None
+        self.thread: threading.Thread | None = None
+
+    # --- attach / detach ---------------------------------------------------
+    def attach(self) -> None:
+        for prog in ("sbrigd", "sbrig"):
+            if not (self.bindir / prog).exists():
+                raise RigError(f"{self.bindir / prog} missing (make host, or --sbrig-bin DIR)")
+        self.rig.attach()
+        self.thread = threading.Thread(target=self._serve, name="rig-host-channel",
+                                       daemon=True)
+        self.thread.start()
+
+    def describe(self) -> str:
+        return "\n".join([f"sbrig rig host in {self.dir}", *self.rig.describe(),
+                          f"  rig config   {self.rig.conf}",
+                          f"  runs         {self.dir / 'runs'}",
+                          f"  log          {self.dir / 'rig-host.log'}"])
+
+    def wait(self) -> None:
+        """Until detach (SIGTERM) or the rig's end (QEMU gone)."""
+        while not self.stop_event.wait(0.5):
+            if not self.rig.alive():
+                log("QEMU is gone")
+                return
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self._stop_sbrigd()
+        if self.channel:
+            try:
+                self.channel.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        self.rig.stop()
+        if self.thread:
+            self.thread.join(5)
 
     # --- sbrigd and sbrig --------------------------------------------------
     def _start_sbrigd(self, commit: str) -> None:
@@ -293,7 +410,7 @@ class RigHost:
         env = dict(os.environ, SBRIG_GIT_SHA=commit)
         out = open(self.dir / "sbrigd.log", "ab")
         self.sbrigd = subprocess.Popen(
-            [str(self.bindir / "sbrigd"), "-c", str(self.conf), "-s", str(self.sbrigd_sock),
+            [str(self.bindir / "sbrigd"), "-c", str(self.rig.conf), "-s", str(self.sbrigd_sock),
              # seconds of S3 silence are no dead link
              "-o", "timing.link_timeout_ms=60000"],
             stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env)
@@ -309,7 +426,7 @@ class RigHost:
                     return
             time.sleep(0.1)
         raise RigError(f"the target agent's link did not come up within {LINK_TIMEOUT_S} s "
-                       f"(is sbagent running on the target's ttyS1?)")
+                       f"(is sbagent running on the target's UART?)")
 
     def _stop_sbrigd(self) -> None:
         p, self.sbrigd = self.sbrigd, None
@@ -321,14 +438,18 @@ class RigHost:
                 p.kill()
                 p.wait()
 
-    def sbrig(self, *args, timeout: float, check: bool = True) -> subprocess.CompletedProcess:
+    def _argv(self, args) -> list[str]:
         argv = [str(self.bindir / "sbrig")]
         if args[0] in ("run", "status", "press"):
             argv += ["-s", str(self.sbrigd_sock)]
         argv += [str(a) for a in args]
-        log("$ " + " ".join(argv[1:]))
+        log("$ sbrig " + " ".join(argv[1:]))
+        return argv
+
+    def sbrig(self, *args, timeout: float, check: bool = True) -> subprocess.CompletedProcess:
         try:
-            p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+            p = subprocess.run(self._argv(args), capture_output=True, text=True,
+                               timeout=timeout)
         except subprocess.TimeoutExpired:
             raise RigError(f"sbrig {args[0]}: no answer within {timeout} s") from None
         if check and p.returncode != 0:
@@ -337,23 +458,35 @@ class RigHost:
         return p
 
     # --- the rig channel ---------------------------------------------------
-    def _serve_channel(self) -> None:
-        f = self.channel.makefile("rwb", buffering=0)
+    def _serve(self) -> None:
         try:
-            for raw in f:
+            for conn in self.rig.channels():
+                self.channel = conn
+                self._serve_channel(conn)
+                conn.close()
+                if self.stop_event.is_set():
+                    return
+        except Exception as e:  # noqa: BLE001 - the session must end, not hang
+            log(f"channel: {type(e).__name__}: {e}")
+
+    def _serve_channel(self, conn: socket.socket) -> None:
+        f = conn.makefile("rb", buffering=0)
+        try:
+            while True:
+                raw = f.readline()
+                if not raw:
+                    return
                 line = raw.decode(errors="replace").strip()
                 if not line or line == "ack":
                     continue
                 log(f"target: {line}")
                 words = line.split()
                 if words[0] != "run":
-                    self._send(f"error unknown request {words[0]!r}")
+                    self._send(f"error unknown request {words[0]!r}", "end")
                     continue
                 self._run(words[1:])
-        except OSError:
-            pass
-        except Exception as e:  # noqa: BLE001 - the session must end, not hang
-            log(f"channel: {type(e).__name__}: {e}")
+        except OSError as e:
+            log(f"channel: {e}")
 
     def _send(self, *lines: str) -> None:
         self.channel.sendall("".join(f"{ln}\n" for ln in lines).encode())
@@ -387,7 +520,7 @@ class RigHost:
             store = self.dir / "runs" / scn.stem / commit
             reports = []
             for i in range(1, runs + 1):
-                self.vm.wait_status("suspended", ASLEEP_TIMEOUT_S)
+                self.rig.wait_asleep(self)
                 run_dir = store / f"{stamp}-{i}"
                 run_dir.mkdir(parents=True)
                 self.sbrig("run", scn, "-o", run_dir / "capture",
@@ -400,7 +533,6 @@ class RigHost:
                 lines += [f"lava-test-set start run-{i}"]
                 lines += self._lava_lines(report)
                 lines += ["lava-test-set stop"]
-            self._stop_sbrigd()
             lines += ["lava-test-set start compare"]
             if base:
                 base_reports = self._runs_of(scn.stem, base)
@@ -425,13 +557,14 @@ class RigHost:
         except (RigError, OSError) as e:
             log(f"error: {e}")
             lines.append(f"error {e}")
-        finally:
-            self._stop_sbrigd()
         session["lines"] = lines
         tmp = self.dir / ".session.json.tmp"
         tmp.write_text(json.dumps(session, indent=2) + "\n")
         os.replace(tmp, self.dir / "session.json")
-        self._answer(lines)
+        try:
+            self._answer(lines)         # a board's key goes through sbrigd
+        finally:
+            self._stop_sbrigd()
 
     def _runs_of(self, scenario: str, commit: str) -> list[Path]:
         """The reports of this rig's runs of @scenario on @commit (a SHA
@@ -453,7 +586,7 @@ class RigHost:
     def _answer(self, lines: list[str]) -> None:
         """Wake the target and keep it up with its key held down while it
         takes the lines."""
-        self.keys.key(KEY_POWER, True)
+        self.rig.hold_key(self, True)
         try:
             self._send(*lines, "end")
             log(f"answered {len(lines)} line(s); waiting for the target's ack")
@@ -469,7 +602,7 @@ class RigHost:
             log(f"no ack: {e}")
         finally:
             self.channel.settimeout(None)
-            self.keys.key(KEY_POWER, False)
+            self.rig.hold_key(self, False)
 
 
 # ----------------------------------------------------------- attach/detach --
@@ -487,8 +620,12 @@ def _daemon(args, ready_w: int) -> None:
     os.close(logf)
     sys.stdout = os.fdopen(1, "w", buffering=1)
     sys.stderr = sys.stdout
-    rig = RigHost(d, args.target_port, args.power_port, scenarios=args.scenarios,
-                  bindir=args.sbrig_bin, history=args.history)
+    if args.cmd == "attach":
+        target = VirtualRig(d, args.target_port, args.power_port)
+    else:
+        target = BoardRig(args.rig_conf, args.listen, args.key)
+    rig = RigHost(d, target, scenarios=args.scenarios, bindir=args.sbrig_bin,
+                  history=args.history)
     signal.signal(signal.SIGTERM, lambda *_: rig.stop_event.set())
     try:
         (d / "rig-host.pid").write_text(f"{os.getpid()}\n")
@@ -566,26 +703,45 @@ def detach(args) -> int:
     return 0
 
 
+def _listen(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r}: want HOST:PORT")
+    return host or "0.0.0.0", int(port)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     a = sub.add_parser("attach", help="attach the virtual rig to this device's QEMU")
-    a.add_argument("--dir", type=Path, required=True, help="the device's directory")
     a.add_argument("--target-port", type=int, required=True, help="QEMU's TCP port of ttyS1")
     a.add_argument("--power-port", type=int, required=True, help="the INA226 emulator's port")
-    a.add_argument("--scenarios", type=Path, default=DEFAULT_SCENARIOS,
-                   help="where SCENARIO.scn are (default rig/scenarios)")
-    a.add_argument("--sbrig-bin", type=Path, default=DEFAULT_BIN,
-                   help="where sbrigd and sbrig are (default build/host/release)")
-    a.add_argument("--history", type=Path, help="sbrig history add every run to this database")
+    b = sub.add_parser("attach-board", help="serve a board's rig channel on TCP")
+    b.add_argument("--rig-conf", type=Path, required=True,
+                   help="the rig's config (e.g. rig/beaglebone.conf; sbrig.conf(5))")
+    b.add_argument("--listen", type=_listen, default=("0.0.0.0", 30432),
+                   help="HOST:PORT of the rig channel (default 0.0.0.0:30432)")
+    b.add_argument("--key", default="power",
+                   help="the rig's key that wakes the target (default power)")
+    for x in (a, b):
+        x.add_argument("--dir", type=Path, required=True,
+                       help="the device's directory: logs, sbrigd's socket, the runs")
+        x.add_argument("--scenarios", type=Path, default=DEFAULT_SCENARIOS,
+                       help="where SCENARIO.scn are (default rig/scenarios)")
+        x.add_argument("--sbrig-bin", type=Path, default=DEFAULT_BIN,
+                       help="where sbrigd and sbrig are (default build/host/release)")
+        x.add_argument("--history", type=Path,
+                       help="sbrig history add every run to this database")
     d = sub.add_parser("detach", help="stop the rig host of a device")
     d.add_argument("--dir", type=Path, required=True)
     args = ap.parse_args(argv)
     args.dir = args.dir.resolve()
-    if args.cmd == "attach":
+    if args.cmd in ("attach", "attach-board"):
         args.scenarios = args.scenarios.resolve()
         args.sbrig_bin = args.sbrig_bin.resolve()
         args.history = args.history.resolve() if args.history else None
+        if args.cmd == "attach-board":
+            args.rig_conf = args.rig_conf.resolve()
         return attach(args)
     return detach(args)
 

@@ -32,6 +32,7 @@ import importlib.util
 import json
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import threading
@@ -423,8 +424,61 @@ def test_qemu_power_jobs_report_the_rigs_figures(amd64):
     assert NEW[:7] in p.stdout and BASE[:7] in p.stdout
 
 
+def test_a_boards_rig_host_serves_the_rig_channel_on_tcp():
+    """rig_host.py attach-board, a board's rig host, with the virtual rig
+    (vrig.py's own QEMU target, INA226 emulator and keypad) standing in
+    for the board and its rig; this test plays the target's side of the
+    rig channel over TCP, as sbrig-lava-power does on a board."""
+    sys.path.insert(0, str(REPO / "rig" / "virtual"))
+    from vrig import VirtualRig
+
+    d = WORK / "rig-board"
+    shutil.rmtree(d, ignore_errors=True)
+    port = local_free_port()
+    with VirtualRig(d / "vrig", name="lava-board") as vr:
+        p = subprocess.run([sys.executable, str(LAVA_JOBS / "rig_host.py"), "attach-board",
+                            "--dir", str(d / "host"), "--rig-conf", str(vr.conf),
+                            "--listen", f"127.0.0.1:{port}", "--scenarios", str(SCENARIOS),
+                            "--sbrig-bin", str(BIN)], capture_output=True, text=True,
+                           timeout=60)
+        assert p.returncode == 0, p.stderr
+        assert f"rig channel  tcp:127.0.0.1:{port}" in p.stdout
+        lines = []
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
+                f = s.makefile("rb")
+                s.sendall(f"run lava-press 1 {NEW} -\n".encode())
+                assert f.readline() == b"ready\n"
+                # the target's part: suspend opportunistically (in the
+                # background: the shell may be frozen before it answers)
+                vr.vm.start_bg("sbctl policy opportunistic && sbctl state mem")
+                s.settimeout(600)
+                while (ln := f.readline().decode()) not in ("end\n", ""):
+                    lines.append(ln.rstrip("\n"))
+                # the rig holds the key down (a press through its sbrigd):
+                # the target wakes and stays up while it takes the answer
+                vr.vm.wait_status("running", 30)
+                vr.vm.run_ok("sbctl policy forced")
+                s.sendall(b"ack\n")
+                s.shutdown(socket.SHUT_WR)
+                assert f.read() == b""          # the rig ends the session
+        finally:
+            subprocess.run([sys.executable, str(LAVA_JOBS / "rig_host.py"), "detach",
+                            "--dir", str(d / "host")], check=True, timeout=60)
+    assert not [ln for ln in lines if ln.startswith("error")], lines
+    session = json.loads((d / "host" / "session.json").read_text())
+    report = Path(session["runs"][0]) / "report" / "report.json"
+    assert json.loads(report.read_text())["capture"]["provenance"]["git_sha"] == NEW
+    export = subprocess.run([str(BIN / "sbrig"), "export", str(report), "--lava"],
+                            capture_output=True, text=True, check=True).stdout.splitlines()
+    assert lines == ["lava-test-set start run-1", *export, "lava-test-set stop",
+                     "lava-test-set start compare",
+                     "lava-test-case compare_verdict --result skip", "lava-test-set stop"]
+    log = (d / "host" / "rig-host.log").read_text()
+    assert "the target took the answer" in log and "sbrigd: ok pressed_ns=" in log
+
+
 def local_free_port() -> int:
-    import socket
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
