@@ -546,3 +546,13 @@ def test_a_lava_name_with_a_space_is_refused(amd64, tmp_path):
     with pytest.raises(render.RenderError, match="--rig-channel: a beaglebone-black power "
                        "job needs the rig channel"):
         render_job("beaglebone-black", url(amd64), ["power"])
+
+
+def test_the_readme_shows_the_device_dictionaries_as_they_are():
+    """lava-jobs/README.md carries the device dictionaries a lab admin
+    pastes: they must be the files the tests use."""
+    readme = (LAVA_JOBS / "README.md").read_text()
+    blocks = re.findall(r"```jinja\n(.*?)```", readme, re.S)
+    for name in ("qemu-sbrig.jinja2", "beaglebone-black-sbrig.jinja2"):
+        assert (LAVA_JOBS / "devices" / name).read_text() in blocks, \
+            f"lava-jobs/README.md's copy of devices/{name} is not the file"
