@@ -1,7 +1,8 @@
 #!/usr/bin/python3
-"""rig_host.py - the rig host of a LAVA qemu device: the virtual rig,
-attached to the QEMU that LAVA boots, answering the target's requests for
-power scenarios.
+"""rig_host.py - the rig host of a LAVA device: it answers the target's
+requests for power scenarios (lava-jobs/README.md), on the virtual rig
+attached to the QEMU that LAVA boots (``attach``) or on a board's rig
+(``attach-board``).
 
     rig_host.py attach --dir DIR --target-port P --power-port Q
                        [--scenarios DIR] [--sbrig-bin DIR] [--history DB]

@@ -144,7 +144,10 @@ def run_lava(job: dict, name: str, device_vars: dict | None = None):
     out.mkdir(parents=True)
     (out / "rig").mkdir()
     (out / "job.yaml").write_text(yaml.safe_dump(job, sort_keys=False))
-    ctx = dict(job.get("context") or {}, **(device_vars or {"sbrig_dir": str(out / "rig")}))
+    # the device's own directory and a free port for its ttyS1 (the
+    # dictionary's default, 30430, is the virtual rig's and make demo's)
+    ctx = dict(job.get("context") or {}, **(device_vars or {
+        "sbrig_dir": str(out / "rig"), "sbrig_target_port": local_free_port()}))
     text, _ = local.render_device(LAVA_JOBS / "devices" / "qemu-sbrig.jinja2", ctx)
     (out / "device.yaml").write_text(text)
     run = local.run_job(out / "job.yaml", out / "device.yaml", out, timeout=900)
