@@ -110,6 +110,7 @@ static void sb_first_active_locked(void)
 	lockdep_assert_held(&suspend_blockers_lock);
 	if (sb_mirror)
 		__pm_stay_awake(sb_ws);
+	sb_marker_set_locked(true);
 }
 
 static void sb_last_inactive_locked(void)
@@ -117,6 +118,7 @@ static void sb_last_inactive_locked(void)
 	lockdep_assert_held(&suspend_blockers_lock);
 	if (sb_mirror)
 		__pm_relax(sb_ws);
+	sb_marker_set_locked(false);
 	sb_worker_kick();
 }
 
@@ -389,6 +391,18 @@ bool suspend_is_blocked(void)
 	return READ_ONCE(sb_active_count) > 0;
 }
 EXPORT_SYMBOL_GPL(suspend_is_blocked);
+
+/**
+ * sb_any_active_locked() - is any blocker, "main" included, active?
+ *
+ * Context: suspend_blockers_lock held.
+ * Return: true if at least one blocker is active.
+ */
+bool sb_any_active_locked(void)
+{
+	lockdep_assert_held(&suspend_blockers_lock);
+	return sb_active_count > 0;
+}
 
 /* True if any blocker, "main" included, is active. */
 bool sb_any_active(void)

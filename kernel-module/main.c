@@ -6,7 +6,7 @@
  * event log -> core (blockers, the wakeup source, "main" blocked) ->
  * statistics -> PM hooks -> kernel events (tracepoint probes) -> policy
  * and worker -> /dev/suspend_blocker -> sbevent input nodes -> keypad
- * driver.
+ * driver -> marker line.
  */
 
 #define pr_fmt(fmt) "suspend_block: " fmt
@@ -47,10 +47,15 @@ static int __init sb_init(void)
 	ret = sb_keypad_init();
 	if (ret)
 		goto sbevent_exit;
+	ret = sb_marker_init();
+	if (ret)
+		goto keypad_exit;
 	pr_info("loaded: policy forced, %s\n",
 		"see /sys/kernel/suspend_block");
 	return 0;
 
+keypad_exit:
+	sb_keypad_exit();
 sbevent_exit:
 	sb_sbevent_exit();
 userdev_exit:
@@ -70,6 +75,7 @@ events_exit:
 
 static void __exit sb_exit(void)
 {
+	sb_marker_exit();
 	sb_keypad_exit();
 	sb_sbevent_exit();
 	sb_userdev_exit();

@@ -8,6 +8,7 @@
  * userdev.c	/dev/suspend_blocker
  * sbevent.c	/dev/input/sbevent<N>: evdev-like nodes, the seed's input glue
  * keypad.c	the "sbrig,keypad" GPIO keypad driver (keypad-scan)
+ * marker.c	the marker line: a GPIO asserted while a blocker is active
  * stats.c	debugfs suspend_blockers
  * events.c	debugfs suspend_blocker_events, the event ring
  * kevents.c	kernel wakeup sources and suspend phases in the event log
@@ -54,6 +55,7 @@ int sb_core_init(void);
 void sb_core_exit(void);
 void sb_core_set_mirror(bool on);
 bool sb_any_active(void);
+bool sb_any_active_locked(void);
 bool sb_own_wakeup_source(const char *name);
 unsigned int sb_event_num(void);
 unsigned long sb_kernel_wakeup_events(void);
@@ -161,6 +163,11 @@ void sb_sbevent_exit(void);
 /* keypad.c */
 int sb_keypad_init(void);
 void sb_keypad_exit(void);
+
+/* marker.c */
+int sb_marker_init(void);
+void sb_marker_exit(void);
+void sb_marker_set_locked(bool active);
 
 /* userdev.c */
 int sb_userdev_init(void);

@@ -41,7 +41,10 @@ API (all thread-safe; a background thread serves the socket):
   ``clock()`` is the agent's clock now.
 * ``cmd_handler(cmd_id, verb, args) -> list[bytes]`` -- replace to script
   replies; the default answers ``R id 0 "ok"`` (and ``stats`` with one
-  ``ST`` row first).
+  ``ST`` row first). An item of the list may also be a callable (e.g.
+  ``agent.sleep``, a target that suspends once it has answered): it is
+  called, in order, where its frame would have been written (again for a
+  duplicate of the command).
 * Observations: ``received`` (decoded host frames), ``commands`` (cmd ids
   actually executed), ``cmd_frames`` (every CMD frame seen, duplicates
   included), ``acked`` (highest ACK, -1), ``resends`` (RESEND seqs),
@@ -404,7 +407,10 @@ class FakeAgent:
                 self.commands.append(cid)
                 self._replies[cid] = self.cmd_handler(cid, verb, args.strip())
             for data in self._replies[cid]:
-                self._write(data)
+                if callable(data):
+                    data()
+                else:
+                    self._write(data)
         self._stream_locked()
 
     def _serve(self) -> None:

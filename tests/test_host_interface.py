@@ -24,9 +24,11 @@ rig/vm-hostif.conf. amd64 only: armmp has no gpio-sim or i2c-stub.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
+import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
@@ -38,6 +40,7 @@ from tests.vm.build import build_hostif
 from tests.vm.qemu import Vm
 
 REPO = Path(__file__).resolve().parents[1]
+SBRIG = REPO / "build" / "host" / "asan" / "sbrig"
 RIG_CONF = REPO / "rig" / "vm-hostif.conf"
 GUEST_CONF = "/tmp/rig.conf"
 SOCK = "/tmp/sbrig.sock"
@@ -619,3 +622,139 @@ def test_sbrig_latency_round_again_when_the_target_woke_by_itself(
     assert LAT_DELAY_NS - u - 2_000_000 <= x <= \
         LAT_DELAY_NS + seen - before + u + 2_000_000, lat.output()
     assert re.search(r"^n: 1$", lat.output(), re.M), lat.output()
+
+
+# ------------------------------------------- the marker line, end to end --
+#
+# On a real rig the target's marker output (suspend_block drives it while a
+# blocker is active) is wired to the rig host's marker input, whose edges
+# sbrigd timestamps and pairs with the block/unblock records the agent
+# sends. Here target and rig host are this one guest: suspend_block drives
+# line 0 of sb_wire (tests/target/sb_wire, a test GPIO chip that is a piece
+# of wire: no GPIO simulator of Linux 6.1 connects two lines), a second
+# sbrigd reads its line 1 as the marker, and the real agent serves the
+# module's events on a TCP port of the guest. The guest never sleeps, so
+# its CLOCK_BOOTTIME (the agent's) and CLOCK_MONOTONIC (the rig's) agree:
+# every marker edge must follow its record within the rig's pairing
+# window (2 ms; a few hundred µs under TCG).
+
+MARKER_CONF = "/tmp/marker.conf"
+MARKER_SOCK = "/tmp/sbrig-marker.sock"
+MARKER_AGENT_PORT = 7711
+MARKER_RIG = f"""
+[rig]
+name = vm-marker
+
+[marker]
+chip = sbrig-wire
+line = 1
+
+[power]
+uri = local:
+device = ina226
+shunt_uohm = {SHUNT_UOHM}
+buffer_samples = 64
+
+[target]
+uri = tcp:127.0.0.1:{MARKER_AGENT_PORT}
+
+[timing]
+ping_interval_ms = 200
+link_timeout_ms = 3000
+"""
+MARKER_HOLDS = 5
+MARKER_SCENARIO = f"""name marker-holds
+settle 500ms
+repeat {MARKER_HOLDS}
+	hold "marker-e2e" 200ms
+	wait edge marker rising timeout 3s
+	wait edge marker falling timeout 5s
+	settle 300ms
+end
+"""
+
+
+@pytest.fixture(scope="module")
+def marker_rig(hostif):
+    vm = hostif.vm
+    # conversion-ready set, as for the other sbrigd: ina2xx-adc's capture
+    # thread polls for it, and cannot be stopped until it sees it
+    hostif.set_reg(REG_MASK, CVRF)
+    for reg, val in REGS.items():
+        hostif.set_reg(reg, val)
+    vm.run_ok("modprobe sb_wire && modprobe suspend_block marker=sbrig-wire:0 "
+              "&& modprobe sb_test")
+    # "main" released (opportunistic, mem requested), the guest kept awake
+    # by a mainline wakeup source, which is no blocker
+    vm.run_ok("echo ws_on > /sys/kernel/debug/sb_test/ctl && "
+              "echo opportunistic > /sys/kernel/suspend_block/policy && "
+              "echo mem > /sys/kernel/suspend_block/state")
+    vm.run_ok("ip link set lo up")         # the agent's TCP port
+    agent = vm.start_bg(f"exec sbagent -t {MARKER_AGENT_PORT}")
+    vm.write_file(MARKER_CONF, MARKER_RIG)
+    d = vm.start_bg(f"exec sbrigd -c {MARKER_CONF} -s {MARKER_SOCK}")
+    try:
+        _wait_guest(vm, f"[ -S {MARKER_SOCK} ] || [ -e {d.base}.rc ]")
+        assert d.running, f"sbrigd ended:\n{d.output()}"
+        # the agent's hello has arrived: the rig shows its boot id
+        _wait_guest(vm, f"sbrig -s {MARKER_SOCK} status | "
+                    "grep -q $(cat /proc/sys/kernel/random/boot_id)", 30)
+        yield vm
+    finally:
+        d.kill()
+        d.wait(20)
+        agent.kill()
+        agent.wait(20)
+        vm.run("echo on > /sys/kernel/suspend_block/state; "
+               "echo forced > /sys/kernel/suspend_block/policy; "
+               "rmmod sb_test; rmmod suspend_block; rmmod sb_wire")
+
+
+def test_marker_edges_pair_with_the_blocks_that_drove_them(marker_rig, tmp_path):
+    """The module's marker, timestamped by the rig, end to end: a scenario
+    holds a blocker through the agent five times and waits for each edge;
+    the capture has one edge per transition, each within a millisecond of
+    its record, the daemon paired them online (clock.tsv), and the
+    analysis pairs them again and fits the clock with them."""
+    from tests.capture import read_rows
+
+    vm = marker_rig
+    vm.write_file("/tmp/marker.scn", MARKER_SCENARIO)
+    cap = "/tmp/cap-marker"
+    rc, out = vm.run(f"sbrig -s {MARKER_SOCK} run /tmp/marker.scn -o {cap}",
+                     timeout=120)
+    assert rc == 0, out
+    local = _fetch_capture(vm, cap, tmp_path / "cap")
+
+    edges = [e for e in read_rows(local, "edges", typed=True) if e.line == "marker"]
+    assert [e.edge for e in edges] == ["rising", "falling"] * MARKER_HOLDS, edges
+    # the transitions of the set of active blockers, from the agent's log
+    active: set[str] = set()
+    trans = []
+    for e in read_rows(local, "events", typed=True):
+        was = bool(active)
+        if e.type == "block":
+            active.add(e.arg)
+        elif e.type == "unblock":
+            active.discard(e.arg)
+        if bool(active) != was:
+            trans.append(("rising" if active else "falling", e.target_t_ns))
+    assert [t[0] for t in trans] == [e.edge for e in edges], trans
+    for (_, t_target), e in zip(trans, edges):
+        # same clock (a guest that never slept): the write, then the edge
+        # (the interrupt's timestamp), within the rig's pairing window
+        assert 0 <= e.t_ns - t_target < 2_000_000, (t_target, e)
+
+    pairs = [c for c in read_rows(local, "clock", typed=True)
+             if c.host_send_ns == c.host_recv_ns]
+    assert len(pairs) >= 2 * MARKER_HOLDS - 1, pairs
+    assert all(c.retained for c in pairs), pairs
+
+    rep = tmp_path / "rep"
+    subprocess.run([str(SBRIG), "analyze", str(local), "-o", str(rep)],
+                   check=True, capture_output=True)
+    clock = json.loads((rep / "report.json").read_text())["capture"]["clock"]
+    assert clock["marker_edges"] == 2 * MARKER_HOLDS, clock
+    assert clock["marker_pairs_from"] == "edges", clock
+    assert clock["marker_pairs"] >= 2 * MARKER_HOLDS - 1, clock
+

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import tempfile
 import time
 from pathlib import Path
 
@@ -22,8 +21,7 @@ import pytest
 
 import sbtarget as sb
 from tests.vm.build import build_all
-from tests.vm.common import IMAGES, run_cmd
-from tests.vm.qemu import Vm, make_arm_dtb
+from tests.vm.qemu import Vm, arm_dtb_variant
 
 MS = 1_000_000
 
@@ -31,11 +29,7 @@ MS = 1_000_000
 def _keypad_dtb(broken: bool = False) -> Path:
     """QEMU's virt DTB with its power key as an sbrig,keypad; ``broken``:
     the key has no linux,code (a probe error)."""
-    base = make_arm_dtb()               # poweroff key with wakeup-source
-    out = IMAGES / "armhf" / f"virt-sbrig-keypad{'-broken' if broken else ''}.dtb"
-    with tempfile.TemporaryDirectory() as tmp:
-        dts = run_cmd(["dtc", "-q", "-I", "dtb", "-O", "dts", str(base)],
-                      what="decompile DTB").stdout.decode()
+    def edit(dts: str) -> str:
         # (renamed too: the platform bus would match gpio-keys by name)
         dts, n = re.subn(r'gpio-keys (\{\s*compatible = )"gpio-keys"',
                          r'sbrig-keypad \1"sbrig,keypad"', dts)
@@ -44,10 +38,8 @@ def _keypad_dtb(broken: bool = False) -> Path:
         if broken:
             dts, n = re.subn(r"\n\s*linux,code = <[^>]*>;", "", dts, count=1)
             assert n == 1
-        (Path(tmp) / "k.dts").write_text(dts)
-        run_cmd(["dtc", "-q", "-I", "dts", "-O", "dtb", "-o", str(out),
-                 str(Path(tmp) / "k.dts")], what="compile keypad DTB")
-    return out
+        return dts
+    return arm_dtb_variant(f"virt-sbrig-keypad{'-broken' if broken else ''}.dtb", edit)
 
 
 @pytest.fixture(scope="module")

@@ -25,6 +25,7 @@ DKMS tree under the test's temporary directory (nothing is installed into
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -314,12 +315,12 @@ def test_sbrig_installs_and_its_daemon_answers(installed):
     assert stat.S_ISSOCK(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o660
     assert st.st_gid == i.groups["sbrig"]
 
-    p = run([str(i.sbrig), "status"], env=i.env, timeout=30)
-    kv = dict(l.split(": ", 1) for l in p.stdout.splitlines() if ": " in l)
-    assert kv.get("rig.name") == "pkgtest", p.stdout
-    assert kv.get("rig.config") == str(i.conf), p.stdout
-    assert kv.get("sensor.device") == "ina226", p.stdout
-    assert float(kv["sensor.current_mA"]) == pytest.approx(30.0, rel=0.05), p.stdout
+    p = run([str(i.sbrig), "status", "--json"], env=i.env, timeout=30)
+    st = json.loads(p.stdout)
+    assert st["rig"]["name"] == "pkgtest", p.stdout
+    assert st["rig"]["config"] == str(i.conf), p.stdout
+    assert st["sensor"]["device"] == "ina226", p.stdout
+    assert st["sensor"]["current_mA"] == pytest.approx(30.0, rel=0.05), p.stdout
     v = run([str(i.sbrig), "--version"]).stdout
     assert VERSION in v, v
 

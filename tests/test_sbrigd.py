@@ -9,6 +9,8 @@ gpio-sim (tests/test_host_interface.py).
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
 import signal
@@ -86,6 +88,13 @@ def sbrig(sock: Path | None, *args: str, timeout: float = 60):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
 
+def status_json(sock: Path) -> dict:
+    """sbrig status --json: the daemon's status keys as JSON paths."""
+    res = sbrig(sock, "status", "--json")
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
 def kv(text: str) -> dict[str, str]:
     out = {}
     for line in text.splitlines():
@@ -114,9 +123,10 @@ def hold_handler(agent: FakeAgent):
     return handler
 
 
-@pytest.fixture
-def rig(tmp_path):
-    """Emulator + fake agent + sbrigd; yields a namespace."""
+@contextlib.contextmanager
+def make_rig(tmp_path, timing: str = ""):
+    """Emulator + fake agent + sbrigd ([timing] lines added: @timing);
+    yields a namespace."""
     emu = Emulator(tmp_path, "--current-uA", "50000", "--rate", "1000")
     agent = FakeAgent(boot_id="boot-sbrigd-test", kernel="6.1.0-test")
     agent.cmd_handler = hold_handler(agent)
@@ -131,7 +141,7 @@ shunt_uohm = 100000
 uri = tcp:127.0.0.1:{agent.port}
 [timing]
 ping_interval_ms = 200
-""")
+{timing}""")
     sock = tmp_path / "run" / "sbrigd.sock"
     d = Daemon(conf, sock)
     d.wait_log("link: agent fake up")
@@ -152,20 +162,26 @@ ping_interval_ms = 200
         assert rc in (0, -9), log
 
 
+@pytest.fixture
+def rig(tmp_path):
+    with make_rig(tmp_path) as r:
+        yield r
+
+
 def test_status_shows_sensor_and_link(rig):
     assert oct(rig.sock.stat().st_mode & 0o777) == "0o660"
-    res = sbrig(rig.sock, "status")
-    assert res.returncode == 0, res.stderr
-    st = kv(res.stdout)
-    assert st["rig.name"] == "hosttest"
-    assert st["rig.config"] == str(rig.conf)
-    assert len(st["rig.config_sha256"]) == 64
-    assert st["sensor.device"] == "ina226"
-    assert abs(float(st["sensor.current_mA"]) - 50.0) < 0.5
-    assert st["link.connected"] == "yes"
-    assert st["link.boot_id"] == "boot-sbrigd-test"
-    assert st["link.kernel"] == "6.1.0-test"
-    assert st["capture"] == "none"
+    st = status_json(rig.sock)
+    assert st["rig"]["name"] == "hosttest"
+    assert st["rig"]["config"] == str(rig.conf)
+    assert len(st["rig"]["config_sha256"]) == 64
+    assert st["sensor"]["device"] == "ina226"
+    assert abs(st["sensor"]["current_mA"] - 50.0) < 0.5
+    assert st["sensor"]["shunt_uohm"] == 100000
+    assert st["link"]["connected"] is True
+    assert st["link"]["boot_id"] == "boot-sbrigd-test"
+    assert st["link"]["kernel"] == "6.1.0-test"
+    assert st["capture"] is None and st["operation"] is None
+    assert st["problems"] == []
 
 
 def test_capture_records_samples_and_events(rig):
@@ -204,7 +220,7 @@ def test_capture_records_samples_and_events(rig):
     target = meta_section(cap, "target")
     assert target and target["boot_id"] == "boot-sbrigd-test"
     prov = meta_section(cap, "provenance")
-    assert prov["rig_sha256"] == kv(sbrig(rig.sock, "status").stdout)["rig.config_sha256"]
+    assert prov["rig_sha256"] == status_json(rig.sock)["rig"]["config_sha256"]
 
 
 def test_daemon_writes_capture_format_version2(rig):
@@ -425,10 +441,53 @@ def test_stale_socket_replaced(tmp_path):
     s.close()           # a socket file nobody listens on
     d = Daemon(conf, sock)
     try:
+        st = status_json(sock)
+        assert st["sensor"] is None and st["link"] is None
         res = sbrig(sock, "status")
         assert res.returncode == 0
-        st = kv(res.stdout)
-        assert st["sensor"] == "none" and st["link"] == "none"
+        assert "sensor:    none (the rig has no [power] sensor)" in res.stdout
+        assert "target:    none (the rig has no [target] link)" in res.stdout
+    finally:
+        assert d.stop() == 0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_status_puts_what_is_wrong_first(tmp_path):
+    """No sensor answering, no agent ever: sbrig status says so first (and
+    still exits 0: that is the answer); --json has the same list."""
+    conf = tmp_path / "rig.conf"
+    conf.write_text(f"""[rig]
+name = broken
+[power]
+uri = ip:127.0.0.1:{free_port()}
+device = ina226
+[target]
+uri = tcp:127.0.0.1:{free_port()}
+""")
+    sock = tmp_path / "s.sock"
+    d = Daemon(conf, sock)
+    try:
+        res = sbrig(sock, "status")
+        assert res.returncode == 0, res.stderr
+        lines = res.stdout.splitlines()
+        assert lines[0].startswith("problems:  sensor: "), lines
+        assert lines[1].startswith("           target: no agent answers on "
+                                   "tcp:127.0.0.1:"), lines
+        assert lines[2].startswith("rig:       broken (" + str(conf)), lines
+        assert "target:    NOT connected: tcp:127.0.0.1:" in res.stdout
+        assert "clock:     no exchange yet" in res.stdout
+        st = status_json(sock)
+        assert len(st["problems"]) == 2 and st["problems"][0] == \
+            lines[0][11:] and st["problems"][1] == lines[1][11:], st
+        assert st["link"]["connected"] is False and st["link"]["asleep"] is False
+        assert "current_mA" not in st["sensor"] and st["sensor"]["error"]
+        assert st["line"] == {} and st["capture"] is None
+        assert sbrig(sock, "status", "--yaml").returncode == 2
     finally:
         assert d.stop() == 0
 
@@ -452,8 +511,13 @@ def test_sensor_vanishing_fails_capture_daemon_lives(rig):
     assert "sbrig: capture: failed: sensor: " in err, err
     assert kv(out)["status"] == status and kv(out)["dir"] == str(cap), out
     assert len(read_rows(cap, "samples")) >= 100
+    st = status_json(rig.sock)
+    assert st["sensor"]["error"], st
+    assert st["problems"][0] == "sensor: " + st["sensor"]["error"], st
+    # for a person: what is wrong first
     res = sbrig(rig.sock, "status")
-    assert res.returncode == 0 and "sensor.error: " in res.stdout
+    assert res.returncode == 0
+    assert res.stdout.startswith("problems:  sensor: "), res.stdout
 
 
 def test_hold_passes_through_to_the_agent(rig):
@@ -531,8 +595,7 @@ def test_disk_full_fails_capture_daemon_lives(rig, tiny_fs):
     assert len(read_rows(cap, "samples")) > 1000
     assert not (cap / ".reserve").exists(), "close left its space reserve"
     assert rig.daemon.proc.poll() is None, "".join(rig.daemon.log)
-    res = sbrig(rig.sock, "status")
-    assert res.returncode == 0 and kv(res.stdout)["capture"] == "none", res
+    assert status_json(rig.sock)["capture"] is None
     res = sbrig(rig.sock, "capture", "-d", "300ms", "-o", str(rig.tmp / "after"))
     assert res.returncode == 0, res.stderr
     assert meta_section(rig.tmp / "after", "end")["status"] == "complete"
@@ -700,3 +763,354 @@ def test_pipelined_requests_are_served_fairly(rig):
     finally:
         flood.close()
         other.close()
+
+
+# ---- the target from the CLI (issue 14) -------------------------------------
+
+# A quiet time of its own (the default 2.5 s would make these tests slow):
+# with pings every 200 ms an awake agent is never quiet for 800 ms.
+FAST_QUIET = "quiet_ms = 800\n"
+
+
+@pytest.fixture
+def trig(tmp_path):
+    with make_rig(tmp_path, FAST_QUIET) as r:
+        yield r
+
+
+def target_handler(agent: FakeAgent, *, state_done_err: int = 0,
+                   sleep_on_mem: bool = True, rows=None):
+    """The agent's policy/state/stats/hold as the real one answers them
+    (link-protocol.md): 'state mem' is accepted at once and the target then
+    falls asleep (frozen) when @sleep_on_mem, else it stays up (a blocker);
+    'state on' is accepted, then DONE with @state_done_err."""
+    seq = [500]
+
+    def handler(cmd_id: int, verb: str, args: str) -> list:
+        if verb == "policy":
+            return [frame(f'@sb1 R {cmd_id} 0 "policy {args}"')]
+        if verb == "state":
+            out = [frame(f'@sb1 R {cmd_id} 0 "writing state {args}"')]
+            if args != "on" and state_done_err:
+                out.append(frame(f'@sb1 D {cmd_id} {state_done_err} '
+                                 f'"state Device or resource busy"'))
+            elif args != "on" and sleep_on_mem:
+                out.append(agent.sleep)
+            elif args == "on":
+                out.append(frame(f'@sb1 D {cmd_id} {state_done_err} '
+                                 f'"state done"'))
+            return out
+        if verb == "stats":
+            table = rows or [("main", 3, 0, 0, 5_000_000, 0, 2_000_000, 100),
+                             ("rig agent", 1, 1, 1_500_000, 1_500_000,
+                              0, 1_500_000, 200_000_000)]
+            out = [frame(f'@sb1 ST {cmd_id} {i} {len(table)} "{r[0]}" '
+                         + " ".join(str(x) for x in r[1:]))
+                   for i, r in enumerate(table)]
+            return out + [frame(f'@sb1 R {cmd_id} 0 "{len(table)} rows"')]
+        if verb == "hold":
+            name = args.rsplit(" ", 1)[0]
+            agent.send_event(seq[0], time.monotonic_ns(), "block", name)
+            seq[0] += 1
+            return [frame(f'@sb1 R {cmd_id} 0 "holding"'),
+                    frame(f'@sb1 D {cmd_id} 0 "expired {name.strip(chr(34))}"')]
+        return [frame(f'@sb1 R {cmd_id} 22 "unknown verb"')]
+    return handler
+
+
+def test_target_policy_and_state_on(trig):
+    trig.agent.cmd_handler = target_handler(trig.agent)
+    res = sbrig(trig.sock, "target", "policy", "opportunistic")
+    assert res.returncode == 0, res.stderr
+    assert kv(res.stdout)["policy"] == "opportunistic"
+    assert kv(res.stdout)["text"] == "policy opportunistic"
+    res = sbrig(trig.sock, "target", "state", "on")
+    assert res.returncode == 0, res.stderr
+    assert kv(res.stdout)["state"] == "on" and "slept" not in kv(res.stdout)
+    sent = [f.raw_args.split(" ", 1)[1] for f in trig.agent.cmd_frames]
+    assert sent == ["policy opportunistic", "state on"], sent
+
+
+def test_target_state_mem_succeeds_when_the_target_sleeps(trig):
+    """The agent takes 'state mem' and then falls silent (its user space is
+    frozen: no DONE comes). The request succeeds once the link has been
+    quiet for quiet_ms, not before the target slept and not with err 110."""
+    trig.agent.cmd_handler = target_handler(trig.agent)
+    t = time.monotonic()
+    res = sbrig(trig.sock, "target", "state", "mem")
+    took = time.monotonic() - t
+    assert res.returncode == 0, res.stdout + res.stderr
+    out = kv(res.stdout)
+    assert out["state"] == "mem" and out["slept"] == "quiet", out
+    assert trig.agent.asleep
+    # quiet_ms after the agent's last frame (which may precede its reply
+    # by a ping period), and not much more
+    assert 0.6 <= took < 5, took
+    quiet_since = int(out["quiet_since_ns"])
+    assert quiet_since <= time.monotonic_ns() - 600_000_000
+    # the status: asleep, no problem; awake again once it wakes
+    st = status_json(trig.sock)
+    assert st["link"]["asleep"] is True and st["problems"] == [], st
+    assert st["link"]["silent_ms"] >= 800, st
+    text = sbrig(trig.sock, "status").stdout
+    assert re.search(r"^target:    asleep: no frame from its agent for "
+                     r"[\d.]+ s \(or it stopped\), over tcp:", text, re.M), text
+    trig.agent.wake()
+    trig.agent.wait_for(lambda a: a.synced, 10)
+    end = time.monotonic() + 10
+    while status_json(trig.sock)["link"]["asleep"]:
+        assert time.monotonic() < end, "still asleep after the wake"
+        time.sleep(0.05)
+
+
+def test_agent_state_mem_over_the_raw_protocol(trig):
+    """The issue's case: 'agent 5s state mem' answered err 110 because the
+    target did what it was asked. Now: ok once it is asleep."""
+    trig.agent.cmd_handler = target_handler(trig.agent)
+    c = Conn(trig.sock)
+    try:
+        c.send(b"agent 5s state mem\n")
+        final, before = c.answer()
+    finally:
+        c.close()
+    assert before == ["progress accepted writing state mem"], before
+    assert final.startswith("ok slept=quiet quiet_since_ns="), final
+    assert 'text="writing state mem"' in final, final
+    trig.agent.wake()
+
+
+def test_target_state_mem_resumed_before_quiet(trig):
+    """A short sleep (forced policy, a wake source at once): the agent's
+    DONE comes after the resume with the cycle's events, and the link was
+    never quiet for quiet_ms: the exit event says it slept."""
+    agent = trig.agent
+
+    def handler(cmd_id, verb, args):
+        now = time.monotonic_ns()
+        return [frame(f'@sb1 R {cmd_id} 0 "writing state {args}"'),
+                lambda: agent.send_event(0, now + 1_000_000, "enter", "deep"),
+                lambda: agent.send_event(1, now + 2_000_000, "exit", "deep"),
+                frame(f'@sb1 D {cmd_id} 0 "state done"')]
+    agent.cmd_handler = handler
+    t = time.monotonic()
+    res = sbrig(trig.sock, "target", "state", "mem")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert time.monotonic() - t < 0.8 + 2     # not the quiet time's doing
+    out = kv(res.stdout)
+    assert (out["slept"], out["exit"]) == ("resumed", "deep"), out
+
+
+def test_target_state_mem_times_out_while_a_blocker_holds(trig):
+    """Accepted, but the target stays up (opportunistic with a blocker
+    active): exit 1 after --timeout, saying why."""
+    trig.agent.cmd_handler = target_handler(trig.agent, sleep_on_mem=False)
+    t = time.monotonic()
+    res = sbrig(trig.sock, "target", "state", "mem", "--timeout", "2s")
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert 1.9 <= time.monotonic() - t < 6
+    assert ("sbrig: target state: the target did not fall asleep within 2s: "
+            "its agent was never quiet for quiet_ms 800 ms") \
+        in res.stderr, res.stderr
+    assert "ETIMEDOUT" in res.stderr
+
+
+def test_target_state_refused_by_the_target(trig):
+    """The write fails (an aborted forced suspend): the agent's DONE error
+    ends the request at once."""
+    trig.agent.cmd_handler = target_handler(trig.agent, state_done_err=16)
+    res = sbrig(trig.sock, "target", "state", "freeze")
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "agent: state Device or resource busy" in res.stderr
+    assert "EBUSY" in res.stderr
+
+
+def test_target_blockers_table_and_tsv(trig):
+    trig.agent.cmd_handler = target_handler(trig.agent)
+    res = sbrig(trig.sock, "target", "blockers")
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0].split() == ["name", "count", "wake_count",
+                                "active_since_ms", "total_time_ms",
+                                "sleep_time_ms", "max_time_ms",
+                                "last_change_ms"], lines
+    # '*' marks the active blocker; times in ms, aligned columns
+    assert lines[1].split() == ["main", "3", "0", "0.000", "5.000", "0.000",
+                                "2.000", "0.000"], lines
+    assert lines[2].startswith("* rig agent ") and lines[2].split()[3:] == \
+        ["1", "1", "1.500", "1.500", "0.000", "1.500", "200.000"], lines
+    assert len({len(x) for x in lines}) == 1, "columns are not aligned"
+    res = sbrig(trig.sock, "target", "blockers", "--tsv", "--active")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == ("name\tcount\twake_count\tactive_since_ns\t"
+                          "total_time_ns\tsleep_time_ns\tmax_time_ns\t"
+                          "last_change_ns\n"
+                          "rig agent\t1\t1\t1500000\t1500000\t0\t1500000\t"
+                          "200000000\n"), res.stdout
+    # the raw protocol: one data line per row, then the count
+    c = Conn(trig.sock)
+    try:
+        c.send(b"target blockers\n")
+        final, before = c.answer()
+    finally:
+        c.close()
+    assert final == "ok rows=2", final
+    assert before[1].startswith('data blocker name="rig agent" count=1 '), before
+
+
+def test_target_events_and_follow(trig):
+    agent = trig.agent
+    t0 = agent.clock()
+    for i, (typ, arg) in enumerate([("block", '"a b"'), ("unblock", '"a b"'),
+                                    ("policy", "opportunistic mem")]):
+        agent.send_event(i, t0 + i * 1_000_000, typ, arg)
+    trig.daemon.wait_log("link: agent")
+    end = time.monotonic() + 10
+    while True:
+        res = sbrig(trig.sock, "target", "events")
+        if res.stdout.count("\n") >= 4 or time.monotonic() > end:
+            break
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0] == "-- boot boot-sbrigd-test --", lines
+    assert re.fullmatch(r"\s+0\s+\d+\.\d{9}  block   \"a b\"", lines[1]), lines
+    assert lines[3].split()[2:] == ["policy", "opportunistic", "mem"], lines
+    res = sbrig(trig.sock, "target", "events", "--tsv", "-n", "1")
+    rows = res.stdout.splitlines()
+    assert rows[0] == "host_t_ns\tuncert_ns\ttarget_t_ns\tboot_id\tseq\ttype\targ\tcut"
+    assert len(rows) == 2 and rows[1].split("\t")[3:] == \
+        ["boot-sbrigd-test", "2", "policy", "opportunistic mem", "0"], rows
+    # --follow: the kept ones, then each new one as it comes, until Ctrl-C
+    p = subprocess.Popen([str(SBRIG), "-s", str(trig.sock), "target", "events",
+                          "-n", "1", "--follow"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline() == "-- boot boot-sbrigd-test --\n"
+        # the last one kept: the daemon follows from here on
+        assert p.stdout.readline().split()[2] == "policy"
+        got = []
+        for i in range(3, 6):
+            agent.send_event(i, t0 + i * 1_000_000, "block", f'"live{i}"')
+            got.append(p.stdout.readline().split())
+        assert [g[2:] for g in got] == [["block", f'"live{i}"'] for i in
+                                       range(3, 6)], got
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=20)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 0, err
+    assert out == "", out
+
+
+def test_target_hold(trig):
+    trig.agent.cmd_handler = target_handler(trig.agent)
+    res = sbrig(trig.sock, "target", "hold", "from target", "150ms")
+    assert res.returncode == 0, res.stderr
+    assert kv(res.stdout)["hold"] == "from target"
+    assert kv(res.stdout)["text"] == "expired from target"
+    assert any('hold "from target" 150' in f.raw_args
+               for f in trig.agent.cmd_frames)
+
+
+def test_target_bad_input_names_the_argument(trig):
+    """Unknown policy/state names and bad durations: a usage error (exit 2)
+    naming the argument and the choices, nothing sent; the daemon refuses
+    the same in the raw protocol (err 22)."""
+    cases = [
+        (["target", "policy", "sometimes"],
+         "unknown policy 'sometimes' (forced, opportunistic)"),
+        (["target", "state", "disk"],
+         "unknown state 'disk' (on, mem, standby, freeze)"),
+        (["target", "state", "MEM"], "unknown state 'MEM'"),
+        (["target", "state"], "expected on|mem|standby|freeze"),
+        (["target", "state", "mem", "--timeout", "5"],
+         "--timeout: bad duration '5'"),
+        (["target", "state", "mem", "--timeout", "0s"],
+         "--timeout: bad duration '0s'"),
+        (["target", "hold", "x", "soon"], "DURATION: bad duration 'soon'"),
+        (["target", "hold", "x", "10us"], "DURATION: '10us' is below 1ms"),
+        (["target", "hold", 'a"b', "1s"], "NAME: 'a\"b' is not a blocker name"),
+        (["target", "hold", "", "1s"], "NAME: 1 to 255 characters"),
+        (["target", "events", "-n", "x"], "-n: 'x' is not 0..1024"),
+        (["target", "blockers", "--follow"], "bad option"),
+        (["target", "nope"], "unknown sub-command 'nope'"),
+        (["target"], "expected policy, state, blockers, events or hold"),
+        (["hold", "x"], "expected NAME DURATION"),
+    ]
+    for args, msg in cases:
+        res = sbrig(trig.sock, *args)
+        assert res.returncode == 2, (args, res.stdout, res.stderr)
+        assert msg in res.stderr, (args, res.stderr)
+    assert not [f for f in trig.agent.cmd_frames
+                if f.raw_args.split(" ")[1] in ("policy", "state", "hold")]
+    raw = [(b"target policy sometimes\n",
+            "err 22 policy: unknown policy 'sometimes' (forced, opportunistic)"),
+           (b"target state disk\n",
+            "err 22 state: unknown state 'disk' (on, mem, standby, freeze)"),
+           (b"target state mem timeout=soon\n",
+            "err 22 timeout: bad duration 'soon'"),
+           (b"target state mem timeout=0s\n", "err 22 timeout: must be positive"),
+           (b"target state mem later=1s\n", "err 22 unknown option 'later'"),
+           (b"target hold \"\" 1s\n", "err 22 NAME: '' is not a blocker name"),
+           (b"target hold x 0s\n", "err 22 DURATION: must be at least 1ms"),
+           (b"target events n=-1\n", "err 22 n: '-1' is not 0..1024"),
+           (b"target events follow=maybe\n", "err 22 follow: 'maybe' is not yes or no"),
+           (b"target\n", "err 22 usage: target policy|state|hold|blockers|events"),
+           (b"target dance\n", "(not 'dance')")]
+    c = Conn(trig.sock)
+    try:
+        for req, want in raw:
+            c.send(req)
+            final, _ = c.answer()
+            assert want in final, (req, final)
+    finally:
+        c.close()
+
+
+def test_run_policy_and_state_steps(trig):
+    """A scenario puts the target into opportunistic suspend itself: the
+    policy step ends with the agent's reply, the state step once the target
+    is asleep; the next steps run after it woke."""
+    agent = trig.agent
+    agent.cmd_handler = target_handler(agent)
+    scn = trig.tmp / "opp.scn"
+    scn.write_text("policy opportunistic\nstate mem timeout 10s\n"
+                   "wait event resume timeout 20s\n")
+    cap = trig.tmp / "run-opp"
+    p = subprocess.Popen([str(SBRIG), "-s", str(trig.sock), "run", str(scn),
+                          "-o", str(cap)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    steps = []
+    try:
+        # the wait for the resume starts only once the target slept
+        for line in p.stdout:
+            steps.append(line)
+            if line.startswith("step 3/3"):
+                break
+        assert agent.asleep
+        assert time.monotonic_ns() - agent.asleep_since >= 700_000_000
+        # logged while it sleeps, sent when it wakes
+        agent.send_event(0, agent.clock(), "resume", "0")
+        agent.wake()
+        out, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 0, "".join(steps) + out + err
+    assert steps[:2] == ["step 1/3 line=1 policy opportunistic\n",
+                         "step 2/3 line=2 state mem timeout 10s\n"], steps
+    assert kv(out)["status"] == "complete"
+    stimuli = read_rows(cap, "stimuli", typed=True)
+    assert [(s.what, s.arg) for s in stimuli] == [("policy", "opportunistic"),
+                                                 ("state", "mem")], stimuli
+
+
+def test_run_state_step_fails_on_an_awake_target(trig):
+    trig.agent.cmd_handler = target_handler(trig.agent, sleep_on_mem=False)
+    scn = trig.tmp / "awake.scn"
+    scn.write_text("policy opportunistic\nstate mem timeout 1500ms\n")
+    res = sbrig(trig.sock, "run", str(scn), "-o", str(trig.tmp / "run-awake"))
+    assert res.returncode == 1, res.stdout + res.stderr
+    want = (f"failed: {scn}:2: state mem: the target did not fall asleep "
+            "within 1500ms (its agent was never quiet for quiet_ms 800 ms")
+    assert want in res.stderr, res.stderr

@@ -137,9 +137,21 @@ def words(text: str) -> dict[str, str]:
 
 
 def status(r) -> dict[str, str]:
-    res = sbrig(r.sock, "status", timeout=10)
-    assert res.returncode == 0, res.stderr
-    return kv(res.stdout)
+    """The daemon's status lines (daemon-protocol.md: "data key: value"),
+    from the raw protocol: sbrig status writes them for a person."""
+    out = {}
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(10)
+        s.connect(str(r.sock))
+        s.sendall(b"status\n")
+        for line in s.makefile():
+            if line.startswith("data "):
+                k, _, v = line[5:].rstrip("\n").partition(": ")
+                out[k] = v
+            elif line.startswith(("ok", "err")):
+                assert line.startswith("ok"), line
+                return out
+    raise AssertionError(f"status: connection closed: {out}")
 
 
 def wait_status(r, pred, timeout: float = 20):

@@ -19,7 +19,11 @@
  * (and gpio-sim) chips, and "qmp:/path/to/qmp.sock" for the keys of a
  * virtual target, where a key's line number is a Linux input key code
  * (116 = KEY_POWER) and setting the line active/inactive sends QMP
- * input-send-event key down/up for the matching QEMU qcode.
+ * input-send-event key down/up for the matching QEMU qcode. A qmp: chip
+ * also has one charger line, line 0 of a [charger] section: setting it
+ * sends the downstream QMP command "__org.sbrig_charger-set" {"plugged":
+ * B}, which the virtual rig's QMP socket serves (rig/virtual/README.md,
+ * "The virtual rig's charger-detect line"); QEMU itself has no charger.
  *
  * The qmp backend never waits (only sbrig_gpio_new()'s connect does,
  * bounded): setting a key sends the request and returns (qmp.h). Its
@@ -104,7 +108,7 @@ struct gpio_chip_req {
  * @output: key or charger (false: the marker input)
  * @chip: index into sbrig_gpio.chips
  * @value: last logical value set (qmp backend: what get() answers)
- * @qcode: QEMU key name (qmp backend)
+ * @qcode: QEMU key name (qmp backend; "charger" for its charger line)
  */
 struct gpio_line {
 	struct sbrig_line_cfg cfg;
@@ -525,6 +529,10 @@ static const struct { unsigned int code; const char *qcode; } qmp_keys[] = {
 	{ 139, "menu" }, { 142, "sleep" }, { 143, "wake" },
 };
 
+/* A qmp: chip's one charger line, and the command that sets it. */
+#define QMP_CHARGER_LINE	0
+#define QMP_CHARGER_COMMAND	"__org.sbrig_charger-set"
+
 static const char *qmp_qcode(unsigned int code)
 {
 	size_t i;
@@ -550,14 +558,24 @@ static int qmp_request(struct sbrig_gpio *gpio, unsigned int ci,
 
 		if (l->chip != ci)
 			continue;
-		if (l->cfg.role != SBRIG_LINE_KEY)
+		if (l->cfg.role != SBRIG_LINE_KEY &&
+		    l->cfg.role != SBRIG_LINE_CHARGER)
 			return sbrig_set_error(-EINVAL,
-				"gpio: chip '%s' line %u (%s): a qmp: chip drives keys only",
+				"gpio: chip '%s' line %u (%s): a qmp: chip drives keys and a charger only",
 				c->spec, l->cfg.offset, l->cfg.name);
 		if (l->cfg.active_low)
 			return sbrig_set_error(-EINVAL,
-				"gpio: chip '%s' line %u (%s): active_low means nothing for a qmp: key",
+				"gpio: chip '%s' line %u (%s): active_low means nothing for a qmp: line",
 				c->spec, l->cfg.offset, l->cfg.name);
+		if (l->cfg.role == SBRIG_LINE_CHARGER) {
+			if (l->cfg.offset != QMP_CHARGER_LINE)
+				return sbrig_set_error(-EINVAL,
+					"gpio: chip '%s' line %u (%s): a qmp: chip's charger is line %u",
+					c->spec, l->cfg.offset, l->cfg.name,
+					QMP_CHARGER_LINE);
+			l->qcode = "charger";
+			continue;
+		}
 		l->qcode = qmp_qcode(l->cfg.offset);
 		if (!l->qcode)
 			return sbrig_set_error(-EINVAL,
@@ -580,6 +598,18 @@ static int qmp_request(struct sbrig_gpio *gpio, unsigned int ci,
 
 static struct sbrig_gpio *chip_gpio(struct gpio_chip_req *c);
 
+static const char *qmp_line_kind(const struct gpio_line *l)
+{
+	return l->cfg.role == SBRIG_LINE_CHARGER ? "charger" : "key";
+}
+
+static const char *qmp_line_verb(const struct gpio_line *l, bool active)
+{
+	if (l->cfg.role == SBRIG_LINE_CHARGER)
+		return active ? "plug" : "unplug";
+	return active ? "down" : "up";
+}
+
 /*
  * Handle what the connection of @c finished; the first error is returned
  * (-errno, message "gpio: key NAME (QCODE) down: qmp: PATH: COMMAND: why").
@@ -599,12 +629,17 @@ static int qmp_collect(struct gpio_chip_req *c, short revents)
 			continue;
 		if (d.tag != QMP_TAG_NONE && (d.tag >> 1) < gpio->nlines) {
 			l = &gpio->lines[d.tag >> 1];
-			/* refused or never answered: QEMU has it up */
-			if (d.tag & 1)
+			/*
+			 * Refused or never answered: QEMU has the key up; the
+			 * charger stays as it was.
+			 */
+			if (l->cfg.role == SBRIG_LINE_CHARGER)
+				l->value = !(d.tag & 1);
+			else if (d.tag & 1)
 				l->value = false;
-			snprintf(msg, sizeof(msg), "gpio: key %s (%s) %s: %s",
-				 l->cfg.name, l->qcode, d.tag & 1 ? "down" : "up",
-				 d.msg);
+			snprintf(msg, sizeof(msg), "gpio: %s %s (%s) %s: %s",
+				 qmp_line_kind(l), l->cfg.name, l->qcode,
+				 qmp_line_verb(l, d.tag & 1), d.msg);
 		} else {
 			snprintf(msg, sizeof(msg), "gpio: chip '%s': %s", c->spec,
 				 d.msg);
@@ -629,6 +664,31 @@ static void defer_error(struct sbrig_gpio *gpio, int err)
 		 sbrig_errmsg());
 }
 
+/* The charger: {"plugged": B}, the downstream command of a virtual rig. */
+static int qmp_set_charger(struct gpio_chip_req *c, struct gpio_line *l,
+			   bool active, int64_t *t_ns)
+{
+	struct sbrig_gpio *gpio = chip_gpio(c);
+	struct json_object *args = json_object_new_object();
+	int ret;
+
+	if (!args || json_object_object_add(args, "plugged",
+					    json_object_new_boolean(active))) {
+		json_object_put(args);
+		return sbrig_set_error(-ENOMEM, "gpio: charger %s: out of memory",
+				       l->cfg.name);
+	}
+	ret = qmp_send(c->qmp, QMP_CHARGER_COMMAND, args,
+		       QMP_TAG(l - gpio->lines, active), t_ns);
+	if (ret) {
+		sbrig_prefix_error("gpio: charger %s %s", l->cfg.name,
+				   active ? "plug" : "unplug");
+		return ret;
+	}
+	l->value = active;
+	return 0;
+}
+
 static int qmp_set(struct gpio_chip_req *c, struct gpio_line *l, bool active,
 		   int64_t *t_ns)
 {
@@ -645,6 +705,8 @@ static int qmp_set(struct gpio_chip_req *c, struct gpio_line *l, bool active,
 			*t_ns = sbrig_now_ns();
 		return 0;	/* no key-up for a key that is not down */
 	}
+	if (l->cfg.role == SBRIG_LINE_CHARGER)
+		return qmp_set_charger(c, l, active, t_ns);
 	/* {"events": [{"type": "key", "data": {"down": B, "key":
 	 *  {"type": "qcode", "data": QCODE}}}]} */
 	args = json_object_new_object();

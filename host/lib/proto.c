@@ -560,3 +560,40 @@ int sbrig_proto_token(const char **p, char *buf, size_t size)
 	*p = r.p;
 	return 1;
 }
+
+const char *const sbrig_proto_policies[] = { "forced", "opportunistic", NULL };
+const char *const sbrig_proto_states[] = { "on", "mem", "standby", "freeze",
+					   NULL };
+
+int sbrig_proto_word(const char *const *words, const char *w)
+{
+	for (int i = 0; w && words[i]; i++)
+		if (!strcmp(words[i], w))
+			return i;
+	return -1;
+}
+
+const char *sbrig_proto_words(const char *const *words, const char *sep,
+			      char *buf, size_t size)
+{
+	size_t len = 0;
+
+	if (!size)
+		return buf;
+	buf[0] = '\0';
+	for (int i = 0; words[i] && len < size; i++) {
+		int n = snprintf(buf + len, size - len, "%s%s", i ? sep : "",
+				 words[i]);
+
+		if (n < 0)
+			break;
+		len += (size_t)n;
+	}
+	return buf;
+}
+
+bool sbrig_proto_state_sleeps(const char *state)
+{
+	return sbrig_proto_word(sbrig_proto_states, state) >= 0 &&
+		strcmp(state, "on") != 0;
+}

@@ -22,6 +22,7 @@
 
 #include <sha256.h>	/* libmd */
 
+#include <sbrig/proto.h>
 #include <sbrig/scenario.h>
 
 #include "internal.h"
@@ -284,9 +285,41 @@ static int parse_burn(struct sc_parser *p, struct sbrig_step *st)
 	return take_duration(p, true, &st->duration_ns);
 }
 
+/* One word of @words (the agent's vocabulary, sbrig/proto.h). */
+static int take_word(struct sc_parser *p, const char *what,
+		     const char *const *words, char *out, size_t size)
+{
+	const struct sc_token *t = peek(p);
+	char list[128];
+
+	if (!t || t->quoted || sbrig_proto_word(words, t->text) < 0)
+		return sc_error(p, next_col(p), "expected %s (%s)", what,
+				sbrig_proto_words(words, " ", list,
+						  sizeof(list)));
+	snprintf(out, size, "%s", t->text);
+	p->next++;
+	return 0;
+}
+
+static int parse_policy(struct sc_parser *p, struct sbrig_step *st)
+{
+	return take_word(p, "a policy", sbrig_proto_policies, st->name,
+			 sizeof(st->name));
+}
+
+static int parse_state(struct sc_parser *p, struct sbrig_step *st)
+{
+	int ret = take_word(p, "a state", sbrig_proto_states, st->name,
+			    sizeof(st->name));
+
+	return ret ? ret : take_timeout(p, st);
+}
+
 static const char *const event_types[] = {
 	"block", "unblock", "suspend", "enter", "exit", "resume", "abort",
 	"policy", "lost",
+	/* the kernel's own activity (the module's kevents) */
+	"ws_activate", "ws_relax", "phase", "dev_pm",
 };
 
 static int parse_wait_event(struct sc_parser *p, struct sbrig_step *st)
@@ -393,6 +426,8 @@ static const struct {
 	{ "unplug", SBRIG_STEP_UNPLUG, parse_none },
 	{ "hold", SBRIG_STEP_HOLD, parse_hold },
 	{ "burn", SBRIG_STEP_BURN, parse_burn },
+	{ "policy", SBRIG_STEP_POLICY, parse_policy },
+	{ "state", SBRIG_STEP_STATE, parse_state },
 	{ "wait", SBRIG_STEP_WAIT_EVENT, parse_wait },	/* wait_kinds[] */
 	{ "repeat", SBRIG_STEP_REPEAT, parse_repeat },
 	{ "end", SBRIG_STEP_END, parse_end },
@@ -418,10 +453,18 @@ static int parse_step(struct sc_parser *p)
 	for (i = 0; i < SBRIG_ARRAY_SIZE(step_kinds); i++)
 		if (!t->quoted && !strcmp(t->text, step_kinds[i].word))
 			break;
-	if (i == SBRIG_ARRAY_SIZE(step_kinds))
-		return sc_error(p, t->col,
-			"expected a step (settle press plug unplug hold burn wait repeat end), got '%s'",
-			t->text);
+	if (i == SBRIG_ARRAY_SIZE(step_kinds)) {
+		char list[128];
+		size_t len = 0;
+
+		list[0] = '\0';
+		for (i = 0; i < SBRIG_ARRAY_SIZE(step_kinds) &&
+		     len < sizeof(list); i++)
+			len += snprintf(list + len, sizeof(list) - len, "%s%s",
+					i ? " " : "", step_kinds[i].word);
+		return sc_error(p, t->col, "expected a step (%s), got '%s'",
+				list, t->text);
+	}
 	if (p->sc->nsteps == SC_MAX_STEPS)
 		return sc_error(p, t->col, "expected at most %d steps",
 				SC_MAX_STEPS);
@@ -576,6 +619,10 @@ int sbrig_step_describe(const struct sbrig_step *s, bool with_timeout,
 		return snprintf(buf, size, "hold \"%s\" %s", s->name, d);
 	case SBRIG_STEP_BURN:
 		return snprintf(buf, size, "burn %s", d);
+	case SBRIG_STEP_POLICY:
+		return snprintf(buf, size, "policy %s", s->name);
+	case SBRIG_STEP_STATE:
+		return snprintf(buf, size, "state %s%s", s->name, t);
 	case SBRIG_STEP_WAIT_EVENT:
 		return snprintf(buf, size, "wait event %s%s%s%s%s", s->name,
 				s->arg[0] ? " \"" : "", s->arg,

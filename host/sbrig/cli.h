@@ -1,13 +1,20 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * cli.h - what sbrig's commands share: the command table's entry, exit
- * codes and usage errors. main.c holds the table and the commands that
- * talk to the daemon; each offline command has a file of its own.
+ * codes, usage errors and talking to the daemon (client.c). main.c holds
+ * the table and the simple commands that talk to the daemon; the target
+ * commands (target.c), status (status.c) and each offline command have a
+ * file of their own.
  */
 #ifndef SBRIG_CLI_H
 #define SBRIG_CLI_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+
+#define DEFAULT_SOCKET "/run/sbrig/sbrigd.sock"
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_DAEMON = 3 };
 
@@ -41,6 +48,69 @@ void command_help(const struct command *c, FILE *f);
 /* Report a usage error of command @cmd; returns EXIT_USAGE. */
 int usage_error(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/* ---- client.c: talking to the daemon ------------------------------------ */
+
+/* The daemon's socket (-s, $SBRIG_SOCKET, DEFAULT_SOCKET); set by main(). */
+extern const char *sock_path;
+/* Standard error is a terminal: live progress goes there. */
+extern bool tty;
+
+/**
+ * struct reply - how a command renders the daemon's answer
+ * @progress: called for each "progress ..." line (text after the verb)
+ * @data: called for each "data ..." line (default: print it)
+ * @final: the text after "ok"/"err N" (filled in)
+ * @err: errno of an "err" answer (0 for "ok")
+ * @ctx: for the callbacks
+ */
+struct reply {
+	void (*progress)(const char *text, void *ctx);
+	void (*data)(const char *text, void *ctx);
+	char final[4096];
+	int err;
+	void *ctx;
+};
+
+/*
+ * Send @line (and @body, @nbody bytes) and read the answer until its final
+ * line; Ctrl-C sends "stop" and waits (30 s at most) for the final answer.
+ * Return: EXIT_OK, EXIT_FAIL ("err"), or EXIT_DAEMON.
+ */
+int request(const char *line, const char *body, size_t nbody,
+	    struct reply *r);
+/* Append @arg to @line, quoted if needed. Return -1 if it does not fit. */
+int add_arg(char *line, size_t size, const char *arg);
+/*
+ * The next "key=value" of an answer's text at *@p (a value may be
+ * double-quoted with \" and \\ escapes). False at the end or at text that
+ * is not a key=value word.
+ */
+bool kv_next(const char **p, char *key, size_t ksize, char *val,
+	     size_t vsize);
+/* Find @key in an answer's "key=value ..." text; copy its value. */
+bool kv_get(const char *text, const char *key, char *out, size_t size);
+/* Print "key=value ..." as "key: value" lines to @f. */
+void print_kv(FILE *f, const char *text);
+/*
+ * Report an "err" answer to request @what (ret EXIT_FAIL; other values are
+ * returned as they are): the message on stderr; a capture's summary on
+ * stdout. Return @ret.
+ */
+int fail(struct reply *r, int ret, const char *what);
+/* A positive DURATION for @what of command @cmd, or a usage error. */
+int check_duration(const char *cmd, const char *what, const char *s,
+		   int64_t *ns);
+/* An absolute path for @dir (which need not exist yet). 0 or -errno. */
+int abs_dir(const char *dir, char *out, size_t size);
+
+/* ---- target.c, status.c ------------------------------------------------- */
+
+extern const char target_args[], target_help[];
+int cmd_target(const struct command *c, int argc, char **argv);
+int cmd_hold(const struct command *c, int argc, char **argv);
+extern const char status_args[], status_help[];
+int cmd_status(const struct command *c, int argc, char **argv);
 
 /* analyze.c */
 extern const char analyze_help[];

@@ -37,343 +37,6 @@
 #include "cli.h"
 #include "render.h"
 
-#define DEFAULT_SOCKET "/run/sbrig/sbrigd.sock"
-/* after Ctrl-C, how long to wait for the daemon's final answer */
-#define STOP_WAIT_NS (30 * 1000000000LL)
-
-
-static const char *sock_path;
-static volatile sig_atomic_t interrupted;
-static bool tty;
-
-/* ---- talking to the daemon ---------------------------------------------- */
-
-/**
- * struct reply - how a command renders the daemon's answer
- * @progress: called for each "progress ..." line (text after the verb)
- * @data: called for each "data ..." line (default: print it)
- * @final: the text after "ok"/"err N" (filled in)
- * @err: errno of an "err" answer (0 for "ok")
- * @ctx: for the callbacks
- */
-struct reply {
-	void (*progress)(const char *text, void *ctx);
-	void (*data)(const char *text, void *ctx);
-	char final[4096];
-	int err;
-	void *ctx;
-};
-
-static void on_sigint(int sig)
-{
-	if (interrupted < 2)
-		interrupted++;
-}
-
-static int connect_daemon(void)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd;
-
-	if (strlen(sock_path) >= sizeof(sa.sun_path)) {
-		fprintf(stderr, "sbrig: socket path too long: %s\n", sock_path);
-		return -1;
-	}
-	strcpy(sa.sun_path, sock_path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		fprintf(stderr, "sbrig: cannot reach sbrigd at %s: %s "
-			"(is sbrigd running? see sbrigd(8))\n", sock_path,
-			strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-static int send_all(int fd, const char *buf, size_t len)
-{
-	while (len) {
-		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		buf += n;
-		len -= n;
-	}
-	return 0;
-}
-
-/*
- * Send @line (and @body, @nbody bytes) and read the answer until its final
- * line. Return: EXIT_OK, EXIT_FAIL ("err"), or EXIT_DAEMON.
- */
-static int request(const char *line, const char *body, size_t nbody,
-		   struct reply *r)
-{
-	char buf[65536];
-	size_t n = 0;
-	bool stop_sent = false;
-	int64_t stop_deadline = 0;
-	struct sigaction sa = { .sa_handler = on_sigint }, old_int, old_term;
-	int fd, ret = EXIT_DAEMON;
-
-	fd = connect_daemon();
-	if (fd < 0)
-		return EXIT_DAEMON;
-	/* from the moment the request may be sent, Ctrl-C means "stop" */
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, &old_int);
-	sigaction(SIGTERM, &sa, &old_term);
-	if (send_all(fd, line, strlen(line)) < 0 || send_all(fd, "\n", 1) < 0 ||
-	    (nbody && send_all(fd, body, nbody) < 0)) {
-		fprintf(stderr, "sbrig: %s: %s\n", sock_path, strerror(errno));
-		goto out;
-	}
-	for (;;) {
-		struct pollfd pfd = { fd, POLLIN, 0 };
-		char *nl;
-		ssize_t got;
-		int64_t left;
-		int pr;
-
-		if (interrupted && !stop_sent) {
-			/* the daemon closes the capture and answers */
-			stop_sent = true;
-			stop_deadline = sbrig_now_ns() + STOP_WAIT_NS;
-			send_all(fd, "stop\n", 5);
-		}
-		if (interrupted > 1) {
-			fprintf(stderr, "%ssbrig: interrupted again: not waiting "
-				"for sbrigd's answer to 'stop'\n",
-				tty ? "\n" : "");
-			break;
-		}
-		left = stop_deadline - sbrig_now_ns();
-		pr = poll(&pfd, 1, !stop_sent ? -1 : left <= 0 ? 0 :
-			  (int)(left / 1000000 + 1));
-		if (pr < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		if (pr == 0 || (stop_sent && sbrig_now_ns() >= stop_deadline)) {
-			fprintf(stderr, "%ssbrig: sbrigd did not answer 'stop' "
-				"within %d s\n", tty ? "\n" : "",
-				(int)(STOP_WAIT_NS / 1000000000));
-			break;
-		}
-		got = recv(fd, buf + n, sizeof(buf) - 1 - n, 0);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0) {
-			fprintf(stderr, "%ssbrig: sbrigd closed the connection "
-				"before answering\n", tty ? "\n" : "");
-			break;
-		}
-		n += got;
-		while ((nl = memchr(buf, '\n', n))) {
-			char *l = buf;
-
-			*nl = '\0';
-			if (!strncmp(l, "progress ", 9)) {
-				if (r->progress)
-					r->progress(l + 9, r->ctx);
-			} else if (!strncmp(l, "data ", 5)) {
-				if (r->data)
-					r->data(l + 5, r->ctx);
-				else
-					printf("%s\n", l + 5);
-			} else if (!strcmp(l, "ok") || !strncmp(l, "ok ", 3)) {
-				snprintf(r->final, sizeof(r->final), "%s",
-					 l[2] ? l + 3 : "");
-				r->err = 0;
-				ret = EXIT_OK;
-				goto out;
-			} else if (!strncmp(l, "err ", 4)) {
-				char *msg;
-
-				r->err = (int)strtol(l + 4, &msg, 10);
-				snprintf(r->final, sizeof(r->final), "%s",
-					 *msg ? msg + 1 : "");
-				ret = EXIT_FAIL;
-				goto out;
-			}
-			n -= nl + 1 - buf;
-			memmove(buf, nl + 1, n);
-		}
-		if (n == sizeof(buf) - 1)
-			n = 0;	/* an absurdly long line: drop it */
-	}
-out:
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
-	close(fd);
-	return ret;
-}
-
-/* Append @arg to @line, quoted if needed. Return -1 if it does not fit. */
-static int add_arg(char *line, size_t size, const char *arg)
-{
-	size_t len = strlen(line);
-	bool q = !*arg || strpbrk(arg, " \t\"\\");
-
-	if (len && len + 1 < size)
-		line[len++] = ' ';
-	if (q && len + 1 < size)
-		line[len++] = '"';
-	for (; *arg && len + 3 < size; arg++) {
-		if (*arg == '\n' || *arg == '\r')
-			return -1;
-		if (*arg == '"' || *arg == '\\')
-			line[len++] = '\\';
-		line[len++] = *arg;
-	}
-	if (*arg)
-		return -1;
-	if (q && len + 1 < size)
-		line[len++] = '"';
-	line[len] = '\0';
-	return len + 1 < size ? 0 : -1;
-}
-
-/*
- * The next "key=value" of an answer's text at *@p: a value is a run of
- * characters up to a space, or double-quoted with \" and \\ escapes
- * (daemon-protocol.md). Return false at the end or at text that is not a
- * key=value word.
- */
-static bool kv_next(const char **p, char *key, size_t ksize, char *val,
-		    size_t vsize)
-{
-	const char *s = *p, *k;
-	size_t n = 0;
-	bool quoted;
-
-	while (*s == ' ')
-		s++;
-	for (k = s; *s == '_' || (*s >= 'a' && *s <= 'z') ||
-	     (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9'); s++)
-		;
-	if (s == k || *s != '=' || (size_t)(s - k) >= ksize)
-		return false;
-	snprintf(key, ksize, "%.*s", (int)(s - k), k);
-	s++;
-	quoted = *s == '"';
-	if (quoted)
-		s++;
-	for (; *s && (quoted ? *s != '"' : *s != ' '); s++) {
-		if (quoted && *s == '\\' && s[1])
-			s++;
-		if (n + 1 < vsize)
-			val[n++] = *s;
-	}
-	if (quoted && *s == '"')
-		s++;
-	val[n] = '\0';
-	*p = s;
-	return true;
-}
-
-/* Find @key in an "ok key=value ..." text; copy its value. */
-static bool kv_get(const char *text, const char *key, char *out, size_t size)
-{
-	char k[64], v[4096];
-
-	while (kv_next(&text, k, sizeof(k), v, sizeof(v))) {
-		if (!strcmp(k, key)) {
-			snprintf(out, size, "%s", v);
-			return true;
-		}
-	}
-	return false;
-}
-
-/* Print "key=value ..." as "key: value" lines to @f. */
-static void print_kv(FILE *f, const char *text)
-{
-	char k[64], v[4096];
-
-	while (kv_next(&text, k, sizeof(k), v, sizeof(v)))
-		fprintf(f, "%s: %s\n", k, v);
-	while (*text == ' ')
-		text++;
-	if (*text)
-		fprintf(f, "%s\n", text);
-}
-
-/*
- * Report an "err" answer. A request that recorded a capture answers with
- * its summary, whose status says what went wrong: that is the message,
- * and the summary goes to stdout as for a success (scripts find the
- * capture either way).
- */
-static int fail(struct reply *r, int ret, const char *what)
-{
-	const char *name = strerrorname_np(r->err);
-	char status[4096], dir[PATH_MAX];
-
-	if (ret != EXIT_FAIL)
-		return ret;
-	if (kv_get(r->final, "status", status, sizeof(status)) &&
-	    kv_get(r->final, "dir", dir, sizeof(dir))) {
-		fprintf(stderr, "%ssbrig: %s: %s (%s%s%s)\n", tty ? "\n" : "",
-			what, status, name ? name : "", name ? ": " : "",
-			strerror(r->err));
-		print_kv(stdout, r->final);
-		return ret;
-	}
-	fprintf(stderr, "%ssbrig: %s: %s (%s%s%s)\n", tty ? "\n" : "",
-		what, r->final, name ? name : "", name ? ": " : "",
-		strerror(r->err));
-	return ret;
-}
-
-int usage_error(const char *cmd, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "sbrig %s: ", cmd);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nTry 'sbrig %s --help'.\n", cmd);
-	return EXIT_USAGE;
-}
-
-static int check_duration(const char *cmd, const char *what, const char *s,
-			  int64_t *ns)
-{
-	int64_t v;
-
-	if (sbrig_parse_duration(s, &v) < 0 || v <= 0)
-		return usage_error(cmd, "%s: bad duration '%s' (e.g. 250ms, "
-				   "2s)", what, s);
-	if (ns)
-		*ns = v;
-	return 0;
-}
-
-/* An absolute path for @dir (which need not exist yet). */
-static int abs_dir(const char *dir, char *out, size_t size)
-{
-	char cwd[PATH_MAX];
-
-	if (dir[0] == '/') {
-		snprintf(out, size, "%s", dir);
-		return 0;
-	}
-	if (!getcwd(cwd, sizeof(cwd)))
-		return -errno;
-	if ((size_t)snprintf(out, size, "%s/%s", cwd, dir) >= size)
-		return -ENAMETOOLONG;
-	return 0;
-}
-
 /* ---- progress rendering ------------------------------------------------- */
 
 static void capture_progress(const char *text, void *ctx)
@@ -450,20 +113,6 @@ static int parse_help_only(const struct command *c, int argc, char **argv)
 		return usage_error(c->name, "bad option");
 	}
 	return -1;
-}
-
-static int cmd_status(const struct command *c, int argc, char **argv)
-{
-	struct reply r = { 0 };
-	int ret = parse_help_only(c, argc, argv);
-
-	if (ret >= 0)
-		return ret;
-	if (optind != argc)
-		return usage_error(c->name, "unexpected argument '%s'",
-				   argv[optind]);
-	ret = request("status", NULL, 0, &r);
-	return fail(&r, ret, "status");
 }
 
 static int cmd_press(const struct command *c, int argc, char **argv)
@@ -886,29 +535,6 @@ static int agent_request(const char *what, const char *cmdline,
 	return fail(&r, ret, what);
 }
 
-static int cmd_hold(const struct command *c, int argc, char **argv)
-{
-	char cmdline[600] = "hold", ms[32];
-	int64_t ns = 0;
-	int ret = parse_help_only(c, argc, argv);
-
-	if (ret >= 0)
-		return ret;
-	if (argc - optind != 2)
-		return usage_error(c->name, "expected NAME DURATION");
-	if (check_duration(c->name, "DURATION", argv[optind + 1], &ns))
-		return EXIT_USAGE;
-	snprintf(ms, sizeof(ms), "%" PRId64, ns / 1000000);
-	if (add_arg(cmdline, sizeof(cmdline), argv[optind]) ||
-	    strchr(argv[optind], '"') || !argv[optind][0])
-		return usage_error(c->name, "bad blocker name");
-	/* the agent's name is always quoted */
-	if (cmdline[5] != '"')
-		snprintf(cmdline, sizeof(cmdline), "hold \"%s\"", argv[optind]);
-	add_arg(cmdline, sizeof(cmdline), ms);
-	return agent_request("hold", cmdline, ns);
-}
-
 static int cmd_burn(const struct command *c, int argc, char **argv)
 {
 	char cmdline[64];
@@ -942,13 +568,9 @@ static int cmd_stop(const struct command *c, int argc, char **argv)
 }
 
 static const struct command commands[] = {
-	{ "status", "",
-	  "show the rig, its lines, sensor, link and capture",
-"Show the rig (name, config path and hash), its GPIO lines with their\n"
-"values, the power sensor (and a reading when no capture runs), the target\n"
-"link (agent, kernel, module, boot id, frame counters, clock offset and\n"
-"uncertainty) and the running capture, as stable 'key: value' lines.\n",
-	  cmd_status },
+	{ "status", status_args,
+	  "show the rig, what is wrong with it, its sensor, target and capture",
+	  status_help, cmd_status },
 	{ "press", "KEY [DURATION]",
 	  "press a key for a while",
 "Press KEY (a [key:KEY] line of the rig) for DURATION (default: the rig's\n"
@@ -1009,10 +631,13 @@ static const struct command commands[] = {
 "                          current directory, DATE in UTC)\n"
 "      --stats-every D     ask the agent for a stats snapshot every D\n",
 	  cmd_latency },
+	{ "target", target_args,
+	  "the target: policy, state, blockers, events, hold",
+	  target_help, cmd_target },
 	{ "hold", "NAME DURATION",
-	  "make the target agent hold a blocker",
+	  "make the target agent hold a blocker (as target hold)",
 "Have the target agent hold the suspend blocker NAME for DURATION; returns\n"
-"when the agent reports it released.\n",
+"when the agent reports it released. The same as 'sbrig target hold'.\n",
 	  cmd_hold },
 	{ "burn", "DURATION",
 	  "make the target agent burn CPU",

@@ -2,77 +2,193 @@
 /*
  * agentop.c - agent commands waited for, see agentop.h.
  *
- * The verbs the agent answers with a REPLY at the start and a DONE at the
- * end (link-protocol.md: hold, burn, state) are complete with their DONE;
- * for the others (stats, release, policy, input) the REPLY is the end. A
- * command to a sleeping target is resent by the link and delivered when
+ * What completes a command depends on its verb (verb_ends[] below,
+ * link-protocol.md): the REPLY for most; the DONE for the asynchronous
+ * ones (hold, burn, and state on: the agent writes the state from a child
+ * process); and for a state that puts the target to sleep, the sleep: once
+ * the agent has taken the request (its REPLY), the request succeeds when
+ * the rig sees the target asleep or back from a sleep (sleepwatch.h). Its
+ * DONE may come after the wake (forced policy: the write returns on
+ * resume) or before the sleep (opportunistic: it returns at once), so it
+ * ends the request only when it is an error (an aborted suspend, a state
+ * the kernel cannot enter).
+ *
+ * A command to a sleeping target is resent by the link and delivered when
  * the target wakes; the timeout counts from the request.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+
+#include <sbrig/proto.h>
+#include <sbrig/scenario.h>
 
 #include "agentop.h"
 #include "rig.h"
 #include "sched.h"
 #include "util.h"
 
+/** enum ag_end - what completes a command */
+enum ag_end {
+	AG_REPLY,	/* its REPLY */
+	AG_DONE,	/* its DONE (the REPLY says it was accepted) */
+	AG_ASLEEP,	/* the target asleep after the REPLY, or an error */
+};
+
+/* Verbs not listed here are complete with their REPLY. */
+static const struct {
+	const char *verb;
+	enum ag_end end;
+} verb_ends[] = {
+	{ "hold", AG_DONE },
+	{ "burn", AG_DONE },
+	{ "state", AG_DONE },	/* AG_ASLEEP for a sleep state: verb_end() */
+};
+
 /* the operation: only the loop's thread touches it */
 static struct {
 	bool active;
-	bool async;		/* complete with its DONE */
+	enum ag_end end;
+	bool accepted;		/* the agent took it (its REPLY came) */
 	struct op_handle handle;
 	const struct agentop_client_ops *ops;
 	void *ctx;
 	uint32_t cmd_id;
+	int64_t start_ns;
+	int64_t timeout_ns;
+	char accepted_text[256];
+	char done_text[256];
 	struct sched_timer timer;
+	struct sleepwatch sw;
 } ag;
 
-static bool verb_async(const char *verb)
+static enum ag_end verb_end(const char *verb, const char *args)
 {
-	static const char *const async[] = { "hold", "burn", "state" };
+	char word[32];
 
-	for (size_t i = 0; i < ARRAY_SIZE(async); i++)
-		if (!strcmp(verb, async[i]))
-			return true;
-	return false;
+	if (!strcmp(verb, "state") &&
+	    sbrig_proto_token(&args, word, sizeof(word)) == 1 &&
+	    sbrig_proto_state_sleeps(word))
+		return AG_ASLEEP;
+	for (size_t i = 0; i < ARRAY_SIZE(verb_ends); i++)
+		if (!strcmp(verb, verb_ends[i].verb))
+			return verb_ends[i].end;
+	return AG_REPLY;
 }
 
-static void finish(int err, const char *text)
+static void finish_result(struct agentop_result *r)
 {
 	const struct agentop_client_ops *ops = ag.ops;
 	void *ctx = ag.ctx;
 
 	sched_timer_stop(&ag.timer);
+	sleepwatch_stop(&ag.sw);
 	rig_link_forget(ag.cmd_id);
 	ag.cmd_id = 0;
 	ag.ops = NULL;
 	ag.ctx = NULL;
 	ag.active = false;
 	op_release(&ag.handle);
+	r->accepted_text = ag.accepted_text;
+	r->elapsed_ns = time_sub(sbrig_now_ns(), ag.start_ns);
 	if (ops && ops->done)
-		ops->done(ctx, err, text);
+		ops->done(ctx, r);
+}
+
+static void finish(int err, const char *text)
+{
+	struct agentop_result r = { .err = err, .text = text };
+
+	finish_result(&r);
 }
 
 static void timeout(void *data)
 {
-	finish(-ETIMEDOUT, "the agent did not finish in time");
+	char d[32], text[300];
+	int64_t next;
+
+	sbrig_format_duration(ag.timeout_ns, d, sizeof(d));
+	if (ag.end == AG_ASLEEP && ag.accepted)
+		snprintf(text, sizeof(text), "the target did not fall asleep "
+			 "within %s: its agent was never quiet for quiet_ms %u "
+			 "ms (is a blocker active?)", d,
+			 rig_config()->quiet_ms);
+	else if (rig_asleep_poll(sbrig_now_ns(), &next) == 1)
+		snprintf(text, sizeof(text), "the agent did not finish in %s: "
+			 "the target is asleep (the command reaches it when it "
+			 "wakes)", d);
+	else
+		snprintf(text, sizeof(text), "the agent did not finish in %s",
+			 d);
+	finish(-ETIMEDOUT, text);
+}
+
+static void slept(void *ctx, int err, const struct sleepwatch_result *sr)
+{
+	struct agentop_result r = { .err = err };
+
+	if (err) {
+		finish(err, sbrig_errmsg());
+		return;
+	}
+	r.slept = true;
+	r.sleep = *sr;
+	r.text = ag.done_text[0] ? ag.done_text : ag.accepted_text;
+	finish_result(&r);
+}
+
+/* The agent took the command (or finished it first): now the sleep. */
+static void accept(const char *text)
+{
+	int ret;
+
+	if (ag.accepted)
+		return;
+	ag.accepted = true;
+	snprintf(ag.accepted_text, sizeof(ag.accepted_text), "%s", text);
+	if (ag.ops && ag.ops->accepted)
+		ag.ops->accepted(ag.ctx, text);
+	if (ag.end != AG_ASLEEP || !ag.active)
+		return;
+	ret = sleepwatch_start(&ag.sw, slept, NULL);
+	if (ret < 0)
+		finish(ret, sbrig_errmsg());
 }
 
 static void reply(const struct sbrig_link_msg *m, void *data)
 {
 	char text[300];
 
-	if (!ag.active || m->type == SBRIG_LINK_STATS)
+	if (!ag.active)
 		return;
+	if (m->type == SBRIG_LINK_STATS) {
+		if (ag.ops && ag.ops->row)
+			ag.ops->row(ag.ctx, &m->stats, m->index, m->count);
+		return;
+	}
 	if (m->err) {
 		snprintf(text, sizeof(text), "agent: %s", m->text);
 		finish(m->err, text);
-	} else if (m->type == SBRIG_LINK_DONE || !ag.async) {
+		return;
+	}
+	switch (ag.end) {
+	case AG_REPLY:
 		finish(0, m->text);
-	} else if (ag.ops && ag.ops->accepted) {
-		ag.ops->accepted(ag.ctx, m->text);
+		break;
+	case AG_DONE:
+		if (m->type == SBRIG_LINK_DONE)
+			finish(0, m->text);
+		else
+			accept(m->text);
+		break;
+	case AG_ASLEEP:
+		if (m->type == SBRIG_LINK_DONE)
+			snprintf(ag.done_text, sizeof(ag.done_text), "%s",
+				 m->text);
+		accept(m->text);
+		break;
 	}
 }
 
@@ -133,9 +249,14 @@ int agentop_start(const char *cmd, int64_t timeout_ns,
 	sscanf(cmd, "%15s %299[^\n]", verb, arg);
 	rig_stimulus(verb, arg, sbrig_now_ns());
 	ag.active = true;
-	ag.async = verb_async(verb);
+	ag.end = verb_end(verb, arg);
+	ag.accepted = false;
+	ag.accepted_text[0] = '\0';
+	ag.done_text[0] = '\0';
 	ag.ops = ops;
 	ag.ctx = ctx;
+	ag.start_ns = sbrig_now_ns();
+	ag.timeout_ns = timeout_ns;
 	sched_timer_start(&ag.timer, time_after(timeout_ns), timeout, NULL);
 	*h = &ag.handle;
 	return 0;

@@ -3,8 +3,10 @@
  * main.c - sbrigd: the rig daemon.
  *
  * Parses the command line, initialises the modules in dependency order
- * (sched -> rig -> rec -> run, lat, agentop -> srv; each calls only the
- * ones before it), runs the poll() loop and finalises them in reverse.
+ * (sched -> rig -> evlog, rec -> run, lat, agentop -> srv; each calls
+ * only the ones before it; sleepwatch, which run and agentop embed, has
+ * no state of its own), runs the poll() loop and finalises them in
+ * reverse.
  * SIGTERM/SIGINT only write a byte to a self-pipe; the loop then stops,
  * the server stops what runs (a capture is closed with status "aborted",
  * its client gets the final answer, no further request is started) and
@@ -21,6 +23,7 @@
 #include <unistd.h>
 
 #include "agentop.h"
+#include "evlog.h"
 #include "latency.h"
 #include "rec.h"
 #include "rig.h"
@@ -167,9 +170,12 @@ int main(int argc, char **argv)
 	ret = rig_init(config, overrides, noverrides);
 	if (ret < 0)
 		goto fini_signals;
-	ret = rec_init();
+	ret = evlog_init();
 	if (ret < 0)
 		goto fini_rig;
+	ret = rec_init();
+	if (ret < 0)
+		goto fini_evlog;
 	ret = run_init();
 	if (ret < 0)
 		goto fini_rec;
@@ -197,6 +203,8 @@ fini_run:
 	run_fini();
 fini_rec:
 	rec_fini();
+fini_evlog:
+	evlog_fini();
 fini_rig:
 	rig_fini();
 fini_signals:

@@ -765,6 +765,16 @@ int rig_asleep_poll(int64_t deadline_ns, int64_t *next_ns)
 	return 0;
 }
 
+int64_t rig_link_last_rx_ns(void)
+{
+	struct sbrig_link_status st;
+
+	if (!rig.link)
+		return 0;
+	sbrig_link_get_status(rig.link, &st);
+	return st.last_rx_ns;
+}
+
 /* ---- status ------------------------------------------------------------- */
 
 static void status_line(struct rig_status *st, const struct sbrig_line_cfg *l)
@@ -809,7 +819,10 @@ void rig_get_status(struct rig_status *st)
 
 	st->has_link = rig.link != NULL;
 	if (st->has_link) {
+		int64_t next;
+
 		sbrig_link_get_status(rig.link, &st->link);
+		st->asleep = rig_asleep_poll(sbrig_now_ns(), &next) == 1;
 		sbrig_clock_get_state(sbrig_link_clock(rig.link), &st->clock);
 		st->target = rig.target;
 	}

@@ -111,6 +111,8 @@ struct rig_line_status {
  * @reading: one reading, taken now
  * @has_link: a target link is configured
  * @link: its counters
+ * @asleep: the target is asleep: its agent, seen before, has been quiet
+ *	for quiet_ms (rig_asleep_poll())
  * @target: the agent's identity
  * @clock: the link's clock model
  */
@@ -127,6 +129,7 @@ struct rig_status {
 	struct sbrig_sample reading;
 	bool has_link;
 	struct sbrig_link_status link;
+	bool asleep;
 	struct rig_target target;
 	struct sbrig_clock_state clock;
 };
@@ -196,5 +199,7 @@ void rig_link_forget(uint32_t cmd_id);
  * link on this rig.
  */
 int rig_asleep_poll(int64_t deadline_ns, int64_t *next_ns);
+/* Host time of the last frame from the agent (0: none yet, or no link). */
+int64_t rig_link_last_rx_ns(void);
 
 #endif /* SBRIGD_RIG_H */

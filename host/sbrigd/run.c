@@ -22,7 +22,10 @@
  * freezes its user space (the agent) before it suspends, so its events of
  * a suspend cycle reach the host only after it wakes. "wait asleep" polls
  * that with the runner's timer and, once it holds, consumes the event
- * stream up to that moment.
+ * stream up to that moment. "state mem" (any sleep state) ends the same
+ * way once the agent has taken the request, or when the target was
+ * already back from the sleep (sleepwatch.h); "state on" ends with the
+ * agent's DONE (the write's result), "policy" with its REPLY.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -31,10 +34,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sbrig/proto.h>
+
 #include "evq.h"
 #include "rig.h"
 #include "run.h"
 #include "sched.h"
+#include "sleepwatch.h"
 #include "util.h"
 
 #define RUN_BATCH 64
@@ -45,6 +51,8 @@ enum run_wait {
 	W_TIMER,	/* settle */
 	W_PRESS,	/* release of our press */
 	W_REPLY,	/* agent REPLY to cmd_id */
+	W_DONE,		/* agent DONE to cmd_id (state on) */
+	W_SLEEP,	/* agent REPLY to cmd_id, then the target asleep */
 	W_EVENT,	/* a matching event in the stream */
 	W_EDGE,		/* a matching edge in the stream */
 	W_ASLEEP,	/* the link quiet for quiet_ms */
@@ -65,6 +73,7 @@ static struct {
 	struct sched_timer next;	/* the next batch of steps */
 	uint32_t cmd_id;		/* agent command in flight, or 0 */
 	int64_t asleep_deadline_ns;
+	struct sleepwatch sw;		/* W_SLEEP, once the agent took it */
 	struct evq q;
 	struct rig_observer obs;
 	int fail_err;
@@ -79,6 +88,7 @@ static void reset(void)
 {
 	sched_timer_stop(&run.timer);
 	sched_timer_stop(&run.next);
+	sleepwatch_stop(&run.sw);
 	if (run.cmd_id)
 		rig_link_forget(run.cmd_id);
 	run.cmd_id = 0;
@@ -137,6 +147,7 @@ static void finish(int err, const char *status)
 	run.fail_err = err;
 	sched_timer_stop(&run.timer);
 	sched_timer_stop(&run.next);
+	sleepwatch_stop(&run.sw);
 	run.wait = W_NONE;
 	rig_release(&run);	/* a key the run holds goes up now */
 	rec_stop(status);	/* capture_end() runs from here */
@@ -168,6 +179,10 @@ static void step_done(void)
 {
 	run.wait = W_NONE;
 	sched_timer_stop(&run.timer);
+	sleepwatch_stop(&run.sw);
+	if (run.cmd_id)
+		rig_link_forget(run.cmd_id);
+	run.cmd_id = 0;
 	run.pc++;
 	sched_defer(&run.next, run_steps, NULL);
 }
@@ -212,6 +227,22 @@ static void on_timer(void *data)
 			fail(-ETIMEDOUT, "the agent did not answer in %" PRId64
 			     " s", RUN_REPLY_TIMEOUT_NS / NS_PER_S);
 		return;
+	case W_SLEEP:
+	case W_DONE:
+		sbrig_step_describe(s, false, step, sizeof(step));
+		if (run.sw.active)
+			fail(-ETIMEDOUT, "%s: the target did not fall asleep "
+			     "within %s (its agent was never quiet for quiet_ms "
+			     "%u ms: is a blocker active?)", step, t,
+			     rig_config()->quiet_ms);
+		else if (rig_asleep_poll(sbrig_now_ns(), &next) == 1)
+			fail(-ETIMEDOUT, "%s: the agent did not answer in %s: "
+			     "the target is asleep (the command reaches it when "
+			     "it wakes)", step, t);
+		else
+			fail(-ETIMEDOUT, "%s: the agent did not %s in %s", step,
+			     run.wait == W_DONE ? "finish" : "answer", t);
+		return;
 	default:
 		return;
 	}
@@ -248,21 +279,53 @@ static void press_done(int err, int64_t press_ns, void *data)
 		step_done();
 }
 
-static void agent_reply(const struct sbrig_link_msg *m, void *data)
+static void slept(void *ctx, int err, const struct sleepwatch_result *r)
 {
-	if (m->type != SBRIG_LINK_REPLY || m->cmd_id != run.cmd_id)
-		return;		/* DONE and stats rows: not waited for */
-	rig_link_forget(run.cmd_id);
-	run.cmd_id = 0;
-	if (!run.active || run.finishing || run.wait != W_REPLY)
+	if (!run.active || run.finishing || run.wait != W_SLEEP)
 		return;
-	if (m->err)
-		fail(m->err, "agent: %s", m->text);
-	else
-		step_done();
+	if (err) {
+		fail(err, "%s", sbrig_errmsg());
+		return;
+	}
+	if (r->how == SLEEPWATCH_QUIET)
+		evq_clear(&run.q);	/* what it said before it slept */
+	step_done();
 }
 
-static void agent_step(const char *cmd)
+/*
+ * The agent's answers to the step's command: the REPLY ends hold, burn
+ * and policy (their DONE is not waited for); state on ends with its DONE;
+ * a sleep state starts watching for the sleep once the REPLY came, and
+ * only an error DONE ends it (see the top of this file).
+ */
+static void agent_reply(const struct sbrig_link_msg *m, void *data)
+{
+	int ret;
+
+	if (m->type == SBRIG_LINK_STATS || m->cmd_id != run.cmd_id)
+		return;
+	if (!run.active || run.finishing ||
+	    (run.wait != W_REPLY && run.wait != W_DONE &&
+	     run.wait != W_SLEEP)) {
+		rig_link_forget(run.cmd_id);
+		run.cmd_id = 0;
+		return;
+	}
+	if (m->err) {
+		fail(m->err, "agent: %s", m->text);
+		return;
+	}
+	if (run.wait == W_REPLY ||
+	    (run.wait == W_DONE && m->type == SBRIG_LINK_DONE)) {
+		step_done();
+	} else if (run.wait == W_SLEEP && !run.sw.active) {
+		ret = sleepwatch_start(&run.sw, slept, NULL);
+		if (ret < 0)
+			fail(ret, "%s", sbrig_errmsg());
+	}
+}
+
+static void agent_step(const char *cmd, enum run_wait wait, int64_t timeout_ns)
 {
 	int ret = rig_link_command(cmd, agent_reply, NULL, &run.cmd_id);
 
@@ -270,9 +333,8 @@ static void agent_step(const char *cmd)
 		fail(ret, "%s", sbrig_errmsg());
 		return;
 	}
-	run.wait = W_REPLY;
-	sched_timer_start(&run.timer, time_after(RUN_REPLY_TIMEOUT_NS),
-			  on_timer, NULL);
+	run.wait = wait;
+	sched_timer_start(&run.timer, time_after(timeout_ns), on_timer, NULL);
 }
 
 /*
@@ -314,7 +376,7 @@ static bool start_step(void)
 		snprintf(cmd, sizeof(cmd), "hold \"%s\" %" PRId64, s->name,
 			 s->duration_ns / NS_PER_MS);
 		rig_stimulus("hold", s->name, sbrig_now_ns());
-		agent_step(cmd);
+		agent_step(cmd, W_REPLY, RUN_REPLY_TIMEOUT_NS);
 		return false;
 	case SBRIG_STEP_BURN:
 		snprintf(cmd, sizeof(cmd), "burn %" PRId64,
@@ -322,7 +384,18 @@ static bool start_step(void)
 		snprintf(arg, sizeof(arg), "%" PRId64 "ms",
 			 s->duration_ns / NS_PER_MS);
 		rig_stimulus("burn", arg, sbrig_now_ns());
-		agent_step(cmd);
+		agent_step(cmd, W_REPLY, RUN_REPLY_TIMEOUT_NS);
+		return false;
+	case SBRIG_STEP_POLICY:
+		snprintf(cmd, sizeof(cmd), "policy %s", s->name);
+		rig_stimulus("policy", s->name, sbrig_now_ns());
+		agent_step(cmd, W_REPLY, RUN_REPLY_TIMEOUT_NS);
+		return false;
+	case SBRIG_STEP_STATE:
+		snprintf(cmd, sizeof(cmd), "state %s", s->name);
+		rig_stimulus("state", s->name, sbrig_now_ns());
+		agent_step(cmd, sbrig_proto_state_sleeps(s->name) ? W_SLEEP :
+			   W_DONE, step_timeout(s));
 		return false;
 	case SBRIG_STEP_WAIT_EVENT:
 	case SBRIG_STEP_WAIT_EDGE:

@@ -43,9 +43,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <sbrig/proto.h>
 #include <sbrig/scenario.h>
 
 #include "agentop.h"
+#include "evlog.h"
 #include "latency.h"
 #include "op.h"
 #include "rec.h"
@@ -77,6 +79,14 @@
  * @busy: a request is in progress (its final answer is still due)
  * @op: the handle of that request, if it takes time
  * @press_h: the handle of a press request (stop releases the key)
+ * @follow_h: the handle of a "target events follow=yes" request
+ * @follower: its registration with the event log
+ * @follow_sent: events it was sent
+ * @follow_dropped: events it was not sent (it read too slowly)
+ * @follow_owed: of those, not yet reported with a "data dropped" line
+ * @agent_verb: the target request in progress ("state", "blockers", ...)
+ * @agent_arg: its argument (the state, the policy, the blocker)
+ * @agent_rows: stats rows of a "target blockers" so far
  * @lat_n: rounds a latency request asked for
  * @body: bytes of a "run" request's scenario still to read
  * @body_buf: the scenario read so far
@@ -99,6 +109,12 @@ struct client {
 	bool busy;
 	struct op_handle *op;
 	struct op_handle press_h;
+	struct op_handle follow_h;
+	struct evlog_follower follower;
+	uint64_t follow_sent, follow_dropped, follow_owed;
+	const char *agent_verb;
+	char agent_arg[SBRIG_NAME_MAX];
+	uint32_t agent_rows;
 	unsigned int lat_n;
 	size_t body;
 	char *body_buf;
@@ -477,6 +493,11 @@ static void status_link(struct client *c, const struct rig_status *st)
 	client_sendf(c, "data link.uri: %s", st->cfg->target_uri);
 	client_sendf(c, "data link.connected: %s",
 		     st->link.connected ? "yes" : "no");
+	client_sendf(c, "data link.asleep: %s", st->asleep ? "yes" : "no");
+	if (st->link.last_rx_ns)
+		client_sendf(c, "data link.silent_ms: %" PRId64,
+			     time_sub(sbrig_now_ns(), st->link.last_rx_ns) /
+			     NS_PER_MS);
 	if (st->target.known) {
 		client_sendf(c, "data link.boot_id: %s", st->target.boot_id);
 		client_sendf(c, "data link.kernel: %s", st->target.kernel);
@@ -877,9 +898,31 @@ static void agent_accepted(void *ctx, const char *text)
 	client_send(ctx, &l);
 }
 
-static void agent_done(void *ctx, int err, const char *text)
+/* " slept=quiet quiet_since_ns=T" / " slept=resumed exit=STATE" */
+static void line_slept(struct line *l, const struct agentop_result *r)
 {
-	client_final(ctx, err, text);
+	if (r->sleep.how == SLEEPWATCH_QUIET) {
+		line_kv(l, "slept", "quiet");
+		line_kvf(l, "quiet_since_ns", "%" PRId64,
+			 r->sleep.quiet_since_ns);
+	} else {
+		line_kv(l, "slept", "resumed");
+		line_kv(l, "exit", r->sleep.state);
+	}
+}
+
+static void agent_done(void *ctx, const struct agentop_result *r)
+{
+	struct line l = { .len = 0 };
+
+	if (r->err || !r->slept) {
+		client_final(ctx, r->err, r->text);
+		return;
+	}
+	line_slept(&l, r);
+	line_kvf(&l, "elapsed_ms", "%" PRId64, r->elapsed_ns / NS_PER_MS);
+	line_kv(&l, "text", r->text);
+	client_final(ctx, 0, l.buf);
 }
 
 static const struct agentop_client_ops agent_ops = {
@@ -918,6 +961,339 @@ static void req_agent(struct client *c, int argc, char **argv)
 		client_error(c, ret);
 }
 
+/* ---- target ------------------------------------------------------------- */
+
+/*
+ * "target VERB ARGS...": the target agent's commands with checked
+ * arguments (and the sleep a state request causes, agentop.h), and the
+ * target's recent events (evlog.h).
+ */
+
+/* Default timeouts of the target requests (timeout=D overrides). */
+#define SRV_TARGET_TIMEOUT_NS (10 * NS_PER_S)
+#define SRV_TARGET_STATE_TIMEOUT_NS (30 * NS_PER_S)
+/* A hold's answer may come this long after its duration. */
+#define SRV_HOLD_SLACK_NS (10 * NS_PER_S)
+
+/* @w must be a word of @words; else answer "err 22 WHAT: ..." */
+static int word_arg(struct client *c, const char *what,
+		    const char *const *words, const char *w)
+{
+	char list[128];
+
+	if (sbrig_proto_word(words, w) >= 0)
+		return 0;
+	client_finalf(c, -EINVAL, "%s: unknown %s '%.40s' (%s)", what, what,
+		      w, sbrig_proto_words(words, ", ", list, sizeof(list)));
+	return -EINVAL;
+}
+
+/* An optional "timeout=D" (only option of the agent's target requests). */
+static int timeout_opt(struct client *c, int argc, char **argv,
+		       int64_t *timeout_ns)
+{
+	static const char *const names[] = { "timeout" };
+	const char *vals[1] = { NULL };
+
+	if (options(c, argc, argv, names, vals, 1) < 0 ||
+	    duration_arg(c, "timeout", vals[0], timeout_ns) < 0)
+		return -EINVAL;
+	if (vals[0] && *timeout_ns <= 0) {
+		client_final(c, -EINVAL, "timeout: must be positive");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void target_row(void *ctx, const struct sbrig_blocker_stats *st,
+		       uint32_t index, uint32_t count)
+{
+	struct client *c = ctx;
+	struct line l = { .len = 0 };
+
+	line_add(&l, "data blocker");
+	line_kv(&l, "name", st->name);
+	line_kvf(&l, "count", "%" PRIu64, st->count);
+	line_kvf(&l, "wake_count", "%" PRIu64, st->wake_count);
+	line_kvf(&l, "active_since_ns", "%" PRId64, st->active_since_ns);
+	line_kvf(&l, "total_time_ns", "%" PRId64, st->total_time_ns);
+	line_kvf(&l, "sleep_time_ns", "%" PRId64, st->sleep_time_ns);
+	line_kvf(&l, "max_time_ns", "%" PRId64, st->max_time_ns);
+	line_kvf(&l, "last_change_ns", "%" PRId64, st->last_change_ns);
+	client_send(c, &l);
+	c->agent_rows++;
+}
+
+static void target_done(void *ctx, const struct agentop_result *r)
+{
+	struct client *c = ctx;
+	struct line l = { .len = 0 };
+	const char *verb = c->agent_verb;
+
+	c->agent_verb = NULL;
+	if (r->err) {
+		client_final(c, r->err, r->text);
+		return;
+	}
+	if (!strcmp(verb, "blockers")) {
+		line_kvf(&l, "rows", "%" PRIu32, c->agent_rows);
+	} else {
+		line_kv(&l, verb, c->agent_arg);	/* state=mem ... */
+		if (r->slept)
+			line_slept(&l, r);
+		line_kvf(&l, "elapsed_ms", "%" PRId64,
+			 r->elapsed_ns / NS_PER_MS);
+		line_kv(&l, "text", r->text);
+	}
+	client_final(c, 0, l.buf);
+}
+
+static const struct agentop_client_ops target_ops = {
+	.accepted = agent_accepted,
+	.row = target_row,
+	.done = target_done,
+};
+
+/* Send @cmd to the agent for the target request @verb (its argument @arg). */
+static void target_agent(struct client *c, const char *verb, const char *arg,
+			 const char *cmd, int64_t timeout_ns)
+{
+	int ret;
+
+	c->agent_verb = verb;
+	snprintf(c->agent_arg, sizeof(c->agent_arg), "%s", arg);
+	c->agent_rows = 0;
+	ret = agentop_start(cmd, timeout_ns, &target_ops, c, &c->op);
+	if (ret < 0) {
+		c->agent_verb = NULL;
+		client_error(c, ret);
+	}
+}
+
+static void target_policy(struct client *c, int argc, char **argv)
+{
+	int64_t timeout_ns = SRV_TARGET_TIMEOUT_NS;
+	char cmd[64];
+
+	if (argc < 1) {
+		client_final(c, -EINVAL, "usage: target policy "
+			     "forced|opportunistic [timeout=D]");
+		return;
+	}
+	if (word_arg(c, "policy", sbrig_proto_policies, argv[0]) < 0 ||
+	    timeout_opt(c, argc - 1, argv + 1, &timeout_ns) < 0)
+		return;
+	snprintf(cmd, sizeof(cmd), "policy %s", argv[0]);
+	target_agent(c, "policy", argv[0], cmd, timeout_ns);
+}
+
+static void target_state(struct client *c, int argc, char **argv)
+{
+	int64_t timeout_ns = SRV_TARGET_STATE_TIMEOUT_NS;
+	char cmd[64];
+
+	if (argc < 1) {
+		client_final(c, -EINVAL, "usage: target state "
+			     "on|mem|standby|freeze [timeout=D]");
+		return;
+	}
+	if (word_arg(c, "state", sbrig_proto_states, argv[0]) < 0 ||
+	    timeout_opt(c, argc - 1, argv + 1, &timeout_ns) < 0)
+		return;
+	snprintf(cmd, sizeof(cmd), "state %s", argv[0]);
+	target_agent(c, "state", argv[0], cmd, timeout_ns);
+}
+
+/* A blocker name the link carries unchanged (link-protocol.md). */
+static bool blocker_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (!n || n > SBRIG_PROTO_STR_MAX)
+		return false;
+	for (const char *p = name; *p; p++)
+		if (*p < 0x20 || *p > 0x7e || *p == '"' || *p == '\\')
+			return false;
+	return true;
+}
+
+static void target_hold(struct client *c, int argc, char **argv)
+{
+	char cmd[SBRIG_PROTO_STR_MAX + 64];
+	int64_t dur = 0;
+
+	if (argc != 2) {
+		client_final(c, -EINVAL, "usage: target hold NAME DURATION");
+		return;
+	}
+	if (!blocker_name_ok(argv[0])) {
+		client_finalf(c, -EINVAL, "NAME: '%.40s' is not a blocker name "
+			      "(1-%d printable ASCII characters, no '\"' or "
+			      "'\\\\')", argv[0], SBRIG_PROTO_STR_MAX);
+		return;
+	}
+	if (duration_arg(c, "DURATION", argv[1], &dur) < 0)
+		return;
+	if (dur < NS_PER_MS) {
+		client_final(c, -EINVAL, "DURATION: must be at least 1ms");
+		return;
+	}
+	snprintf(cmd, sizeof(cmd), "hold \"%s\" %" PRId64, argv[0],
+		 dur / NS_PER_MS);
+	target_agent(c, "hold", argv[0], cmd, time_add(dur,
+						       SRV_HOLD_SLACK_NS));
+}
+
+static void target_blockers(struct client *c, int argc, char **argv)
+{
+	int64_t timeout_ns = SRV_TARGET_TIMEOUT_NS;
+
+	if (timeout_opt(c, argc, argv, &timeout_ns) < 0)
+		return;
+	target_agent(c, "blockers", "", "stats", timeout_ns);
+}
+
+/* "data event seq=N ... arg=A cut=0" */
+static void send_event(struct client *c, const struct sbrig_event *ev)
+{
+	struct line l = { .len = 0 };
+
+	line_add(&l, "data event");
+	line_kvf(&l, "seq", "%" PRIu64, ev->seq);
+	line_kvf(&l, "target_t_ns", "%" PRId64, ev->target_t_ns);
+	line_kvf(&l, "host_t_ns", "%" PRId64, ev->host_t_ns);
+	line_kvf(&l, "uncert_ns", "%" PRId64, ev->uncert_ns);
+	line_kv(&l, "boot_id", ev->boot_id);
+	line_kv(&l, "type", ev->type);
+	line_kv(&l, "arg", ev->arg);
+	line_kvf(&l, "cut", "%d", ev->cut ? 1 : 0);
+	client_send(c, &l);
+}
+
+static struct client *follow_client(struct op_handle *h)
+{
+	return (struct client *)((char *)h - offsetof(struct client, follow_h));
+}
+
+/*
+ * A new event for a follower: sent while the client keeps up; dropped and
+ * counted while its output holds more than SRV_COALESCE_AT bytes, and the
+ * count reported ("data dropped events=K") before the next one sent.
+ */
+static void follow_event(void *ctx, const struct sbrig_event *ev)
+{
+	struct client *c = ctx;
+	struct line l = { .len = 0 };
+
+	if (c->dead)
+		return;
+	if (c->nout >= SRV_COALESCE_AT) {
+		c->follow_dropped++;
+		c->follow_owed++;
+		return;
+	}
+	if (c->follow_owed) {
+		line_add(&l, "data dropped");
+		line_kvf(&l, "events", "%" PRIu64, c->follow_owed);
+		client_send(c, &l);
+		c->follow_owed = 0;
+	}
+	send_event(c, ev);
+	c->follow_sent++;
+}
+
+static void follow_stop(struct op_handle *h, enum op_stop why)
+{
+	struct client *c = follow_client(h);
+
+	evlog_unfollow(&c->follower);
+	client_finalf(c, 0, "events=%" PRIu64 " dropped=%" PRIu64,
+		      c->follow_sent, c->follow_dropped);
+}
+
+static void follow_detach(struct op_handle *h)
+{
+	evlog_unfollow(&follow_client(h)->follower);
+}
+
+static const struct op_handle_ops follow_handle_ops = {
+	.kind = "events",
+	.stop = follow_stop,
+	.detach = follow_detach,
+};
+
+static void target_events(struct client *c, int argc, char **argv)
+{
+	static const char *const names[] = { "n", "follow" };
+	const char *vals[2] = { NULL, "no" };
+	size_t kept = evlog_count(), from = 0;
+	unsigned long n = kept;
+	char *end;
+
+	if (options(c, argc, argv, names, vals, 2) < 0)
+		return;
+	if (vals[0]) {
+		errno = 0;
+		n = strtoul(vals[0], &end, 10);
+		if (errno || *end || vals[0][0] < '0' || vals[0][0] > '9' ||
+		    n > EVLOG_LEN) {
+			client_finalf(c, -EINVAL, "n: '%.40s' is not 0..%d",
+				      vals[0], EVLOG_LEN);
+			return;
+		}
+	}
+	if (strcmp(vals[1], "yes") && strcmp(vals[1], "no")) {
+		client_finalf(c, -EINVAL, "follow: '%.40s' is not yes or no",
+			      vals[1]);
+		return;
+	}
+	if (n < kept)
+		from = kept - n;
+	c->follow_sent = c->follow_dropped = c->follow_owed = 0;
+	for (size_t i = from; i < kept; i++) {
+		send_event(c, evlog_get(i));
+		c->follow_sent++;
+	}
+	if (!strcmp(vals[1], "no")) {
+		client_finalf(c, 0, "events=%" PRIu64 " kept=%zu "
+			      "dropped=%" PRIu64, c->follow_sent, kept,
+			      evlog_dropped());
+		return;
+	}
+	/* until "stop": the client's own, or the daemon's shutdown */
+	c->follower = (struct evlog_follower){ .event = follow_event,
+					       .ctx = c };
+	evlog_follow(&c->follower);
+	c->follow_h.ops = &follow_handle_ops;
+	c->op = &c->follow_h;
+}
+
+static const struct {
+	const char *verb;
+	void (*fn)(struct client *c, int argc, char **argv);
+} target_requests[] = {
+	{ "policy", target_policy },
+	{ "state", target_state },
+	{ "hold", target_hold },
+	{ "blockers", target_blockers },
+	{ "events", target_events },
+};
+
+static void req_target(struct client *c, int argc, char **argv)
+{
+	if (argc >= 2) {
+		for (size_t i = 0; i < ARRAY_SIZE(target_requests); i++) {
+			if (!strcmp(argv[1], target_requests[i].verb)) {
+				target_requests[i].fn(c, argc - 2, argv + 2);
+				return;
+			}
+		}
+	}
+	client_finalf(c, -EINVAL, "usage: target policy|state|hold|blockers|"
+		      "events ...%s%.40s%s", argc >= 2 ? " (not '" : "",
+		      argc >= 2 ? argv[1] : "", argc >= 2 ? "')" : "");
+}
+
 /* ---- stop and version --------------------------------------------------- */
 
 static void req_stop(struct client *c, int argc, char **argv)
@@ -953,6 +1329,7 @@ static const struct {
 	{ "run", req_run },
 	{ "latency", req_latency },
 	{ "agent", req_agent },
+	{ "target", req_target },
 	{ "stop", req_stop },
 	{ "version", req_version },
 };

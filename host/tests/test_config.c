@@ -77,7 +77,7 @@ static void beaglebone_rig(void **state)
 	free(cfg);
 }
 
-static void virtual_rig_has_a_qmp_key_only(void **state)
+static void virtual_rig_has_a_qmp_key_and_charger(void **state)
 {
 	struct sbrig_config *cfg = malloc(sizeof(*cfg));
 
@@ -92,9 +92,12 @@ static void virtual_rig_has_a_qmp_key_only(void **state)
 		"tmp/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
 		"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx/qmp.sock"), 0);
 	assert_int_equal(strlen(cfg->keys[0].chip), 109);
-	assert_false(cfg->charger.present);
+	/* the charger is line 0 of the same qmp: chip */
+	assert_true(cfg->charger.present);
+	assert_string_equal(cfg->charger.chip, "qmp:/tmp/sbrig-vrig/qmp.sock");
+	assert_int_equal(cfg->charger.offset, 0);
+	assert_ptr_equal(sbrig_config_line(cfg, "charger"), &cfg->charger);
 	assert_false(cfg->marker.present);
-	assert_null(sbrig_config_line(cfg, "charger"));
 	assert_null(sbrig_config_line(cfg, "marker"));
 	assert_string_equal(cfg->power_uri, "ip:127.0.0.1:30431");
 	assert_string_equal(cfg->target_uri, "tcp:127.0.0.1:30430");
@@ -235,8 +238,8 @@ static void virtual_rig_cannot_add_lines(void **state)
 	struct sbrig_config *cfg = malloc(sizeof(*cfg));
 
 	load_ok("../../rig/virtual.conf", cfg);
-	assert_int_equal(sbrig_config_set(cfg, "charger.line=3"), -ENOENT);
-	assert_non_null(strstr(sbrig_errmsg(), "[charger]: not in the rig description"));
+	assert_int_equal(sbrig_config_set(cfg, "marker.line=3"), -ENOENT);
+	assert_non_null(strstr(sbrig_errmsg(), "[marker]: not in the rig description"));
 	free(cfg);
 }
 
@@ -469,7 +472,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(beaglebone_rig),
-		cmocka_unit_test(virtual_rig_has_a_qmp_key_only),
+		cmocka_unit_test(virtual_rig_has_a_qmp_key_and_charger),
 		cmocka_unit_test(defaults_and_hash),
 		cmocka_unit_test(bad_configs),
 		cmocka_unit_test(overrides),

@@ -286,6 +286,74 @@ static void qmp_error_answer_names_socket_and_desc(void **state)
 	fake_qmp_stop(&f, th);
 }
 
+static void qmp_charger_sends_the_virtual_rigs_command(void **state)
+{
+	static struct sbrig_config cfg;
+	static struct fake_qmp f;
+	struct sbrig_gpio *gpio;
+	const char *plug, *unplug;
+	int64_t t = 0;
+	pthread_t th;
+
+	memset(&f, 0, sizeof(f));
+	fake_qmp_start(&f, &th);
+	qmp_key(&cfg, "power", f.path, 116);
+	line(&cfg.charger, "charger", cfg.keys[0].chip, 0);
+	gpio = sbrig_gpio_new(&cfg, "test");
+	assert_non_null(gpio);
+	assert_int_equal(sbrig_gpio_get(gpio, "charger"), 0);
+	assert_int_equal(sbrig_gpio_set(gpio, "charger", true, &t), 0);
+	assert_true(t > 0);
+	assert_int_equal(sbrig_gpio_get(gpio, "charger"), 1);
+	assert_int_equal(sbrig_gpio_set(gpio, "charger", true, NULL), 0);
+	assert_int_equal(sbrig_gpio_set(gpio, "charger", false, NULL), 0);
+	assert_int_equal(pump(gpio, 5000), 0);
+	sbrig_gpio_free(gpio);
+	fake_qmp_stop(&f, th);
+
+	plug = strstr(f.got, "\"execute\":\"__org.sbrig_charger-set\","
+			     "\"arguments\":{\"plugged\":true}");
+	assert_non_null(plug);
+	unplug = strstr(plug, "\"execute\":\"__org.sbrig_charger-set\","
+			      "\"arguments\":{\"plugged\":false}");
+	assert_non_null(unplug);
+	/* once each: the same value twice sends nothing, nor does the free */
+	assert_null(strstr(plug + strlen("\"execute\":\"__org.sbrig_charger-set\","
+					 "\"arguments\":{\"plugged\":true}"),
+			   "{\"plugged\":true}"));
+	assert_null(strstr(unplug + strlen("\"execute\":\"__org.sbrig_charger-set\""),
+			   "__org.sbrig_charger-set"));
+	assert_null(strstr(f.got, "input-send-event"));
+}
+
+static void qmp_charger_refused_stays_as_it_was(void **state)
+{
+	static struct sbrig_config cfg;
+	static struct fake_qmp f;
+	struct sbrig_gpio *gpio;
+	pthread_t th;
+
+	memset(&f, 0, sizeof(f));
+	f.answers[0] = "\"error\": {\"class\": \"CommandNotFound\", "
+		       "\"desc\": \"The command __org.sbrig_charger-set has not been found\"}";
+	f.nanswers = 1;
+	fake_qmp_start(&f, &th);
+	memset(&cfg, 0, sizeof(cfg));
+	snprintf(cfg.charger.chip, sizeof(cfg.charger.chip), "qmp:%s", f.path);
+	strcpy(cfg.charger.name, "charger");
+	cfg.charger.present = true;
+	gpio = sbrig_gpio_new(&cfg, "test");
+	assert_non_null(gpio);
+	assert_int_equal(sbrig_gpio_set(gpio, "charger", true, NULL), 0);
+	assert_int_equal(pump(gpio, 5000), -EIO);
+	assert_non_null(strstr(sbrig_errmsg(),
+		"gpio: charger charger (charger) plug: "));
+	assert_non_null(strstr(sbrig_errmsg(), "has not been found"));
+	assert_int_equal(sbrig_gpio_get(gpio, "charger"), 0);
+	sbrig_gpio_free(gpio);
+	fake_qmp_stop(&f, th);
+}
+
 static void qmp_missing_socket_names_path(void **state)
 {
 	static struct sbrig_config cfg;
@@ -312,15 +380,17 @@ static void qmp_bad_lines_are_refused_before_connecting(void **state)
 	line(&cfg.marker, "marker", "qmp:/nonexistent/qmp.sock", 1);
 	assert_null(sbrig_gpio_new(&cfg, "test"));
 	assert_int_equal(errno, EINVAL);
-	assert_non_null(strstr(sbrig_errmsg(), "drives keys only"));
+	assert_non_null(strstr(sbrig_errmsg(), "(marker): a qmp: chip drives keys and a charger only"));
 
-	/* the charger is refused by its role (a hand-built config need not
-	 * set .role: it comes from the member the line is in) */
+	/* the charger is known by its role (a hand-built config need not
+	 * set .role: it comes from the member the line is in), and a qmp:
+	 * chip has one, line 0 */
 	memset(&cfg, 0, sizeof(cfg));
 	line(&cfg.charger, "plug-switch", "qmp:/nonexistent/qmp.sock", 116);
 	assert_null(sbrig_gpio_new(&cfg, "test"));
 	assert_int_equal(errno, EINVAL);
-	assert_non_null(strstr(sbrig_errmsg(), "(plug-switch): a qmp: chip drives keys only"));
+	assert_string_equal(sbrig_errmsg(),
+		"gpio: chip 'qmp:/nonexistent/qmp.sock' line 116 (plug-switch): a qmp: chip's charger is line 0");
 
 	qmp_key(&cfg, "power", "/nonexistent/qmp.sock", 116);
 	cfg.keys[0].active_low = true;
@@ -567,6 +637,8 @@ int main(void)
 		cmocka_unit_test(qmp_press_sends_key_down_then_up),
 		cmocka_unit_test(qmp_free_releases_a_held_key),
 		cmocka_unit_test(qmp_error_answer_names_socket_and_desc),
+		cmocka_unit_test(qmp_charger_sends_the_virtual_rigs_command),
+		cmocka_unit_test(qmp_charger_refused_stays_as_it_was),
 		cmocka_unit_test(qmp_missing_socket_names_path),
 		cmocka_unit_test(qmp_bad_lines_are_refused_before_connecting),
 		cmocka_unit_test_setup_teardown(qmp_qemu_set_never_waits,

@@ -125,6 +125,29 @@ static void every_step(void **state)
 	sbrig_scenario_free(sc);
 }
 
+/* The kernel's activity in the event log can be waited for too. */
+static void waits_for_kernel_activity(void **state)
+{
+	struct sbrig_scenario *sc = parse_ok(
+		"wait event ws_activate \"test_ac\" timeout 5s\n"
+		"wait event ws_relax \"test_ac\"\n"
+		"wait event phase \"machine_suspend 3 end\"\n"
+		"wait event dev_pm\n");
+	struct sbrig_step *s = sc->steps;
+
+	assert_int_equal(sc->nsteps, 4);
+	assert_int_equal(s[0].op, SBRIG_STEP_WAIT_EVENT);
+	assert_string_equal(s[0].name, "ws_activate");
+	assert_string_equal(s[0].arg, "test_ac");
+	assert_int_equal(s[0].timeout_ns, 5000000000);
+	assert_string_equal(s[1].name, "ws_relax");
+	assert_string_equal(s[2].name, "phase");
+	assert_string_equal(s[2].arg, "machine_suspend 3 end");
+	assert_string_equal(s[3].name, "dev_pm");
+	assert_string_equal(s[3].arg, "");
+	sbrig_scenario_free(sc);
+}
+
 /*
  * sbrig_step_describe(): the text sbrigd's engine.c describe() printed
  * (progress lines must not change when the daemon switches to it), and
@@ -188,6 +211,47 @@ static void steps_described_as_the_daemon_did(void **state)
 	assert_int_equal(sbrig_format_duration(90 * 1000000000LL, buf,
 					       sizeof(buf)), 3);
 	assert_string_equal(buf, "90s");
+	sbrig_scenario_free(sc);
+}
+
+/*
+ * policy and state: the agent's words (sbrig/proto.h), a timeout on state,
+ * described as the progress lines show them.
+ */
+static void policy_and_state_steps(void **state)
+{
+	struct sbrig_scenario *sc = parse_ok(
+		"policy opportunistic\n"
+		"state mem\n"
+		"state freeze timeout 30s\n"
+		"state on\n"
+		"policy forced\n"
+		"state standby timeout 500ms\n");
+	static const char *const want[] = {
+		"policy opportunistic", "state mem timeout 10s",
+		"state freeze timeout 30s", "state on timeout 10s",
+		"policy forced", "state standby timeout 500ms",
+	};
+	struct sbrig_step *s = sc->steps;
+	char buf[128];
+	size_t i;
+
+	assert_int_equal(sc->nsteps, 6);
+	assert_int_equal(s[0].op, SBRIG_STEP_POLICY);
+	assert_string_equal(s[0].name, "opportunistic");
+	assert_int_equal(s[1].op, SBRIG_STEP_STATE);
+	assert_string_equal(s[1].name, "mem");
+	assert_int_equal(s[1].timeout_ns, 0);
+	assert_int_equal(s[2].timeout_ns, 30000000000);
+	assert_string_equal(s[3].name, "on");
+	assert_string_equal(s[4].name, "forced");
+	assert_int_equal(s[5].timeout_ns, 500000000);
+	for (i = 0; i < sc->nsteps; i++) {
+		sbrig_step_describe(&s[i], true, buf, sizeof(buf));
+		assert_string_equal(buf, want[i]);
+	}
+	sbrig_step_describe(&s[2], false, buf, sizeof(buf));
+	assert_string_equal(buf, "state freeze");
 	sbrig_scenario_free(sc);
 }
 
@@ -284,7 +348,17 @@ struct bad {
 };
 
 static const struct bad bad_cases[] = {
-	{ "dance 1s\n", "1:1: expected a step (settle press plug unplug hold burn wait repeat end), got 'dance'" },
+	{ "dance 1s\n", "1:1: expected a step (settle press plug unplug hold burn policy state wait repeat end), got 'dance'" },
+	{ "policy\n", "1:7: expected a policy (forced opportunistic)" },
+	{ "policy sometimes\n", "1:8: expected a policy (forced opportunistic)" },
+	{ "policy \"forced\"\n", "1:8: expected a policy" },
+	{ "policy forced now\n", "1:15: expected end of line, got 'now'" },
+	{ "state\n", "1:6: expected a state (on mem standby freeze)" },
+	{ "state disk\n", "1:7: expected a state (on mem standby freeze)" },
+	{ "state MEM\n", "1:7: expected a state" },
+	{ "state mem 2s\n", "1:11: expected end of line, got '2s'" },
+	{ "state mem timeout\n", "1:18: expected a duration" },
+	{ "state mem timeout 0s\n", "1:19: expected a duration above 0" },
 	{ "settle x\n", "1:8: expected a duration with a unit" },
 	{ "settle 10\n", "1:8: expected a duration with a unit" },
 	{ "  settle 1h\n", "1:10: expected a duration with a unit" },
@@ -374,7 +448,8 @@ static void random_text(void **state)
 		"settle", "press", "plug", "unplug", "hold", "burn", "wait",
 		"event", "edge", "asleep", "repeat", "end", "timeout", "rising", "falling",
 		"\"x y\"", "\"", "1s", "0ms", "3", "power", "name", "#", "\n",
-		"\t", "block", "99999999999999999999s", "\r",
+		"\t", "block", "99999999999999999999s", "\r", "policy", "state",
+		"mem", "opportunistic", "on",
 	};
 	unsigned int seed = 3, i, j;
 	char text[512];
@@ -412,6 +487,8 @@ int main(void)
 		cmocka_unit_test(parse_buf_takes_every_byte),
 		cmocka_unit_test(durations),
 		cmocka_unit_test(every_step),
+		cmocka_unit_test(waits_for_kernel_activity),
+		cmocka_unit_test(policy_and_state_steps),
 		cmocka_unit_test(nested_repeats_match),
 		cmocka_unit_test(example_scenarios_parse),
 		cmocka_unit_test(errors_name_line_and_column),

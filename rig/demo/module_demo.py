@@ -9,7 +9,7 @@ process-input-events, staggered as in the article); then the system suspends
 opportunistically to ACPI S3, a key press on the emulated keyboard wakes
 it, nothing claims the wakeup (unknown_wakeups) and it suspends again.
 
-Writes to build/demo/ (or --out):
+Writes to build/demo-module/ (or --out; make demo writes build/demo/):
   stats.tsv   debugfs suspend_blockers at the end
   events.tsv  the event log
   report.txt  a timeline of the events and per-blocker totals
@@ -54,8 +54,8 @@ def report(stats: dict, events: list, t0: int) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", type=Path, default=REPO / "build" / "demo",
-                    help="output directory (default build/demo)")
+    ap.add_argument("--out", type=Path, default=REPO / "build" / "demo-module",
+                    help="output directory (default build/demo-module)")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     with Vm("amd64", build_all("amd64")) as vm:

@@ -26,6 +26,7 @@ keeps what was written so far):
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -62,9 +63,11 @@ def sbrig(sock, *args, timeout):
 def wait_link(sock, timeout=60):
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        p = subprocess.run([str(BIN / "sbrig"), "-s", sock, "status"],
-                           text=True, capture_output=True, timeout=30)
-        if "link.connected: yes" in p.stdout:
+        p = subprocess.run([str(BIN / "sbrig"), "-s", sock, "status",
+                            "--json"], text=True, capture_output=True,
+                           timeout=30)
+        if p.returncode == 0 and (json.loads(p.stdout)["link"] or
+                                  {}).get("connected"):
             return
         time.sleep(0.2)
     raise DemoError(f"the agent's link did not come up within {timeout} s")

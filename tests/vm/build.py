@@ -15,6 +15,8 @@ reported as missing):
   ``kernel-module``'s ``Module.symvers`` via ``KBUILD_EXTRA_SYMBOLS``
 * ``tests/target/test_power`` -- ``test_power.ko`` (amd64 only), the
   kernel's test power-supply driver from linux-source-6.1
+* ``tests/target/sb_wire`` -- ``sb_wire.ko`` (amd64 only), a test GPIO
+  chip that is a piece of wire (the marker line's end-to-end test)
 * ``tests/target/gpio_sim`` -- ``gpio-sim.ko`` (amd64 only, see
   MODULE_ARCHES), whose C sources come from linux-source-6.1 and are
   patched while being copied (LINUX_SOURCE_FILES)
@@ -55,6 +57,7 @@ MODULE_DIRS: list[tuple[str, str | None]] = [
     ("tests/target/sb_test", "kernel-module"),
     ("tests/target/gpio_sim", None),
     ("tests/target/test_power", None),
+    ("tests/target/sb_wire", None),
 ]
 if os.environ.get("SBRIG_VM_MODULES"):
     # for engineers iterating on one module: a comma-separated subset
@@ -66,6 +69,7 @@ if os.environ.get("SBRIG_VM_MODULES"):
 MODULE_ARCHES: dict[str, tuple[str, ...]] = {
     "tests/target/gpio_sim": ("amd64",),
     "tests/target/test_power": ("amd64",),
+    "tests/target/sb_wire": ("amd64",),
 }
 
 #: Module dirs whose sources come from linux-source-<series>.tar.xz:

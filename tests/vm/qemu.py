@@ -202,6 +202,21 @@ def make_arm_dtb(memory_mb: int = MEMORY_MB) -> Path:
     return out
 
 
+def arm_dtb_variant(name: str, edit) -> Path:
+    """make_arm_dtb()'s DTB with its source text changed by ``edit(dts) ->
+    dts`` (a test's own nodes), compiled to ``build/images/armhf/NAME``."""
+    base = make_arm_dtb()
+    out = IMAGES / "armhf" / name
+    with tempfile.TemporaryDirectory(dir=out.parent, prefix=".dtb-") as tmp:
+        dts = run_cmd(["dtc", "-q", "-I", "dtb", "-O", "dts", str(base)],
+                      what="decompile DTB").stdout.decode()
+        (Path(tmp) / "v.dts").write_text(edit(dts))
+        run_cmd(["dtc", "-q", "-I", "dts", "-O", "dtb", "-o", str(Path(tmp) / "v.dtb"),
+                 str(Path(tmp) / "v.dts")], what=f"compile {name}")
+        os.replace(Path(tmp) / "v.dtb", out)
+    return out
+
+
 def _arm_machine_args(memory_mb: int) -> list[str]:
     return ["-cpu", "cortex-a15", "-m", str(memory_mb), "-smp", "1", "-accel", "tcg",
             "-nic", "none", "-nographic", "-monitor", "none"]

@@ -202,6 +202,49 @@ int sbrig_proto_token(const char **p, char *buf, size_t size);
  */
 const char *sbrig_proto_type_name(enum sbrig_proto_type type);
 
+/**
+ * DOC: the words of the agent's policy and state commands
+ *
+ * What ``policy`` and ``state`` take (link-protocol.md), as
+ * NULL-terminated lists, so that the host (sbrigd's requests, sbrig's
+ * arguments, the scenario parser) checks them before anything is sent
+ * and names the choices in its messages. Every state but ``on`` puts the
+ * target to sleep: under the forced policy at once, under the
+ * opportunistic one whenever no blocker is active.
+ */
+extern const char *const sbrig_proto_policies[];
+extern const char *const sbrig_proto_states[];
+
+/**
+ * sbrig_proto_word() - look a word up in such a list
+ * @words: NULL-terminated list (sbrig_proto_policies, sbrig_proto_states)
+ * @w: the word (NULL: not found)
+ *
+ * Return: its index, or -1.
+ */
+int sbrig_proto_word(const char *const *words, const char *w);
+
+/**
+ * sbrig_proto_words() - a list as text for messages: "forced, opportunistic"
+ * @words: NULL-terminated list
+ * @sep: between two words
+ * @buf: out, NUL-terminated, cut to @size - 1 bytes
+ * @size: size of @buf
+ *
+ * Return: @buf.
+ */
+const char *sbrig_proto_words(const char *const *words, const char *sep,
+			      char *buf, size_t size);
+
+/**
+ * sbrig_proto_state_sleeps() - does requesting @state put the target to sleep?
+ * @state: a word of sbrig_proto_states
+ *
+ * Return: true for every state but "on" (and false for a word that is not
+ * a state).
+ */
+bool sbrig_proto_state_sleeps(const char *state);
+
 #ifdef __cplusplus
 }
 #endif

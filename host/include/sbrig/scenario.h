@@ -12,6 +12,11 @@
  *	plug | unplug
  *	hold "BLOCKER" DURATION		(via the target agent)
  *	burn DURATION			(target CPU load, via the agent)
+ *	policy forced|opportunistic	(the module's policy, via the agent)
+ *	state on|mem|standby|freeze [timeout DURATION]
+ *					(request a state via the agent; a
+ *					 sleep state ends once the target
+ *					 is asleep, see below)
  *	wait event TYPE ["ARG"] [timeout DURATION]
  *	wait edge LINE rising|falling [timeout DURATION]
  *	wait asleep [timeout DURATION]	(the target's agent has been quiet
@@ -22,10 +27,16 @@
  * for press, hold, burn and timeout; a wait's default timeout is 10 s).
  * "wait asleep" ends once no frame has come from the target's agent for
  * the rig's [timing] quiet_ms (its user space is frozen: suspended); hold
- * and burn sent to a sleeping target reach it when it wakes.
+ * and burn sent to a sleeping target reach it when it wakes. "state" with
+ * a sleep state (mem standby freeze) ends when the target is asleep after
+ * the agent took the request (quiet for quiet_ms), or has been through a
+ * sleep (an "exit" event: it woke again before quiet_ms); "state on" and
+ * "policy" end with the agent's answer. POLICY and STATE are the words
+ * of sbrig/proto.h's sbrig_proto_policies and sbrig_proto_states.
  * TYPE is an event type of the module's log: block unblock suspend enter
- * exit resume abort policy lost; "ARG" must equal the event's argument
- * (blocker name, state, return code) for the wait to end. KEY, LINE and
+ * exit resume abort policy lost ws_activate ws_relax phase dev_pm; "ARG"
+ * must equal the event's argument (blocker or wakeup source name, state,
+ * return code) for the wait to end. KEY, LINE and
  * NAME are 1-31 characters of A-Z a-z 0-9 _ - . ; "BLOCKER" and "ARG" are
  * double-quoted, may hold spaces but no tabs or quotes. '#' starts a
  * comment outside quotes; blank lines are ignored. Errors name
@@ -60,6 +71,8 @@ enum sbrig_step_op {
 	SBRIG_STEP_WAIT_ASLEEP,	/* the target link is quiet: target asleep */
 	SBRIG_STEP_REPEAT,	/* begin: count, end_index */
 	SBRIG_STEP_END,		/* end of a repeat: begin_index */
+	SBRIG_STEP_POLICY,	/* the module's policy (name), via the agent */
+	SBRIG_STEP_STATE,	/* request a state (name), via the agent */
 };
 
 /**
@@ -69,8 +82,9 @@ enum sbrig_step_op {
  * @duration_ns: SETTLE/PRESS/HOLD/BURN duration (0 with @rig_default)
  * @rig_default: SETTLE/PRESS without a duration: the rig's [timing]
  *	settle_ms / press_ms
- * @timeout_ns: WAIT_* timeout (0 = the default, 10 s)
- * @name: PRESS key, HOLD blocker, WAIT_EVENT type, WAIT_EDGE line
+ * @timeout_ns: WAIT_* and STATE timeout (0 = the default, 10 s)
+ * @name: PRESS key, HOLD blocker, WAIT_EVENT type, WAIT_EDGE line,
+ *	POLICY policy, STATE state
  * @arg: WAIT_EVENT argument to match ("" = any)
  * @rising: WAIT_EDGE direction
  * @count: REPEAT count
@@ -145,15 +159,17 @@ struct sbrig_scenario *sbrig_scenario_parse(const char *text,
 /**
  * sbrig_step_describe() - a step as one line of text (progress, errors)
  * @s: the step
- * @with_timeout: append " timeout D" to wait steps (D the step's timeout,
- *	or SBRIG_STEP_DEFAULT_TIMEOUT_NS); false gives the step without it,
+ * @with_timeout: append " timeout D" to wait and state steps (D the
+ *	step's timeout, or SBRIG_STEP_DEFAULT_TIMEOUT_NS); false gives the
+ *	step without it,
  *	e.g. for "wait event resume timed out after 10s"
  * @buf: out, NUL-terminated, cut to @size - 1 bytes
  * @size: size of @buf
  *
  * The text is the one sbrigd's progress lines have always shown, e.g.
  * ``press power default``, ``hold "x" 500ms``,
- * ``wait event block "x" timeout 10s``, ``repeat 3``. Durations are
+ * ``wait event block "x" timeout 10s``, ``state mem timeout 10s``,
+ * ``repeat 3``. Durations are
  * written as sbrig_format_duration() does.
  *
  * Return: the length of the whole description, like snprintf() (a value

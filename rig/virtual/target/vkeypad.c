@@ -15,39 +15,25 @@
  * virtual keypad", so the key reaches an input device of the guest and
  * every input handler (suspend_block's keypad_scan, its sbevent queues).
  *
- * The port is watched by epoll with EPOLLWAKEUP: when the rig's bytes
- * arrive while the guest is resuming (QEMU hands them over once the
- * virtio-console driver has resumed) and this process is still frozen,
- * the kernel activates the epoll item's wakeup source from the port's
- * interrupt, and holds it until the next epoll_wait(), that is until the
- * key has been reported. So opportunistic suspend waits for the key as
- * for a real keypad's wake interrupt (gpio-keys also holds a wakeup
- * source from its interrupt). Needs CAP_BLOCK_SUSPEND (root).
+ * The port is read as vport.h describes (EPOLLWAKEUP): opportunistic
+ * suspend waits for the key as for a real keypad's wake interrupt
+ * (gpio-keys also holds a wakeup source from its interrupt).
  *
  * Prints "vkeypad ready" once the uinput device exists. Unknown lines are
  * ignored (with -v, logged). Exit: 0 on SIGTERM/SIGINT, 1 error, 2 usage.
  */
-#define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <stdio.h>
+#include "vport.h"
+
 #include <stdlib.h>
-#include <string.h>
-#include <sys/epoll.h>
 #include <sys/ioctl.h>
-#include <unistd.h>
 
 #include <linux/input.h>
 #include <linux/uinput.h>
 
-static volatile sig_atomic_t quit;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	quit = 1;
-}
+struct vkeypad {
+	int ui;
+	int verbose;
+};
 
 static int emit(int fd, int type, int code, int value)
 {
@@ -78,8 +64,17 @@ fail:
 	return -1;
 }
 
-static void line(int ui, const char *s, int verbose)
+static void ready(void *ctx)
 {
+	(void)ctx;
+	printf("vkeypad ready\n");
+	fflush(stdout);
+}
+
+static void line(const char *s, void *ctx)
+{
+	const struct vkeypad *kp = ctx;
+	int ui = kp->ui, verbose = kp->verbose;
 	unsigned int code;
 	char cmd;
 
@@ -97,13 +92,11 @@ static void line(int ui, const char *s, int verbose)
 
 int main(int argc, char **argv)
 {
-	struct epoll_event ev = { .events = EPOLLIN | EPOLLWAKEUP };
-	int verbose = 0, port, ui, ep;
-	char buf[256];
-	size_t len = 0;
+	struct vkeypad kp = { .verbose = 0 };
+	int ret;
 
 	if (argc > 1 && !strcmp(argv[1], "-v")) {
-		verbose = 1;
+		kp.verbose = 1;
 		argv++;
 		argc--;
 	}
@@ -111,43 +104,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: vkeypad [-v] PORT\n");
 		return 2;
 	}
-	signal(SIGTERM, on_signal);
-	signal(SIGINT, on_signal);
-	port = open(argv[1], O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	ui = keyboard();
-	ep = epoll_create1(EPOLL_CLOEXEC);
-	if (port < 0 || ui < 0 || ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, port, &ev)) {
-		fprintf(stderr, "vkeypad: %s: %s\n", argv[1], strerror(errno));
+	kp.ui = keyboard();
+	if (kp.ui < 0) {
+		fprintf(stderr, "vkeypad: /dev/uinput: %s\n", strerror(errno));
 		return 1;
 	}
-	printf("vkeypad ready\n");
-	fflush(stdout);
-	while (!quit) {
-		ssize_t n;
-		char *nl;
-
-		/* the previous batch is reported: this releases the source */
-		if (epoll_wait(ep, &ev, 1, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			perror("vkeypad: epoll_wait");
-			return 1;
-		}
-		while ((n = read(port, buf + len, sizeof(buf) - 1 - len)) > 0) {
-			len += (size_t)n;
-			buf[len] = '\0';
-			while ((nl = strchr(buf, '\n'))) {
-				*nl = '\0';
-				line(ui, buf, verbose);
-				len -= (size_t)(nl + 1 - buf);
-				memmove(buf, nl + 1, len + 1);
-			}
-			if (len == sizeof(buf) - 1)
-				len = 0;	/* an overlong line: dropped */
-		}
-		if (n == 0)		/* nobody on the host side: wait a bit */
-			usleep(20000);
-	}
-	ioctl(ui, UI_DEV_DESTROY);
-	return 0;
+	ret = vport_run("vkeypad", argv[1], ready, line, &kp);
+	ioctl(kp.ui, UI_DEV_DESTROY);
+	return ret;
 }

@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The marker line: a GPIO output asserted while a suspend blocker is active.
+ *
+ * The rig timestamps the marker's edges on one of its own input lines, so
+ * it sees in hardware when the target stops and starts allowing suspend,
+ * and pairs each edge with the block or unblock record that caused it to
+ * put the target's clock on its own (the host library's marker pairing).
+ * The level is the one the host side models: asserted while at least one
+ * suspend blocker ("main" included) is active, deasserted while none is.
+ * In the opportunistic policy that is "suspend is blocked by a blocker";
+ * kernel wakeup sources that also hold suspend off do not drive it (they
+ * have their own records in the event log).
+ *
+ * The line comes from a device-tree node (compatible "sbrig,suspend-marker",
+ * property "marker-gpios"; firmware/bindings/sbrig,suspend-marker.yaml) or,
+ * on machines without one, from the module parameter "marker"
+ * (CHIP_LABEL:OFFSET), for which the module registers a GPIO lookup table
+ * and a platform device of its own. Either way one platform driver binds
+ * the device; a second marker device is refused. A chip that does not
+ * exist yet defers the probe until it appears (the reason is in debugfs
+ * devices_deferred).
+ *
+ * The core calls sb_marker_set_locked() from the state change itself: the
+ * first block and the last unblock, under suspend_blockers_lock with
+ * interrupts disabled, in whatever context the caller of suspend_block()
+ * or suspend_unblock() was. A controller that cannot sleep is written
+ * right there, so the edge follows the event record within the time of a
+ * register write. A controller that can sleep (I2C expanders, gpio-sim) is
+ * written from a work item on system_highpri_wq instead: every change is
+ * counted, and the work replays the changes in order, so the rig still
+ * sees one edge per transition, each late by the work's scheduling
+ * latency (typically tens of microseconds, more under load). If changes
+ * pile up faster than the work can write (more than SB_MARKER_REPLAY_MAX
+ * at once), the surplus pulses are dropped in pairs, leaving the line at
+ * the right level, and a warning says how many.
+ */
+
+#define pr_fmt(fmt) "suspend_block: " fmt
+
+#include <linux/gpio/consumer.h>
+#include <linux/gpio/machine.h>
+#include <linux/mod_devicetable.h>
+#include <linux/module.h>
+#include <linux/platform_device.h>
+#include <linux/slab.h>
+#include <linux/workqueue.h>
+#include "sb_internal.h"
+
+#define SB_MARKER_DRV_NAME	"sbrig-suspend-marker"
+#define SB_MARKER_REPLAY_MAX	64	/* even: drops keep the level */
+
+static char *sb_marker_param;
+module_param_named(marker, sb_marker_param, charp, 0444);
+MODULE_PARM_DESC(marker,
+		 "marker line without a device tree: CHIP_LABEL:OFFSET (asserted while a blocker is active)");
+
+/**
+ * struct sb_marker - the marker line
+ * @desc:	The line; NULL while no marker is bound.
+ * @atomic:	Its controller can be written with interrupts disabled.
+ * @pending:	Deferred mode: changes not yet written by @work.
+ * @out:	Deferred mode: the level @work last wrote (only @work and
+ *		probe/remove, which exclude it, touch it).
+ * @dropped:	Deferred mode: changes dropped in pairs so far.
+ * @work:	Deferred mode: writes the changes.
+ * @dev:	The bound device, for messages.
+ *
+ * suspend_blockers_lock protects @desc, @atomic and @pending: the core
+ * changes the level under it.
+ */
+struct sb_marker {
+	struct gpio_desc *desc;
+	bool atomic;
+	unsigned int pending;
+	bool out;
+	unsigned long dropped;
+	struct work_struct work;
+	struct device *dev;
+};
+
+static struct sb_marker sb_marker;
+static struct platform_device *sb_marker_pdev;
+static struct gpiod_lookup_table *sb_marker_lookup;
+
+/**
+ * sb_marker_set_locked() - the blocker state changed
+ * @active:	A blocker is active now (none was before), or none is now.
+ *
+ * Context: suspend_blockers_lock held, interrupts disabled, any context.
+ */
+void sb_marker_set_locked(bool active)
+{
+	lockdep_assert_held(&suspend_blockers_lock);
+	if (!sb_marker.desc)
+		return;
+	if (sb_marker.atomic) {
+		gpiod_set_value(sb_marker.desc, active);
+		return;
+	}
+	sb_marker.pending++;
+	queue_work(system_highpri_wq, &sb_marker.work);
+}
+
+/* Deferred mode: write every change counted so far, in order. */
+static void sb_marker_work(struct work_struct *work)
+{
+	unsigned long irqflags;
+	struct gpio_desc *desc;
+	unsigned int n;
+
+	for (;;) {
+		spin_lock_irqsave(&suspend_blockers_lock, irqflags);
+		desc = sb_marker.desc;
+		n = sb_marker.pending;
+		sb_marker.pending = 0;
+		spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
+		if (!desc || !n)
+			return;
+		if (n > SB_MARKER_REPLAY_MAX) {
+			unsigned int keep = SB_MARKER_REPLAY_MAX + (n & 1);
+
+			sb_marker.dropped += n - keep;
+			dev_warn_ratelimited(sb_marker.dev,
+					     "%u marker changes dropped in pairs (%lu so far): the line could not keep up\n",
+					     n - keep, sb_marker.dropped);
+			n = keep;
+		}
+		while (n--) {
+			sb_marker.out = !sb_marker.out;
+			gpiod_set_value_cansleep(desc, sb_marker.out);
+		}
+	}
+}
+
+static int sb_marker_probe(struct platform_device *pdev)
+{
+	struct device *dev = &pdev->dev;
+	struct gpio_desc *desc;
+	unsigned long irqflags;
+	bool busy;
+
+	desc = devm_gpiod_get(dev, "marker", GPIOD_OUT_LOW);
+	if (IS_ERR(desc))
+		return dev_err_probe(dev, PTR_ERR(desc),
+				     "no usable marker line (marker-gpios or the marker parameter)\n");
+	gpiod_set_consumer_name(desc, "suspend-marker");
+
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
+	busy = sb_marker.desc;
+	if (!busy) {
+		sb_marker.dev = dev;
+		sb_marker.atomic = !gpiod_cansleep(desc);
+		sb_marker.dropped = 0;
+		sb_marker.desc = desc;
+		if (sb_marker.atomic) {
+			gpiod_set_value(desc, sb_any_active_locked());
+		} else {
+			/* the work's first change writes the current level */
+			sb_marker.out = !sb_any_active_locked();
+			sb_marker.pending = 1;
+			queue_work(system_highpri_wq, &sb_marker.work);
+		}
+	}
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
+	if (busy)
+		return dev_err_probe(dev, -EBUSY,
+				     "%s already drives the marker\n",
+				     dev_name(sb_marker.dev));
+	platform_set_drvdata(pdev, &sb_marker);
+	dev_info(dev, "marker on GPIO %d, written %s\n", desc_to_gpio(desc),
+		 sb_marker.atomic ? "in the state change (atomic)" :
+		 "from a work item (the controller sleeps)");
+	return 0;
+}
+
+static int sb_marker_remove(struct platform_device *pdev)
+{
+	unsigned long irqflags;
+	struct gpio_desc *desc;
+
+	if (!platform_get_drvdata(pdev))
+		return 0;
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
+	desc = sb_marker.desc;
+	sb_marker.desc = NULL;
+	sb_marker.pending = 0;
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
+	cancel_work_sync(&sb_marker.work);
+	/* deasserted when the module goes (the binding says so) */
+	gpiod_set_value_cansleep(desc, 0);
+	return 0;
+}
+
+static const struct of_device_id sb_marker_of_match[] = {
+	{ .compatible = "sbrig,suspend-marker" },
+	{ }
+};
+MODULE_DEVICE_TABLE(of, sb_marker_of_match);
+
+static struct platform_driver sb_marker_driver = {
+	.probe	= sb_marker_probe,
+	.remove	= sb_marker_remove,
+	.driver	= {
+		.name		= SB_MARKER_DRV_NAME,
+		.of_match_table	= sb_marker_of_match,
+	},
+};
+
+/*
+ * The marker parameter: a lookup table that maps our own platform
+ * device's "marker" GPIO to OFFSET on the chip labelled CHIP_LABEL.
+ */
+static int sb_marker_from_param(const char *spec)
+{
+	struct gpiod_lookup_table *t;
+	const char *colon = strrchr(spec, ':');
+	unsigned int offset;
+	char *label;
+
+	if (!colon || colon == spec || kstrtouint(colon + 1, 10, &offset) ||
+	    offset > U16_MAX) {
+		pr_err("marker=%s: expected CHIP_LABEL:OFFSET, e.g. gpio-sim.0-node0:3\n",
+		       spec);
+		return -EINVAL;
+	}
+	t = kzalloc(struct_size(t, table, 2), GFP_KERNEL);
+	label = kstrndup(spec, colon - spec, GFP_KERNEL);
+	if (!t || !label) {
+		kfree(label);
+		kfree(t);
+		return -ENOMEM;
+	}
+	t->dev_id = SB_MARKER_DRV_NAME;
+	t->table[0] = GPIO_LOOKUP(label, offset, "marker", GPIO_ACTIVE_HIGH);
+	gpiod_add_lookup_table(t);
+	sb_marker_lookup = t;
+
+	sb_marker_pdev = platform_device_register_simple(SB_MARKER_DRV_NAME,
+							 PLATFORM_DEVID_NONE,
+							 NULL, 0);
+	if (IS_ERR(sb_marker_pdev)) {
+		int ret = PTR_ERR(sb_marker_pdev);
+
+		sb_marker_pdev = NULL;
+		gpiod_remove_lookup_table(t);
+		kfree(label);
+		kfree(t);
+		sb_marker_lookup = NULL;
+		return ret;
+	}
+	return 0;
+}
+
+static void sb_marker_param_exit(void)
+{
+	platform_device_unregister(sb_marker_pdev);	/* NULL is fine */
+	sb_marker_pdev = NULL;
+	if (sb_marker_lookup) {
+		gpiod_remove_lookup_table(sb_marker_lookup);
+		kfree(sb_marker_lookup->table[0].key);
+		kfree(sb_marker_lookup);
+		sb_marker_lookup = NULL;
+	}
+}
+
+/**
+ * sb_marker_init() - register the marker driver (and the parameter's device)
+ *
+ * Context: process context.
+ * Return: 0 or a negative errno (-EINVAL for a malformed parameter).
+ */
+int sb_marker_init(void)
+{
+	int ret;
+
+	INIT_WORK(&sb_marker.work, sb_marker_work);
+	ret = platform_driver_register(&sb_marker_driver);
+	if (ret || !sb_marker_param || !*sb_marker_param)
+		return ret;
+	ret = sb_marker_from_param(sb_marker_param);
+	if (ret)
+		platform_driver_unregister(&sb_marker_driver);
+	return ret;
+}
+
+/**
+ * sb_marker_exit() - unbind the marker (deasserting it) and unregister
+ *
+ * Context: process context.
+ */
+void sb_marker_exit(void)
+{
+	sb_marker_param_exit();
+	platform_driver_unregister(&sb_marker_driver);
+}
