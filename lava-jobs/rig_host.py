@@ -28,7 +28,7 @@ DIR/rig-host.pid) and returns once it is attached, printing what it
 serves; the daemon runs the parts of vrig.py on them: the INA226 emulator
 (rig/virtual/ina226_iiod.py on 127.0.0.1:Q, its current following QEMU's
 run state and CPU time through vrig.PowerModel), the keys' QMP socket for
-sbrigd (vrig.KeypadProxy on DIR/keys.sock: a key down wakes S3 and is a
+sbrigd (vrig.LineProxy on DIR/keys.sock: a key down wakes S3 and is a
 line on the keypad port), DIR/rig.conf (rig/virtual.conf with these URIs:
 the same file for every job of the device, so runs of different jobs are
 comparable), and the rig channel's request server. ``detach`` (the user
@@ -144,7 +144,7 @@ def connect_unix(path: Path, timeout: float) -> socket.socket:
 
 
 class QemuPeer:
-    """The QEMU LAVA started, through its QMP socket: what vrig.KeypadProxy
+    """The QEMU LAVA started, through its QMP socket: what vrig.LineProxy
     and the power sampler need of the harness's Vm."""
 
     def __init__(self, path: Path, qmp_log: Path) -> None:
@@ -193,7 +193,7 @@ class VirtualRig:
         self.keys_path = d / "keys.sock"
         self.stop_event = threading.Event()
         self.model = vrig.PowerModel()
-        self.vm: QemuPeer | None = None        # vrig.KeypadProxy calls rig.vm
+        self.vm: QemuPeer | None = None        # vrig.LineProxy calls rig.vm
         self.keys = None
         self.server = None
         self.chip = None
@@ -211,14 +211,17 @@ class VirtualRig:
         except OSError as e:
             raise RigError(f"INA226 emulator: port {self.power_port}: {e}") from None
         self._thread(self.server.serve_forever, "ina226", poll_interval=0.2)
-        self._thread(self._sampler, "power")
+        self._thread(vrig.follow_qemu, "power", self.model, self.vm.pid,
+                     self.vm.query_status, self.stop_event)
         if self.keys_path.exists():
             self.keys_path.unlink()
-        self.keys = vrig.KeypadProxy(str(self.keys_path), self)
-        self.keys.connect_port(str(self.dir / "keypad.sock"), timeout=ATTACH_TIMEOUT_S)
+        # the keys only: this device's QEMU has no charger port
+        self.keys = vrig.LineProxy(str(self.keys_path), self)
+        self.keys.port = vrig.LineProxy.connect_port(str(self.dir / "keypad.sock"),
+                                                     timeout=ATTACH_TIMEOUT_S)
         self._thread(self.keys.serve, "keys", self.stop_event)
         vrig.write_rig_conf(self.conf, self.power_port, self.target_port,
-                            str(self.keys_path))
+                            str(self.keys_path), charger=False)
 
     def channels(self):
         """The rig channel: QEMU's port, once."""
@@ -247,21 +250,6 @@ class VirtualRig:
                              name=f"rig-host-{name}", daemon=True)
         t.start()
         self.threads.append(t)
-
-    def _sampler(self) -> None:
-        """The power model's sampler, as vrig.VirtualRig's."""
-        pid = self.vm.pid
-        last_t = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-        last_cpu = vrig.qemu_cpu_ns(pid)
-        while not self.stop_event.wait(self.model.SAMPLE_S):
-            try:
-                status = self.vm.query_status()
-            except Exception:       # QEMU gone or shutting down
-                status = "unknown"
-            now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-            cpu = vrig.qemu_cpu_ns(pid)
-            self.model.record(last_t, status, (cpu - last_cpu) / max(1, now - last_t))
-            last_t, last_cpu = now, cpu
 
     def stop(self) -> None:
         self.stop_event.set()
