@@ -198,6 +198,25 @@ def qemu_cpu_ns(pid: int) -> int:
     return total
 
 
+def follow_qemu(model: PowerModel, pid: int, status_fn, stop: threading.Event) -> None:
+    """The power model's sampler (a thread's body): every model.SAMPLE_S
+    until @stop, QEMU @pid's run state (``status_fn()``, QMP query-status;
+    "unknown" when it fails) and the CPU time its threads used since the
+    last sample, recorded for the interval just measured."""
+    last_t = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    last_cpu = qemu_cpu_ns(pid)
+    while not stop.wait(model.SAMPLE_S):
+        try:
+            status = status_fn()
+        except Exception:       # QEMU gone or shutting down
+            status = "unknown"
+        now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        cpu = qemu_cpu_ns(pid)
+        # the interval just measured is what the samples inside it show
+        model.record(last_t, status, (cpu - last_cpu) / max(1, now - last_t))
+        last_t, last_cpu = now, cpu
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -205,8 +224,9 @@ def free_port() -> int:
 
 
 def write_rig_conf(path: Path, power_port: int, target_port: int,
-                   qmp_path: str) -> None:
-    """rig/virtual.conf with this rig's URIs and the lines' QMP socket."""
+                   qmp_path: str, charger: bool = True) -> None:
+    """rig/virtual.conf with this rig's URIs and the lines' QMP socket
+    (without its [charger] for a target that has no charger port)."""
     text = TEMPLATE.read_text()
     section = None
     out = []
@@ -214,6 +234,8 @@ def write_rig_conf(path: Path, power_port: int, target_port: int,
         m = re.match(r"\s*\[([^\]]+)\]", line)
         if m:
             section = m.group(1)
+        if section == "charger" and not charger:
+            continue
         key = line.split("=", 1)[0].strip() if "=" in line else None
         if section == "power" and key == "uri":
             line = f"uri = ip:127.0.0.1:{power_port}"
@@ -302,6 +324,8 @@ class LineProxy:
         """A charger change: a detect interrupt wakes a sleeping guest
         (plugging and unplugging both, as gpio-charger's both-edge
         interrupt does), then the line."""
+        if self.charger_port is None:
+            raise ValueError("this rig's target has no charger port")
         self._wake()
         self._write(self.charger_port, f"c {int(plugged)}\n")
         self.plugged = plugged
@@ -480,25 +504,11 @@ class VirtualRig:
         self._threads.append(t)
 
     def _start_sampler(self) -> None:
-        t = threading.Thread(target=self._sampler, name="vrig-power", daemon=True)
+        t = threading.Thread(target=follow_qemu, name="vrig-power", daemon=True,
+                             args=(self.model, self.vm.proc.pid, self.vm.query_status,
+                                   self._stop))
         t.start()
         self._threads.append(t)
-
-    def _sampler(self) -> None:
-        pid = self.vm.proc.pid
-        last_t = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-        last_cpu = qemu_cpu_ns(pid)
-        while not self._stop.wait(self.model.SAMPLE_S):
-            try:
-                status = self.vm.query_status()
-            except Exception:       # QEMU gone or shutting down
-                status = "unknown"
-            now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-            cpu = qemu_cpu_ns(pid)
-            share = (cpu - last_cpu) / max(1, now - last_t)
-            # the interval just measured is what the samples inside it show
-            self.model.record(last_t, status, share)
-            last_t, last_cpu = now, cpu
 
     def start_sbrigd(self) -> None:
         log = open(self.dir / "sbrigd.log", "ab")
