@@ -410,9 +410,12 @@ class RigHost:
                 raise RigError(f"sbrigd exited ({self.sbrigd.returncode}); see "
                                f"{self.dir / 'sbrigd.log'}")
             if self.sbrigd_sock.exists():
-                st = self.sbrig("status", timeout=30, check=False)
-                if "link.connected: yes" in st.stdout.splitlines():
-                    return
+                st = self.sbrig("status", "--json", timeout=30, check=False)
+                try:
+                    if json.loads(st.stdout)["link"]["connected"] is True:
+                        return
+                except (ValueError, KeyError, TypeError):
+                    pass        # not up yet: sbrig said why on stderr
             time.sleep(0.1)
         raise RigError(f"the target agent's link did not come up within {LINK_TIMEOUT_S} s "
                        f"(is sbagent running on the target's UART?)")
