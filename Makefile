@@ -18,14 +18,18 @@ all: demo
 deps:
 	.ci/install-deps
 
-# checkpatch.pl, kernel-doc and friends from Debian's linux-source-6.1.
-$(KSRC)/scripts/checkpatch.pl:
+# checkpatch.pl, kernel-doc and friends from Debian's linux-source-6.1,
+# and the PM core's files whose private tables the module copies
+# (kernel-module/scripts/check-kernel-tables).
+$(KSRC)/scripts/checkpatch.pl: Makefile
 	mkdir -p build
 	tar -C build -xf /usr/src/linux-source-6.1.tar.xz \
 		linux-source-6.1/scripts/checkpatch.pl \
 		linux-source-6.1/scripts/kernel-doc \
 		linux-source-6.1/scripts/spelling.txt \
-		linux-source-6.1/scripts/const_structs.checkpatch
+		linux-source-6.1/scripts/const_structs.checkpatch \
+		linux-source-6.1/drivers/base/power/main.c \
+		linux-source-6.1/kernel/power/suspend.c
 	touch $@
 
 demo: deps host

@@ -19,9 +19,16 @@
  * with the same protocol as kernel/power/autosleep.c: read wakeup_count
  * (waits until no blocker *and no kernel wakeup source* is active), write
  * it back, pm_suspend(). A blocker activated at any later point aborts
- * the attempt through pm_wakeup_pending(); suspend_block() also calls
- * pm_system_wakeup() while a worker-initiated suspend is under way, so
- * the abort does not depend on the wakeup-count check.
+ * the attempt through pm_wakeup_pending(), which sees our source's new
+ * event once the count is armed. That alone is not enough: the count may
+ * not be armed (wakeup_count unreadable), and a pm_system_wakeup() that
+ * suspend_block() issues between PM_SUSPEND_PREPARE and the freezer is
+ * cleared by the freezer's pm_wakeup_clear(). So an attempt also
+ * remembers sb_current_event_num when it begins (sb_attempt_begin()),
+ * and pmhooks.c aborts it at PM_SUSPEND_PREPARE, in its device's prepare
+ * and in its suspend_noirq callback if any blocker was activated since,
+ * even one released again at once; after that suspend_block() wakes the
+ * system itself (pm_system_wakeup()), as mainline's wakeup interrupts do.
  *
  * In the "forced" policy nothing is mirrored: blockers are counted but do
  * not influence suspend at all, as in the seed.
@@ -30,6 +37,17 @@
  * and suspend_blocker_destroy() callable in atomic context, as the seed's
  * were (its evdev glue calls them under a spinlock); registering a wakeup
  * source sleeps.
+ *
+ * Locks, outermost first: sb_policy_lock (policy.c, a mutex), then
+ * suspend_blockers_lock (here), then our wakeup source's lock (inside
+ * __pm_stay_awake()), then sb_ring_lock (events.c, a raw leaf lock that
+ * also the tracepoint probes of kevents.c take). Nothing here waits for
+ * or wakes an event-log reader, and no probe takes suspend_blockers_lock,
+ * so an EPOLLWAKEUP reader or a driver's wakeup source can never come
+ * back into it. suspend_blockers_lock is a spinlock_t, as a wakeup
+ * source's own lock is: the API may be called wherever __pm_stay_awake()
+ * may (any context, hard interrupts included; on PREEMPT_RT not inside a
+ * raw spinlock section or a non-threaded interrupt handler).
  */
 
 #define pr_fmt(fmt) "suspend_block: " fmt
@@ -38,18 +56,23 @@
 #include <linux/lockdep.h>
 #include <linux/module.h>
 #include <linux/pm_wakeup.h>
-#include <linux/seq_file.h>
+#include <linux/random.h>
 #include <linux/spinlock.h>
 #include <linux/string.h>
 #include "sb_internal.h"
 
 /*
  * suspend_blockers_lock protects the blocker list and, for every blocker,
- * its link, flags and stat; it also protects every static variable below
- * and the event ring in events.c. It is taken with interrupts disabled
- * because suspend_block() and suspend_unblock() may be called from hard
- * interrupt handlers. (Not "sb_lock": fs/super.c has a lock of that name,
- * which makes lockdep reports confusing.)
+ * its link, flags, cookie and stat; it also protects every static variable
+ * below that is not said otherwise, our wakeup source's activity (the
+ * mirror) and the marker line's state (marker.c): these change together
+ * when the first blocker is activated and the last one released. It is
+ * taken with interrupts disabled because suspend_block() and
+ * suspend_unblock() may be called from hard interrupt handlers. It is held
+ * for constant time: no operation walks the list under it (the statistics
+ * table moves a cursor one blocker at a time, see stats.c). (Not
+ * "sb_lock": fs/super.c has a lock of that name, which makes lockdep
+ * reports confusing.)
  *
  * The seed kept an active and an inactive list, and on every block with
  * "main" inactive walked the active one to charge sleep_time. Here no
@@ -63,6 +86,8 @@ static LIST_HEAD(sb_blockers);
 static unsigned int sb_active_count;
 /* Incremented by every suspend_block(): did anything happen since? */
 static unsigned int sb_current_event_num;
+/* sb_current_event_num when the worker's attempt began. */
+static unsigned int sb_attempt_event_num;
 /*
  * The sleep clock: how long "main" has been inactive (a sleep state
  * requested in the opportunistic policy) since load, as of
@@ -70,8 +95,19 @@ static unsigned int sb_current_event_num;
  */
 static ktime_t sb_sleep_clock;
 static ktime_t sb_sleep_clock_since;
-/* Set just before the platform enters a sleep state (pmhooks.c). */
+/*
+ * Set just before the platform enters a sleep state (pmhooks.c, lockless:
+ * interrupts are off and only the boot CPU runs there); the first blocker
+ * activated afterwards takes the wakeup and clears it under the lock.
+ */
 static bool sb_wait_for_wakeup;
+/*
+ * Timekeeping may be suspended (between our syscore suspend and resume
+ * callbacks): ktime_get() must not be called. Written only there.
+ */
+static bool sb_clock_frozen;
+/* A per-load secret: a live blocker's cookie is its address XOR this. */
+static unsigned long sb_cookie_key;
 /* Policy is opportunistic: mirror activity onto sb_ws. */
 static bool sb_mirror;
 /* The worker is attempting a suspend: suspend_is_blocked() is live. */
@@ -80,17 +116,44 @@ static bool sb_enabled;
 static bool sb_suspending;
 /* Active iff sb_mirror and a blocker is active. */
 static struct wakeup_source *sb_ws;
-/*
- * sb_ws->lock is taken inside suspend_blockers_lock, and kevents.c's
- * wakeup-source probes take suspend_blockers_lock inside other sources'
- * ws->lock (never inside ours). All ws->locks share one lockdep class,
- * so ours gets its own to keep lockdep from seeing a cycle.
- */
-static struct lock_class_key sb_ws_lock_key;
 
 struct suspend_blocker sb_main_blocker;
 struct suspend_blocker sb_unknown_wakeup;
 struct suspend_blocker sb_deleted_blockers;
+
+/**
+ * sb_now() - CLOCK_MONOTONIC now, in any context
+ *
+ * ktime_get() warns while timekeeping is suspended (suspend-to-RAM runs
+ * probes and syscore callbacks then, and drivers may block from them);
+ * there the NMI-safe fast clock, which stands still until timekeeping
+ * resumes, is read instead.
+ *
+ * Context: any context.
+ * Return: the time.
+ */
+ktime_t sb_now(void)
+{
+	if (unlikely(READ_ONCE(sb_clock_frozen)))
+		return ns_to_ktime(ktime_get_mono_fast_ns());
+	return ktime_get();
+}
+
+/**
+ * sb_set_clock_frozen() - timekeeping is about to be suspended, or resumed
+ * @frozen:	true from our syscore suspend callback, false from resume.
+ *
+ * Context: syscore callbacks (interrupts off, one CPU).
+ */
+void sb_set_clock_frozen(bool frozen)
+{
+	WRITE_ONCE(sb_clock_frozen, frozen);
+}
+
+static unsigned long sb_cookie(struct suspend_blocker *blocker)
+{
+	return (unsigned long)blocker ^ sb_cookie_key;
+}
 
 /*
  * The sleep clock at @now. A blocker's sleep_time is the sleep clock's
@@ -125,10 +188,10 @@ static void sb_last_inactive_locked(void)
 static void sb_stat_block_locked(struct suspend_blocker *blocker, ktime_t now)
 {
 	lockdep_assert_held(&suspend_blockers_lock);
-	if (sb_wait_for_wakeup) {
+	if (READ_ONCE(sb_wait_for_wakeup)) {
 		if (sb_debug_mask & SB_DEBUG_WAKEUP)
 			pr_info("wakeup suspend blocker: %s\n", blocker->name);
-		sb_wait_for_wakeup = false;
+		WRITE_ONCE(sb_wait_for_wakeup, false);
 		blocker->stat.wakeup_count++;
 	}
 	if (!(blocker->flags & SBLK_ACTIVE)) {
@@ -188,16 +251,18 @@ static void sb_stat_destroy_locked(struct suspend_blocker *blocker)
 				       blocker->stat.max_time);
 }
 
-/* Is @blocker on the list? Walks it: for suspicious cases only. */
-static bool sb_is_listed_locked(struct suspend_blocker *blocker)
+/*
+ * The seed's DEBUG_SUSPEND report when "main" is released. The only walk
+ * of the list under the lock, and only with that debug bit set.
+ */
+static void sb_print_active_blockers_locked(void)
 {
 	struct suspend_blocker *pos;
 
 	lockdep_assert_held(&suspend_blockers_lock);
 	list_for_each_entry(pos, &sb_blockers, link)
-		if (pos == blocker)
-			return true;
-	return false;
+		if (pos->flags & SBLK_ACTIVE)
+			pr_info("active suspend blocker %s\n", pos->name);
 }
 
 /**
@@ -226,21 +291,22 @@ void suspend_blocker_init(struct suspend_blocker *blocker, const char *name)
 	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	/*
 	 * Memory that was never initialised may have the flag set by
-	 * chance: only a blocker that really is on a list is live.
+	 * chance: only a blocker with its cookie too is live.
 	 */
 	live = (blocker->flags & SBLK_INITIALIZED) &&
-	       sb_is_listed_locked(blocker);
+	       blocker->cookie == sb_cookie(blocker);
 	if (!live) {
 		memset(&blocker->stat, 0, sizeof(blocker->stat));
 		blocker->name = name;
 		blocker->name_len = strlen(name);
 		blocker->flags = SBLK_INITIALIZED;
+		blocker->cookie = sb_cookie(blocker);
 		list_add(&blocker->link, &sb_blockers);
 	}
 	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 	WARN(live, "%s: %s is already initialised\n", __func__, name);
 }
-EXPORT_SYMBOL_GPL(suspend_blocker_init);
+EXPORT_SYMBOL(suspend_blocker_init);
 
 /**
  * suspend_blocker_destroy() - destroy a suspend blocker
@@ -266,22 +332,23 @@ void suspend_blocker_destroy(struct suspend_blocker *blocker)
 		pr_info("%s name=%s\n", __func__,
 			blocker->name);
 
-	now = ktime_get();
+	now = sb_now();
 	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	was_active = blocker->flags & SBLK_ACTIVE;
 	if (was_active) {
 		sb_stat_unblock_locked(blocker, now);
-		sb_event_locked(SB_EV_UNBLOCK, now, blocker->name,
-				blocker->name_len);
+		sb_event_add(SB_EV_UNBLOCK, now, blocker->name,
+			     blocker->name_len);
 	}
 	sb_stat_destroy_locked(blocker);
 	blocker->flags &= ~(SBLK_INITIALIZED | SBLK_ACTIVE);
+	blocker->cookie = 0;
 	list_del_init(&blocker->link);
 	if (was_active && !--sb_active_count)
 		sb_last_inactive_locked();
 	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 }
-EXPORT_SYMBOL_GPL(suspend_blocker_destroy);
+EXPORT_SYMBOL(suspend_blocker_destroy);
 
 /**
  * suspend_block() - block opportunistic suspend
@@ -302,7 +369,7 @@ void suspend_block(struct suspend_blocker *blocker)
 	if (WARN_ON(!(blocker->flags & SBLK_INITIALIZED)))
 		return;
 
-	now = ktime_get();
+	now = sb_now();
 	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	sb_stat_block_locked(blocker, now);
 	if (!(blocker->flags & SBLK_ACTIVE)) {
@@ -311,8 +378,8 @@ void suspend_block(struct suspend_blocker *blocker)
 		if (blocker == &sb_main_blocker)
 			sb_main_changed_locked(true, now);
 		blocker->flags |= SBLK_ACTIVE;
-		sb_event_locked(SB_EV_BLOCK, now, blocker->name,
-				blocker->name_len);
+		sb_event_add(SB_EV_BLOCK, now, blocker->name,
+			     blocker->name_len);
 		if (sb_enabled && sb_suspending)
 			pm_system_wakeup();
 	}
@@ -322,7 +389,7 @@ void suspend_block(struct suspend_blocker *blocker)
 	sb_current_event_num++;
 	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 }
-EXPORT_SYMBOL_GPL(suspend_block);
+EXPORT_SYMBOL(suspend_block);
 
 /**
  * suspend_unblock() - allow opportunistic suspend again
@@ -342,7 +409,7 @@ void suspend_unblock(struct suspend_blocker *blocker)
 	if (WARN_ON(!(blocker->flags & SBLK_INITIALIZED)))
 		return;
 
-	now = ktime_get();
+	now = sb_now();
 	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	if (sb_debug_mask & SB_DEBUG_SUSPEND_BLOCKER)
 		pr_info("%s: %s\n", __func__, blocker->name);
@@ -351,14 +418,16 @@ void suspend_unblock(struct suspend_blocker *blocker)
 		blocker->flags &= ~SBLK_ACTIVE;
 		if (blocker == &sb_main_blocker)
 			sb_main_changed_locked(false, now);
-		sb_event_locked(SB_EV_UNBLOCK, now, blocker->name,
-				blocker->name_len);
+		sb_event_add(SB_EV_UNBLOCK, now, blocker->name,
+			     blocker->name_len);
 		if (!--sb_active_count)
 			sb_last_inactive_locked();
 	}
+	if (blocker == &sb_main_blocker && (sb_debug_mask & SB_DEBUG_SUSPEND))
+		sb_print_active_blockers_locked();
 	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 }
-EXPORT_SYMBOL_GPL(suspend_unblock);
+EXPORT_SYMBOL(suspend_unblock);
 
 /**
  * suspend_blocker_is_active() - test whether a blocker is active
@@ -372,7 +441,7 @@ bool suspend_blocker_is_active(struct suspend_blocker *blocker)
 	WARN_ON(!(blocker->flags & SBLK_INITIALIZED));
 	return !!(READ_ONCE(blocker->flags) & SBLK_ACTIVE);
 }
-EXPORT_SYMBOL_GPL(suspend_blocker_is_active);
+EXPORT_SYMBOL(suspend_blocker_is_active);
 
 /**
  * suspend_is_blocked() - should the suspend under way be aborted?
@@ -390,7 +459,7 @@ bool suspend_is_blocked(void)
 		return false;
 	return READ_ONCE(sb_active_count) > 0;
 }
-EXPORT_SYMBOL_GPL(suspend_is_blocked);
+EXPORT_SYMBOL(suspend_is_blocked);
 
 /**
  * sb_any_active_locked() - is any blocker, "main" included, active?
@@ -463,23 +532,70 @@ unsigned long sb_kernel_wakeup_events(void)
 	return sum;
 }
 
-/* Called just before the platform enters the sleep state (pmhooks.c). */
+/**
+ * sb_note_enter_suspend() - the platform is about to enter the sleep state
+ *
+ * The next blocker activated gets the wakeup (its wake_count).
+ *
+ * Context: the machine_suspend tracepoint or a noirq callback: interrupts
+ * off (hard-disabled on suspend-to-RAM), timekeeping perhaps suspended;
+ * takes no lock.
+ */
 void sb_note_enter_suspend(void)
+{
+	WRITE_ONCE(sb_wait_for_wakeup, true);
+}
+
+/**
+ * sb_attempt_begin() - the worker is about to try a suspend
+ * @entry_num:	sb_event_num() read before the attempt's wakeup-count check.
+ *
+ * From now until sb_attempt_end(), suspend_is_blocked() is live and any
+ * blocker activated since @entry_num aborts the attempt (pmhooks.c).
+ *
+ * Context: the worker.
+ */
+void sb_attempt_begin(unsigned int entry_num)
 {
 	unsigned long irqflags;
 
 	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
-	sb_wait_for_wakeup = true;
+	sb_attempt_event_num = entry_num;
+	sb_enabled = true;
 	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 }
 
-void sb_set_suspend_blockers_enabled(bool on)
+/**
+ * sb_attempt_end() - the worker's attempt is over
+ *
+ * Context: the worker.
+ */
+void sb_attempt_end(void)
 {
 	unsigned long irqflags;
 
 	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
-	sb_enabled = on;
+	sb_enabled = false;
 	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
+}
+
+/**
+ * sb_attempt_interrupted() - must the worker's suspend be aborted?
+ *
+ * Context: any context.
+ * Return: true if the worker is suspending and a blocker is active or was
+ * activated since its attempt began (even if released again since).
+ */
+bool sb_attempt_interrupted(void)
+{
+	unsigned long irqflags;
+	bool ret;
+
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
+	ret = sb_enabled && (sb_active_count ||
+			     sb_current_event_num != sb_attempt_event_num);
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
+	return ret;
 }
 
 void sb_set_suspend_in_progress(bool on)
@@ -512,58 +628,105 @@ void sb_core_set_mirror(bool on)
 	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 }
 
-static void sb_print_blocker_stat(struct seq_file *m,
-				  struct suspend_blocker *blocker, ktime_t now)
+/**
+ * sb_stats_cursor_reset() - put a statistics cursor before the first blocker
+ * @cursor:	A blocker-sized placeholder with SBLK_CURSOR set, linked
+ *		(after a previous reset) or not.
+ *
+ * Cursors sit in the blocker list between reads of the debugfs table, so
+ * each row costs one short lock hold whatever the number of blockers.
+ *
+ * Context: process context.
+ */
+void sb_stats_cursor_reset(struct suspend_blocker *cursor)
 {
-	unsigned int count = blocker->stat.count;
-	ktime_t active_time = 0;
-	ktime_t total_time = blocker->stat.total_time;
-	ktime_t max_time = blocker->stat.max_time;
-	ktime_t prevent_suspend_time = blocker->stat.prevent_suspend_time;
+	unsigned long irqflags;
 
-	if (blocker->flags & SBLK_ACTIVE) {
-		ktime_t add_time = ktime_sub(now, blocker->stat.last_time);
-
-		count++;
-		active_time = add_time;
-		total_time = ktime_add(total_time, add_time);
-		prevent_suspend_time =
-			ktime_add(prevent_suspend_time,
-				  ktime_sub(sb_sleep_clock_locked(now),
-					    blocker->stat.sleep_clock));
-		if (ktime_after(add_time, max_time))
-			max_time = add_time;
-	}
-
-	seq_printf(m, "\"%s\"\t%u\t%u\t%lld\t%lld\t%lld\t%lld\t%lld\n",
-		   blocker->name, count, blocker->stat.wakeup_count,
-		   ktime_to_ns(active_time), ktime_to_ns(total_time),
-		   ktime_to_ns(prevent_suspend_time), ktime_to_ns(max_time),
-		   ktime_to_ns(blocker->stat.last_time));
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
+	if (!list_empty(&cursor->link))
+		list_del(&cursor->link);
+	list_add(&cursor->link, &sb_blockers);
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 }
 
 /**
- * sb_stats_show_locked() - print the seed's statistics table
- * @m:	The seq_file to print to.
+ * sb_stats_cursor_del() - take a statistics cursor off the list
+ * @cursor:	The cursor (linked or not).
  *
- * Inactive blockers first, then active ones, as in the seed; within each
- * group newest first (the seed: most recently changed first, which needs
- * a list move on every block and unblock; see suspend-block.rst).
- *
- * Context: suspend_blockers_lock held.
+ * Context: process context.
  */
-void sb_stats_show_locked(struct seq_file *m)
+void sb_stats_cursor_del(struct suspend_blocker *cursor)
 {
-	struct suspend_blocker *blocker;
-	ktime_t now = ktime_get();
+	unsigned long irqflags;
 
-	lockdep_assert_held(&suspend_blockers_lock);
-	list_for_each_entry(blocker, &sb_blockers, link)
-		if (!(blocker->flags & SBLK_ACTIVE))
-			sb_print_blocker_stat(m, blocker, now);
-	list_for_each_entry(blocker, &sb_blockers, link)
-		if (blocker->flags & SBLK_ACTIVE)
-			sb_print_blocker_stat(m, blocker, now);
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
+	list_del_init(&cursor->link);
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
+}
+
+/**
+ * sb_stats_cursor_next() - copy the next blocker's row, move the cursor past it
+ * @cursor:	A linked cursor.
+ * @row:	Filled with the row's values (the seed's arithmetic: an active
+ *		blocker counts its running activation) and its name, if the
+ *		name fits in @row->name (@row->cap bytes with the NUL).
+ *
+ * Blockers destroyed meanwhile are never seen; those initialised after the
+ * cursor was reset are not either (they are added before it).
+ *
+ * Context: process context.
+ * Return: 1 with a row, 0 at the end of the list (the cursor stays at the
+ * end), or -ENOSPC with @row->name_len set and the cursor not moved: grow
+ * @row->name and call again.
+ */
+int sb_stats_cursor_next(struct suspend_blocker *cursor,
+			 struct sb_stats_row *row)
+{
+	struct suspend_blocker *b;
+	unsigned long irqflags;
+	ktime_t now;
+	int ret = 1;
+
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
+	now = sb_now();
+	b = cursor;
+	do {
+		if (list_is_last(&b->link, &sb_blockers)) {
+			ret = 0;
+			goto out;
+		}
+		b = list_next_entry(b, link);
+	} while (b->flags & SBLK_CURSOR);
+
+	row->name_len = b->name_len;
+	if (b->name_len >= row->cap) {
+		ret = -ENOSPC;
+		goto out;
+	}
+	memcpy(row->name, b->name, b->name_len + 1);
+	row->count = b->stat.count;
+	row->wake_count = b->stat.wakeup_count;
+	row->active_time = 0;
+	row->total_time = b->stat.total_time;
+	row->sleep_time = b->stat.prevent_suspend_time;
+	row->max_time = b->stat.max_time;
+	row->last_change = b->stat.last_time;
+	if (b->flags & SBLK_ACTIVE) {
+		ktime_t add_time = ktime_sub(now, b->stat.last_time);
+
+		row->count++;
+		row->active_time = add_time;
+		row->total_time = ktime_add(row->total_time, add_time);
+		row->sleep_time = ktime_add(row->sleep_time,
+					    ktime_sub(sb_sleep_clock_locked(now),
+						      b->stat.sleep_clock));
+		if (ktime_after(add_time, row->max_time))
+			row->max_time = add_time;
+	}
+	list_move(&cursor->link, &b->link);
+out:
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
+	return ret;
 }
 
 int sb_core_init(void)
@@ -571,8 +734,8 @@ int sb_core_init(void)
 	sb_ws = wakeup_source_register(NULL, "suspend_blockers");
 	if (!sb_ws)
 		return -ENOMEM;
-	lockdep_set_class(&sb_ws->lock, &sb_ws_lock_key);
 
+	sb_cookie_key = get_random_long();
 	sb_sleep_clock_since = ktime_get();
 	suspend_blocker_init(&sb_main_blocker, "main");
 	suspend_block(&sb_main_blocker);

@@ -30,6 +30,7 @@
 
 #include <linux/debugfs.h>
 #include <linux/fs.h>
+#include <linux/irq_work.h>
 #include <linux/lockdep.h>
 #include <linux/log2.h>
 #include <linux/module.h>
@@ -40,6 +41,7 @@
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
 #include <linux/wait.h>
+#include <uapi/linux/suspend_block_dev.h>
 #include "sb_internal.h"
 
 #define SB_READ_BATCH		32
@@ -67,16 +69,39 @@ static const char * const sb_event_names[SB_EV_NR] = {
 };
 
 /*
- * The ring, sb_ev_next and sb_offs_boot are protected by
- * suspend_blockers_lock (core.c); sb_event_locked() in sb_internal.h
- * writes them.
+ * sb_ring_lock protects the ring (sb_ring, sb_ring_mask), sb_ev_next,
+ * sb_offs_boot and every reader's cursor (written with the reader's own
+ * lock held too, so either lock is enough to read it).
+ *
+ * It is a raw spinlock and a leaf: nothing is called while it is held.
+ * Records come from everywhere: suspend_block() under
+ * suspend_blockers_lock in any context, and the tracepoint probes that
+ * log the kernel's own activity, which run under other wakeup sources'
+ * locks and inside the PM core's raw-spinlock sections (tick_freeze_lock
+ * for s2idle, interrupts hard-disabled around machine_suspend for
+ * suspend-to-RAM), where only a raw spinlock may be taken (also on
+ * PREEMPT_RT).
+ *
+ * Readers are not woken under the lock: a reader's wait queue entry can
+ * be an epoll item with EPOLLWAKEUP, whose wakeup activates a wakeup
+ * source, whose tracepoint comes back here to log it. Appending queues
+ * sb_ev_irq_work instead, which wakes the readers from a context of its
+ * own once the writer has let go of every lock.
  */
-struct sb_event_rec *sb_ring;
-unsigned int sb_ring_mask;
-u64 sb_ev_next;
-ktime_t sb_offs_boot;
-DECLARE_WAIT_QUEUE_HEAD(sb_ev_wait);
+static DEFINE_RAW_SPINLOCK(sb_ring_lock);
+static struct sb_event_rec *sb_ring;
+static unsigned int sb_ring_mask;
+static u64 sb_ev_next;
+static ktime_t sb_offs_boot;
+static DECLARE_WAIT_QUEUE_HEAD(sb_ev_wait);
 static struct dentry *sb_ev_dentry;
+
+static void sb_ev_wake_readers(struct irq_work *work)
+{
+	wake_up_interruptible(&sb_ev_wait);
+}
+
+static struct irq_work sb_ev_irq_work = IRQ_WORK_INIT(sb_ev_wake_readers);
 
 /**
  * sb_events_resync_clock() - refresh the CLOCK_BOOTTIME offset
@@ -88,7 +113,7 @@ static struct dentry *sb_ev_dentry;
  * from the resume_noirq callback (s2idle). Records written in between by
  * IRQF_NO_SUSPEND handlers carry the pre-suspend offset.
  *
- * Context: any context.
+ * Context: any context in which timekeeping is not suspended.
  */
 void sb_events_resync_clock(void)
 {
@@ -97,13 +122,52 @@ void sb_events_resync_clock(void)
 
 	boot = ktime_get_boottime();
 	mono = ktime_get();
-	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
+	raw_spin_lock_irqsave(&sb_ring_lock, irqflags);
 	sb_offs_boot = ktime_sub(boot, mono);
-	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
+	raw_spin_unlock_irqrestore(&sb_ring_lock, irqflags);
 }
 
 /**
- * sb_event() - append a record, taking suspend_blockers_lock
+ * sb_event_add() - append a record to the event log
+ * @type:	What happened.
+ * @mono:	When, on CLOCK_MONOTONIC.
+ * @arg:	The argument text, not necessarily NUL-terminated.
+ * @len:	Its length (a longer one is cut and marked truncated).
+ *
+ * Takes only sb_ring_lock, and wakes readers through an irq_work, so it
+ * may be called with any other lock held (suspend_blockers_lock, a
+ * wakeup source's lock, a raw spinlock of the PM core).
+ *
+ * Context: any context.
+ */
+void sb_event_add(enum sb_event_type type, ktime_t mono, const char *arg,
+		  unsigned int len)
+{
+	struct sb_event_rec *rec;
+	unsigned long irqflags;
+
+	raw_spin_lock_irqsave(&sb_ring_lock, irqflags);
+	if (unlikely(!sb_ring)) {
+		raw_spin_unlock_irqrestore(&sb_ring_lock, irqflags);
+		return;
+	}
+	rec = &sb_ring[sb_ev_next++ & sb_ring_mask];
+	rec->t_ns = ktime_to_ns(ktime_add(mono, sb_offs_boot));
+	rec->type = type;
+	rec->truncated = len > SB_EVENT_ARG_LEN;
+	rec->len = rec->truncated ? SB_EVENT_ARG_LEN : len;
+	memcpy(rec->arg, arg, rec->len);
+	raw_spin_unlock_irqrestore(&sb_ring_lock, irqflags);
+	/*
+	 * Pairs with the barrier in the readers' prepare_to_wait(): either
+	 * they see the record, or we see them queued.
+	 */
+	if (wq_has_sleeper(&sb_ev_wait))
+		irq_work_queue(&sb_ev_irq_work);
+}
+
+/**
+ * sb_event() - append a record, now
  * @type:	What happened.
  * @arg:	NUL-terminated argument text.
  *
@@ -111,12 +175,7 @@ void sb_events_resync_clock(void)
  */
 void sb_event(enum sb_event_type type, const char *arg)
 {
-	unsigned long irqflags;
-	ktime_t now = ktime_get();
-
-	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
-	sb_event_locked(type, now, arg, strlen(arg));
-	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
+	sb_event_add(type, sb_now(), arg, strlen(arg));
 }
 
 /**
@@ -139,8 +198,8 @@ struct sb_ev_reader {
 	 * lock serialises the reads of one open file (read(2) on a shared
 	 * file takes the file position lock, io_uring reads do not): it
 	 * protects batch and every read-modify-write of cursor. cursor is
-	 * written with both lock and suspend_blockers_lock held, so either
-	 * is enough to read it (poll() takes only the latter).
+	 * written with both lock and sb_ring_lock held, so either is enough
+	 * to read it (poll() takes only the latter).
 	 */
 	struct mutex lock;
 	u64 cursor;		/* next SEQ this reader will see */
@@ -156,10 +215,10 @@ static int sb_ev_open(struct inode *inode, struct file *file)
 	if (!r)
 		return -ENOMEM;
 	mutex_init(&r->lock);
-	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
+	raw_spin_lock_irqsave(&sb_ring_lock, irqflags);
 	if (sb_ev_next > sb_ring_mask + 1)
 		r->cursor = sb_ev_next - (sb_ring_mask + 1);
-	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
+	raw_spin_unlock_irqrestore(&sb_ring_lock, irqflags);
 	file->private_data = r;
 	return nonseekable_open(inode, file);
 }
@@ -178,9 +237,9 @@ static bool sb_ev_available(struct sb_ev_reader *r)
 	unsigned long irqflags;
 	bool ret;
 
-	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
+	raw_spin_lock_irqsave(&sb_ring_lock, irqflags);
 	ret = r->cursor < sb_ev_next;
-	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
+	raw_spin_unlock_irqrestore(&sb_ring_lock, irqflags);
 	return ret;
 }
 
@@ -190,9 +249,9 @@ static void sb_ev_set_cursor(struct sb_ev_reader *r, u64 cursor)
 	unsigned long irqflags;
 
 	lockdep_assert_held(&r->lock);
-	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
+	raw_spin_lock_irqsave(&sb_ring_lock, irqflags);
 	r->cursor = cursor;
-	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
+	raw_spin_unlock_irqrestore(&sb_ring_lock, irqflags);
 }
 
 /*
@@ -212,7 +271,7 @@ static unsigned int sb_ev_fetch(struct sb_ev_reader *r, unsigned int max,
 	u64 oldest = 0;
 
 	lockdep_assert_held(&r->lock);
-	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
+	raw_spin_lock_irqsave(&sb_ring_lock, irqflags);
 	if (sb_ev_next > sb_ring_mask + 1)
 		oldest = sb_ev_next - (sb_ring_mask + 1);
 	*lost = 0;
@@ -227,7 +286,7 @@ static unsigned int sb_ev_fetch(struct sb_ev_reader *r, unsigned int max,
 		r->batch[n++] = sb_ring[r->cursor & sb_ring_mask];
 		r->cursor++;
 	}
-	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
+	raw_spin_unlock_irqrestore(&sb_ring_lock, irqflags);
 	return n;
 }
 
@@ -362,12 +421,12 @@ int sb_events_init(struct dentry *dir)
 	ring = vzalloc(array_size(size, sizeof(*ring)));
 	if (!ring)
 		return -ENOMEM;
-	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
+	raw_spin_lock_irqsave(&sb_ring_lock, irqflags);
 	sb_ring_mask = size - 1;
 	sb_ring = ring;
-	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
+	raw_spin_unlock_irqrestore(&sb_ring_lock, irqflags);
 	sb_events_resync_clock();
-	sb_ev_dentry = debugfs_create_file("suspend_blocker_events", 0400, dir,
+	sb_ev_dentry = debugfs_create_file(SUSPEND_BLOCK_EVENTS_FILE, 0400, dir,
 					   NULL, &sb_ev_fops);
 	return 0;
 }
@@ -378,9 +437,10 @@ void sb_events_exit(void)
 	unsigned long irqflags;
 
 	debugfs_remove(sb_ev_dentry);
-	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
+	raw_spin_lock_irqsave(&sb_ring_lock, irqflags);
 	ring = sb_ring;
 	sb_ring = NULL;
-	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
+	raw_spin_unlock_irqrestore(&sb_ring_lock, irqflags);
+	irq_work_sync(&sb_ev_irq_work);
 	vfree(ring);
 }

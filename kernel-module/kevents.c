@@ -17,20 +17,32 @@
  *	device_pm_callback_start/end	dev_pm DURATION_NS ERROR VERB DEVICE
  *
  * dev_pm records only callbacks that took at least event_dev_pm_min_us
- * (0, the default, records none). Our own wakeup source (core.c's
- * "suspend_blockers", which only mirrors "a blocker is active") is not
- * recorded: its activity is the block/unblock records already.
+ * (0, the default, records none). Three kinds of wakeup source are not
+ * recorded. Our own (core.c's "suspend_blockers", which only mirrors "a
+ * blocker is active"): its activity is the block/unblock records already.
+ * And those of the event log's own EPOLLWAKEUP readers: an epoll item's
+ * source, named after the file it watches (here the log's file name), and
+ * the epoll instance's "eventpoll" source, which epoll_wait() activates
+ * for the microseconds in which it hands each ready item's source over to
+ * user space. Recorded, every read of such a reader would write the
+ * records that make it readable again, for ever; and "eventpoll" says
+ * nothing that the item sources, named after their files ("vport0p1"),
+ * do not say.
  *
  * Only suspend_resume is exported as a symbol; the others are found by
  * name with for_each_kernel_tracepoint(). A tracepoint that does not exist
  * (a kernel without CONFIG_TRACEPOINTS or with other event names) is
  * reported once at load and its records are simply absent.
  *
- * Locking: the wakeup-source tracepoints fire with that source's ws->lock
- * held, and the probe then takes suspend_blockers_lock (to write the
- * ring). core.c takes our own source's lock inside suspend_blockers_lock;
- * the probe returns before locking for our own source, and core.c gives
- * that source a lockdep class of its own, so the two orders never meet.
+ * Locking: the probes run wherever the PM core traces: the wakeup-source
+ * tracepoints with that source's ws->lock held (under an epoll item's lock
+ * for EPOLLWAKEUP), suspend_resume also inside raw-spinlock sections
+ * (s2idle's tick_freeze_lock) and with interrupts hard-disabled (around
+ * machine_suspend). So they take only raw spinlocks: the event log's
+ * sb_ring_lock, a leaf that never wakes anyone while held (events.c), and
+ * sb_dpm_lock. They never take suspend_blockers_lock, so no driver's
+ * wakeup source and no event-log reader can come back into the blocker
+ * core.
  *
  * Clock: probes may run with timekeeping suspended (machine_suspend on
  * suspend-to-RAM is traced after syscore_suspend()), where ktime_get()
@@ -48,6 +60,7 @@
 #include <linux/string.h>
 #include <linux/timekeeping.h>
 #include <linux/tracepoint.h>
+#include <uapi/linux/suspend_block_dev.h>
 #include "sb_internal.h"
 
 static bool event_wakeup_sources = true;
@@ -74,8 +87,8 @@ struct sb_dpm_slot {
 	int event;
 };
 
-/* sb_dpm_lock protects sb_dpm_slots. */
-static DEFINE_SPINLOCK(sb_dpm_lock);
+/* sb_dpm_lock protects sb_dpm_slots (a raw leaf: see "Locking" above). */
+static DEFINE_RAW_SPINLOCK(sb_dpm_lock);
 static struct sb_dpm_slot sb_dpm_slots[SB_DPM_SLOTS];
 
 static ktime_t sb_kev_now(void)
@@ -87,11 +100,7 @@ static ktime_t sb_kev_now(void)
 static void sb_kev_add(enum sb_event_type type, ktime_t now, const char *buf,
 		       unsigned int len)
 {
-	unsigned long irqflags;
-
-	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
-	sb_event_locked(type, now, buf, len);
-	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
+	sb_event_add(type, now, buf, len);
 }
 
 /*
@@ -111,17 +120,24 @@ static void sb_kev_name(enum sb_event_type type, const char *name)
 	sb_kev_add(type, now, buf, len);
 }
 
+/* A wakeup source whose activity is not recorded (see the top). */
+static bool sb_kev_ws_ignored(const char *name)
+{
+	return sb_own_wakeup_source(name) || !strcmp(name, "eventpoll") ||
+	       !strcmp(name, SUSPEND_BLOCK_EVENTS_FILE);
+}
+
 static void sb_ws_activate_probe(void *unused, const char *name,
 				 unsigned int state)
 {
-	if (READ_ONCE(event_wakeup_sources) && !sb_own_wakeup_source(name))
+	if (READ_ONCE(event_wakeup_sources) && !sb_kev_ws_ignored(name))
 		sb_kev_name(SB_EV_WS_ACTIVATE, name);
 }
 
 static void sb_ws_deactivate_probe(void *unused, const char *name,
 				   unsigned int state)
 {
-	if (READ_ONCE(event_wakeup_sources) && !sb_own_wakeup_source(name))
+	if (READ_ONCE(event_wakeup_sources) && !sb_kev_ws_ignored(name))
 		sb_kev_name(SB_EV_WS_RELAX, name);
 }
 
@@ -150,7 +166,7 @@ static void sb_dpm_start_probe(void *unused, struct device *dev,
 	if (!READ_ONCE(event_dev_pm_min_us))
 		return;
 	now = ktime_get_mono_fast_ns();
-	spin_lock_irqsave(&sb_dpm_lock, irqflags);
+	raw_spin_lock_irqsave(&sb_dpm_lock, irqflags);
 	for (i = 0; i < SB_DPM_SLOTS; i++) {
 		if (!sb_dpm_slots[i].dev) {
 			sb_dpm_slots[i].dev = dev;
@@ -159,7 +175,7 @@ static void sb_dpm_start_probe(void *unused, struct device *dev,
 			break;
 		}
 	}
-	spin_unlock_irqrestore(&sb_dpm_lock, irqflags);
+	raw_spin_unlock_irqrestore(&sb_dpm_lock, irqflags);
 }
 
 /* The PM core's verb for a PM_EVENT_* (its pm_verb() is static). */
@@ -196,7 +212,7 @@ static void sb_dpm_end_probe(void *unused, struct device *dev, int error)
 	int i, event = 0, n;
 
 	now = ktime_get_mono_fast_ns();
-	spin_lock_irqsave(&sb_dpm_lock, irqflags);
+	raw_spin_lock_irqsave(&sb_dpm_lock, irqflags);
 	for (i = 0; i < SB_DPM_SLOTS; i++) {
 		if (sb_dpm_slots[i].dev == dev) {
 			start = sb_dpm_slots[i].start_ns;
@@ -206,7 +222,7 @@ static void sb_dpm_end_probe(void *unused, struct device *dev, int error)
 			break;
 		}
 	}
-	spin_unlock_irqrestore(&sb_dpm_lock, irqflags);
+	raw_spin_unlock_irqrestore(&sb_dpm_lock, irqflags);
 	min_ns = (u64)READ_ONCE(event_dev_pm_min_us) * NSEC_PER_USEC;
 	if (!found || !min_ns || now - start < min_ns)
 		return;

@@ -231,15 +231,38 @@ static int sb_keypad_probe(struct platform_device *pdev)
 	return 0;
 }
 
+/*
+ * A debounce still pending would read the GPIO after its controller
+ * suspended: scan now (keypad-scan still holds an opportunistic suspend
+ * off until the scan is reported; a forced one goes on after it). Then
+ * arm the wakeup keys; if one cannot be armed, the suspend fails rather
+ * than losing that key's wakeups, as gpio-keys does.
+ */
 static int __maybe_unused sb_keypad_suspend(struct device *dev)
 {
 	struct sb_keypad *kp = dev_get_drvdata(dev);
 	unsigned int i;
+	int ret;
 
-	if (device_may_wakeup(dev))
-		for (i = 0; i < kp->nkeys; i++)
-			if (kp->keys[i].wakeup)
-				enable_irq_wake(kp->keys[i].irq);
+	for (i = 0; i < kp->nkeys; i++)
+		flush_delayed_work(&kp->keys[i].work);
+	if (!device_may_wakeup(dev))
+		return 0;
+	for (i = 0; i < kp->nkeys; i++) {
+		struct sb_key *key = &kp->keys[i];
+
+		if (!key->wakeup)
+			continue;
+		ret = enable_irq_wake(key->irq);
+		if (ret) {
+			dev_err(dev, "key %u: cannot arm irq %d for wakeup: %d\n",
+				key->code, key->irq, ret);
+			while (i--)
+				if (kp->keys[i].wakeup)
+					disable_irq_wake(kp->keys[i].irq);
+			return ret;
+		}
+	}
 	return 0;
 }
 

@@ -2,15 +2,14 @@
 /*
  * The marker line: a GPIO output asserted while a suspend blocker is active.
  *
- * The rig timestamps the marker's edges on one of its own input lines, so
- * it sees in hardware when the target stops and starts allowing suspend,
- * and pairs each edge with the block or unblock record that caused it to
- * put the target's clock on its own (the host library's marker pairing).
- * The level is the one the host side models: asserted while at least one
- * suspend blocker ("main" included) is active, deasserted while none is.
- * In the opportunistic policy that is "suspend is blocked by a blocker";
- * kernel wakeup sources that also hold suspend off do not drive it (they
- * have their own records in the event log).
+ * An instrument outside the system (a logic analyser, a power test rig)
+ * can timestamp the line's edges and so see in hardware when the system
+ * stops and starts allowing suspend, and pair each edge with the block or
+ * unblock record of the event log that caused it. The line is asserted
+ * while at least one suspend blocker ("main" included) is active and
+ * deasserted while none is. In the opportunistic policy that is "suspend
+ * is blocked by a blocker"; kernel wakeup sources that also hold suspend
+ * off do not drive it (they have their own records in the event log).
  *
  * The line comes from a device-tree node (compatible "sbrig,suspend-marker",
  * property "marker-gpios"; firmware/bindings/sbrig,suspend-marker.yaml) or,
@@ -19,7 +18,10 @@
  * and a platform device of its own. Either way one platform driver binds
  * the device; a second marker device is refused. A chip that does not
  * exist yet defers the probe until it appears (the reason is in debugfs
- * devices_deferred).
+ * devices_deferred). The marker device is linked to the GPIO controller
+ * (a device link, as fw_devlink makes for the device-tree node): it is
+ * unbound before the controller goes away, so the descriptor is never
+ * used stale, and it suspends before and resumes after the controller.
  *
  * The core calls sb_marker_set_locked() from the state change itself: the
  * first block and the last unblock, under suspend_blockers_lock with
@@ -28,17 +30,24 @@
  * right there, so the edge follows the event record within the time of a
  * register write. A controller that can sleep (I2C expanders, gpio-sim) is
  * written from a work item on system_highpri_wq instead: every change is
- * counted, and the work replays the changes in order, so the rig still
- * sees one edge per transition, each late by the work's scheduling
+ * counted, and the work replays the changes in order, so an observer
+ * still sees one edge per transition, each late by the work's scheduling
  * latency (typically tens of microseconds, more under load). If changes
  * pile up faster than the work can write (more than SB_MARKER_REPLAY_MAX
  * at once), the surplus pulses are dropped in pairs, leaving the line at
  * the right level, and a warning says how many.
+ *
+ * From the marker device's suspend_late to its resume_early callback the
+ * controller may be suspended: the line is not written then (the changes
+ * in between are not replayed), and resume_early sets it to the level of
+ * the moment.
  */
 
 #define pr_fmt(fmt) "suspend_block: " fmt
 
+#include <linux/device.h>
 #include <linux/gpio/consumer.h>
+#include <linux/gpio/driver.h>
 #include <linux/gpio/machine.h>
 #include <linux/mod_devicetable.h>
 #include <linux/module.h>
@@ -59,6 +68,7 @@ MODULE_PARM_DESC(marker,
  * struct sb_marker - the marker line
  * @desc:	The line; NULL while no marker is bound.
  * @atomic:	Its controller can be written with interrupts disabled.
+ * @suspended:	Between our suspend_late and resume_early: not written.
  * @pending:	Deferred mode: changes not yet written by @work.
  * @out:	Deferred mode: the level @work last wrote (only @work and
  *		probe/remove, which exclude it, touch it).
@@ -66,12 +76,13 @@ MODULE_PARM_DESC(marker,
  * @work:	Deferred mode: writes the changes.
  * @dev:	The bound device, for messages.
  *
- * suspend_blockers_lock protects @desc, @atomic and @pending: the core
- * changes the level under it.
+ * suspend_blockers_lock protects @desc, @atomic, @suspended and @pending:
+ * the core changes the level under it.
  */
 struct sb_marker {
 	struct gpio_desc *desc;
 	bool atomic;
+	bool suspended;
 	unsigned int pending;
 	bool out;
 	unsigned long dropped;
@@ -92,7 +103,7 @@ static struct gpiod_lookup_table *sb_marker_lookup;
 void sb_marker_set_locked(bool active)
 {
 	lockdep_assert_held(&suspend_blockers_lock);
-	if (!sb_marker.desc)
+	if (!sb_marker.desc || sb_marker.suspended)
 		return;
 	if (sb_marker.atomic) {
 		gpiod_set_value(sb_marker.desc, active);
@@ -111,7 +122,7 @@ static void sb_marker_work(struct work_struct *work)
 
 	for (;;) {
 		spin_lock_irqsave(&suspend_blockers_lock, irqflags);
-		desc = sb_marker.desc;
+		desc = sb_marker.suspended ? NULL : sb_marker.desc;
 		n = sb_marker.pending;
 		sb_marker.pending = 0;
 		spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
@@ -133,17 +144,39 @@ static void sb_marker_work(struct work_struct *work)
 	}
 }
 
+/*
+ * Make the controller a supplier of ours: we are unbound before it goes
+ * away and suspended before it. fw_devlink makes the same link for a
+ * device-tree node; for the marker parameter nobody else would.
+ */
+static int sb_marker_link(struct device *dev, struct gpio_desc *desc)
+{
+	struct gpio_chip *gc = gpiod_to_chip(desc);
+
+	if (!gc || !gc->parent)
+		return 0;	/* a chip without a device: nothing to link */
+	if (!device_link_add(dev, gc->parent, DL_FLAG_AUTOPROBE_CONSUMER))
+		return dev_err_probe(dev, -EINVAL,
+				     "cannot link to the marker's GPIO controller %s\n",
+				     dev_name(gc->parent));
+	return 0;
+}
+
 static int sb_marker_probe(struct platform_device *pdev)
 {
 	struct device *dev = &pdev->dev;
 	struct gpio_desc *desc;
 	unsigned long irqflags;
 	bool busy;
+	int ret;
 
 	desc = devm_gpiod_get(dev, "marker", GPIOD_OUT_LOW);
 	if (IS_ERR(desc))
 		return dev_err_probe(dev, PTR_ERR(desc),
 				     "no usable marker line (marker-gpios or the marker parameter)\n");
+	ret = sb_marker_link(dev, desc);
+	if (ret)
+		return ret;
 	gpiod_set_consumer_name(desc, "suspend-marker");
 
 	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
@@ -151,6 +184,7 @@ static int sb_marker_probe(struct platform_device *pdev)
 	if (!busy) {
 		sb_marker.dev = dev;
 		sb_marker.atomic = !gpiod_cansleep(desc);
+		sb_marker.suspended = false;
 		sb_marker.dropped = 0;
 		sb_marker.desc = desc;
 		if (sb_marker.atomic) {
@@ -192,6 +226,47 @@ static int sb_marker_remove(struct platform_device *pdev)
 	return 0;
 }
 
+/* The controller may suspend after this: stop writing the line. */
+static int sb_marker_suspend_late(struct device *dev)
+{
+	unsigned long irqflags;
+
+	if (!dev_get_drvdata(dev))
+		return 0;
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
+	sb_marker.suspended = true;
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
+	flush_work(&sb_marker.work);
+	return 0;
+}
+
+/* The controller is back: the line shows the level of the moment. */
+static int sb_marker_resume_early(struct device *dev)
+{
+	unsigned long irqflags;
+	bool level;
+
+	if (!dev_get_drvdata(dev))
+		return 0;
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
+	sb_marker.suspended = false;
+	level = sb_any_active_locked();
+	if (sb_marker.atomic) {
+		gpiod_set_value(sb_marker.desc, level);
+	} else if (sb_marker.out != level) {
+		/* @work is idle (flushed, and nothing queued it since) */
+		sb_marker.pending = 1;
+		queue_work(system_highpri_wq, &sb_marker.work);
+	}
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
+	return 0;
+}
+
+static const struct dev_pm_ops sb_marker_pm_ops = {
+	LATE_SYSTEM_SLEEP_PM_OPS(sb_marker_suspend_late,
+				 sb_marker_resume_early)
+};
+
 static const struct of_device_id sb_marker_of_match[] = {
 	{ .compatible = "sbrig,suspend-marker" },
 	{ }
@@ -204,6 +279,7 @@ static struct platform_driver sb_marker_driver = {
 	.driver	= {
 		.name		= SB_MARKER_DRV_NAME,
 		.of_match_table	= sb_marker_of_match,
+		.pm		= pm_sleep_ptr(&sb_marker_pm_ops),
 	},
 };
 

@@ -12,10 +12,16 @@
  * and suspend-to-RAM alike, after all ordinary device callbacks. Our
  * device registers last, so its suspend_noirq is among the first noirq
  * callbacks and its resume_noirq among the last; the gap to the real
- * enter is the other devices' noirq callbacks. If a blocker is active
- * there, the callback reports a wakeup (pm_system_wakeup()) and succeeds:
- * the PM core then aborts as for any wakeup, without blaming our device
- * for a failed suspend.
+ * enter is the other devices' noirq callbacks.
+ *
+ * Where the worker's attempt is aborted: a blocker activated since the
+ * attempt began (sb_attempt_interrupted(), even one released again) fails
+ * the PM_SUSPEND_PREPARE notifier with -EBUSY, before any task is frozen.
+ * Later, our device's prepare callback (after the freezer, whose
+ * pm_wakeup_clear() forgets any pm_system_wakeup() issued before it) and
+ * its suspend_noirq callback check again; there the callback reports a
+ * wakeup (pm_system_wakeup()) and succeeds, so the PM core aborts as for
+ * any wakeup, without blaming our device for a failed suspend.
  *
  * A suspend can still be aborted after our noirq callback (another
  * device, syscore, a wakeup, pm_test). So "about to enter" is noted where
@@ -23,6 +29,10 @@
  * (start), which the PM core emits right before suspend_ops->enter() and
  * when s2idle parks the CPUs. Only without tracepoints does the noirq
  * callback note it.
+ *
+ * Our syscore callbacks bracket the stretch of suspend-to-RAM in which
+ * timekeeping may be suspended (ours run before timekeeping's suspend and
+ * after its resume), so sb_now() reads a clock that is safe there.
  */
 
 #define pr_fmt(fmt) "suspend_block: " fmt
@@ -49,6 +59,12 @@ static int sb_pm_notify(struct notifier_block *nb, unsigned long action,
 {
 	switch (action) {
 	case PM_SUSPEND_PREPARE:
+		/* Failing here, we get no PM_POST_SUSPEND: not in progress. */
+		if (sb_attempt_interrupted()) {
+			if (sb_debug_mask & SB_DEBUG_SUSPEND)
+				pr_info("suspend blocked before freezing\n");
+			return notifier_from_errno(-EBUSY);
+		}
 		sb_set_suspend_in_progress(true);
 		break;
 	case PM_POST_SUSPEND:
@@ -73,10 +89,24 @@ static void sb_machine_suspend_probe(void *unused, const char *action,
 		sb_note_enter_suspend();
 }
 
+/*
+ * After the freezer: an abort reported before it was forgotten, so ask
+ * again. A wakeup, not a device failure.
+ */
+static int sb_prepare(struct device *dev)
+{
+	if (sb_attempt_interrupted()) {
+		if (sb_debug_mask & SB_DEBUG_SUSPEND)
+			pr_info("suspend blocked in prepare phase\n");
+		pm_system_wakeup();
+	}
+	return 0;
+}
+
 static int sb_suspend_noirq(struct device *dev)
 {
 	sb_enter_logged = false;
-	if (suspend_is_blocked()) {
+	if (sb_attempt_interrupted()) {
 		if (sb_debug_mask & SB_DEBUG_SUSPEND)
 			pr_info("suspend blocked in noirq phase\n");
 		/* A wakeup, not a device failure (suspend_stats, the log). */
@@ -99,17 +129,27 @@ static int sb_resume_noirq(struct device *dev)
 	return 0;
 }
 
+/* Suspend-to-RAM: runs right before timekeeping is suspended. */
+static int sb_syscore_suspend(void)
+{
+	sb_set_clock_frozen(true);
+	return 0;
+}
+
 /* Suspend-to-RAM: runs right after timekeeping has resumed. */
 static void sb_syscore_resume(void)
 {
+	sb_set_clock_frozen(false);
 	sb_events_resync_clock();
 }
 
 static struct syscore_ops sb_syscore_ops = {
+	.suspend = sb_syscore_suspend,
 	.resume = sb_syscore_resume,
 };
 
 static const struct dev_pm_ops sb_pm_ops = {
+	.prepare	= sb_prepare,
 	.suspend_noirq	= sb_suspend_noirq,
 	.resume_noirq	= sb_resume_noirq,
 };

@@ -32,28 +32,52 @@
  * wakeup_count write keeps failing, the worker backs off
  * (SB_BACKOFF_MIN_MS doubling to SB_BACKOFF_MAX_MS; a kick ends a wait
  * early). The kernel's own autosleep would fight with us: the
- * opportunistic policy is refused while it is on.
+ * opportunistic policy is refused while it is on. Nothing is attempted
+ * once the system is going down (a reboot notifier, and system_state).
+ *
+ * The PM core's files
+ * -------------------
+ * A path opened from kernel code resolves in the mount namespace and root
+ * of the calling task, and any local user can make a mount namespace of
+ * their own with something else mounted over /sys/power/state (our own
+ * state file, which then recurses until the stack overflows; or a FIFO,
+ * which blocks the reader while it holds our sysfs file active). So the
+ * PM core's files are only ever opened by kernel threads, whose namespace
+ * and root are init's: the worker does its own I/O, and everything else
+ * (sysfs handlers, module init) hands the request to sb_pm_wq and waits
+ * for it (killable; freezable, since a forced suspend runs there). Each
+ * opened file must be the PM core's sysfs attribute itself (sysfs, named
+ * power/NAME under the sysfs root), or it is refused: not even a mount in
+ * init's namespace reaches our own files or a FIFO that way. The sysfs
+ * handlers also refuse to run in the kernel threads that do the I/O,
+ * should anything still lead there. Reading our state file never does
+ * I/O: it shows the states the last access found (sb_pm_states).
  */
 
 #define pr_fmt(fmt) "suspend_block: " fmt
 
+#include <linux/completion.h>
+#include <linux/dcache.h>
 #include <linux/fs.h>
 #include <linux/kobject.h>
 #include <linux/kthread.h>
 #include <linux/lockdep.h>
+#include <linux/magic.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
+#include <linux/reboot.h>
+#include <linux/refcount.h>
 #include <linux/sched/signal.h>
+#include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/suspend.h>
 #include <linux/sysfs.h>
 #include <linux/wait.h>
+#include <linux/workqueue.h>
 #include "sb_internal.h"
 
-#define SB_SYS_STATE		"/sys/power/state"
-#define SB_SYS_MEM_SLEEP	"/sys/power/mem_sleep"
-#define SB_SYS_WAKEUP_COUNT	"/sys/power/wakeup_count"
-#define SB_SYS_AUTOSLEEP	"/sys/power/autosleep"
+#define SB_PM_DIR		"/sys/power/"
+#define SB_PM_BUF		64	/* the longest content of one of them */
 #define SB_STATE_LEN		16
 #define SB_BACKOFF_MIN_MS	10
 #define SB_BACKOFF_MAX_MS	1000
@@ -72,6 +96,58 @@ static const char * const sb_policy_names[] = {
 static const char * const sb_request_names[] = {
 	"on", "freeze", "standby", "mem",
 };
+
+/* The PM core's files we use, in /sys/power. */
+enum sb_pm_file {
+	SB_PM_STATE,
+	SB_PM_MEM_SLEEP,
+	SB_PM_WAKEUP_COUNT,
+	SB_PM_AUTOSLEEP,
+};
+
+static const char * const sb_pm_file_names[] = {
+	[SB_PM_STATE]		= "state",
+	[SB_PM_MEM_SLEEP]	= "mem_sleep",
+	[SB_PM_WAKEUP_COUNT]	= "wakeup_count",
+	[SB_PM_AUTOSLEEP]	= "autosleep",
+};
+
+/**
+ * struct sb_pm_req - one read or write of a PM core file, done on sb_pm_wq
+ * @work:	On sb_pm_wq.
+ * @done:	Completed when @ret is set.
+ * @ref:	The waiter's and the work's: a killed waiter leaves.
+ * @file:	Which file.
+ * @write:	Write @len bytes of @buf, or read up to SB_PM_BUF - 1.
+ * @len:	Bytes to write.
+ * @ret:	Bytes read or written, or a negative errno.
+ * @buf:	The data (NUL-terminated after a read).
+ */
+struct sb_pm_req {
+	struct work_struct work;
+	struct completion done;
+	refcount_t ref;
+	enum sb_pm_file file;
+	bool write;
+	size_t len;
+	ssize_t ret;
+	char buf[SB_PM_BUF];
+};
+
+/* Does the PM core's file I/O for everyone but the worker (ordered). */
+static struct workqueue_struct *sb_pm_wq;
+/* The kworker running an sb_pm_req, for the re-entry guard. */
+static struct task_struct *sb_pm_io_task;
+
+/*
+ * sb_pm_states_lock protects sb_pm_states: /sys/power/state as the last
+ * read of it found it, which is what reading our state file shows.
+ */
+static DEFINE_SPINLOCK(sb_pm_states_lock);
+static char sb_pm_states[SB_PM_BUF];
+
+/* Set by the reboot notifier: no more attempts. */
+static bool sb_going_down;
 
 /*
  * sb_policy_lock protects sb_policy (written only under it; the worker and
@@ -143,41 +219,160 @@ const char *sb_state_name(suspend_state_t state)
 	}
 }
 
-static ssize_t sb_file_read(const char *path, char *buf, size_t size)
+/*
+ * Is @file the PM core's /sys/power/@name attribute? Only sysfs nodes
+ * named power/@name right under a sysfs root pass: whatever is mounted
+ * over the path (our own files, a FIFO, any other file) does not.
+ */
+static bool sb_pm_file_is_core(struct file *file, const char *name)
 {
+	struct dentry *d = file->f_path.dentry, *parent;
+	bool ok;
+
+	if (d->d_sb->s_magic != SYSFS_MAGIC || strcmp(d->d_name.name, name))
+		return false;
+	parent = dget_parent(d);
+	ok = !strcmp(parent->d_name.name, "power") &&
+	     parent->d_parent == d->d_sb->s_root;
+	dput(parent);
+	return ok;
+}
+
+/*
+ * Read (@write false: up to @size - 1 bytes, NUL-terminated) or write
+ * @len bytes of the PM core's file @f, in the calling kernel thread.
+ * Returns the bytes read or written, or a negative errno (-EPERM if the
+ * path leads to anything but the PM core's file).
+ * Context: a kernel thread (init's mount namespace and root); sleeps.
+ */
+static ssize_t sb_pm_file_io(enum sb_pm_file f, bool write, char *buf,
+			     size_t len)
+{
+	const char *name = sb_pm_file_names[f];
+	char path[32];
 	struct file *file;
 	loff_t pos = 0;
 	ssize_t n;
 
-	file = filp_open(path, O_RDONLY, 0);
+	if (WARN_ON_ONCE(!(current->flags & PF_KTHREAD)))
+		return -EPERM;
+	snprintf(path, sizeof(path), SB_PM_DIR "%s", name);
+	/* O_NONBLOCK: a FIFO mounted there opens without waiting for a peer */
+	file = filp_open(path, (write ? O_WRONLY : O_RDONLY) | O_NONBLOCK |
+			 O_NOFOLLOW, 0);
 	if (IS_ERR(file))
 		return PTR_ERR(file);
-	n = kernel_read(file, buf, size - 1, &pos);
+	if (!sb_pm_file_is_core(file, name)) {
+		pr_warn_ratelimited("%s is not the PM core's file (something is mounted over it): not used\n",
+				    path);
+		n = -EPERM;
+	} else if (write) {
+		n = kernel_write(file, buf, len, &pos);
+	} else {
+		n = kernel_read(file, buf, len - 1, &pos);
+		buf[n > 0 ? n : 0] = '\0';
+	}
 	filp_close(file, NULL);
-	buf[n > 0 ? n : 0] = '\0';
+	if (f == SB_PM_STATE && !write && n > 0) {
+		spin_lock(&sb_pm_states_lock);
+		strscpy(sb_pm_states, strim(buf), sizeof(sb_pm_states));
+		spin_unlock(&sb_pm_states_lock);
+	}
 	return n;
 }
 
-static ssize_t sb_file_write(const char *path, const char *buf, size_t len)
+static void sb_pm_req_put(struct sb_pm_req *req)
 {
-	struct file *file;
-	loff_t pos = 0;
-	ssize_t n;
-
-	file = filp_open(path, O_WRONLY, 0);
-	if (IS_ERR(file))
-		return PTR_ERR(file);
-	n = kernel_write(file, buf, len, &pos);
-	filp_close(file, NULL);
-	return n;
+	if (refcount_dec_and_test(&req->ref))
+		kfree(req);
 }
 
-/* Is @name (a word of /sys/power/state) currently available? */
+static void sb_pm_req_fn(struct work_struct *work)
+{
+	struct sb_pm_req *req = container_of(work, struct sb_pm_req, work);
+
+	WRITE_ONCE(sb_pm_io_task, current);
+	req->ret = sb_pm_file_io(req->file, req->write, req->buf,
+				 req->write ? req->len : sizeof(req->buf));
+	WRITE_ONCE(sb_pm_io_task, NULL);
+	complete(&req->done);
+	sb_pm_req_put(req);
+}
+
+/*
+ * Is the current task one of ours that does PM core file I/O? Then our
+ * sysfs handlers must not run in it (re-entry).
+ */
+static bool sb_in_pm_io(void)
+{
+	return current == READ_ONCE(sb_pm_io_task) ||
+	       current == READ_ONCE(sb_worker_task);
+}
+
+/**
+ * sb_pm_io() - read or write a PM core file from any task
+ * @f:		Which file.
+ * @write:	Write @len bytes of @buf, or read into @buf.
+ * @buf:	The data; for a read, SB_PM_BUF bytes, NUL-terminated.
+ * @len:	Bytes to write (at most SB_PM_BUF).
+ *
+ * Kernel threads do the I/O themselves; other tasks hand it to sb_pm_wq
+ * and wait. The wait is killable, and freezable: a write to state suspends
+ * the system from sb_pm_wq while the writer waits here, holding its sysfs
+ * file's locks (no one takes those during a suspend, which freezes every
+ * user task: hence the _UNSAFE variant, which tells lockdep so).
+ *
+ * Context: process context; sleeps.
+ * Return: bytes read or written, or a negative errno (-EINTR if killed;
+ * the request still completes).
+ */
+static ssize_t sb_pm_io(enum sb_pm_file f, bool write, char *buf, size_t len)
+{
+	struct sb_pm_req *req;
+	ssize_t ret;
+
+	if (current->flags & PF_KTHREAD)
+		return sb_pm_file_io(f, write, buf, write ? len : SB_PM_BUF);
+	if (write && len > sizeof(req->buf))
+		return -EINVAL;
+	req = kzalloc(sizeof(*req), GFP_KERNEL);
+	if (!req)
+		return -ENOMEM;
+	INIT_WORK(&req->work, sb_pm_req_fn);
+	init_completion(&req->done);
+	refcount_set(&req->ref, 2);
+	req->file = f;
+	req->write = write;
+	req->len = len;
+	if (write)
+		memcpy(req->buf, buf, len);
+	queue_work(sb_pm_wq, &req->work);
+	if (wait_for_completion_state(&req->done,
+				      TASK_KILLABLE | TASK_FREEZABLE_UNSAFE)) {
+		ret = -EINTR;
+	} else {
+		ret = req->ret;
+		if (!write)
+			memcpy(buf, req->buf, SB_PM_BUF);
+	}
+	sb_pm_req_put(req);
+	return ret;
+}
+
+/* The states /sys/power/state listed when last read (@buf: SB_PM_BUF). */
+static void sb_pm_states_get(char *buf)
+{
+	spin_lock(&sb_pm_states_lock);
+	memcpy(buf, sb_pm_states, SB_PM_BUF);
+	spin_unlock(&sb_pm_states_lock);
+}
+
+/* Re-read /sys/power/state; is @name (a word of it) available? */
 static bool sb_state_available(const char *name)
 {
-	char buf[64], *p = buf, *tok;
+	char buf[SB_PM_BUF], *p = buf, *tok;
 
-	if (sb_file_read(SB_SYS_STATE, buf, sizeof(buf)) <= 0)
+	if (sb_pm_io(SB_PM_STATE, false, buf, 0) <= 0)
 		return false;
 	while ((tok = strsep(&p, "\n ")))
 		if (*tok && !strcmp(tok, name))
@@ -185,43 +380,53 @@ static bool sb_state_available(const char *name)
 	return false;
 }
 
-/* Map a requested state name to a suspend_state_t, as mainline does. */
-static int sb_resolve_state(const char *name, suspend_state_t *state)
+/*
+ * Map a requested state name to a suspend_state_t, as mainline does; the
+ * kernel's label of a "mem" state goes to @label (SB_STATE_LEN bytes).
+ * Context: the worker.
+ */
+static int sb_resolve_state(const char *name, suspend_state_t *state,
+			    char *label)
 {
-	char buf[64], *open, *close;
+	char buf[SB_PM_BUF], *open, *close;
 
 	if (!strcmp(name, "freeze")) {
 		*state = PM_SUSPEND_TO_IDLE;
-		return 0;
+		goto out;
 	}
 	if (!strcmp(name, "standby")) {
 		*state = PM_SUSPEND_STANDBY;
-		return 0;
+		goto out;
 	}
 	if (strcmp(name, "mem"))
 		return -EINVAL;
 	/* "mem" means whatever /sys/power/mem_sleep selects. */
 	*state = PM_SUSPEND_MEM;
-	if (sb_file_read(SB_SYS_MEM_SLEEP, buf, sizeof(buf)) <= 0)
-		return 0;
+	if (sb_pm_io(SB_PM_MEM_SLEEP, false, buf, 0) <= 0)
+		goto out;
 	open = strchr(buf, '[');
 	close = open ? strchr(open, ']') : NULL;
 	if (!close)
-		return 0;
+		goto out;
 	*close = '\0';
 	if (!strcmp(open + 1, "s2idle"))
 		*state = PM_SUSPEND_TO_IDLE;
 	else if (!strcmp(open + 1, "shallow"))
 		*state = PM_SUSPEND_STANDBY;
+	else if (strcmp(open + 1, "deep"))
+		pr_warn_once("/sys/power/mem_sleep selects '%s', a label this module does not know: taken as deep\n",
+			     open + 1);
+out:
+	strscpy(label, sb_state_name(*state), SB_STATE_LEN);
 	return 0;
 }
 
 static int sb_wakeup_count_read(unsigned int *count)
 {
-	char buf[24];
+	char buf[SB_PM_BUF];
 	ssize_t n;
 
-	n = sb_file_read(SB_SYS_WAKEUP_COUNT, buf, sizeof(buf));
+	n = sb_pm_io(SB_PM_WAKEUP_COUNT, false, buf, 0);
 	if (n < 0)
 		return n;
 	return kstrtouint(strim(buf), 10, count);
@@ -231,7 +436,7 @@ static int sb_wakeup_count_read(unsigned int *count)
  * Write @count back to arm the wakeup-event check. Returns 0 or the
  * write's error: -EINVAL if a wakeup event came in since the read (or one
  * is in progress), -EBUSY while the kernel's autosleep is on.
- * Context: sb_policy_lock held.
+ * Context: the worker, sb_policy_lock held.
  */
 static int sb_wakeup_count_arm(unsigned int count)
 {
@@ -240,7 +445,7 @@ static int sb_wakeup_count_arm(unsigned int count)
 	ssize_t n;
 
 	lockdep_assert_held(&sb_policy_lock);
-	n = sb_file_write(SB_SYS_WAKEUP_COUNT, buf, len);
+	n = sb_pm_io(SB_PM_WAKEUP_COUNT, true, buf, len);
 	sb_armed = n == len;
 	if (n < 0)
 		return n;
@@ -249,11 +454,12 @@ static int sb_wakeup_count_arm(unsigned int count)
 
 /*
  * Is the kernel's own opportunistic sleep (CONFIG_PM_AUTOSLEEP) on? Its
- * state goes to @buf ("off" or a state; empty without the file).
+ * state goes to @buf (SB_PM_BUF bytes: "off" or a state; empty without
+ * the file).
  */
-static bool sb_autosleep_active(char *buf, size_t size)
+static bool sb_autosleep_active(char *buf)
 {
-	if (sb_file_read(SB_SYS_AUTOSLEEP, buf, size) <= 0) {
+	if (sb_pm_io(SB_PM_AUTOSLEEP, false, buf, 0) <= 0) {
 		buf[0] = '\0';
 		return false;
 	}
@@ -269,17 +475,25 @@ static bool sb_autosleep_active(char *buf, size_t size)
  */
 static void sb_wakeup_count_disarm(void)
 {
+	char never[] = "4294967295";
+
 	lockdep_assert_held(&sb_policy_lock);
 	if (!sb_armed)
 		return;
-	sb_file_write(SB_SYS_WAKEUP_COUNT, "4294967295", 10);
+	sb_pm_io(SB_PM_WAKEUP_COUNT, true, never, strlen(never));
 	sb_armed = false;
+}
+
+/* Is the system running normally (not booting, not going down)? */
+static bool sb_system_running(void)
+{
+	return system_state == SYSTEM_RUNNING && !READ_ONCE(sb_going_down);
 }
 
 static bool sb_should_try(void)
 {
 	return READ_ONCE(sb_policy) == SB_POLICY_OPPORTUNISTIC &&
-	       !sb_any_active();
+	       sb_system_running() && !sb_any_active();
 }
 
 /* Log the policy and requested state. Context: sb_policy_lock held. */
@@ -312,20 +526,28 @@ static void sb_request_locked(const char *name)
 /* What one attempt of the worker came to. */
 enum sb_attempt {
 	SB_SKIPPED,	/* not tried: interrupted, a blocker, the policy */
+	SB_READ_FAILED,	/* reading wakeup_count failed */
 	SB_ARM_FAILED,	/* writing wakeup_count failed */
 	SB_SUSPENDED,	/* pm_suspend() was called */
 };
 
 /*
- * One opportunistic suspend attempt. *@err is the wakeup_count write's
- * error (SB_ARM_FAILED) or pm_suspend()'s result (SB_SUSPENDED), and
+ * One opportunistic suspend attempt. *@err is the wakeup_count read's or
+ * write's error (SB_READ_FAILED, SB_ARM_FAILED) or pm_suspend()'s result
+ * (SB_SUSPENDED), and
  * *@unknown tells (SB_SUSPENDED) whether nothing explains the return: no
  * blocker was activated and, if pm_suspend() failed, no kernel wakeup
  * source reported an event.
+ *
+ * The attempt begins once the wakeup count has been read (which waits
+ * until no wakeup event is in progress): from there on, any blocker
+ * activated, even for a moment, aborts it (pmhooks.c) and any kernel
+ * wakeup event explains its failure. The write that arms the count fails
+ * if a kernel event came in between.
  */
 static enum sb_attempt sb_try_suspend(int *err, bool *unknown)
 {
-	char requested[SB_STATE_LEN], arg[40];
+	char requested[SB_STATE_LEN], label[SB_STATE_LEN], arg[40];
 	unsigned long entry_ws;
 	unsigned int entry_num;
 	suspend_state_t state;
@@ -335,41 +557,42 @@ static enum sb_attempt sb_try_suspend(int *err, bool *unknown)
 	ret = sb_wakeup_count_read(&count);
 	if (ret == -EINTR || ret == -ERESTARTSYS)
 		return SB_SKIPPED;
-	if (ret)
-		pr_warn_once("cannot read %s (%d): suspending without the wakeup-event check\n",
-			     SB_SYS_WAKEUP_COUNT, ret);
+	/* Without the count, kernel wakeup sources would not be honoured. */
+	if (ret) {
+		*err = ret;
+		return SB_READ_FAILED;
+	}
+	entry_num = sb_event_num();
+	entry_ws = sb_kernel_wakeup_events();
 	if (!sb_should_try())
 		return SB_SKIPPED;
 
 	mutex_lock(&sb_policy_lock);
 	strscpy(requested, sb_requested, sizeof(requested));
 	if (sb_policy != SB_POLICY_OPPORTUNISTIC ||
-	    sb_resolve_state(requested, &state)) {
+	    sb_resolve_state(requested, &state, label)) {
 		mutex_unlock(&sb_policy_lock);
 		return SB_SKIPPED;
 	}
-	if (!ret) {
-		*err = sb_wakeup_count_arm(count);
-		if (*err) {
-			mutex_unlock(&sb_policy_lock);
-			return SB_ARM_FAILED;
-		}
-	}
+	*err = sb_wakeup_count_arm(count);
 	mutex_unlock(&sb_policy_lock);
+	/* our own SIGUSR1 (a policy change): not a failure */
+	if (*err == -EINTR || *err == -ERESTARTSYS)
+		return SB_SKIPPED;
+	if (*err)
+		return SB_ARM_FAILED;
 
-	entry_num = sb_event_num();
-	entry_ws = sb_kernel_wakeup_events();
-	sb_set_suspend_blockers_enabled(true);
-	if (suspend_is_blocked()) {
-		sb_set_suspend_blockers_enabled(false);
+	sb_attempt_begin(entry_num);
+	if (sb_attempt_interrupted()) {
+		sb_attempt_end();
 		return SB_SKIPPED;
 	}
-	snprintf(arg, sizeof(arg), "%s %s", requested, sb_state_name(state));
+	snprintf(arg, sizeof(arg), "%s %s", requested, label);
 	if (sb_debug_mask & SB_DEBUG_SUSPEND)
 		pr_info("enter suspend (%s)\n", arg);
 	sb_event(SB_EV_SUSPEND, arg);
 	*err = pm_suspend(state);
-	sb_set_suspend_blockers_enabled(false);
+	sb_attempt_end();
 	sb_event_int(*err ? SB_EV_ABORT : SB_EV_RESUME, *err);
 	if (sb_debug_mask & SB_DEBUG_EXIT_SUSPEND)
 		pr_info("exit suspend, ret = %d\n", *err);
@@ -393,20 +616,24 @@ static unsigned int sb_backoff_next(unsigned int ms)
 }
 
 /*
- * Say why the wakeup_count write failed. The caller says it only while
- * the back-off grows, so a write that keeps failing is said a few times.
+ * Say why the wakeup_count read or write failed. The caller says it only
+ * while the back-off grows, so one that keeps failing is said a few times.
  */
-static void sb_warn_arm_failed(int err, unsigned int backoff_ms)
+static void sb_warn_count_failed(enum sb_attempt what, int err,
+				 unsigned int backoff_ms)
 {
-	char autosleep[16];
+	char autosleep[SB_PM_BUF];
 
-	if (err == -EBUSY && sb_autosleep_active(autosleep, sizeof(autosleep)))
-		pr_warn_ratelimited("cannot arm %s (%d): the kernel's autosleep is on (%s: %s); retrying in %u ms\n",
-				    SB_SYS_WAKEUP_COUNT, err, SB_SYS_AUTOSLEEP,
-				    autosleep, backoff_ms);
+	if (what == SB_READ_FAILED)
+		pr_warn_ratelimited("cannot read %swakeup_count (%d): not suspending without the kernel's wakeup-event check; retrying in %u ms\n",
+				    SB_PM_DIR, err, backoff_ms);
+	else if (err == -EBUSY && sb_autosleep_active(autosleep))
+		pr_warn_ratelimited("cannot arm %swakeup_count (%d): the kernel's autosleep is on (%sautosleep: %s); retrying in %u ms\n",
+				    SB_PM_DIR, err, SB_PM_DIR, autosleep,
+				    backoff_ms);
 	else if (err != -EINVAL)	/* EINVAL: an event came in, a race */
-		pr_warn_ratelimited("cannot arm %s (%d): retrying in %u ms\n",
-				    SB_SYS_WAKEUP_COUNT, err, backoff_ms);
+		pr_warn_ratelimited("cannot arm %swakeup_count (%d): retrying in %u ms\n",
+				    SB_PM_DIR, err, backoff_ms);
 }
 
 /* Sleep @ms, or less if something kicks the worker. */
@@ -482,8 +709,8 @@ static int sb_worker_fn(void *unused)
 			}
 		}
 		backoff_ms = sb_backoff_next(backoff_ms);
-		if (what == SB_ARM_FAILED && backoff_ms != prev)
-			sb_warn_arm_failed(err, backoff_ms);
+		if (what != SB_SUSPENDED && backoff_ms != prev)
+			sb_warn_count_failed(what, err, backoff_ms);
 		sb_worker_backoff(backoff_ms);
 	}
 	return 0;
@@ -506,16 +733,19 @@ static ssize_t policy_store(struct kobject *kobj, struct kobj_attribute *attr,
 			    const char *buf, size_t n)
 {
 	int i = sysfs_match_string(sb_policy_names, buf);
-	char autosleep[16];
+	char autosleep[SB_PM_BUF], states[SB_PM_BUF];
 	ssize_t ret = n;
 
 	if (i < 0)
 		return -EINVAL;
+	if (sb_in_pm_io())
+		return -EDEADLK;
+	sb_pm_io(SB_PM_STATE, false, states, 0);	/* refresh the list */
 	mutex_lock(&sb_policy_lock);
 	if (i == SB_POLICY_OPPORTUNISTIC && i != sb_policy &&
-	    sb_autosleep_active(autosleep, sizeof(autosleep))) {
-		pr_warn("opportunistic policy refused: the kernel's autosleep is on (%s: %s); write off there first\n",
-			SB_SYS_AUTOSLEEP, autosleep);
+	    sb_autosleep_active(autosleep)) {
+		pr_warn("opportunistic policy refused: the kernel's autosleep is on (%sautosleep: %s); write off there first\n",
+			SB_PM_DIR, autosleep);
 		ret = -EBUSY;
 		goto out;
 	}
@@ -540,18 +770,18 @@ out:
 	return ret;
 }
 
+/* Lists what /sys/power/state listed when last read: no I/O here. */
 static ssize_t state_show(struct kobject *kobj, struct kobj_attribute *attr,
 			  char *buf)
 {
-	char states[64], *p = states, *tok;
-	ssize_t n;
+	char states[SB_PM_BUF], *p = states, *tok;
 	int len = 0;
 
-	n = sb_file_read(SB_SYS_STATE, states, sizeof(states));
-	if (n < 0)
-		return n;
+	if (sb_in_pm_io())
+		return -EDEADLK;
+	sb_pm_states_get(states);
 	if (READ_ONCE(sb_policy) == SB_POLICY_FORCED)
-		return sysfs_emit(buf, "%s\n", strim(states));
+		return sysfs_emit(buf, "%s\n", states);
 	len = sysfs_emit_at(buf, len, "on");
 	while ((tok = strsep(&p, "\n ")))
 		if (*tok && strcmp(tok, "disk"))
@@ -560,18 +790,36 @@ static ssize_t state_show(struct kobject *kobj, struct kobj_attribute *attr,
 	return len;
 }
 
+/*
+ * Forced policy: what /sys/power/state does, with its errors. It reads
+ * the word up to the first newline: that part is passed on.
+ */
+static ssize_t sb_state_store_forced(const char *buf, size_t n)
+{
+	char word[SB_PM_BUF];
+	const char *nl = memchr(buf, '\n', n);
+	size_t len = nl ? nl - buf + 1 : n;
+	ssize_t ret;
+
+	if (len > sizeof(word))
+		return -EINVAL;		/* no state has such a name */
+	memcpy(word, buf, len);
+	ret = sb_pm_io(SB_PM_STATE, true, word, len);
+	return ret < 0 ? ret : n;
+}
+
 static ssize_t state_store(struct kobject *kobj, struct kobj_attribute *attr,
 			   const char *buf, size_t n)
 {
 	ssize_t ret;
 	int i;
 
+	if (sb_in_pm_io())
+		return -EDEADLK;
 	mutex_lock(&sb_policy_lock);
 	if (sb_policy == SB_POLICY_FORCED) {
 		mutex_unlock(&sb_policy_lock);
-		/* Exactly what /sys/power/state does, with its errors. */
-		ret = sb_file_write(SB_SYS_STATE, buf, n);
-		return ret < 0 ? ret : n;
+		return sb_state_store_forced(buf, n);
 	}
 	i = sysfs_match_string(sb_request_names, buf);
 	if (i < 0) {
@@ -612,13 +860,46 @@ static const struct attribute_group sb_attr_group = {
 	.attrs = sb_attrs,
 };
 
+/*
+ * Going down (reboot, halt, power-off): processes that exit release their
+ * blockers, which must not put the system to sleep half-way through.
+ */
+static int sb_reboot_notify(struct notifier_block *nb, unsigned long action,
+			    void *unused)
+{
+	WRITE_ONCE(sb_going_down, true);
+	sb_worker_interrupt();
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block sb_reboot_nb = {
+	.notifier_call = sb_reboot_notify,
+};
+
+/**
+ * sb_policy_init() - create the sysfs files, start the worker
+ *
+ * Context: process context.
+ * Return: 0 or a negative errno.
+ */
 int sb_policy_init(void)
 {
+	char states[SB_PM_BUF];
+	ssize_t n;
 	int ret;
 
-	sb_kobj = kobject_create_and_add("suspend_block", kernel_kobj);
-	if (!sb_kobj)
+	sb_pm_wq = alloc_ordered_workqueue("suspend_block_io", 0);
+	if (!sb_pm_wq)
 		return -ENOMEM;
+	n = sb_pm_io(SB_PM_STATE, false, states, 0);
+	if (n <= 0)
+		pr_warn("cannot read %sstate (%zd): the state file lists nothing until it can\n",
+			SB_PM_DIR, n);
+	sb_kobj = kobject_create_and_add("suspend_block", kernel_kobj);
+	if (!sb_kobj) {
+		ret = -ENOMEM;
+		goto destroy_wq;
+	}
 	ret = sysfs_create_group(sb_kobj, &sb_attr_group);
 	if (ret)
 		goto put_kobj;
@@ -628,16 +909,25 @@ int sb_policy_init(void)
 		sb_worker_task = NULL;
 		goto put_kobj;
 	}
+	register_reboot_notifier(&sb_reboot_nb);
 	return 0;
 
 put_kobj:
 	kobject_del(sb_kobj);
 	kobject_put(sb_kobj);
+destroy_wq:
+	destroy_workqueue(sb_pm_wq);
 	return ret;
 }
 
+/**
+ * sb_policy_exit() - stop the worker, back to "forced", remove the files
+ *
+ * Context: process context.
+ */
 void sb_policy_exit(void)
 {
+	unregister_reboot_notifier(&sb_reboot_nb);
 	/*
 	 * No more policy writes once the files are gone: kobject_del()
 	 * removes them now and waits for writers in progress, whoever else
@@ -658,4 +948,6 @@ void sb_policy_exit(void)
 	mutex_unlock(&sb_policy_lock);
 	kobject_put(sb_kobj);
 	sb_kobj = NULL;
+	/* a killed writer's request may still be running: wait for it */
+	destroy_workqueue(sb_pm_wq);
 }

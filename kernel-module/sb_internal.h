@@ -33,6 +33,8 @@
  */
 #define SBLK_INITIALIZED		BIT(8)
 #define SBLK_ACTIVE			BIT(9)
+/* Not a blocker: a statistics reader's place in the list (stats.c). */
+#define SBLK_CURSOR			BIT(10)
 
 /* Debug mask bits (module parameter debug_mask), as in the seed. */
 enum {
@@ -46,6 +48,33 @@ enum {
 
 extern int sb_debug_mask;
 
+/**
+ * struct sb_stats_row - one line of the statistics table, as copied
+ * @name:	Buffer for the name (NUL-terminated), @cap bytes.
+ * @cap:	Size of @name.
+ * @name_len:	Length of the name (also when it did not fit).
+ * @count:	The seed's columns, an active blocker's running activation
+ *		counted in.
+ * @wake_count:	See @count.
+ * @active_time: See @count.
+ * @total_time:	See @count.
+ * @sleep_time:	See @count.
+ * @max_time:	See @count.
+ * @last_change: See @count.
+ */
+struct sb_stats_row {
+	char *name;
+	size_t cap;
+	unsigned int name_len;
+	unsigned int count;
+	unsigned int wake_count;
+	ktime_t active_time;
+	ktime_t total_time;
+	ktime_t sleep_time;
+	ktime_t max_time;
+	ktime_t last_change;
+};
+
 /* core.c */
 extern spinlock_t suspend_blockers_lock;
 extern struct suspend_blocker sb_main_blocker;
@@ -53,6 +82,8 @@ extern struct suspend_blocker sb_unknown_wakeup;
 extern struct suspend_blocker sb_deleted_blockers;
 int sb_core_init(void);
 void sb_core_exit(void);
+ktime_t sb_now(void);
+void sb_set_clock_frozen(bool frozen);
 void sb_core_set_mirror(bool on);
 bool sb_any_active(void);
 bool sb_any_active_locked(void);
@@ -60,9 +91,14 @@ bool sb_own_wakeup_source(const char *name);
 unsigned int sb_event_num(void);
 unsigned long sb_kernel_wakeup_events(void);
 void sb_note_enter_suspend(void);
-void sb_set_suspend_blockers_enabled(bool on);
+void sb_attempt_begin(unsigned int entry_num);
+void sb_attempt_end(void);
+bool sb_attempt_interrupted(void);
 void sb_set_suspend_in_progress(bool on);
-void sb_stats_show_locked(struct seq_file *m);
+void sb_stats_cursor_reset(struct suspend_blocker *cursor);
+void sb_stats_cursor_del(struct suspend_blocker *cursor);
+int sb_stats_cursor_next(struct suspend_blocker *cursor,
+			 struct sb_stats_row *row);
 
 /* events.c */
 enum sb_event_type {
@@ -92,51 +128,13 @@ struct sb_event_rec {
 	char arg[SB_EVENT_ARG_LEN];
 };
 
-extern struct sb_event_rec *sb_ring;
-extern unsigned int sb_ring_mask;
-extern u64 sb_ev_next;
-extern ktime_t sb_offs_boot;
-extern struct wait_queue_head sb_ev_wait;
-
 int sb_events_init(struct dentry *dir);
 void sb_events_exit(void);
 void sb_events_resync_clock(void);
+void sb_event_add(enum sb_event_type type, ktime_t mono, const char *arg,
+		  unsigned int len);
 void sb_event(enum sb_event_type type, const char *arg);
 void sb_event_int(enum sb_event_type type, int val);
-
-/**
- * sb_event_locked() - append a record to the event log
- * @type:	What happened.
- * @mono:	When, on CLOCK_MONOTONIC.
- * @arg:	The argument text, not necessarily NUL-terminated.
- * @len:	Its length.
- *
- * Inline because block/unblock call it every time: the log must not make
- * the API slower than mainline's wakeup sources.
- *
- * Context: suspend_blockers_lock held, any context.
- */
-static inline void sb_event_locked(enum sb_event_type type, ktime_t mono,
-				   const char *arg, unsigned int len)
-{
-	struct sb_event_rec *rec;
-
-	lockdep_assert_held(&suspend_blockers_lock);
-	if (unlikely(!sb_ring))
-		return;
-	rec = &sb_ring[sb_ev_next++ & sb_ring_mask];
-	rec->t_ns = ktime_to_ns(ktime_add(mono, sb_offs_boot));
-	rec->type = type;
-	rec->truncated = len > SB_EVENT_ARG_LEN;
-	rec->len = rec->truncated ? SB_EVENT_ARG_LEN : len;
-	memcpy(rec->arg, arg, rec->len);
-	/*
-	 * No barrier needed: readers evaluate their wait condition under
-	 * suspend_blockers_lock, which we hold, after queueing themselves.
-	 */
-	if (waitqueue_active(&sb_ev_wait))
-		wake_up_interruptible(&sb_ev_wait);
-}
 
 /* stats.c */
 int sb_stats_init(struct dentry *dir);

@@ -9,7 +9,8 @@
  * sbevent<N> (its parent is the input device, so
  * /sys/class/input/sbevent<N>/device is that device) and the char device
  * /dev/input/sbevent<N> (input major, a dynamic input minor; devtmpfs
- * makes the node).
+ * makes the node). N is the handler's own number, the lowest free one
+ * (not derived from the minor: the input core's numbering is private).
  *
  * A node reads like evdev: struct input_event records, whole packets (up
  * to SYN_REPORT) at a time, poll(), O_NONBLOCK, and the identity ioctls
@@ -37,14 +38,17 @@
  * keypad-scan (module parameter keypad_scan, off by default): the seed's
  * keypad driver holds "keypad-scan" from its interrupt until no key is
  * down. For keys that come from an existing driver (a PS/2 keyboard, a
- * virtual rig's key controller) this handler does the closest thing: it
+ * uinput key controller) this handler does the closest thing: it
  * activates "keypad-scan" when the first key of any device goes down and
  * releases it when the last one is up. It sees a device's events before
  * passing them to the clients and again after, so a press is blocked
  * before its queue's "evdev", and a release is unblocked after it: the
  * order of the seed's timeline. Only keyboard codes count (below
- * BTN_MISC, and KEY_OK and up), not mouse or joystick buttons; the handle
- * of every device with keys is kept open for it.
+ * BTN_MISC, and KEY_OK and up), not mouse or joystick buttons. To see the
+ * keys while no client reads them, the handle of a keypad is kept open:
+ * a device with a keyboard key and no pointer axes (EV_REL, EV_ABS).
+ * Pointers and touch controllers are left alone, so they can still
+ * runtime-suspend while nobody uses them (an open input device is in use).
  *
  * Lifetime follows evdev.c: the input core serialises connect and
  * disconnect; the struct sb_evdev lives until the last open file's
@@ -56,6 +60,7 @@
 #include <linux/capability.h>
 #include <linux/cdev.h>
 #include <linux/device.h>
+#include <linux/idr.h>
 #include <linux/input.h>
 #include <linux/major.h>
 #include <linux/module.h>
@@ -72,8 +77,8 @@
 
 #define SB_EVDEV_MIN_BUFFER	64U
 #define SB_EVDEV_BUF_PACKETS	8U
-/* The first dynamic input minor (drivers/input/input.c). */
-#define SB_INPUT_FIRST_DYNAMIC	256
+/* Numbers of the sbevent<N> nodes. */
+static DEFINE_IDA(sb_evdev_ida);
 
 struct sb_evdev {
 	struct input_handle handle;
@@ -85,6 +90,7 @@ struct sb_evdev {
 	spinlock_t client_lock;
 	struct list_head client_list;
 	struct device dev;
+	int num;		/* N of sbevent<N>, from sb_evdev_ida */
 	struct cdev cdev;
 	/* keypad-scan: the keys down, under sb_keyscan_lock */
 	bool keyscan;		/* counts this device's keys (its own open) */
@@ -194,6 +200,20 @@ static bool sb_keyscan_code(unsigned int code)
 	return code < BTN_MISC || (code >= KEY_OK && code < KEY_CNT);
 }
 
+/* A keypad for keypad-scan: a keyboard key, no pointer axes. */
+static bool sb_keyscan_device(struct input_dev *dev)
+{
+	unsigned int code;
+
+	if (!test_bit(EV_KEY, dev->evbit) || test_bit(EV_REL, dev->evbit) ||
+	    test_bit(EV_ABS, dev->evbit))
+		return false;
+	for_each_set_bit(code, dev->keybit, KEY_CNT)
+		if (sb_keyscan_code(code))
+			return true;
+	return false;
+}
+
 /*
  * keypad-scan: presses (@down) are counted before the clients see them,
  * releases after. Context: the device's event_lock held, irqs off.
@@ -267,6 +287,7 @@ static void sb_evdev_free(struct device *dev)
 	struct sb_evdev *evdev = container_of(dev, struct sb_evdev, dev);
 
 	input_put_device(evdev->handle.dev);
+	ida_free(&sb_evdev_ida, evdev->num);
 	kfree(evdev);
 }
 
@@ -605,11 +626,17 @@ static int sb_evdev_connect(struct input_handler *handler,
 		ret = -ENOMEM;
 		goto free_minor;
 	}
+	evdev->num = ida_alloc(&sb_evdev_ida, GFP_KERNEL);
+	if (evdev->num < 0) {
+		ret = evdev->num;
+		kfree(evdev);
+		goto free_minor;
+	}
 	INIT_LIST_HEAD(&evdev->client_list);
 	spin_lock_init(&evdev->client_lock);
 	mutex_init(&evdev->mutex);
 	evdev->exist = true;
-	dev_set_name(&evdev->dev, "sbevent%d", minor - SB_INPUT_FIRST_DYNAMIC);
+	dev_set_name(&evdev->dev, "sbevent%d", evdev->num);
 
 	evdev->handle.dev = input_get_device(dev);
 	evdev->handle.name = dev_name(&evdev->dev);
@@ -629,8 +656,8 @@ static int sb_evdev_connect(struct input_handler *handler,
 	ret = cdev_device_add(&evdev->cdev, &evdev->dev);
 	if (ret)
 		goto cleanup;
-	/* keypad-scan needs the events even while no client reads them */
-	if (keypad_scan && test_bit(EV_KEY, dev->evbit) &&
+	/* keypad-scan needs a keypad's events even while no client reads */
+	if (keypad_scan && sb_keyscan_device(dev) &&
 	    !sb_evdev_open_device(evdev))
 		evdev->keyscan = true;
 	return 0;

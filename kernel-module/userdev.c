@@ -193,11 +193,13 @@ static long sb_user_ioctl(struct file *file, unsigned int cmd,
 	}
 	/* Pairs with the cmpxchg() in sb_user_create(). */
 	bl = smp_load_acquire(&file->private_data);
+	if (!bl) {
+		ret = -ENOENT;		/* as the seed: before INIT, any cmd */
+		goto out;
+	}
 	switch (cmd) {
 	case SUSPEND_BLOCKER_IOCTL_BLOCK:
-		if (!bl) {
-			ret = -ENOENT;
-		} else if (!capable(CAP_BLOCK_SUSPEND)) {
+		if (!capable(CAP_BLOCK_SUSPEND)) {
 			ret = -EPERM;
 		} else {
 			suspend_block(&bl->blocker);
@@ -205,12 +207,8 @@ static long sb_user_ioctl(struct file *file, unsigned int cmd,
 		}
 		break;
 	case SUSPEND_BLOCKER_IOCTL_UNBLOCK:
-		if (!bl) {
-			ret = -ENOENT;
-		} else {
-			suspend_unblock(&bl->blocker);
-			ret = 0;
-		}
+		suspend_unblock(&bl->blocker);
+		ret = 0;
 		break;
 	default:
 		ret = -ENOTTY;

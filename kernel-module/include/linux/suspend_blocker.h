@@ -21,6 +21,8 @@
  * @link:	Entry in the module's list of blockers (protected by the
  *		module's list lock).
  * @flags:	Initialized, active and stats state (SB_* bits, private).
+ * @cookie:	Set while initialised: tells a live blocker from memory
+ *		that only happens to have the initialised flag set.
  * @name:	Name shown in debugfs and the event log; not copied, so it
  *		must stay valid until suspend_blocker_destroy().
  * @name_len:	strlen(@name), cached for the event log.
@@ -42,6 +44,7 @@
 struct suspend_blocker {
 	struct list_head link;
 	unsigned int flags;
+	unsigned long cookie;
 	const char *name;
 	unsigned int name_len;
 	struct {

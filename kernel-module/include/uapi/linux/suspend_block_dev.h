@@ -19,8 +19,8 @@
  * debugfs table, so they are rejected, never escaped), EFAULT (bad
  * pointer), ENOMEM (no memory, or the caller's user already owns the
  * module's max_user_blockers blockers), ENOENT
- * (BLOCK/UNBLOCK before INIT), EPERM (BLOCK without CAP_BLOCK_SUSPEND),
- * ENOTTY (unknown ioctl).
+ * (any ioctl but INIT before INIT, as in the seed), EPERM (BLOCK without
+ * CAP_BLOCK_SUSPEND), ENOTTY (unknown ioctl after INIT).
  */
 #ifndef _UAPI_LINUX_SUSPEND_BLOCK_DEV_H
 #define _UAPI_LINUX_SUSPEND_BLOCK_DEV_H
