@@ -96,10 +96,13 @@ def test_blocker_lives_while_any_dup_of_its_fd_lives(target):
     (["open", "block"], ["rc=0", "errno=ENOENT"]),
     (["open", "unblock"], ["rc=0", "errno=ENOENT"]),
     (["open", "init:a", "badioctl"], ["rc=0", "rc=0", "errno=ENOTTY"]),
+    # the seed: any ioctl but INIT on a file without a blocker is ENOENT
+    (["open", "badioctl"], ["rc=0", "errno=ENOENT"]),
     (["open", "initlen:x:0"], ["rc=0", "errno=EINVAL"]),
 ], ids=["second-init-EBUSY", "long-name-ENAMETOOLONG", "bad-pointer-EFAULT",
         "block-before-init-ENOENT", "unblock-before-init-ENOENT",
-        "unknown-ioctl-ENOTTY", "empty-name-EINVAL"])
+        "unknown-ioctl-ENOTTY", "unknown-ioctl-before-init-ENOENT",
+        "empty-name-EINVAL"])
 def test_ioctl_errors(target, ops, want):
     assert sb.sbprobe_results(target, *ops) == want
 

@@ -18,6 +18,12 @@ Prints each figure next to its reference, measured in the same run:
   4. re-suspend latency: last unblock -> the worker calls pm_suspend()
      ("suspend" event) and -> the platform enters S3 ("enter" event);
      target <= 10 ms.
+  5. one read of debugfs suspend_blockers with 10 000 user blockers
+     registered (through /dev/suspend_blocker, by one root process) vs with
+     none (reported per table and per line), and the p99 of a single
+     block+unblock pair while a reader loops over the table, with and
+     without them: the lock is held for one line at a time, so the pair's
+     p99 must not grow with the table (target ratio <= 1.5).
 The guest runs under TCG, so absolute times are inflated; ratios and
 in-guest latencies are what to compare.
 
@@ -30,7 +36,7 @@ took it, which then stayed active and the next trial never suspended
 armed the timer from the shell, so a slow round trip could fire it
 before the suspend started (an endless wait for an abort).
 
-usage: bench_module.py [--pairs N] [--trials N] [--idle N]
+usage: bench_module.py [--pairs N] [--trials N] [--idle N] [--users N]
 """
 
 from __future__ import annotations
@@ -171,11 +177,53 @@ def bench_resuspend(vm, trials: int) -> None:
     line("re-suspend: unblock -> S3 entry", to_enter, "(reference)")
 
 
+def _table_read_ms(vm, reads: int) -> tuple[float, int]:
+    """Mean ms per full read of the table (timed in the guest), lines."""
+    out = vm.run_ok(
+        f"t0=$(date +%s%N); i=0; while [ $i -lt {reads} ]; do "
+        f"cat {sb.STATS} > /dev/null; i=$((i + 1)); done; t1=$(date +%s%N); "
+        f"echo $(( (t1 - t0) / {reads} )) $(wc -l < {sb.STATS})", timeout=600)
+    ns, lines = out.split()
+    return int(ns) / MS, int(lines)
+
+
+def _lat_p99_us_while_reading(vm) -> float:
+    reader = vm.start_bg(f"while :; do cat {sb.STATS} > /dev/null; done")
+    try:
+        sb.ctl(vm, "lat 4000")
+    finally:
+        reader.kill()
+        reader.wait()
+    return sb.ctl_state(vm)["lat_p99_ns"] / 1000
+
+
+def bench_table(vm, users: int, reads: int = 20) -> None:
+    base_ms, base_lines = _table_read_ms(vm, reads)
+    base_lat = _lat_p99_us_while_reading(vm)
+    holder = vm.start_bg(f"ulimit -n {users + 64} && "
+                         f"sbprobe initmany:bench-u:{users} sleep:3600000")
+    try:
+        wait_for(f"{users} user blockers", lambda: len(sb.stats(vm)),
+                 lambda n: n >= base_lines - 1 + users, vm, 300)
+        big_ms, big_lines = _table_read_ms(vm, reads)
+        big_lat = _lat_p99_us_while_reading(vm)
+    finally:
+        holder.kill()
+        holder.wait(timeout=120)
+    print(f"{f'table read, {users} user blockers':34s} {big_ms:8.3f} ms "
+          f"({big_ms * 1000 / big_lines:.2f} us/line)   "
+          f"{'with none':12s} {base_ms:8.3f} ms ({base_lines} lines)", flush=True)
+    print(f"{'block+unblock p99 while reading':34s} {big_lat:8.1f} us   "
+          f"{'with none':26s} {base_lat:8.1f} us   ratio {big_lat / base_lat:5.2f}x"
+          f"   target <= 1.50x", flush=True)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pairs", type=int, default=256000)
     ap.add_argument("--trials", type=int, default=20)
     ap.add_argument("--idle", type=int, default=100000)
+    ap.add_argument("--users", type=int, default=10000)
     args = ap.parse_args(argv)
     with Vm("amd64", build_all("amd64")) as vm:
         # mainline's wakeup sources as mainline has them: without our
@@ -187,6 +235,8 @@ def main(argv=None) -> int:
         bench_abort(vm, args.trials)
         sb.reload(vm)
         bench_resuspend(vm, args.trials)
+        sb.reload(vm)
+        bench_table(vm, args.users)
     return 0
 
 

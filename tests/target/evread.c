@@ -9,6 +9,10 @@
  * (default 2000) for POLLIN and prints "poll=1" or "poll=0"; "wait" reads
  * a line from stdin and "sleep:MS" sleeps (so a test can make events
  * happen meanwhile);
+ * "epoll" waits up to -p MS in epoll_wait() on an epoll set that holds the
+ * log with EPOLLIN|EPOLLWAKEUP (a reader that keeps the system awake until
+ * it has read, as Android's suspend daemons do; needs CAP_BLOCK_SUSPEND)
+ * and prints "epoll=1" or "epoll=0";
  * "small" issues one read with a buffer of -b BYTES and prints the result
  * or "errno=N"; "fault:N" issues one read of 4096 bytes into a buffer
  * whose first N bytes are mapped and the rest is not, and prints
@@ -21,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -73,7 +78,7 @@ static int fault_read(int fd, size_t valid)
 int main(int argc, char **argv)
 {
 	size_t small = 64;
-	int poll_ms = 2000, opt, fd, i, ret = 0;
+	int poll_ms = 2000, opt, fd, i, ret = 0, ep = -1;
 	char line[256];
 
 	while ((opt = getopt(argc, argv, "b:p:h")) != -1) {
@@ -85,7 +90,7 @@ int main(int argc, char **argv)
 			poll_ms = atoi(optarg);
 			break;
 		default:
-			fprintf(stderr, "usage: evread [-b BYTES] [-p MS] drain|poll|wait|sleep:MS|small|fault:N...\n");
+			fprintf(stderr, "usage: evread [-b BYTES] [-p MS] drain|poll|epoll|wait|sleep:MS|small|fault:N...\n");
 			return opt == 'h' ? 0 : 2;
 		}
 	}
@@ -102,6 +107,20 @@ int main(int argc, char **argv)
 
 			printf("poll=%d\n", poll(&p, 1, poll_ms) == 1 &&
 			       (p.revents & POLLIN));
+		} else if (!strcmp(argv[i], "epoll")) {
+			struct epoll_event ev = {
+				.events = EPOLLIN | EPOLLWAKEUP,
+			};
+
+			if (ep < 0) {
+				ep = epoll_create1(EPOLL_CLOEXEC);
+				if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev)) {
+					perror("evread: epoll");
+					ret = 1;
+					break;
+				}
+			}
+			printf("epoll=%d\n", epoll_wait(ep, &ev, 1, poll_ms) == 1);
 		} else if (!strcmp(argv[i], "wait")) {
 			if (!fgets(line, sizeof(line), stdin))
 				line[0] = '\0';
@@ -124,6 +143,8 @@ int main(int argc, char **argv)
 		}
 		fflush(stdout);
 	}
+	if (ep >= 0)
+		close(ep);
 	close(fd);
 	return ret;
 }

@@ -76,6 +76,10 @@ static struct suspend_blocking_work sbwork;	/* "sb_test_work" */
 static unsigned int work_ms;
 static atomic_t work_runs = ATOMIC_INIT(0);
 static u64 bench_sb_ps, bench_ws_ps, bench_iters;
+/* "lat N": percentiles of single block+unblock pairs, in ns */
+static u64 lat_p50_ns, lat_p99_ns, lat_max_ns;
+/* "garbage_init N": ns per init of a blocker whose memory is not zeroed */
+static u64 garbage_init_ns;
 
 static enum hrtimer_restart timer_fn(struct hrtimer *t)
 {
@@ -307,13 +311,74 @@ static int get_cmd(const char __user *ubuf, size_t len, char *word,
 	return n >= 1 ? 0 : -EINVAL;
 }
 
+#define LAT_MAX		20000
+
+/*
+ * "lat N": time N single block+unblock pairs of sb_test_bench, ~50 us
+ * apart, each on its own, preemption off only around the pair: how long
+ * a suspend_block() may have to wait for the blockers' lock while
+ * something else (a reader of the statistics table) holds it.
+ */
+static int run_lat(u64 n)
+{
+	u64 *d, i, t0;
+
+	d = kvmalloc_array(n, sizeof(*d), GFP_KERNEL);
+	if (!d)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		preempt_disable();
+		t0 = ktime_get_ns();
+		suspend_block(&bench_blocker);
+		suspend_unblock(&bench_blocker);
+		d[i] = ktime_get_ns() - t0;
+		preempt_enable();
+		usleep_range(40, 60);
+	}
+	sort(d, n, sizeof(u64), cmp_u64, NULL);
+	lat_p50_ns = d[n / 2];
+	lat_p99_ns = d[n - 1 - div_u64(n, 100)];
+	lat_max_ns = d[n - 1];
+	kvfree(d);
+	return 0;
+}
+
+/*
+ * "garbage_init N": initialise (and destroy) a blocker N times whose
+ * memory, as kmalloc() left it, has the module's "initialised" flag bit
+ * (BIT(8), a private value this test knows) set by chance: the module
+ * must tell it from a live blocker without looking at the others.
+ */
+static int run_garbage_init(u64 n)
+{
+	struct suspend_blocker *b;
+	u64 i, t0, total = 0;
+
+	b = kmalloc(sizeof(*b), GFP_KERNEL);
+	if (!b)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		memset(b, 0xa5, sizeof(*b));
+		b->flags = BIT(8);
+		t0 = ktime_get_ns();
+		suspend_blocker_init(b, "sb_test_garbage");
+		total += ktime_get_ns() - t0;
+		suspend_blocker_destroy(b);
+		cond_resched();
+	}
+	kfree(b);
+	garbage_init_ns = div64_u64(total, n);
+	return 0;
+}
+
 /*
  * ctl: block | unblock | block_after_ms N | unblock_after_ms N |
  *      ws_on_after_ms N | block_on_prepare_ms N | ws_on_prepare_ms N |
  *      ws_on | ws_off | ws_event_ms N | hold_after_resumes N |
  *      release_resume | release_refuse | work_queue MS | work_schedule MS |
  *      work_cancel | bench N | idle_blockers N | fail_suspend N |
- *      slow_suspend_ms N | psy_delay_ms N | block_in_noirq | reinit
+ *      slow_suspend_ms N | psy_delay_ms N | block_in_noirq | reinit |
+ *      lat N | garbage_init N
  *
  * *_on_prepare_ms N: start the timer N ms after the next suspend starts
  * (PM_SUSPEND_PREPARE, just before the freezer), once.
@@ -369,6 +434,18 @@ static ssize_t ctl_write(struct file *f, const char __user *ubuf, size_t len,
 		if (num < BENCH_ROUNDS || num > 100000000)
 			return -ERANGE;
 		run_bench(num);
+	} else if (!strcmp(word, "lat")) {
+		if (num < 100 || num > LAT_MAX)
+			return -ERANGE;
+		ret = run_lat(num);
+		if (ret)
+			return ret;
+	} else if (!strcmp(word, "garbage_init")) {
+		if (!num || num > 1000000)
+			return -ERANGE;
+		ret = run_garbage_init(num);
+		if (ret)
+			return ret;
 	} else if (!strcmp(word, "idle_blockers")) {
 		if (num > 1000000)
 			return -ERANGE;
@@ -401,11 +478,11 @@ static ssize_t ctl_write(struct file *f, const char __user *ubuf, size_t len,
 static ssize_t ctl_read(struct file *f, char __user *ubuf, size_t len,
 			loff_t *ppos)
 {
-	char buf[512];
+	char buf[768];
 	int n;
 
 	n = scnprintf(buf, sizeof(buf),
-		      "blocker %d\nresume_blocker %d\nwork_blocker %d\nwork_runs %d\nis_blocked %d\nrefusing %d\nbench_iters %llu\nbench_sb_pair_ps %llu\nbench_ws_pair_ps %llu\ntimer_fired_ns %lld\nidle_blockers %u\nfail_suspends %d\nblock_in_noirq %d\n",
+		      "blocker %d\nresume_blocker %d\nwork_blocker %d\nwork_runs %d\nis_blocked %d\nrefusing %d\nbench_iters %llu\nbench_sb_pair_ps %llu\nbench_ws_pair_ps %llu\ntimer_fired_ns %lld\nidle_blockers %u\nfail_suspends %d\nblock_in_noirq %d\nlat_p50_ns %llu\nlat_p99_ns %llu\nlat_max_ns %llu\ngarbage_init_ns %llu\n",
 		      suspend_blocker_is_active(&blocker),
 		      suspend_blocker_is_active(&resume_blocker),
 		      suspend_blocker_is_active(&sbwork.suspend_blocker),
@@ -413,7 +490,8 @@ static ssize_t ctl_read(struct file *f, char __user *ubuf, size_t len,
 		      atomic_read(&refusing), bench_iters, bench_sb_ps,
 		      bench_ws_ps, READ_ONCE(timer_fired_ns), idle_n,
 		      atomic_read(&fail_suspends),
-		      atomic_read(&block_in_noirq));
+		      atomic_read(&block_in_noirq), lat_p50_ns, lat_p99_ns,
+		      lat_max_ns, garbage_init_ns);
 	return simple_read_from_buffer(ubuf, len, ppos, buf, n);
 }
 
