@@ -553,20 +553,21 @@ def test_stats_table_in_small_reads_and_seeks(target):
     assert '"sb_test"' in names
 
 
-def test_stats_table_reader_does_not_hold_up_suspend_block(target):
+def test_stats_table_reader_does_not_hold_up_interrupts(target):
     """The seed printed the table with its list lock held (here, with
     interrupts off too), twice over every blocker and again each time
     seq_file grew its buffer, so a reader of a table of 20000 blockers
-    held up every suspend_block() in the system for milliseconds. With a
-    cursor the lock is held for one line at a time: the time a block+
-    unblock pair takes while a reader loops over the table must not grow
-    with the number of blockers."""
+    kept every suspend_block() in the system waiting, and interrupts off,
+    for milliseconds (any user can register blockers). With a cursor the
+    lock is held for one line at a time: how late a hard-interrupt timer
+    that blocks and unblocks fires while a reader loops over the table
+    must not grow with the number of blockers."""
     vm = target
 
     def p99_while_reading() -> float:
         bg = vm.start_bg(f"while :; do cat {sb.STATS} > /dev/null; done")
         try:
-            sb.ctl(vm, "lat 4000")
+            sb.ctl(vm, "lat 3000")
         finally:
             bg.kill()
             bg.wait()
@@ -578,10 +579,11 @@ def test_stats_table_reader_does_not_hold_up_suspend_block(target):
         big = p99_while_reading()
     finally:
         sb.ctl(vm, "idle_blockers 0")
-    print(f"block+unblock p99 while the table is read: {small:.1f} us with "
-          f"the usual blockers, {big:.1f} us with 20000 more ({big / small:.2f}x)")
-    # The whole-table lock made this milliseconds (a ratio in the hundreds).
-    assert big < 4 * small + 50, "a table reader holds the lock for all blockers"
+    print(f"blocking timer interrupt p99 lateness while the table is read: "
+          f"{small:.1f} us with the usual blockers, {big:.1f} us with 20000 "
+          f"more ({big / small:.2f}x)")
+    # The whole-table lock made this milliseconds.
+    assert big < 4 * small + 200, "a table reader holds the lock for all blockers"
 
 
 def test_init_of_memory_with_the_flag_set_walks_nothing(target):

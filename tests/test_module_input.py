@@ -210,6 +210,22 @@ def test_keypad_scan_holds_until_the_last_key_is_up(target):
     assert st.count == 1 and not st.active
 
 
+def test_keypad_scan_leaves_pointers_and_touch_controllers_alone(target):
+    """keypad_scan keeps the keypads open to see their keys while nobody
+    reads them; a device with pointer axes (a touch controller, a mouse)
+    is not a keypad: kept open it could never runtime-suspend. So its keys
+    do not hold keypad-scan, while a keyboard's still do."""
+    vm = target
+    sb.reload(vm, test_module=False, keypad_scan=1)
+    seq0 = sb.last_seq(vm)
+    out = tool(vm, "pointer:sbtest-touch", "press:30", "sleep:100", "release:30")
+    assert out[0].startswith("uinput node=sbevent"), out
+    assert _kinds(sb.events_after(vm, seq0)) == []
+    tool(vm, "uinput:sbtest-kbd", "press:30", "sleep:100", "release:30")
+    assert _kinds(sb.events_after(vm, seq0)) == [("block", "keypad-scan"),
+                                                 ("unblock", "keypad-scan")]
+
+
 def test_keypad_scan_released_when_unplugged_or_unloaded_during_a_press(target):
     vm = target
     sb.reload(vm, test_module=False, keypad_scan=1)

@@ -26,7 +26,7 @@ from tests.vm.qemu import Vm, arm_dtb_variant
 MS = 1_000_000
 
 
-def _keypad_dtb(broken: bool = False) -> Path:
+def _keypad_dtb(broken: bool = False, debounce_ms: int = 20) -> Path:
     """QEMU's virt DTB with its power key as an sbrig,keypad; ``broken``:
     the key has no linux,code (a probe error)."""
     def edit(dts: str) -> str:
@@ -34,12 +34,15 @@ def _keypad_dtb(broken: bool = False) -> Path:
         dts, n = re.subn(r'gpio-keys (\{\s*compatible = )"gpio-keys"',
                          r'sbrig-keypad \1"sbrig,keypad"', dts)
         assert n == 1, "no gpio-keys node in QEMU's virt DTB"
-        dts = dts.replace("wakeup-source;", "wakeup-source;\n\t\t\tdebounce-interval = <0x14>;", 1)
+        dts = dts.replace("wakeup-source;", "wakeup-source;\n\t\t\t"
+                          f"debounce-interval = <{debounce_ms:#x}>;", 1)
         if broken:
             dts, n = re.subn(r"\n\s*linux,code = <[^>]*>;", "", dts, count=1)
             assert n == 1
         return dts
-    return arm_dtb_variant(f"virt-sbrig-keypad{'-broken' if broken else ''}.dtb", edit)
+    name = "virt-sbrig-keypad" + ("-broken" if broken else "") + \
+        (f"-{debounce_ms}ms" if debounce_ms != 20 else "")
+    return arm_dtb_variant(f"{name}.dtb", edit)
 
 
 @pytest.fixture(scope="module")
@@ -166,3 +169,36 @@ def test_a_bad_node_fails_the_probe_and_registers_nothing():
         assert "sbrig-keypad" not in names
         assert "keypad-scan" not in sb.stats(vm)
         vm.run_ok("rmmod suspend_block")
+
+
+def test_a_debounce_pending_at_suspend_is_scanned_before_the_sleep():
+    """A key whose debounce is still pending when the system suspends
+    (here: a forced suspend right after a press, with a 1 s debounce) is
+    scanned in the keypad's suspend callback, before the controller and
+    the system go to sleep: keypad-scan is released before the platform
+    enters s2idle. Unflushed, the debounce work ran after the resume, on a
+    controller that could have been suspended, and held keypad-scan across
+    the whole sleep."""
+    art = dataclasses.replace(build_all("armhf"), dtb=_keypad_dtb(debounce_ms=1000))
+    with Vm("armhf", art, name="armhf-keypad-slow") as vm:
+        vm.load_module("suspend_block")
+        seq0 = sb.last_seq(vm)
+        vm.run_ok("echo 0 > /sys/class/rtc/rtc0/wakealarm; "
+                  "echo +4 > /sys/class/rtc/rtc0/wakealarm")
+        vm.qmp("system_powerdown")                 # press: 100 ms on pin 3
+        end = time.monotonic() + 10
+        while not [e for e in sb.events_after(vm, seq0)
+                   if e.type == "block" and e.name == "keypad-scan"]:
+            assert time.monotonic() < end, "no keypad-scan after the press"
+        # released (a key held down across the suspend rightly keeps
+        # keypad-scan), its debounce still pending: suspend now
+        rc, out = vm.run("while grep -q '|key .* hi' /sys/kernel/debug/gpio; "
+                         f"do usleep 5000; done; echo freeze > {sb.SYSFS}/state",
+                         timeout=60)
+        assert rc == 0, out
+        evs = sb.events_after(vm, seq0)
+        kinds = [(e.type, e.name if e.type in ("block", "unblock") else e.arg)
+                 for e in evs if e.type in ("block", "unblock", "enter", "exit")]
+        enter = kinds.index(("enter", "s2idle"))
+        assert ("unblock", "keypad-scan") in kinds[:enter], kinds
+        assert sb.stats(vm)["keypad-scan"].count == 1

@@ -160,6 +160,64 @@ def test_unloading_deasserts_the_marker_and_frees_the_line(vm):
     vm.run_ok("rmmod sb_wire")
 
 
+WIRE_DRV = "/sys/bus/platform/drivers/sb_wire"
+MARKER_DEV = "/sys/bus/platform/devices/sbrig-suspend-marker"
+
+
+@pytest.mark.arch("amd64")
+def test_the_marker_goes_with_its_controller_and_comes_back_with_it(vm):
+    """The marker parameter's device is linked to the GPIO controller: when
+    the controller is unbound, the marker is unbound first (its line freed,
+    never written stale), and when the controller is bound again the
+    marker comes back by itself. Without the link the chip went away with
+    the line still requested ("REMOVING GPIOCHIP WITH GPIOS STILL
+    REQUESTED") and later writes went to a descriptor without a chip."""
+    _load_wire(vm)
+    sb.reload(vm, marker="sbrig-wire:0")
+    assert _wire(vm)[0] == 1
+    assert vm.run(f"test -e {MARKER_DEV}/driver")[0] == 0
+    dm = len(vm.dmesg())
+    vm.run_ok(f"echo sb_wire.0 > {WIRE_DRV}/unbind")
+    assert vm.run(f"test -e {MARKER_DEV}/driver")[0] != 0   # unbound first
+    sb.ctl(vm, "block")                                     # nothing to write
+    sb.ctl(vm, "unblock")
+    vm.run_ok(f"echo sb_wire.0 > {WIRE_DRV}/bind")
+    _wait(vm, "the marker bound again",
+          lambda: vm.run(f"test -e {MARKER_DEV}/driver")[0] == 0)
+    _wait(vm, "the marker up again", lambda: _wire(vm)[0] == 1)
+    log = vm.dmesg()[dm:]
+    assert "STILL REQUESTED" not in log and "invalid GPIO" not in log, log
+    with main_released(vm):
+        _wait(vm, "the marker down", lambda: _wire(vm)[0] == 0)
+        assert vm.run_ok(f"sbctl hold m5 -- cat {WIRE}/level").split() == ["Y"]
+
+
+@pytest.mark.arch("amd64")
+@pytest.mark.s3
+def test_the_marker_is_not_written_while_its_controller_is_suspended(vm):
+    """From the marker's suspend_late to its resume_early the controller
+    may be suspended (sb_wire counts writes between its own suspend_late
+    and resume_early): a blocker activated then (sb_test blocks in its
+    noirq callback, which aborts the attempt) does not write the line, and
+    after the resume the line shows the level of the moment."""
+    _load_wire(vm)
+    sb.reload(vm, marker="sbrig-wire:0")
+    seq0 = sb.last_seq(vm)
+    sb.ctl(vm, "block_in_noirq")
+    vm.run_ok(f"echo opportunistic > {sb.SYSFS}/policy; echo mem > {sb.SYSFS}/state")
+    try:
+        evs = _wait(vm, "the aborted attempt", lambda: [
+            e for e in sb.events_after(vm, seq0) if e.type == "abort"] and
+            sb.events_after(vm, seq0), timeout=60)
+        blocked = [e for e in evs if e.type == "block" and e.name == "sb_test"]
+        assert blocked, evs
+        assert int(vm.run_ok(f"cat {WIRE}/suspended_writes")) == 0
+        _wait(vm, "the marker up after the resume", lambda: _wire(vm)[0] == 1)
+    finally:
+        vm.run_ok(f"echo on > {sb.SYSFS}/state; echo forced > {sb.SYSFS}/policy")
+        sb.ctl(vm, "unblock")
+
+
 @pytest.mark.arch("amd64")
 @pytest.mark.parametrize("spec", ["nocolon", ":3", "sbrig-wire:", "sbrig-wire:x",
                                   "sbrig-wire:70000"])

@@ -339,3 +339,64 @@ def _wait_event(vm, seq0: int, kind: str, timeout: float = 15.0) -> sb.Event:
         if time.monotonic() > end:
             raise AssertionError(f"no {kind} event: {sb.events_after(vm, seq0)}")
         vm.run_ok("usleep 50000")
+
+
+@pytest.mark.s3
+def test_block_while_timekeeping_is_suspended_reads_a_safe_clock(target):
+    """suspend_block() says any context. On suspend-to-RAM a driver may
+    block where timekeeping is already suspended (here sb_test, at the
+    machine_suspend trace event, after the syscore callbacks), where
+    ktime_get() warns: the module reads the NMI-safe fast clock there.
+    The block is recorded, takes the wakeup (wake_count), and the kernel
+    log has no warning."""
+    vm = target
+    sb.ctl(vm, "block_at_machine_suspend")
+    seq0 = sb.last_seq(vm)
+    cmark, qmark = vm.console_mark(), vm.qmp_mark()
+    pending = vm.run_async(f"echo mem > {sb.SYSFS}/state")    # forced policy
+    _wait_sleep(vm, cmark, qmark)
+    _wake(vm, "system_wakeup")
+    rc, out = pending.wait(timeout=60)
+    assert rc == 0, out
+    evs = sb.events_after(vm, seq0)
+    blk = [e for e in evs if e.type == "block" and e.name == "sb_test"]
+    enter = [e for e in evs if e.type == "phase" and e.arg.startswith("machine_suspend")]
+    assert len(blk) == 1 and len(enter) == 2, evs
+    # stamped with the clock stopped at timekeeping's suspend, so no later
+    # than the machine_suspend end record
+    assert blk[0].t_ns <= enter[1].t_ns
+    assert sb.stats(vm)["sb_test"].wake_count == 1
+    log = vm.console_text(cmark)
+    assert "WARNING" not in log and "timekeeping_suspended" not in log, log[-3000:]
+    sb.ctl(vm, "unblock")
+
+
+@pytest.mark.arch("amd64")
+def test_no_suspend_attempt_while_the_system_goes_down():
+    """While the kernel reboots, drivers release their blockers (here
+    sb_test, from its device's shutdown callback) and processes that exit
+    close their blocker files: that must not put the system to sleep
+    half-way through. The module's reboot notifier stops its worker before
+    the devices are shut down. Its own guest: it reboots."""
+    from tests.vm.build import build_all
+    from tests.vm.qemu import Vm
+
+    with Vm("amd64", build_all("amd64"), name="amd64-reboot") as vm:
+        vm.load_module("suspend_block", debug_mask=0x2f)   # 8: "enter suspend"
+        vm.load_module("sb_test")
+        sb.ctl(vm, "block")
+        sb.ctl(vm, "release_at_shutdown")
+        vm.run_ok(f"echo opportunistic > {sb.SYSFS}/policy; echo mem > {sb.SYSFS}/state")
+        assert sb.stats(vm)["sb_test"].active
+        mark = vm.console_mark()
+        vm.run_async("reboot -f")
+        vm.wait_console("sb_test: shutdown: done", timeout=60, since=mark)
+        # the harness's QEMU exits when the guest resets
+        end = time.monotonic() + 60
+        while vm.is_alive() and "reboot: Restarting" not in vm.console_text(mark):
+            assert time.monotonic() < end, vm.console_tail()
+            time.sleep(0.1)
+        log = vm.console_text(mark)
+        going_down = log[log.index("sb_test: shutdown: releasing"):]
+        assert "PM: suspend entry" not in going_down, going_down
+        assert "enter suspend" not in going_down, going_down

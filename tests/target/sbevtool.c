@@ -8,6 +8,8 @@
  *
  *   uinput:NAME   create a uinput keyboard NAME (keys 1..KEY_MAX/2), wait
  *                 for its sbevent node: "uinput node=sbeventN"
+ *   pointer:NAME  the same with absolute axes too (ABS_X, ABS_Y): a
+ *                 touch controller with keys, not a keypad
  *   node:NAME     find the sbevent node of the input device NAME
  *   open[:N]      open N (default 1) clients of the node, O_NONBLOCK
  *   optin, optout EVIOCSSUSPENDBLOCK 1 / 0 on every open client: "rc=0"
@@ -100,7 +102,7 @@ static int emit(int type, int code, int value)
 	return write(uifd, &ie, sizeof(ie)) == sizeof(ie) ? 0 : -1;
 }
 
-static void op_uinput(const char *name)
+static void op_uinput(const char *name, int pointer)
 {
 	struct uinput_setup us = { .id = { .bustype = BUS_VIRTUAL,
 					   .vendor = 0x5b, .product = 0x1 } };
@@ -114,6 +116,19 @@ static void op_uinput(const char *name)
 	ioctl(uifd, UI_SET_EVBIT, EV_KEY);
 	for (i = 1; i < KEY_MAX / 2; i++)
 		ioctl(uifd, UI_SET_KEYBIT, i);
+	for (i = 0; pointer && i < 2; i++) {
+		struct uinput_abs_setup abs = {
+			.code = i ? ABS_Y : ABS_X,
+			.absinfo = { .maximum = 1023 },
+		};
+
+		if (ioctl(uifd, UI_SET_EVBIT, EV_ABS) ||
+		    ioctl(uifd, UI_SET_ABSBIT, abs.code) ||
+		    ioctl(uifd, UI_ABS_SETUP, &abs)) {
+			perror("sbevtool: uinput axes");
+			exit(1);
+		}
+	}
 	snprintf(us.name, sizeof(us.name), "%s", name);
 	if (ioctl(uifd, UI_DEV_SETUP, &us) || ioctl(uifd, UI_DEV_CREATE)) {
 		perror("sbevtool: uinput setup");
@@ -274,7 +289,9 @@ int main(int argc, char **argv)
 
 		arg = arg ? arg + 1 : "";
 		if (!strncmp(op, "uinput:", 7)) {
-			op_uinput(arg);
+			op_uinput(arg, 0);
+		} else if (!strncmp(op, "pointer:", 8)) {
+			op_uinput(arg, 1);
 		} else if (!strncmp(op, "node:", 5)) {
 			printf("node %s\n", find_node(arg) ? "none" : node);
 		} else if (!strncmp(op, "open", 4)) {

@@ -34,6 +34,7 @@
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
 #include <linux/wait.h>
+#include <trace/events/power.h>
 
 static struct dentry *dir;
 static struct suspend_blocker blocker;	/* "sb_test" */
@@ -63,6 +64,13 @@ static struct power_supply *psy;
 static atomic_t slow_suspend_ms = ATOMIC_INIT(0);
 /* One shot: the device's suspend_noirq callback blocks "sb_test". */
 static atomic_t block_in_noirq = ATOMIC_INIT(0);
+/*
+ * One shot: block "sb_test" at the suspend_resume trace event
+ * "machine_suspend" (start): interrupts hard-disabled and, on
+ * suspend-to-RAM, timekeeping already suspended.
+ */
+static atomic_t block_at_machine_suspend = ATOMIC_INIT(0);
+static bool probe_registered;
 static struct platform_device *pdev;
 /* "idle_blockers N": N registered, never activated blockers. */
 static struct suspend_blocker *idle;
@@ -76,7 +84,7 @@ static struct suspend_blocking_work sbwork;	/* "sb_test_work" */
 static unsigned int work_ms;
 static atomic_t work_runs = ATOMIC_INIT(0);
 static u64 bench_sb_ps, bench_ws_ps, bench_iters;
-/* "lat N": percentiles of single block+unblock pairs, in ns */
+/* "lat N": percentiles of how late a blocking timer interrupt fires */
 static u64 lat_p50_ns, lat_p99_ns, lat_max_ns;
 /* "garbage_init N": ns per init of a blocker whose memory is not zeroed */
 static u64 garbage_init_ns;
@@ -122,6 +130,14 @@ static int pm_notify(struct notifier_block *nb, unsigned long action,
 }
 
 static struct notifier_block pm_nb = { .notifier_call = pm_notify };
+
+static void machine_suspend_probe(void *unused, const char *action, int val,
+				  bool start)
+{
+	if (start && !strcmp(action, "machine_suspend") &&
+	    atomic_xchg(&block_at_machine_suspend, 0))
+		suspend_block(&blocker);
+}
 
 static void psy_external_power_changed(struct power_supply *p)
 {
@@ -177,7 +193,25 @@ static const struct dev_pm_ops dev_pm_ops = {
 	.suspend_noirq	= dev_suspend_noirq,
 };
 
+/*
+ * "release_at_shutdown": the device's shutdown callback (a reboot or
+ * power-off under way) releases "sb_test", as a driver releases its
+ * blocker when its device goes, then gives other threads half a second.
+ */
+static bool release_at_shutdown;
+
+static void dev_shutdown(struct platform_device *p)
+{
+	if (!READ_ONCE(release_at_shutdown))
+		return;
+	pr_info("sb_test: shutdown: releasing sb_test\n");
+	suspend_unblock(&blocker);
+	msleep(500);
+	pr_info("sb_test: shutdown: done\n");
+}
+
 static struct platform_driver pdrv = {
+	.shutdown = dev_shutdown,
 	.driver = {
 		.name	= "sb_test",
 		.pm	= &dev_pm_ops,
@@ -313,27 +347,40 @@ static int get_cmd(const char __user *ubuf, size_t len, char *word,
 
 #define LAT_MAX		20000
 
+static struct hrtimer lat_timer;
+static DECLARE_COMPLETION(lat_done);
+static u64 lat_late_ns;
+
+/* A driver's interrupt: late by how much, and a block+unblock pair. */
+static enum hrtimer_restart lat_timer_fn(struct hrtimer *t)
+{
+	lat_late_ns = ktime_to_ns(ktime_sub(ktime_get(), hrtimer_get_expires(t)));
+	suspend_block(&bench_blocker);
+	suspend_unblock(&bench_blocker);
+	complete(&lat_done);
+	return HRTIMER_NORESTART;
+}
+
 /*
- * "lat N": time N single block+unblock pairs of sb_test_bench, ~50 us
- * apart, each on its own, preemption off only around the pair: how long
- * a suspend_block() may have to wait for the blockers' lock while
- * something else (a reader of the statistics table) holds it.
+ * "lat N": N hard-interrupt timers, each set 200 us ahead, that block and
+ * unblock sb_test_bench: how late each fires (percentiles). Something
+ * that holds the blockers' lock with interrupts off (a reader of the
+ * statistics table) makes them late by as long as it holds it, on one
+ * CPU as on several.
  */
 static int run_lat(u64 n)
 {
-	u64 *d, i, t0;
+	u64 *d, i;
 
 	d = kvmalloc_array(n, sizeof(*d), GFP_KERNEL);
 	if (!d)
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
-		preempt_disable();
-		t0 = ktime_get_ns();
-		suspend_block(&bench_blocker);
-		suspend_unblock(&bench_blocker);
-		d[i] = ktime_get_ns() - t0;
-		preempt_enable();
-		usleep_range(40, 60);
+		reinit_completion(&lat_done);
+		hrtimer_start(&lat_timer, ktime_add_us(ktime_get(), 200),
+			      HRTIMER_MODE_ABS_HARD);
+		wait_for_completion(&lat_done);
+		d[i] = lat_late_ns;
 	}
 	sort(d, n, sizeof(u64), cmp_u64, NULL);
 	lat_p50_ns = d[n / 2];
@@ -378,7 +425,8 @@ static int run_garbage_init(u64 n)
  *      release_resume | release_refuse | work_queue MS | work_schedule MS |
  *      work_cancel | bench N | idle_blockers N | fail_suspend N |
  *      slow_suspend_ms N | psy_delay_ms N | block_in_noirq | reinit |
- *      lat N | garbage_init N
+ *      lat N | garbage_init N | block_at_machine_suspend |
+ *      release_at_shutdown
  *
  * *_on_prepare_ms N: start the timer N ms after the next suspend starts
  * (PM_SUSPEND_PREPARE, just before the freezer), once.
@@ -466,6 +514,12 @@ static ssize_t ctl_write(struct file *f, const char __user *ubuf, size_t len,
 		atomic_set(&slow_suspend_ms, num);
 	} else if (!strcmp(word, "block_in_noirq")) {
 		atomic_set(&block_in_noirq, 1);
+	} else if (!strcmp(word, "release_at_shutdown")) {
+		WRITE_ONCE(release_at_shutdown, true);
+	} else if (!strcmp(word, "block_at_machine_suspend")) {
+		if (!probe_registered)
+			return -ENODEV;
+		atomic_set(&block_at_machine_suspend, 1);
 	} else if (!strcmp(word, "reinit")) {
 		/* a bug on purpose: initialise the live blocker again */
 		suspend_blocker_init(&blocker, "sb_test");
@@ -534,6 +588,8 @@ static int __init sb_test_init(void)
 	suspend_blocker_init(&bench_blocker, "sb_test_bench");
 	suspend_blocking_work_init(&sbwork, work_fn, "sb_test_work");
 	hrtimer_init(&timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_HARD);
+	hrtimer_init(&lat_timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_HARD);
+	lat_timer.function = lat_timer_fn;
 	timer.function = timer_fn;
 	ret = platform_driver_register(&pdrv);
 	if (ret)
@@ -555,6 +611,8 @@ static int __init sb_test_init(void)
 	/* supplied from test_ac (what DT's power-supplies would give) */
 	psy->supplied_from = psy_supplied_from;
 	psy->num_supplies = ARRAY_SIZE(psy_supplied_from);
+	probe_registered = !register_trace_suspend_resume(machine_suspend_probe,
+							   NULL);
 	dir = debugfs_create_dir("sb_test", NULL);
 	debugfs_create_file("ctl", 0600, dir, NULL, &ctl_fops);
 	debugfs_create_file("refuse", 0400, dir, NULL, &refuse_fops);
@@ -580,6 +638,10 @@ unregister_ws:
 static void __exit sb_test_exit(void)
 {
 	debugfs_remove_recursive(dir);
+	if (probe_registered) {
+		unregister_trace_suspend_resume(machine_suspend_probe, NULL);
+		tracepoint_synchronize_unregister();
+	}
 	WRITE_ONCE(refuse_release, true);
 	wake_up(&refuse_wait);
 	power_supply_unregister(psy);
@@ -587,6 +649,7 @@ static void __exit sb_test_exit(void)
 	platform_device_unregister(pdev);
 	platform_driver_unregister(&pdrv);
 	hrtimer_cancel(&timer);
+	hrtimer_cancel(&lat_timer);
 	idle_destroy();
 	suspend_blocking_work_destroy(&sbwork);
 	suspend_blocker_destroy(&bench_blocker);

@@ -23,12 +23,20 @@
  * the consumer of line 1 has not yet collected is not lost: every change
  * counts one interrupt.
  *
+ * The chip belongs to a platform device, "sb_wire.0" (driver "sb_wire"),
+ * so that a consumer can link to it, and it can be unbound and bound
+ * again through the driver's sysfs files, as a real controller goes away.
+ * Like a SoC GPIO bank it suspends in the late phase: from its
+ * suspend_late to its resume_early callback a write still sets the level
+ * (so an observer sees it), but is counted in "suspended_writes", a write
+ * that real hardware might have lost.
+ *
  * Module parameters: "label" (default "sbrig-wire"); "can_sleep" (load
  * time: the chip says it may sleep, so a consumer must write it from
  * process context, as for an I2C expander); and, read-only, "level" (the
- * wire's level, Y or N, also after every consumer has let go) and "edges"
+ * wire's level, Y or N, also after every consumer has let go), "edges"
  * (how many times the level changed since load): what a logic analyser
- * on the wire would show.
+ * on the wire would show; and "suspended_writes".
  */
 #include <linux/gpio/driver.h>
 #include <linux/interrupt.h>
@@ -36,6 +44,8 @@
 #include <linux/irq_work.h>
 #include <linux/irqdomain.h>
 #include <linux/module.h>
+#include <linux/platform_device.h>
+#include <linux/pm.h>
 #include <linux/spinlock.h>
 
 #define WIRE_OUT	0
@@ -51,10 +61,15 @@ MODULE_PARM_DESC(can_sleep, "the chip may sleep (consumers write it from process
 
 struct sb_wire {
 	struct gpio_chip gc;
-	/* lock protects level, edges, irq_type, irq_on and nfire */
+	/*
+	 * lock protects level, edges, irq_type, irq_on, nfire, suspended
+	 * and suspended_writes
+	 */
 	spinlock_t lock;
 	bool level;
 	unsigned int edges;
+	bool suspended;
+	unsigned int suspended_writes;
 	unsigned int irq_type;
 	bool irq_on;
 	unsigned int nfire;
@@ -69,6 +84,11 @@ module_param_named(level, wire.level, bool, 0444);
 MODULE_PARM_DESC(level, "the wire's level (read only)");
 module_param_named(edges, wire.edges, uint, 0444);
 MODULE_PARM_DESC(edges, "level changes since load (read only)");
+module_param_named(suspended_writes, wire.suspended_writes, uint, 0444);
+MODULE_PARM_DESC(suspended_writes,
+		 "writes of line 0 while the chip was suspended (read only)");
+
+static struct platform_device *wire_pdev;
 
 static void sb_wire_fire(struct irq_work *work)
 {
@@ -122,6 +142,8 @@ static void sb_wire_set(struct gpio_chip *gc, unsigned int offset, int value)
 	if (offset != WIRE_OUT)
 		return;
 	spin_lock_irqsave(&wire.lock, flags);
+	if (wire.suspended)
+		wire.suspended_writes++;
 	if (!!value != wire.level) {
 		wire.level = !!value;
 		wire.edges++;
@@ -196,6 +218,56 @@ static const struct irq_domain_ops sb_wire_domain_ops = {
 
 static const char *const sb_wire_names[] = { "wire-out", "wire-in" };
 
+static int sb_wire_probe(struct platform_device *pdev)
+{
+	wire.gc.label = label;
+	wire.gc.parent = &pdev->dev;
+	wire.gc.owner = THIS_MODULE;
+	wire.gc.base = -1;
+	wire.gc.ngpio = 2;
+	wire.gc.names = sb_wire_names;
+	wire.gc.can_sleep = can_sleep;
+	wire.gc.get_direction = sb_wire_get_direction;
+	wire.gc.direction_input = sb_wire_direction_input;
+	wire.gc.direction_output = sb_wire_direction_output;
+	wire.gc.get = sb_wire_get;
+	wire.gc.set = sb_wire_set;
+	wire.gc.to_irq = sb_wire_to_irq;
+	return devm_gpiochip_add_data(&pdev->dev, &wire.gc, &wire);
+}
+
+static int sb_wire_suspend_late(struct device *dev)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&wire.lock, flags);
+	wire.suspended = true;
+	spin_unlock_irqrestore(&wire.lock, flags);
+	return 0;
+}
+
+static int sb_wire_resume_early(struct device *dev)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&wire.lock, flags);
+	wire.suspended = false;
+	spin_unlock_irqrestore(&wire.lock, flags);
+	return 0;
+}
+
+static const struct dev_pm_ops sb_wire_pm_ops = {
+	LATE_SYSTEM_SLEEP_PM_OPS(sb_wire_suspend_late, sb_wire_resume_early)
+};
+
+static struct platform_driver sb_wire_driver = {
+	.probe	= sb_wire_probe,
+	.driver	= {
+		.name	= "sb_wire",
+		.pm	= &sb_wire_pm_ops,
+	},
+};
+
 static int __init sb_wire_init(void)
 {
 	int ret;
@@ -211,23 +283,18 @@ static int __init sb_wire_init(void)
 		ret = -ENOMEM;
 		goto free_fwnode;
 	}
-	wire.gc.label = label;
-	wire.gc.owner = THIS_MODULE;
-	wire.gc.base = -1;
-	wire.gc.ngpio = 2;
-	wire.gc.names = sb_wire_names;
-	wire.gc.can_sleep = can_sleep;
-	wire.gc.get_direction = sb_wire_get_direction;
-	wire.gc.direction_input = sb_wire_direction_input;
-	wire.gc.direction_output = sb_wire_direction_output;
-	wire.gc.get = sb_wire_get;
-	wire.gc.set = sb_wire_set;
-	wire.gc.to_irq = sb_wire_to_irq;
-	ret = gpiochip_add_data(&wire.gc, &wire);
+	ret = platform_driver_register(&sb_wire_driver);
 	if (ret)
 		goto remove_domain;
+	wire_pdev = platform_device_register_simple("sb_wire", 0, NULL, 0);
+	if (IS_ERR(wire_pdev)) {
+		ret = PTR_ERR(wire_pdev);
+		goto unregister_driver;
+	}
 	return 0;
 
+unregister_driver:
+	platform_driver_unregister(&sb_wire_driver);
 remove_domain:
 	irq_domain_remove(wire.domain);
 free_fwnode:
@@ -237,7 +304,8 @@ free_fwnode:
 
 static void __exit sb_wire_exit(void)
 {
-	gpiochip_remove(&wire.gc);
+	platform_device_unregister(wire_pdev);
+	platform_driver_unregister(&sb_wire_driver);
 	irq_work_sync(&wire.work);
 	irq_dispose_mapping(irq_find_mapping(wire.domain, WIRE_IN));
 	irq_domain_remove(wire.domain);
