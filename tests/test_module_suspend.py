@@ -35,10 +35,16 @@ def _kernel_state(vm) -> str:
 @pytest.fixture
 def target(vm):
     sb.reload(vm)
+    if vm.arch == "armhf":
+        # "PM: suspend-to-idle" (KERN_DEBUG) says the devices are suspended
+        vm.run_ok("echo 1 > /sys/power/pm_debug_messages; "
+                  "echo 8 > /proc/sys/kernel/printk")
     yield vm
     vm.run("echo on > /sys/kernel/suspend_block/state 2>/dev/null; "
            f"echo release_resume > {sb.CTL} 2>/dev/null; "
-           "echo forced > /sys/kernel/suspend_block/policy 2>/dev/null; true")
+           "echo forced > /sys/kernel/suspend_block/policy 2>/dev/null; "
+           "echo 0 > /sys/power/pm_debug_messages 2>/dev/null; "
+           "echo 4 > /proc/sys/kernel/printk; true")
 
 
 def _wait_sleep(vm, since_console: int, since_qmp: int, nth: int = 1,
@@ -51,8 +57,10 @@ def _wait_sleep(vm, since_console: int, since_qmp: int, nth: int = 1,
             since_qmp = vm.qmp_events.index(ev) + 1
         vm.wait_status("suspended", timeout=timeout)
     else:
+        # not "PM: suspend entry", printed before the tasks are frozen: a
+        # stimulus sent then aborts the attempt instead of waking it
         end = time.monotonic() + timeout
-        while vm.console_text(since_console).count("PM: suspend entry") < nth:
+        while vm.console_text(since_console).count("PM: suspend-to-idle") < nth:
             if time.monotonic() > end:
                 raise AssertionError("no s2idle entry seen:\n"
                                      + vm.console_tail())
