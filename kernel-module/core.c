@@ -337,8 +337,8 @@ void suspend_blocker_destroy(struct suspend_blocker *blocker)
 	was_active = blocker->flags & SBLK_ACTIVE;
 	if (was_active) {
 		sb_stat_unblock_locked(blocker, now);
-		sb_event_add(SB_EV_UNBLOCK, now, blocker->name,
-			     blocker->name_len);
+		sb_event_add_irqs_off(SB_EV_UNBLOCK, now, blocker->name,
+				      blocker->name_len);
 	}
 	sb_stat_destroy_locked(blocker);
 	blocker->flags &= ~(SBLK_INITIALIZED | SBLK_ACTIVE);
@@ -378,8 +378,8 @@ void suspend_block(struct suspend_blocker *blocker)
 		if (blocker == &sb_main_blocker)
 			sb_main_changed_locked(true, now);
 		blocker->flags |= SBLK_ACTIVE;
-		sb_event_add(SB_EV_BLOCK, now, blocker->name,
-			     blocker->name_len);
+		sb_event_add_irqs_off(SB_EV_BLOCK, now, blocker->name,
+				      blocker->name_len);
 		if (sb_enabled && sb_suspending)
 			pm_system_wakeup();
 	}
@@ -418,8 +418,8 @@ void suspend_unblock(struct suspend_blocker *blocker)
 		blocker->flags &= ~SBLK_ACTIVE;
 		if (blocker == &sb_main_blocker)
 			sb_main_changed_locked(false, now);
-		sb_event_add(SB_EV_UNBLOCK, now, blocker->name,
-			     blocker->name_len);
+		sb_event_add_irqs_off(SB_EV_UNBLOCK, now, blocker->name,
+				      blocker->name_len);
 		if (!--sb_active_count)
 			sb_last_inactive_locked();
 	}

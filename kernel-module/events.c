@@ -127,6 +127,36 @@ void sb_events_resync_clock(void)
 	raw_spin_unlock_irqrestore(&sb_ring_lock, irqflags);
 }
 
+/* Write one record. Context: sb_ring_lock held. */
+static void sb_event_put_locked(enum sb_event_type type, ktime_t mono,
+				const char *arg, unsigned int len)
+{
+	struct sb_event_rec *rec;
+
+	lockdep_assert_held(&sb_ring_lock);
+	if (unlikely(!sb_ring))
+		return;
+	rec = &sb_ring[sb_ev_next++ & sb_ring_mask];
+	rec->t_ns = ktime_to_ns(ktime_add(mono, sb_offs_boot));
+	rec->type = type;
+	rec->truncated = len > SB_EVENT_ARG_LEN;
+	rec->len = rec->truncated ? SB_EVENT_ARG_LEN : len;
+	memcpy(rec->arg, arg, rec->len);
+}
+
+/* Wake the readers, after sb_ring_lock was dropped. */
+static void sb_event_wake(void)
+{
+	/*
+	 * No barrier is needed before looking at the wait queue: readers
+	 * queue themselves before they look for records under sb_ring_lock,
+	 * so either their look comes after our unlock and sees the record,
+	 * or it came before our lock and their entry is visible here.
+	 */
+	if (waitqueue_active(&sb_ev_wait))
+		irq_work_queue(&sb_ev_irq_work);
+}
+
 /**
  * sb_event_add() - append a record to the event log
  * @type:	What happened.
@@ -135,35 +165,42 @@ void sb_events_resync_clock(void)
  * @len:	Its length (a longer one is cut and marked truncated).
  *
  * Takes only sb_ring_lock, and wakes readers through an irq_work, so it
- * may be called with any other lock held (suspend_blockers_lock, a
- * wakeup source's lock, a raw spinlock of the PM core).
+ * may be called with any other lock held (a wakeup source's lock, a raw
+ * spinlock of the PM core).
  *
  * Context: any context.
  */
 void sb_event_add(enum sb_event_type type, ktime_t mono, const char *arg,
 		  unsigned int len)
 {
-	struct sb_event_rec *rec;
 	unsigned long irqflags;
 
 	raw_spin_lock_irqsave(&sb_ring_lock, irqflags);
-	if (unlikely(!sb_ring)) {
-		raw_spin_unlock_irqrestore(&sb_ring_lock, irqflags);
-		return;
-	}
-	rec = &sb_ring[sb_ev_next++ & sb_ring_mask];
-	rec->t_ns = ktime_to_ns(ktime_add(mono, sb_offs_boot));
-	rec->type = type;
-	rec->truncated = len > SB_EVENT_ARG_LEN;
-	rec->len = rec->truncated ? SB_EVENT_ARG_LEN : len;
-	memcpy(rec->arg, arg, rec->len);
+	sb_event_put_locked(type, mono, arg, len);
 	raw_spin_unlock_irqrestore(&sb_ring_lock, irqflags);
-	/*
-	 * Pairs with the barrier in the readers' prepare_to_wait(): either
-	 * they see the record, or we see them queued.
-	 */
-	if (wq_has_sleeper(&sb_ev_wait))
-		irq_work_queue(&sb_ev_irq_work);
+	sb_event_wake();
+}
+
+/**
+ * sb_event_add_irqs_off() - sb_event_add() for the block/unblock path
+ * @type:	What happened.
+ * @mono:	When, on CLOCK_MONOTONIC.
+ * @arg:	The argument text, not necessarily NUL-terminated.
+ * @len:	Its length.
+ *
+ * The same without saving and restoring the interrupt state, for callers
+ * that hold suspend_blockers_lock (the hot path of every block/unblock).
+ *
+ * Context: interrupts disabled.
+ */
+void sb_event_add_irqs_off(enum sb_event_type type, ktime_t mono,
+			   const char *arg, unsigned int len)
+{
+	lockdep_assert_irqs_disabled();
+	raw_spin_lock(&sb_ring_lock);
+	sb_event_put_locked(type, mono, arg, len);
+	raw_spin_unlock(&sb_ring_lock);
+	sb_event_wake();
 }
 
 /**

@@ -133,6 +133,8 @@ void sb_events_exit(void);
 void sb_events_resync_clock(void);
 void sb_event_add(enum sb_event_type type, ktime_t mono, const char *arg,
 		  unsigned int len);
+void sb_event_add_irqs_off(enum sb_event_type type, ktime_t mono,
+			   const char *arg, unsigned int len);
 void sb_event(enum sb_event_type type, const char *arg);
 void sb_event_int(enum sb_event_type type, int val);
 

