@@ -121,10 +121,13 @@ static void sbc_hook(const char *where, bool begin)
 		sbc_hit_now();
 }
 
+/* The tracepoint's value: an int, here the suspend_state_t of s2idle. */
+#define SBC_VAL_S2IDLE	((__force int)PM_SUSPEND_TO_IDLE)
+
 static void sbc_phase_probe(void *unused, const char *action, int val,
 			    bool start)
 {
-	if (!strcmp(action, "machine_suspend") && val == PM_SUSPEND_TO_IDLE)
+	if (!strcmp(action, "machine_suspend") && val == SBC_VAL_S2IDLE)
 		pr_info("idle %s %u\n", start ? "begin" : "end",
 			READ_ONCE(sbc_cycle));
 	if (atomic_read(&sbc_armed))
