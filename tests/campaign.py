@@ -81,7 +81,12 @@ CYCLE_TIMEOUT = 120.0
 PARK_S = 0.3
 PARK_WAIT = 0.5
 #: after a persistent kick/user block, how long to wait for an attempt
-#: already under way to come back before calling the cycle settled
+#: already under way to come back (its PM_POST_SUSPEND takes the hold:
+#: "rehold C") before calling the cycle settled. Nothing else says that
+#: no attempt is under way, but nothing is lost if one comes later: the
+#: host reads the log only once every "suspend" it holds has its result,
+#: and a late attempt is judged in the next cycle, with the blocker still
+#: active when it began.
 GRACE_S = 2.0
 
 #: hook points of the suspend_resume tracepoint (suspend path only)
