@@ -248,8 +248,10 @@ def test_torture_leaves_the_statistics_exact(torture):
     _check_table(st, mine)
     destroyed = sum(b["deleted"] for b in mine.values())
     user_deleted = 2 * counts["u"]    # block, unblock, block, close
-    assert st["deleted_suspend_blockers"].count - base["deleted_suspend_blockers"].count \
-        == destroyed + user_deleted
+    grown = st["deleted_suspend_blockers"].count - base["deleted_suspend_blockers"].count
+    assert grown == destroyed + user_deleted, \
+        (f"deleted_suspend_blockers' count grew by {grown}; the client's destroyed "
+         f"blockers had {destroyed}, the closed user blockers {user_deleted}")
     assert not any(n.startswith("ttu_") for n in st)
     active = [n for n, b in mine.items() if b["active"]]
     print(f"  at the end: {sum(b['live'] for b in mine.values())} live "
@@ -274,7 +276,9 @@ def test_torture_leaves_the_statistics_exact(torture):
     vm.run_ok("rmmod sb_torture")
     st = sb.stats(vm)
     assert set(st) == set(sb.BUILTIN)
-    assert st["deleted_suspend_blockers"].count == deleted_before + live_counts
+    assert st["deleted_suspend_blockers"].count == deleted_before + live_counts, \
+        (f"unloading the client folded {st['deleted_suspend_blockers'].count - deleted_before}"
+         f" activations into deleted_suspend_blockers; its live blockers had {live_counts}")
 
     # -- the table reads made during the run: each parsed, whole
     for i in range(4):
