@@ -163,7 +163,7 @@ class Campaign:
         self.splats: list[str] = []
         self.stimuli = 0
         self.qmp_seen = 0
-        self.console_seen = 0
+        self.hits_seen = 0        # sb_campaign's "hits" judged so far
         self.t0 = time.monotonic()
 
     # ------------------------------------------------------------ setup --
@@ -238,7 +238,6 @@ class Campaign:
         t0 = time.monotonic()
         seq0 = self.records[-1].seq if self.records else -1
         cmark = vm.console_mark()
-        self.console_seen = cmark
         if kind.what == "hook":
             go = (f"echo arm {c} {kind.where} {kind.edge} {kind.delay_us} "
                   f"{kind.mode} > {CTL} && echo release > {CTL}")
@@ -259,9 +258,11 @@ class Campaign:
         rc, out = pending.wait(timeout=CYCLE_TIMEOUT)
         if rc != 0:
             raise AssertionError(f"cycle {c}: {go!r} failed: {out}")
+        # disarmed first (a kick's timer may still be pending): the state
+        # read then counts every activation of sbc_hit there will be
+        vm.run_ok(f"echo disarm > {CTL}")
         st = self._ctl_state()
-        persistent_user = kind.what == "urace" and kind.mode == "persist"
-        cleanup = [f"echo disarm > {CTL}"]
+        cleanup = []
         if not st["hold"]:
             cleanup.append(f"echo hold > {CTL}")
         if st["hit"]:
@@ -271,9 +272,10 @@ class Campaign:
         if kind.what == "urace":
             cleanup.append("p=$(pidof sbrace); if [ -n \"$p\" ]; then kill $p; "
                            "while kill -0 $p 2>/dev/null; do usleep 10000; done; fi")
-        vm.run_ok("; ".join(cleanup))
-        hits = st["hits"]
-        recs = self._cycle_records(seq0, c, kind, hits, persistent_user)
+        if cleanup:
+            vm.run_ok("; ".join(cleanup))
+        recs = self._cycle_records(seq0, kind, st["hits"] - self.hits_seen)
+        self.hits_seen = st["hits"]
         outcome, attempts, violations = self.judge(recs, kind)
         res = Result(kind, c, outcome, attempts, time.monotonic() - t0, stimuli,
                      violations)
@@ -403,8 +405,11 @@ class Campaign:
                                      f"{self.records[-20:]}")
             self.vm.run_ok("usleep 50000")
 
-    def _cycle_records(self, seq0: int, c: int, kind: Kind, hits: int,
-                       persistent_user: bool) -> list[sb.Event]:
+    def _cycle_records(self, seq0: int, kind: Kind, hits: int) -> list[sb.Event]:
+        """The records of the cycle that began after record ``seq0``, once
+        the follower has written all of them: every attempt's result, the
+        hold taken again, the ``hits`` activations of sbc_hit, the user
+        race's blocker gone."""
         def complete(recs):
             mine = [e for e in recs if e.seq > seq0]
             kinds = Counter(e.type for e in mine)
@@ -416,14 +421,9 @@ class Campaign:
                     e.type == "unblock" and e.name == "sbc_user" for e in mine):
                 return False
             hit_blocks = sum(e.type == "block" and e.name == "sbc_hit" for e in mine)
-            return hit_blocks >= self._hits_delta(hits)
+            return hit_blocks >= hits
         self._fetch(complete)
         return [e for e in self.records if e.seq > seq0]
-
-    _last_hits = 0
-
-    def _hits_delta(self, hits: int) -> int:
-        return hits - self._last_hits
 
     def judge(self, recs: list[sb.Event], kind: Kind) -> tuple[str, int, list[str]]:
         """Split ``recs`` into attempts, check each, and say what happened
@@ -452,7 +452,6 @@ class Campaign:
                     hit_seqs.append(e.seq)
             elif e.type == "unblock":
                 self.active.discard(e.name)
-        self._last_hits += sum(e.type == "block" and e.name == "sbc_hit" for e in recs)
         for a in attempts:
             violations += self._check(a, kind)
         # the cycle's own blocker: the last race/hit block (a user race
