@@ -531,12 +531,14 @@ class Campaign:
         by = defaultdict(Counter)
         for r in self.results:
             key = r.kind.label if r.kind.what == "hook" else r.kind.what
+            if r.kind.what == "hook":
+                key += " +hrtimer" if r.kind.delay_us else " (in hook)"
             by[key][r.outcome] += 1
             by[key]["n"] += 1
         cols = ("n",) + OUTCOMES + ("plain",)
-        lines.append(f"  {'kind':28}" + "".join(f"{c:>14}" for c in cols))
+        lines.append(f"  {'kind':36}" + "".join(f"{c:>14}" for c in cols))
         for key in sorted(by):
-            lines.append(f"  {key:28}" + "".join(f"{by[key][c]:>14}" for c in cols))
+            lines.append(f"  {key:36}" + "".join(f"{by[key][c]:>14}" for c in cols))
         modes = Counter((r.kind.what, r.kind.mode if r.kind.blocks else "-")
                         for r in self.results)
         lines.append("  cycles by kind: " + ", ".join(
