@@ -4,6 +4,8 @@
 #   make test    set up and run the whole test suite
 #   make fuzz    run each libFuzzer harness of host/fuzz/ for FUZZ_SECONDS
 #                (default 600, one at a time)
+#   make soak    the suspend-cycle campaign for SOAK_CYCLES cycles on each
+#                guest (default 500: 1000 in all), with its figures
 #
 # Everything built or downloaded goes under build/ (kept between runs).
 PY     ?= /usr/bin/python3
@@ -12,6 +14,8 @@ KSRC   := build/linux-source-6.1
 # make fuzz: seconds per harness; make test runs each for FUZZ_TEST_SECONDS
 FUZZ_SECONDS      ?= 600
 FUZZ_TEST_SECONDS ?= 5
+# make soak: cycles of the suspend-cycle campaign on each guest
+SOAK_CYCLES       ?= 500
 
 all: demo
 
@@ -62,6 +66,16 @@ fuzz: deps
 	$(MAKE) -C host -j2 fuzz-build
 	$(MAKE) -C host fuzz-run FUZZ_SECONDS=$(FUZZ_SECONDS)
 
+# The suspend-cycle campaign (tests/campaign.py) at length: SOAK_CYCLES
+# opportunistic cycles on the amd64 guest's S3 and as many on the arm
+# guest's s2idle, a blocker taken at a random point of the suspend path in
+# each; prints the figures (outcomes per hook, cycles by kind, resume
+# latency, violations) and fails on any violation.
+soak: deps
+	$(PY) -m tests.vm build amd64 armhf
+	SBRIG_CAMPAIGN_CYCLES=$(SOAK_CYCLES) $(PYTEST) -s -v -rfE \
+		tests/test_module_campaign.py -k test_suspend_cycle_campaign
+
 # The device-tree overlays (firmware/README.md); `make -C firmware check`
 # runs their checks without a board.
 firmware: deps
@@ -81,4 +95,4 @@ install: host
 clean:
 	rm -rf build
 
-.PHONY: all deps host firmware demo demo-module test fuzz bench install clean
+.PHONY: all deps host firmware demo demo-module test fuzz soak bench install clean

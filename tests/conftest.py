@@ -51,6 +51,9 @@ def pytest_configure(config):
         "markers", "s3: needs suspend-to-RAM (ACPI S3): runs on amd64 only")
     config.addinivalue_line(
         "markers", "demo: runs the whole demo on the virtual rig (-m 'not demo' skips it)")
+    config.addinivalue_line(
+        "markers", "debug_kernel: also run under the debug kernel (lockdep, KASAN, "
+        "kmemleak), where the debug-kernel guest exists")
 
 
 def test_arches(node_or_metafunc) -> list[str]:

@@ -154,8 +154,11 @@ def write_sysfs(vm, name: str, value: str) -> tuple[int, str]:
 
 
 def reload(vm, test_module: bool = True, **params) -> None:
-    """Fresh statistics: unload both modules (if loaded) and load them."""
-    vm.run("rmmod sb_test 2>/dev/null; rmmod suspend_block 2>/dev/null; true")
+    """Fresh statistics: unload both modules (if loaded; and the other
+    clients of suspend_block, which a failed test may have left) and load
+    them."""
+    vm.run("rmmod sb_test 2>/dev/null; rmmod sb_torture 2>/dev/null; "
+           "rmmod sb_campaign 2>/dev/null; rmmod suspend_block 2>/dev/null; true")
     vm.load_module("suspend_block", **params)
     if test_module:
         vm.load_module("sb_test")

@@ -17,16 +17,27 @@
  * or "errno=N"; "fault:N" issues one read of 4096 bytes into a buffer
  * whose first N bytes are mapped and the rest is not, and prints
  * "fault=RET" or "fault errno=N", then the lines it got. Lines are printed as read; stdout is flushed after each
- * phase. Exit status: 0, 1 on an unexpected error, 2 on bad usage.
+ * phase. "follow:MS" reads for MS ms as a steady reader does (wait up to
+ * -p MS in poll() for POLLIN, read until EAGAIN, again), checking that
+ * the record numbers run without gaps except where a "lost N" record
+ * says so, and that every attempt of the worker in which a blocker was
+ * activated before the dpm_suspend_late phase was aborted; it prints only
+ * a summary line, "follow records=R lost=L reads=K gaps=G bad=B
+ * attempts=A aborted=X early_blocked=E violations=V" (attempts with a
+ * lost record are not judged). "wfollow:MS" does the same with an epoll set
+ * that holds the log with EPOLLIN|EPOLLWAKEUP (needs CAP_BLOCK_SUSPEND).
+ * Exit status: 0, 1 on an unexpected error, 2 on bad usage.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #define EVENTS "/sys/kernel/debug/suspend_blocker_events"
@@ -47,6 +58,150 @@ static int drain(int fd)
 		}
 		fwrite(buf, 1, n, stdout);
 	}
+}
+
+/* What follow() saw. */
+struct follow_stats {
+	unsigned long records, lost, reads, gaps, bad;
+	long long next;		/* the record number expected next, -1: any */
+	/* the worker's attempts: "suspend" up to "resume" or "abort" */
+	unsigned long attempts, aborted, early, violations;
+	bool in_attempt;	/* after a "suspend" record */
+	bool whole;		/* no record of this attempt was lost */
+	bool blocked;		/* a block before dpm_suspend_late began */
+	bool late;		/* dpm_suspend_late has begun */
+};
+
+/*
+ * A blocker activated during an attempt, before the dpm_suspend_late
+ * phase begins, must abort it: every device's late callback is preceded
+ * by a pm_wakeup_pending() check, which the module's activation (its
+ * wakeup source's event, its pm_system_wakeup()) makes true. After that
+ * a test suspend (pm_test) or s2idle may return 0 anyway.
+ */
+static void follow_attempt(struct follow_stats *st, long long seq,
+			   const char *type, const char *arg)
+{
+	if (!strcmp(type, "suspend")) {
+		st->in_attempt = st->whole = true;
+		st->blocked = st->late = false;
+	} else if (!st->in_attempt) {
+		return;
+	} else if (!strcmp(type, "lost")) {
+		st->whole = false;
+	} else if (!strcmp(type, "block")) {
+		st->blocked |= !st->late;
+	} else if (!strcmp(type, "phase")) {
+		st->late |= !strncmp(arg, "dpm_suspend_late ", 17);
+	} else if (!strcmp(type, "resume") || !strcmp(type, "abort")) {
+		st->in_attempt = false;
+		st->attempts++;
+		st->aborted += type[0] == 'a';
+		if (!st->whole || !st->blocked)
+			return;
+		st->early++;
+		if (type[0] == 'r') {
+			st->violations++;
+			fprintf(stderr, "evread: attempt ending at record %lld: blocked before dpm_suspend_late, not aborted\n",
+				seq);
+		}
+	}
+}
+
+/* Check one line "SEQ\tT_NS\tTYPE\tARG" against the numbering. */
+static void follow_line(struct follow_stats *st, const char *line)
+{
+	long long seq, t_ns;
+	unsigned long n;
+	char type[24];
+	int arg;
+
+	if (sscanf(line, "%lld\t%lld\t%23s\t%n", &seq, &t_ns, type, &arg) != 3) {
+		st->bad++;
+		return;
+	}
+	if (st->next >= 0 && seq != st->next)
+		st->gaps++;
+	follow_attempt(st, seq, type, line + arg);
+	if (!strcmp(type, "lost") &&
+	    sscanf(line, "%*d\t%*d\tlost\t%lu", &n) == 1) {
+		st->lost += n;
+		st->next = seq + n;
+		return;
+	}
+	st->records++;
+	st->next = seq + 1;
+}
+
+/*
+ * Read the log for @ms ms, waiting in poll() or (@ep >= 0) epoll_wait()
+ * between reads; lines may be split across reads.
+ */
+static int follow(int fd, int ep, int ms, int wait_ms)
+{
+	struct follow_stats st = { .next = -1 };
+	char buf[8192 + 256], *start, *nl;
+	struct timespec now, end;
+	size_t have = 0;
+	ssize_t n;
+
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += ms / 1000;
+	end.tv_nsec += (ms % 1000) * 1000000L;
+	if (end.tv_nsec >= 1000000000L) {
+		end.tv_sec++;
+		end.tv_nsec -= 1000000000L;
+	}
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec > end.tv_sec ||
+		    (now.tv_sec == end.tv_sec && now.tv_nsec >= end.tv_nsec))
+			break;
+		if (ep >= 0) {
+			struct epoll_event ev;
+
+			if (epoll_wait(ep, &ev, 1, wait_ms) < 0 && errno != EINTR) {
+				perror("evread: epoll_wait");
+				return 1;
+			}
+		} else {
+			struct pollfd p = { .fd = fd, .events = POLLIN };
+
+			if (poll(&p, 1, wait_ms) < 0 && errno != EINTR) {
+				perror("evread: poll");
+				return 1;
+			}
+		}
+		for (;;) {
+			n = read(fd, buf + have, sizeof(buf) - 1 - have);
+			if (n < 0 && (errno == EAGAIN || errno == EINTR))
+				break;
+			if (n <= 0) {
+				fprintf(stderr, "evread: read: %s\n",
+					n ? strerror(errno) : "EOF");
+				return 1;
+			}
+			st.reads++;
+			have += n;
+			buf[have] = '\0';
+			start = buf;
+			while ((nl = strchr(start, '\n'))) {
+				*nl = '\0';
+				follow_line(&st, start);
+				start = nl + 1;
+			}
+			have -= start - buf;
+			memmove(buf, start, have);
+			if (have >= sizeof(buf) - 256) {	/* no newline */
+				st.bad++;
+				have = 0;
+			}
+		}
+	}
+	printf("follow records=%lu lost=%lu reads=%lu gaps=%lu bad=%lu attempts=%lu aborted=%lu early_blocked=%lu violations=%lu\n",
+	       st.records, st.lost, st.reads, st.gaps, st.bad, st.attempts,
+	       st.aborted, st.early, st.violations);
+	return 0;
 }
 
 /* A read whose buffer ends after @valid bytes, at an unmapped page. */
@@ -90,7 +245,7 @@ int main(int argc, char **argv)
 			poll_ms = atoi(optarg);
 			break;
 		default:
-			fprintf(stderr, "usage: evread [-b BYTES] [-p MS] drain|poll|epoll|wait|sleep:MS|small|fault:N...\n");
+			fprintf(stderr, "usage: evread [-b BYTES] [-p MS] drain|poll|epoll|wait|sleep:MS|small|fault:N|follow:MS|wfollow:MS...\n");
 			return opt == 'h' ? 0 : 2;
 		}
 	}
@@ -107,7 +262,8 @@ int main(int argc, char **argv)
 
 			printf("poll=%d\n", poll(&p, 1, poll_ms) == 1 &&
 			       (p.revents & POLLIN));
-		} else if (!strcmp(argv[i], "epoll")) {
+		} else if (!strcmp(argv[i], "epoll") ||
+			   !strncmp(argv[i], "wfollow:", 8)) {
 			struct epoll_event ev = {
 				.events = EPOLLIN | EPOLLWAKEUP,
 			};
@@ -120,7 +276,13 @@ int main(int argc, char **argv)
 					break;
 				}
 			}
-			printf("epoll=%d\n", epoll_wait(ep, &ev, 1, poll_ms) == 1);
+			if (argv[i][0] == 'w')
+				ret = follow(fd, ep, atoi(argv[i] + 8), poll_ms);
+			else
+				printf("epoll=%d\n",
+				       epoll_wait(ep, &ev, 1, poll_ms) == 1);
+		} else if (!strncmp(argv[i], "follow:", 7)) {
+			ret = follow(fd, -1, atoi(argv[i] + 7), poll_ms);
 		} else if (!strcmp(argv[i], "wait")) {
 			if (!fgets(line, sizeof(line), stdin))
 				line[0] = '\0';

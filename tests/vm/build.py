@@ -13,6 +13,11 @@ reported as missing):
 * ``kernel-module`` -- ``suspend_block.ko``
 * ``tests/target/sb_test`` -- ``sb_test.ko``, linked against
   ``kernel-module``'s ``Module.symvers`` via ``KBUILD_EXTRA_SYMBOLS``
+* ``tests/target/sb_torture`` -- ``sb_torture.ko``, the torture client
+  (tests/test_module_torture.py), linked the same way
+* ``tests/target/sb_campaign`` -- ``sb_campaign.ko``, which blocks at a
+  chosen point of the suspend path (tests/test_module_campaign.py), linked
+  the same way
 * ``tests/target/test_power`` -- ``test_power.ko`` (amd64 only), the
   kernel's test power-supply driver from linux-source-6.1
 * ``tests/target/sb_wire`` -- ``sb_wire.ko`` (amd64 only), a test GPIO
@@ -55,6 +60,8 @@ MODULE_DIRS: list[tuple[str, str | None]] = [
     ("tests/vm/hello", None),
     ("kernel-module", None),
     ("tests/target/sb_test", "kernel-module"),
+    ("tests/target/sb_torture", "kernel-module"),
+    ("tests/target/sb_campaign", "kernel-module"),
     ("tests/target/gpio_sim", None),
     ("tests/target/test_power", None),
     ("tests/target/sb_wire", None),
