@@ -103,7 +103,8 @@ static ktime_t sb_sleep_clock_since;
 static bool sb_wait_for_wakeup;
 /*
  * Timekeeping may be suspended (between our syscore suspend and resume
- * callbacks): ktime_get() must not be called. Written only there.
+ * callbacks): ktime_get() must not be called. Written only there, under
+ * the lock; read without it by sb_now().
  */
 static bool sb_clock_frozen;
 /* A per-load secret: a live blocker's cookie is its address XOR this. */
@@ -114,12 +115,39 @@ static bool sb_mirror;
 static bool sb_enabled;
 /* Between PM_SUSPEND_PREPARE and PM_POST_SUSPEND. */
 static bool sb_suspending;
-/* Active iff sb_mirror and a blocker is active. */
+/*
+ * Active iff sb_mirror and a blocker is active, except while the clock is
+ * frozen (see sb_mirror_sync_locked()); sb_ws_on says which it is.
+ */
 static struct wakeup_source *sb_ws;
+static bool sb_ws_on;
 
 struct suspend_blocker sb_main_blocker;
 struct suspend_blocker sb_unknown_wakeup;
 struct suspend_blocker sb_deleted_blockers;
+
+/*
+ * Make our wakeup source's activity what it should be: active iff the
+ * policy is opportunistic and a blocker is active. Mainline's wakeup
+ * source calls read ktime_get(), which must not be called while
+ * timekeeping is suspended: then nothing is done, and the resume of
+ * timekeeping catches up (sb_set_clock_frozen()). Nothing is lost: past
+ * our syscore callback, no check of the suspend remains to abort, and a
+ * blocker activated there wakes the platform like any wakeup interrupt.
+ */
+static void sb_mirror_sync_locked(void)
+{
+	bool on = sb_mirror && sb_active_count;
+
+	lockdep_assert_held(&suspend_blockers_lock);
+	if (on == sb_ws_on || READ_ONCE(sb_clock_frozen))
+		return;
+	if (on)
+		__pm_stay_awake(sb_ws);
+	else
+		__pm_relax(sb_ws);
+	sb_ws_on = on;
+}
 
 /**
  * sb_now() - CLOCK_MONOTONIC now, in any context
@@ -147,7 +175,13 @@ ktime_t sb_now(void)
  */
 void sb_set_clock_frozen(bool frozen)
 {
+	unsigned long irqflags;
+
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	WRITE_ONCE(sb_clock_frozen, frozen);
+	if (!frozen)
+		sb_mirror_sync_locked();
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 }
 
 static unsigned long sb_cookie(struct suspend_blocker *blocker)
@@ -171,16 +205,14 @@ static ktime_t sb_sleep_clock_locked(ktime_t now)
 static void sb_first_active_locked(void)
 {
 	lockdep_assert_held(&suspend_blockers_lock);
-	if (sb_mirror)
-		__pm_stay_awake(sb_ws);
+	sb_mirror_sync_locked();
 	sb_marker_set_locked(true);
 }
 
 static void sb_last_inactive_locked(void)
 {
 	lockdep_assert_held(&suspend_blockers_lock);
-	if (sb_mirror)
-		__pm_relax(sb_ws);
+	sb_mirror_sync_locked();
 	sb_marker_set_locked(false);
 	sb_worker_kick();
 }
@@ -618,13 +650,8 @@ void sb_core_set_mirror(bool on)
 	unsigned long irqflags;
 
 	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
-	if (on != sb_mirror && sb_active_count) {
-		if (on)
-			__pm_stay_awake(sb_ws);
-		else
-			__pm_relax(sb_ws);
-	}
 	sb_mirror = on;
+	sb_mirror_sync_locked();
 	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 }
 

@@ -70,7 +70,7 @@ static const char * const sb_event_names[SB_EV_NR] = {
 
 /*
  * sb_ring_lock protects the ring (sb_ring, sb_ring_mask), sb_ev_next,
- * sb_offs_boot and every reader's cursor (written with the reader's own
+ * sb_offs_boot, sb_ev_hold, sb_ev_held and every reader's cursor (written with the reader's own
  * lock held too, so either lock is enough to read it).
  *
  * It is a raw spinlock and a leaf: nothing is called while it is held.
@@ -87,8 +87,17 @@ static const char * const sb_event_names[SB_EV_NR] = {
  * source, whose tracepoint comes back here to log it. Appending queues
  * sb_ev_irq_work instead, which wakes the readers from a context of its
  * own once the writer has let go of every lock.
+ *
+ * While the worker's suspend attempt is under way (sb_ev_hold), readers
+ * are not woken at all: the records it writes (suspend, the phases, a
+ * block that aborts it) are delivered with its resume or abort record.
+ * An EPOLLWAKEUP reader's wakeup source, activated by them, would be a
+ * wakeup event that aborts the very attempt that wrote them, and the next
+ * one too, for ever. sb_ev_held says a record came in meanwhile.
  */
 static DEFINE_RAW_SPINLOCK(sb_ring_lock);
+static bool sb_ev_hold;
+static bool sb_ev_held;
 static struct sb_event_rec *sb_ring;
 static unsigned int sb_ring_mask;
 static u64 sb_ev_next;
@@ -127,21 +136,29 @@ void sb_events_resync_clock(void)
 	raw_spin_unlock_irqrestore(&sb_ring_lock, irqflags);
 }
 
-/* Write one record. Context: sb_ring_lock held. */
-static void sb_event_put_locked(enum sb_event_type type, ktime_t mono,
+/*
+ * Write one record. Returns whether to wake the readers now.
+ * Context: sb_ring_lock held.
+ */
+static bool sb_event_put_locked(enum sb_event_type type, ktime_t mono,
 				const char *arg, unsigned int len)
 {
 	struct sb_event_rec *rec;
 
 	lockdep_assert_held(&sb_ring_lock);
 	if (unlikely(!sb_ring))
-		return;
+		return false;
 	rec = &sb_ring[sb_ev_next++ & sb_ring_mask];
 	rec->t_ns = ktime_to_ns(ktime_add(mono, sb_offs_boot));
 	rec->type = type;
 	rec->truncated = len > SB_EVENT_ARG_LEN;
 	rec->len = rec->truncated ? SB_EVENT_ARG_LEN : len;
 	memcpy(rec->arg, arg, rec->len);
+	if (unlikely(sb_ev_hold)) {
+		sb_ev_held = true;
+		return false;
+	}
+	return true;
 }
 
 /* Wake the readers, after sb_ring_lock was dropped. */
@@ -174,11 +191,13 @@ void sb_event_add(enum sb_event_type type, ktime_t mono, const char *arg,
 		  unsigned int len)
 {
 	unsigned long irqflags;
+	bool wake;
 
 	raw_spin_lock_irqsave(&sb_ring_lock, irqflags);
-	sb_event_put_locked(type, mono, arg, len);
+	wake = sb_event_put_locked(type, mono, arg, len);
 	raw_spin_unlock_irqrestore(&sb_ring_lock, irqflags);
-	sb_event_wake();
+	if (wake)
+		sb_event_wake();
 }
 
 /**
@@ -196,11 +215,36 @@ void sb_event_add(enum sb_event_type type, ktime_t mono, const char *arg,
 void sb_event_add_irqs_off(enum sb_event_type type, ktime_t mono,
 			   const char *arg, unsigned int len)
 {
+	bool wake;
+
 	lockdep_assert_irqs_disabled();
 	raw_spin_lock(&sb_ring_lock);
-	sb_event_put_locked(type, mono, arg, len);
+	wake = sb_event_put_locked(type, mono, arg, len);
 	raw_spin_unlock(&sb_ring_lock);
-	sb_event_wake();
+	if (wake)
+		sb_event_wake();
+}
+
+/**
+ * sb_events_hold_wakeups() - hold the readers' wakeups during an attempt
+ * @hold:	true when the worker's attempt begins, false when its resume
+ *		or abort record is written (readers are woken then if any
+ *		record came in meanwhile).
+ *
+ * Context: the worker.
+ */
+void sb_events_hold_wakeups(bool hold)
+{
+	unsigned long irqflags;
+	bool wake;
+
+	raw_spin_lock_irqsave(&sb_ring_lock, irqflags);
+	sb_ev_hold = hold;
+	wake = !hold && sb_ev_held;
+	sb_ev_held = false;
+	raw_spin_unlock_irqrestore(&sb_ring_lock, irqflags);
+	if (wake)
+		sb_event_wake();
 }
 
 /**

@@ -590,10 +590,13 @@ static enum sb_attempt sb_try_suspend(int *err, bool *unknown)
 	snprintf(arg, sizeof(arg), "%s %s", requested, label);
 	if (sb_debug_mask & SB_DEBUG_SUSPEND)
 		pr_info("enter suspend (%s)\n", arg);
+	/* its records would wake an EPOLLWAKEUP reader, an abort (events.c) */
+	sb_events_hold_wakeups(true);
 	sb_event(SB_EV_SUSPEND, arg);
 	*err = pm_suspend(state);
 	sb_attempt_end();
 	sb_event_int(*err ? SB_EV_ABORT : SB_EV_RESUME, *err);
+	sb_events_hold_wakeups(false);
 	if (sb_debug_mask & SB_DEBUG_EXIT_SUSPEND)
 		pr_info("exit suspend, ret = %d\n", *err);
 	/*

@@ -135,6 +135,7 @@ void sb_event_add(enum sb_event_type type, ktime_t mono, const char *arg,
 		  unsigned int len);
 void sb_event_add_irqs_off(enum sb_event_type type, ktime_t mono,
 			   const char *arg, unsigned int len);
+void sb_events_hold_wakeups(bool hold);
 void sb_event(enum sb_event_type type, const char *arg);
 void sb_event_int(enum sb_event_type type, int val);
 
