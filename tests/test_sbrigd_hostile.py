@@ -380,6 +380,25 @@ def test_a_directory_named_like_summary_keys_cannot_spoof_them(hrig):
     assert res.stdout.count("status: ") == 1, res.stdout
 
 
+def test_capture_run_and_latency_create_the_directories_they_lack(hrig):
+    """The daemon made DIR but not its parents ('err 2 DIR: mkdir: No
+    such file or directory'), while sbrig analyze -o DIR makes both: every
+    output option creates what it lacks (issue 25)."""
+    out = hrig.tmp / "not" / "there" / "cap"
+    res = sbrig(hrig.sock, "capture", "-d", "200ms", "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    assert kv(res.stdout)["status"] == "complete"
+    scn = _scn(hrig, "s.scn", "settle 10ms\n")
+    out = hrig.tmp / "not" / "there" / "either" / "run"
+    res = sbrig(hrig.sock, "run", str(scn), "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    assert meta_section(out, "end")["status"] == "complete"
+    (hrig.tmp / "afile").write_text("")
+    res = sbrig(hrig.sock, "capture", "-d", "200ms", "-o",
+                str(hrig.tmp / "afile" / "cap"))
+    assert res.returncode == 1 and str(hrig.tmp / "afile") in res.stderr, res
+
+
 def test_a_nul_in_a_run_body_is_an_error_at_its_place(hrig):
     body = "settle 10ms\nsettle 1\x00s\n"
     c = Conn(hrig.sock)

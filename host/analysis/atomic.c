@@ -29,6 +29,8 @@ int an_write_atomic(const char *path, const char *text, size_t len)
 	 * (as root, `-o /dev/null` did)
 	 */
 	in_place = !stat(path, &st) && !S_ISREG(st.st_mode);
+	if (!in_place && (ret = sbrig_mkdir_parent(path, 0755)) < 0)
+		return ret;	/* the directory named */
 	if (in_place) {
 		fd = open(path, O_WRONLY | O_CLOEXEC);
 	} else {

@@ -10,7 +10,8 @@
 /*
  * Write @len bytes of @text to @path: into PATH.tmp.PID, fsync'd and
  * renamed over @path (then the directory fsync'd), so a failure leaves
- * @path as it was and no temporary behind. A @path that exists and is no
+ * @path as it was and no temporary behind. The directories @path lacks
+ * are created first (sbrig_mkdir_parent()). A @path that exists and is no
  * regular file (/dev/null, a FIFO, a terminal) is written in place.
  * Errors name @path. Return 0 or -errno (sbrig_errmsg() set).
  */

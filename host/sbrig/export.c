@@ -153,6 +153,10 @@ static int out_open(struct export_out *o, const char *file)
 		fprintf(stderr, "sbrig export: %s: path too long\n", file);
 		goto free_buf;
 	}
+	if (sbrig_mkdir_parent(file, 0755) < 0) {
+		fprintf(stderr, "sbrig export: %s\n", sbrig_errmsg());
+		goto free_buf;
+	}
 	o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (o->fd < 0) {
 		fprintf(stderr, "sbrig export: %s: cannot create %s: %s\n",

@@ -1627,31 +1627,6 @@ static int check_stale(const struct sockaddr_un *sa)
 	return 0;
 }
 
-static int make_parent(const char *path)
-{
-	char dir[PATH_MAX];
-	char *slash;
-
-	snprintf(dir, sizeof(dir), "%s", path);
-	slash = strrchr(dir, '/');
-	if (!slash || slash == dir)
-		return 0;
-	*slash = '\0';
-	for (char *p = dir + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-			return sbrig_set_error(-errno, "mkdir %s: %s", dir,
-					       strerror(errno));
-		*p = '/';
-	}
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-		return sbrig_set_error(-errno, "mkdir %s: %s", dir,
-				       strerror(errno));
-	return 0;
-}
-
 /**
  * srv_init() - listen on the Unix socket @path (mode 0660)
  * @path: socket path; its parent directory is created if missing
@@ -1671,7 +1646,7 @@ int srv_init(const char *path)
 		return sbrig_set_error(-ENAMETOOLONG, "socket path too long: "
 				       "%s", path);
 	strcpy(sa.sun_path, path);
-	ret = make_parent(path);
+	ret = sbrig_mkdir_parent(path, 0755);
 	if (ret < 0)
 		return ret;
 	ret = check_stale(&sa);
