@@ -472,3 +472,68 @@ def test_sbrig_gives_up_on_a_wedged_daemon_after_a_second_ctrl_c(tmp_path):
         if cli.poll() is None:
             cli.kill()
         srv.close()
+
+
+# ----------------------------------------------------- CRLF (issue 25) --
+
+CRLF_REQUESTS = [
+    # (request, the final answer's start for LF and CRLF alike)
+    ("status", "ok"),
+    ("version", "ok sbrigd "),
+    ("press power 20ms", "ok pressed_ns="),
+    ("plug in", "err 2 "),
+    ("capture {d}/cap duration=200ms", "ok dir="),
+    ("agent 5s stats", "ok"),
+    ("latency {d}/lat n=1 timeout=300ms", "err 110 "),
+    ("target policy forced", "ok policy=forced "),
+    ("target state nonsense", "err 22 state: unknown state 'nonsense'"),
+    ("target hold crlf 20ms", "ok hold=crlf "),
+    ("target blockers", "ok rows=1"),
+    ("target events n=0", "ok events=0 "),
+    ("target events n=0 follow=no", "ok events=0 "),
+    ("stop", "err 2 nothing is running"),
+]
+
+
+@pytest.mark.parametrize("eol", ["\n", "\r\n"], ids=["LF", "CRLF"])
+def test_requests_of_every_verb_end_with_lf_or_crlf(hrig, eol):
+    """Every CRLF request was refused 'err 22 bad request: NUL byte' (the
+    \\r became a NUL, then the line was checked for NULs). A trailing \\r
+    is ignored, as daemon-protocol.md says: each verb answers the same to
+    LF and CRLF lines."""
+    d = hrig.tmp / ("lf" if eol == "\n" else "crlf")
+    d.mkdir()
+    for req, want in CRLF_REQUESTS:
+        line = req.format(d=d)
+        c = Conn(hrig.sock, timeout=30)
+        try:
+            c.send((line + eol).encode())
+            final, _ = c.answer()
+        finally:
+            c.close()
+        assert final.startswith(want), (line, final)
+    # run: the request line, then its body
+    body = "settle 10ms\n"
+    c = Conn(hrig.sock, timeout=30)
+    try:
+        c.send(f"run {d}/run bytes={len(body)} origin=/x.scn{eol}{body}"
+               .encode())
+        final, _ = c.answer()
+        assert final.startswith("ok dir=") and "status=complete" in final, \
+            final
+        # an empty line is ignored; stop ends the client's own request
+        c.send(f"{eol}capture {d}/own{eol}".encode())
+        assert c.line().startswith("progress started ")
+        c.send(f"stop{eol}".encode())
+        final, _ = c.answer()
+        assert "status=complete" in final, final
+    finally:
+        c.close()
+    # a NUL before the line end is still refused
+    c = Conn(hrig.sock, timeout=30)
+    try:
+        c.send(f"version\0x{eol}".encode())
+        final, _ = c.answer()
+        assert final == "err 22 bad request: NUL byte", final
+    finally:
+        c.close()

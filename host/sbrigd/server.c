@@ -1416,11 +1416,14 @@ static void client_process(struct client *c)
 	if (srv.closing)
 		return;
 	memcpy(line, c->in, len);
-	line[len - 1] = '\0';
-	if (len > 1 && line[len - 2] == '\r')
-		line[len - 2] = '\0';
 	consume_input(c, len);
-	if (memchr(line, '\0', len - 1)) {
+	/* the request is what precedes "\n", or "\r\n" (a trailing \r is
+	 * ignored): look for a NUL in that, then end the string there */
+	len--;
+	if (len && line[len - 1] == '\r')
+		len--;
+	line[len] = '\0';
+	if (memchr(line, '\0', len)) {
 		c->busy = true;
 		client_finalf(c, -EINVAL, "bad request: NUL byte");
 	} else {
