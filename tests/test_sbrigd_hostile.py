@@ -356,8 +356,9 @@ def test_sigterm_does_not_start_the_next_pipelined_request(hrig):
 
 def test_idle_connections_do_not_lock_others_out(hrig):
     """32 connections that send nothing took every slot, for good. The one
-    idle the longest now makes room for a new client (and is told why)."""
-    idle = [Conn(hrig.sock, timeout=10) for _ in range(40)]
+    idle the longest now makes room for a new client (and is told why).
+    (70: more than the 64 slots there are now.)"""
+    idle = [Conn(hrig.sock, timeout=10) for _ in range(70)]
     try:
         res = sbrig(hrig.sock, "status", timeout=10)
         assert res.returncode == 0, res.stderr
@@ -474,7 +475,185 @@ def test_sbrig_gives_up_on_a_wedged_daemon_after_a_second_ctrl_c(tmp_path):
         srv.close()
 
 
-# ----------------------------------------------------- CRLF (issue 25) --
+# ------------------------------------------- followers and CRLF (issue 25) --
+
+# A process that opens N connections, each asking to follow the target's
+# events (n=1: an accepted follower is sent the kept event at once, a
+# refused one "err 16"), prints what each got first as one JSON line, and
+# keeps them open until its standard input closes.
+FOLLOWERS = r"""
+import json, socket, sys
+path, n = sys.argv[1], int(sys.argv[2])
+conns, first = [], []
+for _ in range(n):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect(path)     # blocking: waits while the backlog is full
+        s.settimeout(30)
+        s.sendall(b"target events n=1 follow=yes\n")
+    except OSError as e:
+        first.append("connect: " + e.strerror)
+        continue
+    conns.append(s)
+for s in conns:
+    f = s.makefile("rb")
+    try:
+        first.append(f.readline().decode().strip() or "closed")
+    except OSError as e:
+        first.append("recv: " + str(e))
+print(json.dumps(first), flush=True)
+sys.stdin.read()
+"""
+
+
+class Followers:
+    """N follow requests from one process of their own (SO_PEERCRED pid)."""
+
+    def __init__(self, sock: Path, n: int) -> None:
+        self.proc = subprocess.Popen(["/usr/bin/python3", "-c", FOLLOWERS,
+                                      str(sock), str(n)],
+                                     stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+        self.first: list[str] | None = None
+
+    def wait(self, timeout: float = 60) -> list[str]:
+        """What each connection got first (once every one answered)."""
+        if self.first is None:
+            line = _readline(self.proc.stdout, timeout)
+            assert line, "the follower process died"
+            self.first = json.loads(line)
+        return self.first
+
+    def close(self) -> None:
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        self.proc.wait(30)
+
+
+def _readline(f, timeout: float) -> str:
+    out: list[str] = []
+    t = threading.Thread(target=lambda: out.append(f.readline()), daemon=True)
+    t.start()
+    t.join(timeout)
+    assert out, f"no answer within {timeout} s"
+    return out[0]
+
+
+def _one_event(r) -> None:
+    """Give the daemon one kept event (a follower's first line)."""
+    r.agent.send_event(1, time.monotonic_ns(), "block", '"kept"')
+    wait_status(r, lambda s: True)      # the link is served
+    end = time.monotonic() + 10
+    while True:
+        c = Conn(r.sock, timeout=10)
+        try:
+            c.send(b"target events n=1\n")
+            final, before = c.answer()
+        finally:
+            c.close()
+        if before:
+            return
+        assert time.monotonic() < end, final
+        time.sleep(0.05)
+
+
+def _answers_quickly(r, limit_s: float = 1.0) -> None:
+    """sbrig status, version and stop are answered, each within limit_s."""
+    t = time.monotonic()
+    res = sbrig(r.sock, "status", timeout=30)
+    took = time.monotonic() - t
+    assert res.returncode == 0, res.stderr
+    assert took < limit_s, f"sbrig status took {took:.2f} s"
+    for req, want in ((b"version\n", "ok sbrigd "),
+                      (b"stop\n", "err 2 nothing is running")):
+        t = time.monotonic()
+        c = Conn(r.sock, timeout=10)
+        try:
+            c.send(req)
+            final, _ = c.answer()
+        finally:
+            c.close()
+        assert final.startswith(want), (req, final)
+        assert time.monotonic() - t < limit_s, req
+
+
+def test_32_followers_do_not_lock_anyone_out(hrig):
+    """32 'target events follow=yes' took every slot for good: status,
+    version and stop got err 24 or a broken pipe, sbrig status exited 3.
+    Followers are bounded per process (4) and in all (16), and the slots
+    of lasting requests leave room for everyone else."""
+    _one_event(hrig)
+    f = Followers(hrig.sock, 32)
+    try:
+        first = f.wait()
+        _answers_quickly(hrig)
+        followed = [x for x in first if x.startswith("data event ")]
+        refused = [x for x in first if x.startswith("err 16 follow: ")]
+        assert len(followed) == 4 and len(refused) == 28, first
+        st = status(hrig)
+        assert st["daemon.followers"] == "4", st
+    finally:
+        f.close()
+    wait_status(hrig, lambda s: s["daemon.followers"] == "0")
+
+
+def test_400_followers_from_8_processes_do_not_lock_anyone_out(hrig):
+    """400 followers from 8 processes: at most 16 follow at a time (the
+    longest following makes room for a new one, told 'evicted=yes'), the
+    refused and the idle connections make room for new clients, and a
+    person's status, version and stop are answered within a second."""
+    _one_event(hrig)
+    procs = [Followers(hrig.sock, 50) for _ in range(8)]
+    try:
+        firsts = [p.wait() for p in procs]
+        for first in firsts:
+            assert sum(x.startswith("data event ") for x in first) >= 1, first
+            assert all(x.startswith(("data event ", "err 16 follow: ",
+                                     "err 87 closed: too many clients",
+                                     "closed")) for x in first), first
+        _answers_quickly(hrig)
+        st = status(hrig)
+        assert int(st["daemon.followers"]) == 16, st
+        assert int(st["daemon.clients"]) <= 64, st
+        # a new follower still gets in: the one following longest yields
+        c = Conn(hrig.sock, timeout=10)
+        try:
+            c.send(b"target events n=1 follow=yes\n")
+            assert c.line().startswith("data event "), "new follower refused"
+            assert status(hrig)["daemon.followers"] == "16"
+            c.send(b"stop\n")
+            final, _ = c.answer()
+            assert final.startswith("ok events=1 dropped=0"), final
+        finally:
+            c.close()
+    finally:
+        for p in procs:
+            p.close()
+    wait_status(hrig, lambda s: s["daemon.followers"] == "0")
+    _answers_quickly(hrig)
+
+
+def test_a_run_body_that_never_comes_holds_no_slot(hrig):
+    """'run DIR bytes=1048576 ...' and no body: the connection counted as
+    busy (no eviction, no idle timeout) and 1 MiB was allocated at once.
+    It is idle now: 70 of them leave room for status."""
+    conns = []
+    try:
+        for i in range(70):
+            try:
+                c = Conn(hrig.sock, timeout=10)
+                c.send(f"run {hrig.tmp / ('b%d' % i)} bytes=1048576 "
+                       f"origin=/x.scn\n".encode())
+                conns.append(c)
+            except OSError:
+                break
+        _answers_quickly(hrig)
+    finally:
+        for c in conns:
+            c.close()
+
 
 CRLF_REQUESTS = [
     # (request, the final answer's start for LF and CRLF alike)

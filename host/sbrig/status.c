@@ -62,6 +62,8 @@ static const struct {
 	enum vtype type;
 } key_types[] = {
 	{ "line.", V_LINE },
+	{ "daemon.clients", V_INT },
+	{ "daemon.followers", V_INT },
 	{ "sensor.rate_hz", V_FLOAT },
 	{ "sensor.shunt_uohm", V_INT },
 	{ "sensor.current_mA", V_FLOAT },
@@ -369,8 +371,14 @@ static void print_rig(jobj *root)
 		    str(root, "rig", "config"),
 		    str(root, "rig", "config_sha256"));
 	if (has(root, "daemon", "version"))
-		print_group("daemon", "sbrigd %s",
-			    str(root, "daemon", "version"));
+		print_group("daemon", "sbrigd %s", str(root, "daemon",
+							  "version"));
+	if (has(root, "daemon", "clients"))
+		print_group("", "%" PRId64 " client%s connected, %" PRId64
+			    " following the target's events",
+			    num(root, "daemon", "clients"),
+			    num(root, "daemon", "clients") == 1 ? "" : "s",
+			    num(root, "daemon", "followers"));
 	if (!lines || !json_object_object_length(lines)) {
 		print_group(label, "none");
 		return;
