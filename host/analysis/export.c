@@ -99,16 +99,13 @@ static const char *schema_of(struct json_object *root)
 	       s : "";
 }
 
-int sbrig_export_render(const char *json_path, enum sbrig_export what,
-			char **text, size_t *len)
+int sbrig_export_write(const char *json_path, enum sbrig_export what,
+		       FILE *out)
 {
 	struct json_object *root = NULL;
 	bool compare = what == SBRIG_EXPORT_JUNIT;
-	FILE *out;
 	int ret;
 
-	*text = NULL;
-	*len = 0;
 	ret = an_json_load(json_path, &root);
 	if (ret)
 		return ret;
@@ -119,11 +116,6 @@ int sbrig_export_render(const char *json_path, enum sbrig_export what,
 		sbrig_prefix_error("%s", json_path);
 		json_object_put(root);
 		return ret;
-	}
-	out = open_memstream(text, len);
-	if (!out) {
-		json_object_put(root);
-		return sbrig_set_error(-ENOMEM, "export: out of memory");
 	}
 	switch (what) {
 	case SBRIG_EXPORT_PERFETTO:
@@ -149,9 +141,24 @@ int sbrig_export_render(const char *json_path, enum sbrig_export what,
 		ret = sbrig_set_error(-EINVAL, "export: unknown format %d",
 				      (int)what);
 	}
+	json_object_put(root);
+	return ret;
+}
+
+int sbrig_export_render(const char *json_path, enum sbrig_export what,
+			char **text, size_t *len)
+{
+	FILE *out;
+	int ret;
+
+	*text = NULL;
+	*len = 0;
+	out = open_memstream(text, len);
+	if (!out)
+		return sbrig_set_error(-ENOMEM, "export: out of memory");
+	ret = sbrig_export_write(json_path, what, out);
 	if (fclose(out) && !ret)
 		ret = sbrig_set_error(-ENOMEM, "export: out of memory");
-	json_object_put(root);
 	if (ret) {
 		free(*text);
 		*text = NULL;
