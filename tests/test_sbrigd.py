@@ -885,7 +885,7 @@ def test_agent_state_mem_over_the_raw_protocol(trig):
     finally:
         c.close()
     assert before == ["progress accepted writing state mem"], before
-    assert final.startswith("ok slept=quiet quiet_since_ns="), final
+    assert final.startswith("ok slept=quiet witness=link quiet_since_ns="), final
     assert 'text="writing state mem"' in final, final
     trig.agent.wake()
 

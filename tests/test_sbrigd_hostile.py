@@ -38,10 +38,14 @@ NEVER = "9223372036854775807ns"
 
 class QmpStub:
     """A scripted QMP peer (mock: no QEMU here): greets, answers every
-    command with an empty return, records the input-send-event keys."""
+    command with an empty return but query-status (``status``: QEMU's run
+    state, "running" until a test sets it), records the input-send-event
+    keys and counts the query-status questions."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.status = "running"
+        self.queries = 0
         self.keys: list[tuple[str, bool]] = []
         self.lock = threading.Lock()
         self.srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -73,6 +77,12 @@ class QmpStub:
                     with self.lock:
                         self.keys.append((d["key"]["data"], d["down"]))
             ans = {"return": {}}
+            if req.get("execute") == "query-status":
+                with self.lock:
+                    self.queries += 1
+                    ans = {"return": {"status": self.status,
+                                      "running": self.status == "running",
+                                      "singlestep": False}}
             if "id" in req:
                 ans["id"] = req["id"]
             f.write(json.dumps(ans).encode() + b"\r\n")
@@ -716,3 +726,132 @@ def test_requests_of_every_verb_end_with_lf_or_crlf(hrig, eol):
         assert final == "err 22 bad request: NUL byte", final
     finally:
         c.close()
+
+
+# --------------------------------------------- the asleep witness (issue 25) --
+
+@pytest.fixture
+def wrig(tmp_path):
+    """The hostile rig with witnesses besides the link: the machine's run
+    state on the QmpStub ([target] state_uri) and the supply at 5 mA or
+    less ([power] asleep_uA); the agent answers state requests."""
+    emu = Emulator(tmp_path, "--current-uA", "20000", "--rate", "500")
+    agent = FakeAgent(boot_id="boot-witness", kernel="6.1.0-test")
+    agent.cmd_handler = hold_handler(agent)
+    qmp = QmpStub(tmp_path / "qmp.sock")
+    conf = tmp_path / "rig.conf"
+    conf.write_text(f"""[rig]
+name = witness
+[power]
+uri = {emu.uri}
+device = ina226
+shunt_uohm = 100000
+asleep_uA = 5000
+[target]
+uri = tcp:127.0.0.1:{agent.port}
+state_uri = qmp:{tmp_path / 'qmp.sock'}
+[timing]
+ping_interval_ms = 200
+quiet_ms = 2500
+""")
+    sock = tmp_path / "run" / "sbrigd.sock"
+    d = Daemon(conf, sock)
+    d.wait_log("link: agent fake up")
+
+    class R:
+        pass
+    r = R()
+    r.emu, r.agent, r.qmp, r.daemon, r.sock, r.tmp = emu, agent, qmp, d, sock, tmp_path
+    try:
+        yield r
+    finally:
+        rc = d.stop()
+        agent.close()
+        qmp.close()
+        emu.stop()
+        log = "".join(d.log)
+        assert "ERROR: AddressSanitizer" not in log, log
+        assert "runtime error" not in log, log
+        assert rc in (0, -9), log
+
+
+def test_the_machine_witness_decides_first_and_says_so(wrig):
+    """The daemon decided "asleep" from the link's silence alone. With a
+    [target] state_uri, QEMU's "suspended" says asleep at once (the agent
+    still talks here: the stronger witness wins), and the daemon says
+    which witness decided: status, and a sleep request's answer."""
+    st = wait_status(wrig, lambda s: s.get("asleep.witness") == "power")
+    assert st["link.asleep"] == "no", st        # 20 mA: awake, by the supply
+    assert "20.000 mA, above the 5.000 mA" in st["asleep.detail"], st
+    wrig.qmp.status = "suspended"
+    st = wait_status(wrig, lambda s: s["link.asleep"] == "yes", timeout=5)
+    assert st["asleep.witness"] == "machine", st
+    assert st["asleep.detail"].endswith("says suspended"), st
+    res = sbrig(wrig.sock, "status", timeout=10)
+    assert "asleep, seen by the machine" in res.stdout, res.stdout
+    c = Conn(wrig.sock)
+    try:
+        t = time.monotonic()
+        c.send(b"target state mem timeout=20s\n")
+        final, _ = c.answer()
+        took = time.monotonic() - t
+    finally:
+        c.close()
+    w = words(final[3:])
+    assert final.startswith("ok ") and w["slept"] == "asleep", final
+    assert w["witness"] == "machine" and "says suspended" in w["detail"], final
+    assert took < 2.5, f"{took:.2f} s: waited for the link's quiet_ms"
+    # a stopped machine is not asleep, whatever the link says
+    wrig.qmp.status = "paused"
+    wrig.agent.sleep()
+    st = wait_status(wrig, lambda s: s["asleep.detail"].endswith("says paused"),
+                     timeout=5)
+    assert st["link.asleep"] == "no" and st["asleep.witness"] == "machine", st
+
+
+def test_the_supply_witness_tells_asleep_from_a_silent_agent(wrig):
+    """QEMU says running (s2idle looks so): the supply decides. A silent
+    agent with the supply at its running level is not asleep (the link
+    alone said it was); the supply at its sleep level is asleep before
+    the link's quiet_ms are over."""
+    wrig.agent.sleep()          # the agent falls silent
+    t = time.monotonic()
+    while time.monotonic() - t < 3.5:           # longer than quiet_ms
+        st = status(wrig)
+        assert st["link.asleep"] == "no", st    # 20 mA: awake
+        assert st["asleep.witness"] == "power", st
+        time.sleep(0.25)
+    wrig.agent.wake()
+    wait_status(wrig, lambda s: s.get("link.connected") == "yes")
+    c = Conn(wrig.sock)
+    try:
+        c.send(b"target state mem timeout=20s\n")
+        assert c.line().startswith("progress accepted ")
+        wrig.emu.ctl("current_uA 3000")     # the target suspends
+        t = time.monotonic()
+        final, _ = c.answer()
+        took = time.monotonic() - t
+    finally:
+        c.close()
+    w = words(final[3:])
+    assert w["slept"] == "asleep" and w["witness"] == "power", final
+    assert "3.000 mA, within the 5.000 mA" in w["detail"], final
+    assert took < 2.0, took
+
+
+def test_without_other_witnesses_the_link_decides_and_says_so(hrig):
+    """The hostile rig has no state_uri, no asleep_uA, no marker: the
+    link decides, and says so."""
+    st = status(hrig)
+    assert st["asleep.witness"] == "link" and st["link.asleep"] == "no", st
+    assert "no frame from the agent for" in st["asleep.detail"], st
+    c = Conn(hrig.sock)
+    try:
+        c.send(b"target state mem timeout=20s\n")
+        assert c.line().startswith("progress accepted ")
+        hrig.agent.sleep()
+        final, _ = c.answer()
+    finally:
+        c.close()
+    w = words(final[3:])
+    assert w["slept"] == "quiet" and w["witness"] == "link", final

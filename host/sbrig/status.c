@@ -435,7 +435,14 @@ static void print_target(jobj *root)
 		print_group("target", "none (the rig has no [target] link)");
 		return;
 	}
-	if (json_object_get_boolean(get(root, "link", "asleep")))
+	if (json_object_get_boolean(get(root, "link", "asleep")) &&
+	    has(root, "asleep", "witness") &&
+	    strcmp(str(root, "asleep", "witness"), "link"))
+		print_group("target", "asleep, seen by the %s: %s (link %s)",
+			    str(root, "asleep", "witness"),
+			    str(root, "asleep", "detail"),
+			    str(root, "link", "uri"));
+	else if (json_object_get_boolean(get(root, "link", "asleep")))
 		print_group("target", "asleep: no frame from its agent for %.1f "
 			    "s (or it stopped), over %s",
 			    num(root, "link", "silent_ms") / 1000.0,
@@ -453,6 +460,12 @@ static void print_target(jobj *root)
 			    str(root, "link", "agent"));
 		print_group("", "boot %s", str(root, "link", "boot_id"));
 	}
+	if (has(root, "asleep", "witness") &&
+	    !json_object_get_boolean(get(root, "link", "asleep")) &&
+	    strcmp(str(root, "asleep", "witness"), "link"))
+		print_group("", "awake, seen by the %s: %s",
+			    str(root, "asleep", "witness"),
+			    str(root, "asleep", "detail"));
 	print_group("link", "%" PRId64 " frames, %" PRId64 " bad, %" PRId64
 		    " reconnects, %" PRId64 " events lost",
 		    num(root, "link", "frames_ok"),

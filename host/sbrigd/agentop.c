@@ -115,7 +115,7 @@ static void timeout(void *data)
 			 "within %s: its agent was never quiet for quiet_ms %u "
 			 "ms (is a blocker active?)", d,
 			 rig_config()->quiet_ms);
-	else if (rig_asleep_poll(sbrig_now_ns(), &next) == 1)
+	else if (rig_asleep_poll(sbrig_now_ns(), &next, NULL) == 1)
 		snprintf(text, sizeof(text), "the agent did not finish in %s: "
 			 "the target is asleep (the command reaches it when it "
 			 "wakes)", d);

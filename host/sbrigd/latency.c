@@ -168,7 +168,7 @@ static bool wake_poll(void)
 
 	if (now >= lat.wake_deadline_ns)
 		return false;
-	ret = rig_asleep_poll(TIME_NEVER, &next);
+	ret = rig_asleep_poll(TIME_NEVER, &next, NULL);
 	asleep_at = ret == 1 ? now : ret == 0 && next != TIME_NEVER ? next :
 		-1;
 	if (asleep_at >= 0 && asleep_at < time_add(last, quiet))
@@ -205,7 +205,7 @@ static void on_timer(void *data)
 
 	sbrig_format_duration(lat.o.timeout_ns, t, sizeof(t));
 	if (lat.phase == L_ASLEEP) {
-		ret = rig_asleep_poll(lat.asleep_deadline_ns, &next);
+		ret = rig_asleep_poll(lat.asleep_deadline_ns, &next, NULL);
 		if (ret == 1) {
 			lat.phase = L_PRESS;
 			look(NULL);

@@ -200,7 +200,7 @@ static void on_timer(void *data)
 		step_done();
 		return;
 	case W_ASLEEP:
-		ret = rig_asleep_poll(run.asleep_deadline_ns, &next);
+		ret = rig_asleep_poll(run.asleep_deadline_ns, &next, NULL);
 		if (ret == 1) {
 			evq_clear(&run.q);	/* what it said before it slept */
 			step_done();
@@ -219,7 +219,7 @@ static void on_timer(void *data)
 		fail(-ETIMEDOUT, "%s timed out after %s", step, t);
 		return;
 	case W_REPLY:
-		if (rig_asleep_poll(sbrig_now_ns(), &next) == 1)
+		if (rig_asleep_poll(sbrig_now_ns(), &next, NULL) == 1)
 			fail(-ETIMEDOUT, "the agent did not answer in %" PRId64
 			     " s: the target is asleep (the command reaches it "
 			     "when it wakes)", RUN_REPLY_TIMEOUT_NS / NS_PER_S);
@@ -235,7 +235,7 @@ static void on_timer(void *data)
 			     "within %s (its agent was never quiet for quiet_ms "
 			     "%u ms: is a blocker active?)", step, t,
 			     rig_config()->quiet_ms);
-		else if (rig_asleep_poll(sbrig_now_ns(), &next) == 1)
+		else if (rig_asleep_poll(sbrig_now_ns(), &next, NULL) == 1)
 			fail(-ETIMEDOUT, "%s: the agent did not answer in %s: "
 			     "the target is asleep (the command reaches it when "
 			     "it wakes)", step, t);
@@ -287,7 +287,7 @@ static void slept(void *ctx, int err, const struct sleepwatch_result *r)
 		fail(err, "%s", sbrig_errmsg());
 		return;
 	}
-	if (r->how == SLEEPWATCH_QUIET)
+	if (r->how != SLEEPWATCH_RESUMED)
 		evq_clear(&run.q);	/* what it said before it slept */
 	step_done();
 }
@@ -411,7 +411,7 @@ static bool start_step(void)
 	case SBRIG_STEP_WAIT_ASLEEP:
 		run.wait = W_ASLEEP;
 		run.asleep_deadline_ns = time_after(step_timeout(s));
-		ret = rig_asleep_poll(run.asleep_deadline_ns, &next);
+		ret = rig_asleep_poll(run.asleep_deadline_ns, &next, NULL);
 		if (ret == -ENOTCONN) {
 			fail(ret, "wait asleep: %s", sbrig_errmsg());
 			return false;

@@ -532,6 +532,9 @@ static void status_link(struct client *c, const struct rig_status *st)
 	client_sendf(c, "data link.connected: %s",
 		     st->link.connected ? "yes" : "no");
 	client_sendf(c, "data link.asleep: %s", st->asleep ? "yes" : "no");
+	client_sendf(c, "data asleep.witness: %s",
+		     rig_witness_name(st->why.witness));
+	client_sendf(c, "data asleep.detail: %s", st->why.detail);
 	if (st->link.last_rx_ns)
 		client_sendf(c, "data link.silent_ms: %" PRId64,
 			     time_sub(sbrig_now_ns(), st->link.last_rx_ns) /
@@ -938,17 +941,26 @@ static void agent_accepted(void *ctx, const char *text)
 	client_send(ctx, &l);
 }
 
-/* " slept=quiet quiet_since_ns=T" / " slept=resumed exit=STATE" */
+/*
+ * " slept=quiet witness=link quiet_since_ns=T", " slept=asleep
+ * witness=W detail=TEXT quiet_since_ns=T" (another witness saw it), or
+ * " slept=resumed witness=event exit=STATE"
+ */
 static void line_slept(struct line *l, const struct agentop_result *r)
 {
-	if (r->sleep.how == SLEEPWATCH_QUIET) {
-		line_kv(l, "slept", "quiet");
-		line_kvf(l, "quiet_since_ns", "%" PRId64,
-			 r->sleep.quiet_since_ns);
-	} else {
+	const struct sleepwatch_result *s = &r->sleep;
+
+	if (s->how == SLEEPWATCH_RESUMED) {
 		line_kv(l, "slept", "resumed");
-		line_kv(l, "exit", r->sleep.state);
+		line_kv(l, "witness", "event");
+		line_kv(l, "exit", s->state);
+		return;
 	}
+	line_kv(l, "slept", s->how == SLEEPWATCH_QUIET ? "quiet" : "asleep");
+	line_kv(l, "witness", rig_witness_name(s->why.witness));
+	if (s->how == SLEEPWATCH_ASLEEP)
+		line_kv(l, "detail", s->why.detail);
+	line_kvf(l, "quiet_since_ns", "%" PRId64, s->quiet_since_ns);
 }
 
 static void agent_done(void *ctx, const struct agentop_result *r)
