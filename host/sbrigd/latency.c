@@ -199,7 +199,7 @@ static void round_start(void)
 
 static void on_timer(void *data)
 {
-	char t[32], msg[200];
+	char t[32], msg[400], why[200];
 	int64_t next;
 	int ret;
 
@@ -217,8 +217,7 @@ static void on_timer(void *data)
 			return;
 		}
 		snprintf(msg, sizeof(msg), "the target did not fall asleep "
-			 "within %s (its agent quiet for %u ms)", t,
-			 rig_config()->quiet_ms);
+			 "within %s (%s)", t, rig_awake_why(why, sizeof(why)));
 	} else {
 		if (wake_poll())
 			return;

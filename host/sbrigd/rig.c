@@ -785,6 +785,21 @@ const char *rig_witness_name(enum rig_witness w)
 	return names[w];
 }
 
+const char *rig_awake_why(char *buf, size_t size)
+{
+	struct rig_asleep w;
+	int64_t next;
+
+	if (rig_asleep_poll(TIME_NEVER, &next, &w) < 0 ||
+	    w.witness == RIG_WITNESS_LINK)
+		snprintf(buf, size, "its agent was never quiet for quiet_ms "
+			 "%u ms", rig.cfg.quiet_ms);
+	else
+		snprintf(buf, size, "the %s sees it awake: %s",
+			 rig_witness_name(w.witness), w.detail);
+	return buf;
+}
+
 static void machine_rearm(void);
 
 static void machine_io(int fd, short revents, void *data)

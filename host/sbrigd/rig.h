@@ -233,6 +233,13 @@ void rig_link_forget(uint32_t cmd_id);
 const char *rig_witness_name(enum rig_witness w);
 
 /*
+ * Why the rig does not see the target asleep now, for a timeout's message:
+ * "its agent was never quiet for quiet_ms N ms" when the link decides,
+ * else "the WITNESS sees it awake: DETAIL". Returns @buf.
+ */
+const char *rig_awake_why(char *buf, size_t size);
+
+/*
  * Is the target asleep? 1: yes; 0: not (yet), *@next_ns is when to look
  * again (never later than @deadline_ns); -ETIMEDOUT: @deadline_ns has
  * passed; -ENOTCONN: no link on this rig. @why (may be NULL) gets the

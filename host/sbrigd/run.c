@@ -18,9 +18,10 @@
  * times out ends the run: the capture is closed with status "failed:
  * FILE:LINE: wait ... timed out after D".
  *
- * "Asleep" is the link's silence (rig_asleep_poll()): a real target
- * freezes its user space (the agent) before it suspends, so its events of
- * a suspend cycle reach the host only after it wakes. "wait asleep" polls
+ * "Asleep" is what the rig's witnesses say (rig_asleep_poll(): the
+ * machine's run state, the supply, the marker, else the link's silence):
+ * a real target freezes its user space (the agent) before it suspends, so
+ * its events of a suspend cycle reach the host only after it wakes. "wait asleep" polls
  * that with the runner's timer and, once it holds, consumes the event
  * stream up to that moment. "state mem" (any sleep state) ends the same
  * way once the agent has taken the request, or when the target was
@@ -207,9 +208,10 @@ static void on_timer(void *data)
 		} else if (ret == 0) {
 			sched_timer_start(&run.timer, next, on_timer, NULL);
 		} else {
+			char why[200];
+
 			fail(-ETIMEDOUT, "wait asleep timed out after %s (the "
-			     "target's agent was never quiet for quiet_ms %u "
-			     "ms)", t, rig_config()->quiet_ms);
+			     "target's %s)", t, rig_awake_why(why, sizeof(why)));
 		}
 		return;
 	case W_EVENT:
@@ -230,11 +232,13 @@ static void on_timer(void *data)
 	case W_SLEEP:
 	case W_DONE:
 		sbrig_step_describe(s, false, step, sizeof(step));
-		if (run.sw.active)
+		if (run.sw.active) {
+			char why[200];
+
 			fail(-ETIMEDOUT, "%s: the target did not fall asleep "
-			     "within %s (its agent was never quiet for quiet_ms "
-			     "%u ms: is a blocker active?)", step, t,
-			     rig_config()->quiet_ms);
+			     "within %s (%s: is a blocker active?)", step, t,
+			     rig_awake_why(why, sizeof(why)));
+		}
 		else if (rig_asleep_poll(sbrig_now_ns(), &next, NULL) == 1)
 			fail(-ETIMEDOUT, "%s: the agent did not answer in %s: "
 			     "the target is asleep (the command reaches it when "
