@@ -946,6 +946,13 @@ int rig_asleep_poll(int64_t deadline_ns, int64_t *next_ns,
 				 "yet");
 		}
 	}
+	/* whoever decided: what the agent sent before it slept must be out
+	 * of the link first (waiting for the clock model), so that a
+	 * "wait asleep" consumes it, not a later wait */
+	if (verdict == 1 && st.queued) {
+		verdict = 0;
+		at = time_add(now, 100 * NS_PER_MS);
+	}
 	w.asleep = verdict == 1;
 	if (why)
 		*why = w;
