@@ -255,9 +255,16 @@ def test_export_output_file_is_replaced_atomically(tmp_path):
     assert p.stdout == ""
     assert out.read_bytes() == (CAPTURES / "complete" / "samples.tsv").read_bytes()
     assert [x.name for x in tmp_path.iterdir()] == ["samples.tsv"]
+    # the directories -o lacks are created (issue 25: every output option
+    # does); one that cannot be is named
     p = export(CAPTURES / "complete-v2", "--samples", "csv", "-o",
-               tmp_path / "no" / "such" / "dir.csv", check=False)
-    assert p.returncode == 1 and "no/such/dir.csv" in p.stderr, p.stderr
+               tmp_path / "no" / "such" / "dir.csv")
+    assert (tmp_path / "no" / "such" / "dir.csv").read_text().startswith("t_ns,")
+    (tmp_path / "afile").write_text("")
+    p = export(CAPTURES / "complete-v2", "--samples", "csv", "-o",
+               tmp_path / "afile" / "dir.csv", check=False)
+    assert p.returncode == 1 and f"{tmp_path / 'afile'}: mkdir: Not a directory" in \
+        p.stderr, p.stderr
 
 
 def _read_fifo(path: Path, out: list):

@@ -9,10 +9,13 @@
   (the report's ns / 1000, exactly). Blockers that overlap in time are
   async tracks of their own.
 * CSV: RFC 4180 as Python's csv module reads it, the report's figures.
-* JUnit: well-formed XML, one testcase per metric verdict, failures and
-  skips counted, the provenance as testsuite properties.
+* JUnit: xmllint --noout and the schema (tests/exportrules.check_junit),
+  one testcase per metric verdict, failures and skips counted, the
+  provenance as testsuite properties.
 * LAVA: every line is "lava-test-case NAME --result pass|fail
-  --measurement X --units U" with NAME of [A-Za-z0-9_.-], <= 100 chars.
+  --measurement X --units U" with NAME of [A-Za-z0-9_.-], <= 100 chars,
+  named as export-formats.md says (tests/exportrules.lava_name);
+  test_export_hostile.py runs them through LAVA's own code.
 * Bad input: the wrong document for the option, another schema version.
 
 Inputs: tests/fixtures/report/*.json and compare.json files made by
@@ -30,7 +33,6 @@ import random
 import re
 import subprocess
 import sys
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -39,6 +41,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from tests import exportrules  # noqa: E402
 from tests.synth import runs  # noqa: E402
 
 FIX = REPO / "tests" / "fixtures" / "report"
@@ -251,11 +254,11 @@ def test_csv_quotes_names_with_commas_and_quotes(sbrig, tmp_path):
 
 # ---- JUnit ----------------------------------------------------------------------
 
-def test_junit_has_a_testcase_per_verdict_and_the_provenance(comparison):
+def test_junit_has_a_testcase_per_verdict_and_the_provenance(comparison, tmp_path):
     doc = json.loads(comparison.read_text())
-    r = export(comparison, "--junit")
+    r = export(comparison, "--junit", "-o", tmp_path / "junit.xml")
     assert r.returncode == 0, r.stderr
-    root = ET.fromstring(r.stdout)
+    root = exportrules.check_junit(tmp_path / "junit.xml")
     suite = root.find("testsuite")
     cases = suite.findall("testcase")
     assert len(cases) == len(doc["metrics"]) == int(suite.get("tests"))
@@ -272,6 +275,9 @@ def test_junit_has_a_testcase_per_verdict_and_the_provenance(comparison):
     assert "blocker_energy_per_wakeup_uJ[sb report]" in names
     sb = cases[names.index("blocker_energy_per_wakeup_uJ[sb report]")]
     assert sb.find("failure") is not None and "+" in sb.find("failure").get("message")
+    figures = dict(ln.split(": ", 1) for ln in sb.find("system-out").text.splitlines()[1:])
+    assert figures["verdict"] == "regressed" and figures["unit"] == "uJ", figures
+    assert float(figures["change_rel"]) > 0.5, figures
     assert cases[names.index("leak[sb report]")].find("failure") is not None
 
 
@@ -303,7 +309,10 @@ def test_lava_lines_of_a_comparison(comparison):
     ms = lava_lines(r.stdout)
     assert len(ms) == len(doc["metrics"]) + 1
     by = {m["name"]: m for m in ms}
-    assert by["compare_blocker_energy_per_wakeup_uJ_sb_report"]["result"] == "fail"
+    # "sb report" has a space: the name is hashed (export-formats.md)
+    sb = exportrules.lava_name("compare_blocker_energy_per_wakeup_uJ_sb report")
+    assert sb.startswith("compare_blocker_energy_per_wakeup_uJ_sb_report-")
+    assert by[sb]["result"] == "fail"
     assert by["compare_verdict"]["result"] == "fail"
     for m, metric in zip(ms, doc["metrics"]):
         assert (m["result"] == "pass") == (metric["verdict"] in ("unchanged", "improved"))
@@ -318,6 +327,7 @@ def test_lava_names_are_cut_to_100_characters(sbrig, tmp_path):
     names = [m["name"] for m in lava_lines(out.stdout)]
     long = [n for n in names if n.startswith("blocker_energy_a_very")]
     assert len(long) == 1 and len(long[0]) == 100
+    assert long[0] == exportrules.lava_name("blocker_energy_" + "a very long blocker name " * 8)
 
 
 # ---- bad input --------------------------------------------------------------------

@@ -431,9 +431,16 @@ def test_trend_errors(tmp_path):
     cfg.write_text("[compare]\nalpha = lots\n")
     r = history(db, "trend", "-c", cfg, "keypress", "energy_per_wakeup_uJ")
     assert r.returncode == EXIT_USAGE and f"{cfg}:2" in r.stderr
+    # a directory --json lacks is created, as for every output (issue 25);
+    # one that cannot be is named
     r = history(db, "trend", "keypress", "energy_per_wakeup_uJ", "--rig", "bench",
                 "--json", tmp_path / "no" / "dir" / "t.json")
-    assert r.returncode == EXIT_DB and str(tmp_path / "no" / "dir" / "t.json") in r.stderr
+    assert r.returncode == EXIT_OK, r.stderr
+    assert json.loads((tmp_path / "no" / "dir" / "t.json").read_text())
+    (tmp_path / "file").write_text("")
+    r = history(db, "trend", "keypress", "energy_per_wakeup_uJ", "--rig", "bench",
+                "--json", tmp_path / "file" / "dir" / "t.json")
+    assert r.returncode == EXIT_DB and str(tmp_path / "file") in r.stderr
 
 
 def test_help_names_every_subcommand():

@@ -109,9 +109,10 @@ def test_page_errors(page, tmp_path):
     assert r.returncode == EXIT_USAGE and "-o FILE" in r.stderr
     r = history(db, "html", "nosuch", "-o", tmp_path / "x.html")
     assert r.returncode == EXIT_FAIL and "no run of scenario 'nosuch'" in r.stderr
+    (tmp_path / "no").write_text("")    # a file where a directory would be
     out = tmp_path / "no" / "x.html"
     r = history(db, "html", "keypress", "-o", out)
-    assert r.returncode == EXIT_DB and str(out) in r.stderr
+    assert r.returncode == EXIT_DB and str(tmp_path / "no") in r.stderr
     r = history(db, "html", "keypress", "-o", tmp_path / "d.html",
                 env={"SBRIG_DYGRAPHS_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"})
     assert r.returncode == EXIT_DB and "dygraphs" in r.stderr

@@ -563,6 +563,47 @@ def test_sbrig_latency(hostif, agent, sbrigd, tmp_path):
     assert hostif.sim_value(LINE_POWER) == 0
 
 
+def _status(vm: Vm) -> dict[str, str]:
+    """The daemon's status lines (daemon-protocol.md), from sbrig --json."""
+    import json
+
+    st = json.loads(vm.run_ok(_sbrig("status --json")))
+    return {"asleep": st["link"]["asleep"], "witness": st["asleep"]["witness"],
+            "detail": st["asleep"]["detail"]}
+
+
+def test_the_marker_witness_says_awake_under_the_opportunistic_policy(
+        hostif, agent, sbrigd):
+    """Issue 25, item 3: the daemon decided "asleep" from the link's
+    silence alone. With the marker wired and the target's policy
+    opportunistic (its event log's policy record), the marker high (a
+    blocker is active) says awake although the agent is silent longer
+    than quiet_ms; once it is low the link decides again, and the daemon
+    names the witness each time (asleep.witness)."""
+    vm = hostif.vm
+    agent.send_event(agent.head, agent.clock(), "policy", "opportunistic mem")
+    vm.run_ok(f"echo pull-up > {hostif.sim(LINE_MARKER, 'pull')}")
+    try:
+        _wait_guest(vm, f"{_sbrig('status --json')} | grep -q "
+                    "'\"witness\": \"marker\"'", 20)
+        agent.sleep()
+        # until the agent has been silent longer than quiet_ms (2500 ms)
+        _wait_guest(vm, f"[ $({_sbrig('status --json')} | sed -n "
+                    "'s/.*\"silent_ms\": *\\([0-9]*\\).*/\\1/p') -gt 2700 ]", 20)
+        st = _status(vm)
+        assert st["asleep"] is False and st["witness"] == "marker", st
+        assert "a blocker is active" in st["detail"], st
+        vm.run_ok(f"echo pull-down > {hostif.sim(LINE_MARKER, 'pull')}")
+        _wait_guest(vm, f"{_sbrig('status --json')} | grep -q "
+                    "'\"witness\": \"link\"'", 20)
+        st = _status(vm)
+        assert st["asleep"] is True and st["witness"] == "link", st
+    finally:
+        agent.wake()
+        vm.run_ok(f"echo pull-down > {hostif.sim(LINE_MARKER, 'pull')}")
+        agent.send_event(agent.head, agent.clock(), "policy", "forced on")
+
+
 def test_sbrig_latency_without_suspend_times_out(hostif, agent, sbrigd):
     """A target that never sleeps (its agent keeps answering): exit 1
     naming the wait, nothing pressed, and the daemon free for the next

@@ -45,6 +45,7 @@ REPO = Path(__file__).resolve().parents[1]
 LAVA_JOBS = REPO / "lava-jobs"
 sys.path.insert(0, str(REPO))
 
+from tests import exportrules  # noqa: E402
 from tests.vm.common import BUILD  # noqa: E402
 
 
@@ -332,7 +333,7 @@ def expected_report_cases(report: dict) -> dict[str, tuple]:
         exp["latency_median"] = (report["latency"]["median_ns"] / 1e6, "ms")
         exp["latency_p95"] = (report["latency"]["p95_ns"] / 1e6, "ms")
     for b in report["blockers"]:
-        exp["blocker_energy_" + re.sub(r"[^A-Za-z0-9_.-]", "_", b["name"])[:85]] = \
+        exp[exportrules.lava_name("blocker_energy_" + b["name"])] = \
             (b["energy_uJ"] / 1000, "mJ")
     return exp
 
@@ -416,8 +417,8 @@ def test_qemu_power_jobs_report_the_rigs_figures(amd64):
     assert float(verdict.measurement) == regressed and verdict.units == "count"
     assert len(cases) == len(cmp["metrics"])
     for m in cmp["metrics"]:
-        name = "compare_" + m["metric"] + (f"_{m['blocker']}" if m["blocker"] else "")
-        name = re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:100]
+        name = exportrules.lava_name(
+            "compare_" + m["metric"] + (f"_{m['blocker']}" if m["blocker"] else ""))
         assert cases[name].result == ("pass" if m["verdict"] in ("unchanged", "improved")
                                       else "fail"), name
 

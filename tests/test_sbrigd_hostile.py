@@ -38,10 +38,14 @@ NEVER = "9223372036854775807ns"
 
 class QmpStub:
     """A scripted QMP peer (mock: no QEMU here): greets, answers every
-    command with an empty return, records the input-send-event keys."""
+    command with an empty return but query-status (``status``: QEMU's run
+    state, "running" until a test sets it), records the input-send-event
+    keys and counts the query-status questions."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.status = "running"
+        self.queries = 0
         self.keys: list[tuple[str, bool]] = []
         self.lock = threading.Lock()
         self.srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -73,6 +77,12 @@ class QmpStub:
                     with self.lock:
                         self.keys.append((d["key"]["data"], d["down"]))
             ans = {"return": {}}
+            if req.get("execute") == "query-status":
+                with self.lock:
+                    self.queries += 1
+                    ans = {"return": {"status": self.status,
+                                      "running": self.status == "running",
+                                      "singlestep": False}}
             if "id" in req:
                 ans["id"] = req["id"]
             f.write(json.dumps(ans).encode() + b"\r\n")
@@ -356,8 +366,9 @@ def test_sigterm_does_not_start_the_next_pipelined_request(hrig):
 
 def test_idle_connections_do_not_lock_others_out(hrig):
     """32 connections that send nothing took every slot, for good. The one
-    idle the longest now makes room for a new client (and is told why)."""
-    idle = [Conn(hrig.sock, timeout=10) for _ in range(40)]
+    idle the longest now makes room for a new client (and is told why).
+    (70: more than the 64 slots there are now.)"""
+    idle = [Conn(hrig.sock, timeout=10) for _ in range(70)]
     try:
         res = sbrig(hrig.sock, "status", timeout=10)
         assert res.returncode == 0, res.stderr
@@ -378,6 +389,25 @@ def test_a_directory_named_like_summary_keys_cannot_spoof_them(hrig):
     assert summary["status"] == "complete"
     assert int(summary["samples"]) == len(read_rows(out, "samples"))
     assert res.stdout.count("status: ") == 1, res.stdout
+
+
+def test_capture_run_and_latency_create_the_directories_they_lack(hrig):
+    """The daemon made DIR but not its parents ('err 2 DIR: mkdir: No
+    such file or directory'), while sbrig analyze -o DIR makes both: every
+    output option creates what it lacks (issue 25)."""
+    out = hrig.tmp / "not" / "there" / "cap"
+    res = sbrig(hrig.sock, "capture", "-d", "200ms", "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    assert kv(res.stdout)["status"] == "complete"
+    scn = _scn(hrig, "s.scn", "settle 10ms\n")
+    out = hrig.tmp / "not" / "there" / "either" / "run"
+    res = sbrig(hrig.sock, "run", str(scn), "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    assert meta_section(out, "end")["status"] == "complete"
+    (hrig.tmp / "afile").write_text("")
+    res = sbrig(hrig.sock, "capture", "-d", "200ms", "-o",
+                str(hrig.tmp / "afile" / "cap"))
+    assert res.returncode == 1 and str(hrig.tmp / "afile") in res.stderr, res
 
 
 def test_a_nul_in_a_run_body_is_an_error_at_its_place(hrig):
@@ -453,3 +483,375 @@ def test_sbrig_gives_up_on_a_wedged_daemon_after_a_second_ctrl_c(tmp_path):
         if cli.poll() is None:
             cli.kill()
         srv.close()
+
+
+# ------------------------------------------- followers and CRLF (issue 25) --
+
+# A process that opens N connections, each asking to follow the target's
+# events (n=1: an accepted follower is sent the kept event at once, a
+# refused one "err 16"), prints what each got first as one JSON line, and
+# keeps them open until its standard input closes.
+FOLLOWERS = r"""
+import json, socket, sys
+path, n = sys.argv[1], int(sys.argv[2])
+conns, first = [], []
+for _ in range(n):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect(path)     # blocking: waits while the backlog is full
+        s.settimeout(30)
+        s.sendall(b"target events n=1 follow=yes\n")
+    except OSError as e:
+        first.append("connect: " + e.strerror)
+        continue
+    conns.append(s)
+for s in conns:
+    f = s.makefile("rb")
+    try:
+        first.append(f.readline().decode().strip() or "closed")
+    except OSError as e:
+        first.append("recv: " + str(e))
+print(json.dumps(first), flush=True)
+sys.stdin.read()
+"""
+
+
+class Followers:
+    """N follow requests from one process of their own (SO_PEERCRED pid)."""
+
+    def __init__(self, sock: Path, n: int) -> None:
+        self.proc = subprocess.Popen(["/usr/bin/python3", "-c", FOLLOWERS,
+                                      str(sock), str(n)],
+                                     stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+        self.first: list[str] | None = None
+
+    def wait(self, timeout: float = 60) -> list[str]:
+        """What each connection got first (once every one answered)."""
+        if self.first is None:
+            line = _readline(self.proc.stdout, timeout)
+            assert line, "the follower process died"
+            self.first = json.loads(line)
+        return self.first
+
+    def close(self) -> None:
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        self.proc.wait(30)
+
+
+def _readline(f, timeout: float) -> str:
+    out: list[str] = []
+    t = threading.Thread(target=lambda: out.append(f.readline()), daemon=True)
+    t.start()
+    t.join(timeout)
+    assert out, f"no answer within {timeout} s"
+    return out[0]
+
+
+def _one_event(r) -> None:
+    """Give the daemon one kept event (a follower's first line)."""
+    r.agent.send_event(1, time.monotonic_ns(), "block", '"kept"')
+    wait_status(r, lambda s: True)      # the link is served
+    end = time.monotonic() + 10
+    while True:
+        c = Conn(r.sock, timeout=10)
+        try:
+            c.send(b"target events n=1\n")
+            final, before = c.answer()
+        finally:
+            c.close()
+        if before:
+            return
+        assert time.monotonic() < end, final
+        time.sleep(0.05)
+
+
+def _answers_quickly(r, limit_s: float = 1.0) -> None:
+    """sbrig status, version and stop are answered, each within limit_s."""
+    t = time.monotonic()
+    res = sbrig(r.sock, "status", timeout=30)
+    took = time.monotonic() - t
+    assert res.returncode == 0, res.stderr
+    assert took < limit_s, f"sbrig status took {took:.2f} s"
+    for req, want in ((b"version\n", "ok sbrigd "),
+                      (b"stop\n", "err 2 nothing is running")):
+        t = time.monotonic()
+        c = Conn(r.sock, timeout=10)
+        try:
+            c.send(req)
+            final, _ = c.answer()
+        finally:
+            c.close()
+        assert final.startswith(want), (req, final)
+        assert time.monotonic() - t < limit_s, req
+
+
+def test_32_followers_do_not_lock_anyone_out(hrig):
+    """32 'target events follow=yes' took every slot for good: status,
+    version and stop got err 24 or a broken pipe, sbrig status exited 3.
+    Followers are bounded per process (4) and in all (16), and the slots
+    of lasting requests leave room for everyone else."""
+    _one_event(hrig)
+    f = Followers(hrig.sock, 32)
+    try:
+        first = f.wait()
+        _answers_quickly(hrig)
+        followed = [x for x in first if x.startswith("data event ")]
+        refused = [x for x in first if x.startswith("err 16 follow: ")]
+        assert len(followed) == 4 and len(refused) == 28, first
+        st = status(hrig)
+        assert st["daemon.followers"] == "4", st
+    finally:
+        f.close()
+    wait_status(hrig, lambda s: s["daemon.followers"] == "0")
+
+
+def test_400_followers_from_8_processes_do_not_lock_anyone_out(hrig):
+    """400 followers from 8 processes: at most 16 follow at a time (the
+    longest following makes room for a new one, told 'evicted=yes'), the
+    refused and the idle connections make room for new clients, and a
+    person's status, version and stop are answered within a second."""
+    _one_event(hrig)
+    procs = [Followers(hrig.sock, 50) for _ in range(8)]
+    try:
+        firsts = [p.wait() for p in procs]
+        for first in firsts:
+            assert sum(x.startswith("data event ") for x in first) >= 1, first
+            assert all(x.startswith(("data event ", "err 16 follow: ",
+                                     "err 87 closed: too many clients",
+                                     "closed")) for x in first), first
+        _answers_quickly(hrig)
+        st = status(hrig)
+        assert int(st["daemon.followers"]) == 16, st
+        assert int(st["daemon.clients"]) <= 64, st
+        # a new follower still gets in: the one following longest yields
+        c = Conn(hrig.sock, timeout=10)
+        try:
+            c.send(b"target events n=1 follow=yes\n")
+            assert c.line().startswith("data event "), "new follower refused"
+            assert status(hrig)["daemon.followers"] == "16"
+            c.send(b"stop\n")
+            final, _ = c.answer()
+            assert final.startswith("ok events=1 dropped=0"), final
+        finally:
+            c.close()
+    finally:
+        for p in procs:
+            p.close()
+    wait_status(hrig, lambda s: s["daemon.followers"] == "0")
+    _answers_quickly(hrig)
+
+
+def test_a_run_body_that_never_comes_holds_no_slot(hrig):
+    """'run DIR bytes=1048576 ...' and no body: the connection counted as
+    busy (no eviction, no idle timeout) and 1 MiB was allocated at once.
+    It is idle now: 70 of them leave room for status."""
+    conns = []
+    try:
+        for i in range(70):
+            try:
+                c = Conn(hrig.sock, timeout=10)
+                c.send(f"run {hrig.tmp / ('b%d' % i)} bytes=1048576 "
+                       f"origin=/x.scn\n".encode())
+                conns.append(c)
+            except OSError:
+                break
+        _answers_quickly(hrig)
+    finally:
+        for c in conns:
+            c.close()
+
+
+CRLF_REQUESTS = [
+    # (request, the final answer's start for LF and CRLF alike)
+    ("status", "ok"),
+    ("version", "ok sbrigd "),
+    ("press power 20ms", "ok pressed_ns="),
+    ("plug in", "err 2 "),
+    ("capture {d}/cap duration=200ms", "ok dir="),
+    ("agent 5s stats", "ok"),
+    ("latency {d}/lat n=1 timeout=300ms", "err 110 "),
+    ("target policy forced", "ok policy=forced "),
+    ("target state nonsense", "err 22 state: unknown state 'nonsense'"),
+    ("target hold crlf 20ms", "ok hold=crlf "),
+    ("target blockers", "ok rows=1"),
+    ("target events n=0", "ok events=0 "),
+    ("target events n=0 follow=no", "ok events=0 "),
+    ("stop", "err 2 nothing is running"),
+]
+
+
+@pytest.mark.parametrize("eol", ["\n", "\r\n"], ids=["LF", "CRLF"])
+def test_requests_of_every_verb_end_with_lf_or_crlf(hrig, eol):
+    """Every CRLF request was refused 'err 22 bad request: NUL byte' (the
+    \\r became a NUL, then the line was checked for NULs). A trailing \\r
+    is ignored, as daemon-protocol.md says: each verb answers the same to
+    LF and CRLF lines."""
+    d = hrig.tmp / ("lf" if eol == "\n" else "crlf")
+    d.mkdir()
+    for req, want in CRLF_REQUESTS:
+        line = req.format(d=d)
+        c = Conn(hrig.sock, timeout=30)
+        try:
+            c.send((line + eol).encode())
+            final, _ = c.answer()
+        finally:
+            c.close()
+        assert final.startswith(want), (line, final)
+    # run: the request line, then its body
+    body = "settle 10ms\n"
+    c = Conn(hrig.sock, timeout=30)
+    try:
+        c.send(f"run {d}/run bytes={len(body)} origin=/x.scn{eol}{body}"
+               .encode())
+        final, _ = c.answer()
+        assert final.startswith("ok dir=") and "status=complete" in final, \
+            final
+        # an empty line is ignored; stop ends the client's own request
+        c.send(f"{eol}capture {d}/own{eol}".encode())
+        assert c.line().startswith("progress started ")
+        c.send(f"stop{eol}".encode())
+        final, _ = c.answer()
+        assert "status=complete" in final, final
+    finally:
+        c.close()
+    # a NUL before the line end is still refused
+    c = Conn(hrig.sock, timeout=30)
+    try:
+        c.send(f"version\0x{eol}".encode())
+        final, _ = c.answer()
+        assert final == "err 22 bad request: NUL byte", final
+    finally:
+        c.close()
+
+
+# --------------------------------------------- the asleep witness (issue 25) --
+
+@pytest.fixture
+def wrig(tmp_path):
+    """The hostile rig with witnesses besides the link: the machine's run
+    state on the QmpStub ([target] state_uri) and the supply at 5 mA or
+    less ([power] asleep_uA); the agent answers state requests."""
+    emu = Emulator(tmp_path, "--current-uA", "20000", "--rate", "500")
+    agent = FakeAgent(boot_id="boot-witness", kernel="6.1.0-test")
+    agent.cmd_handler = hold_handler(agent)
+    qmp = QmpStub(tmp_path / "qmp.sock")
+    conf = tmp_path / "rig.conf"
+    conf.write_text(f"""[rig]
+name = witness
+[power]
+uri = {emu.uri}
+device = ina226
+shunt_uohm = 100000
+asleep_uA = 5000
+[target]
+uri = tcp:127.0.0.1:{agent.port}
+state_uri = qmp:{tmp_path / 'qmp.sock'}
+[timing]
+ping_interval_ms = 200
+quiet_ms = 2500
+""")
+    sock = tmp_path / "run" / "sbrigd.sock"
+    d = Daemon(conf, sock)
+    d.wait_log("link: agent fake up")
+
+    class R:
+        pass
+    r = R()
+    r.emu, r.agent, r.qmp, r.daemon, r.sock, r.tmp = emu, agent, qmp, d, sock, tmp_path
+    try:
+        yield r
+    finally:
+        rc = d.stop()
+        agent.close()
+        qmp.close()
+        emu.stop()
+        log = "".join(d.log)
+        assert "ERROR: AddressSanitizer" not in log, log
+        assert "runtime error" not in log, log
+        assert rc in (0, -9), log
+
+
+def test_the_machine_witness_decides_first_and_says_so(wrig):
+    """The daemon decided "asleep" from the link's silence alone. With a
+    [target] state_uri, QEMU's "suspended" says asleep at once (the agent
+    still talks here: the stronger witness wins), and the daemon says
+    which witness decided: status, and a sleep request's answer."""
+    st = wait_status(wrig, lambda s: s.get("asleep.witness") == "power")
+    assert st["link.asleep"] == "no", st        # 20 mA: awake, by the supply
+    assert "20.000 mA, above the 5.000 mA" in st["asleep.detail"], st
+    wrig.qmp.status = "suspended"
+    st = wait_status(wrig, lambda s: s["link.asleep"] == "yes", timeout=5)
+    assert st["asleep.witness"] == "machine", st
+    assert st["asleep.detail"].endswith("says suspended"), st
+    res = sbrig(wrig.sock, "status", timeout=10)
+    assert "asleep, seen by the machine" in res.stdout, res.stdout
+    c = Conn(wrig.sock)
+    try:
+        t = time.monotonic()
+        c.send(b"target state mem timeout=20s\n")
+        final, _ = c.answer()
+        took = time.monotonic() - t
+    finally:
+        c.close()
+    w = words(final[3:])
+    assert final.startswith("ok ") and w["slept"] == "asleep", final
+    assert w["witness"] == "machine" and "says suspended" in w["detail"], final
+    assert took < 2.5, f"{took:.2f} s: waited for the link's quiet_ms"
+    # a stopped machine is not asleep, whatever the link says
+    wrig.qmp.status = "paused"
+    wrig.agent.sleep()
+    st = wait_status(wrig, lambda s: s["asleep.detail"].endswith("says paused"),
+                     timeout=5)
+    assert st["link.asleep"] == "no" and st["asleep.witness"] == "machine", st
+
+
+def test_the_supply_witness_tells_asleep_from_a_silent_agent(wrig):
+    """QEMU says running (s2idle looks so): the supply decides. A silent
+    agent with the supply at its running level is not asleep (the link
+    alone said it was); the supply at its sleep level is asleep before
+    the link's quiet_ms are over."""
+    wrig.agent.sleep()          # the agent falls silent
+    t = time.monotonic()
+    while time.monotonic() - t < 3.5:           # longer than quiet_ms
+        st = status(wrig)
+        assert st["link.asleep"] == "no", st    # 20 mA: awake
+        assert st["asleep.witness"] == "power", st
+        time.sleep(0.25)
+    wrig.agent.wake()
+    wait_status(wrig, lambda s: s.get("link.connected") == "yes")
+    c = Conn(wrig.sock)
+    try:
+        c.send(b"target state mem timeout=20s\n")
+        assert c.line().startswith("progress accepted ")
+        wrig.emu.ctl("current_uA 3000")     # the target suspends
+        t = time.monotonic()
+        final, _ = c.answer()
+        took = time.monotonic() - t
+    finally:
+        c.close()
+    w = words(final[3:])
+    assert w["slept"] == "asleep" and w["witness"] == "power", final
+    assert "3.000 mA, within the 5.000 mA" in w["detail"], final
+    assert took < 2.0, took
+
+
+def test_without_other_witnesses_the_link_decides_and_says_so(hrig):
+    """The hostile rig has no state_uri, no asleep_uA, no marker: the
+    link decides, and says so."""
+    st = status(hrig)
+    assert st["asleep.witness"] == "link" and st["link.asleep"] == "no", st
+    assert "no frame from the agent for" in st["asleep.detail"], st
+    c = Conn(hrig.sock)
+    try:
+        c.send(b"target state mem timeout=20s\n")
+        assert c.line().startswith("progress accepted ")
+        hrig.agent.sleep()
+        final, _ = c.answer()
+    finally:
+        c.close()
+    w = words(final[3:])
+    assert w["slept"] == "quiet" and w["witness"] == "link", final

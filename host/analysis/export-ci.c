@@ -8,25 +8,46 @@
  * config and git SHAs with record_testsuite_property()), and one
  * <testcase> per metric verdict: a regression is a <failure>, an
  * inconclusive verdict is <skipped> (run more), unchanged and improved
- * pass; each case's figures are its <properties>.
+ * pass; each case's figures are "key: value" lines of its <system-out>
+ * (Jenkins' xUnit schema has no <properties> in a <testcase>).
  *
  * LAVA lines: "lava-test-case NAME --result pass|fail --measurement X
  * --units U", which a Lava-Test shell on the device runs (LAVA takes
- * test-case signals only from there). NAME is [A-Za-z0-9_.-] only (every
- * other byte becomes '_') and at most 100 characters; units have no
- * spaces. A report gives its headline figures (pass) and a line per
- * finding kind that is a failure (leak, aborted_suspend); a comparison
- * gives a line per metric verdict (fail for regressed and inconclusive)
- * and the overall verdict.
+ * test-case signals only from there). A report gives its headline figures
+ * (pass) and a line per finding kind that is a failure (leak,
+ * aborted_suspend); a comparison gives a line per metric verdict (fail for
+ * regressed and inconclusive) and the overall verdict.
+ *
+ * Both read documents that may come from anywhere (a compare.json is a
+ * file like any other): every string is written so that its reader takes
+ * it for what it is and nothing else.
+ *
+ *  - XML: text is valid UTF-8 made of XML 1.0 characters; a byte sequence
+ *    that is not (a character cut in two, U+FFFE, a control character)
+ *    becomes U+FFFD. Numbers are written from the metrics themselves
+ *    (tests, failures, skipped count the test cases written), as
+ *    integers that cannot wrap.
+ *  - LAVA: a line is one shell command whose words LAVA's lava-test-case
+ *    takes apart with "=" and ">" as separators: a name holds only
+ *    [A-Za-z0-9_.-] and at most 100 characters, a unit only
+ *    [A-Za-z0-9_%/.-] (at most 100, never empty), a measurement fits
+ *    lava-server's column (30 digits, 10 after the point).
+ *  - Names stay distinct and stable: a name whose mapping loses
+ *    information (a byte replaced, a name cut) gets the first 8 hex digits
+ *    of the SHA-256 of its full name as a suffix (ex_name_t); two figures
+ *    that still end up with one name are an error, never two results
+ *    under one name.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <json-c/json.h>
+#include <sha256.h>	/* libmd */
 
 #include <sbrig/sbrig.h>
 
@@ -36,6 +57,11 @@
 typedef struct json_object jobj;
 
 #define LAVA_NAME_MAX 100
+#define LAVA_UNITS_MAX 100
+/* lava-server's TestCase.measurement: DecimalField(max_digits=30,
+ * decimal_places=10), so less than 1e20 in magnitude */
+#define LAVA_MEASUREMENT_MAX 1e19
+#define HASH_HEX 8
 
 static jobj *get(jobj *o, const char *k)
 {
@@ -56,25 +82,93 @@ static double num(jobj *o, const char *k)
 	return v ? json_object_get_double(v) : NAN;
 }
 
-/* ---- JUnit ---------------------------------------------------------------- */
+/* ---- names ---------------------------------------------------------------- */
 
-static void xml(FILE *out, const char *s)
+/* The first HASH_HEX hex digits of the SHA-256 of @s, into @hex. */
+static void short_hash(const char *s, char hex[HASH_HEX + 1])
 {
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
+	char full[SHA256_DIGEST_STRING_LENGTH];
 
+	SHA256Data((const uint8_t *)s, strlen(s), full);
+	memcpy(hex, full, HASH_HEX);
+	hex[HASH_HEX] = '\0';
+}
+
+/* Does @s (@n bytes) end with @sep and HASH_HEX lowercase hex digits? */
+static bool ends_hashed(const char *s, size_t n, const char *sep)
+{
+	size_t l = strlen(sep);
+
+	if (n < l + HASH_HEX || memcmp(s + n - HASH_HEX - l, sep, l))
+		return false;
+	for (size_t i = n - HASH_HEX; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return true;
+}
+
+/*
+ * The set of names written so far: a second figure with a name already
+ * written is an error naming both (@what: "metrics[3]", "blockers[2]").
+ */
+static int name_unique(jobj *seen, const char *name, const char *what,
+		       const char *format)
+{
+	jobj *first;
+
+	if (json_object_object_get_ex(seen, name, &first))
+		return sbrig_set_error(-EINVAL, "%s: %s and %s both give the "
+				       "test case name '%.200s'", format,
+				       json_object_get_string(first), what,
+				       name);
+	if (json_object_object_add(seen, name, json_object_new_string(what)))
+		return sbrig_set_error(-ENOMEM, "%s: out of memory", format);
+	return 0;
+}
+
+/* ---- XML ------------------------------------------------------------------ */
+
+static bool xml_char(uint32_t c)
+{
+	return c == 0x9 || c == 0xa || c == 0xd || (c >= 0x20 && c <= 0xd7ff) ||
+	       (c >= 0xe000 && c <= 0xfffd) || (c >= 0x10000 && c <= 0x10ffff);
+}
+
+/*
+ * @s as XML text or attribute value: escaped, every byte sequence that is
+ * not UTF-8 of an XML 1.0 character written as U+FFFD. Return whether
+ * anything was replaced.
+ */
+static bool xml(FILE *out, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = strlen(s);
+	bool lossy = false;
+
+	while (n) {
+		size_t len;
+		int32_t c = ex_utf8_next(p, n, &len);
+
+		p += len;
+		n -= len;
+		if (c < 0 || !xml_char((uint32_t)c)) {
+			fputs("\xef\xbf\xbd", out);	/* U+FFFD */
+			lossy = true;
+			continue;
+		}
 		switch (c) {
 		case '<': fputs("&lt;", out); break;
 		case '>': fputs("&gt;", out); break;
 		case '&': fputs("&amp;", out); break;
 		case '"': fputs("&quot;", out); break;
 		case '\n': fputs("&#10;", out); break;
+		case '\r': fputs("&#13;", out); break;
 		case '\t': fputs("&#9;", out); break;
 		default:
-			if (c >= 0x20)	/* XML 1.0 has no other control char */
-				fputc(c, out);
+			fwrite(p - len, 1, len, out);
 		}
 	}
+	return lossy;
 }
 
 static void property(FILE *out, const char *indent, const char *name,
@@ -87,59 +181,102 @@ static void property(FILE *out, const char *indent, const char *name,
 	fputs("\"/>\n", out);
 }
 
-/* the strings of @arr joined by ',' */
-static void joined(jobj *arr, char *buf, size_t n)
+static void int_property(FILE *out, const char *indent, const char *name,
+			 jobj *v)
 {
-	size_t l = 0;
+	char buf[32];
 
-	buf[0] = '\0';
-	for (size_t i = 0; i < json_object_array_length(arr) && l < n; i++)
-		l += (size_t)snprintf(buf + l, n - l, "%s%s", i ? "," : "",
-				      json_object_get_string(
-					json_object_array_get_idx(arr, i)));
+	snprintf(buf, sizeof(buf), "%" PRId64, json_object_get_int64(v));
+	property(out, indent, name, buf);
 }
 
-static void case_name(jobj *m, char *buf, size_t n)
+/* the strings of @arr joined by ',' (a property) */
+static void joined_property(FILE *out, const char *name, jobj *arr)
 {
-	if (get(m, "blocker"))
-		snprintf(buf, n, "%s[%s]", str(m, "metric"), str(m, "blocker"));
-	else
-		snprintf(buf, n, "%s", str(m, "metric"));
+	fprintf(out, "      <property name=\"%s\" value=\"", name);
+	for (size_t i = 0; i < json_object_array_length(arr); i++) {
+		if (i)
+			fputc(',', out);
+		xml(out, json_object_get_string(json_object_array_get_idx(arr,
+									  i)));
+	}
+	fputs("\"/>\n", out);
 }
 
-static void num_property(FILE *out, const char *name, jobj *v)
+/* "\nNAME: VALUE" in a case's system-out (nothing for null) */
+static void num_line(FILE *out, const char *name, jobj *v)
 {
-	char buf[64];
-
-	if (!v)
-		return;
-	snprintf(buf, sizeof(buf), "%.10g", json_object_get_double(v));
-	property(out, "        ", name, buf);
+	if (v)
+		fprintf(out, "&#10;%s: %.10g", name, json_object_get_double(v));
 }
 
-/* "change +5.5 % (95 % interval +4.3 % .. +6.2 %), p = 1.1e-05" */
-static void message(jobj *m, char *buf, size_t n)
+/*
+ * "regressed: REASON; change +5.5 % (95 % interval +4.3 % .. +6.2 %),
+ * p = 1.1e-05" into a memory stream's buffer (*@buf, the caller's)
+ */
+static int message(jobj *m, char **buf)
 {
 	jobj *ci = get(m, "ci_rel");
-	size_t l;
+	size_t len;
+	FILE *f = open_memstream(buf, &len);
 
-	l = (size_t)snprintf(buf, n, "%s: %s", str(m, "verdict"),
-			     str(m, "reason"));
-	if (!isnan(num(m, "change_rel")) && l < n)
-		l += (size_t)snprintf(buf + l, n - l, "; change %+.1f %%",
-				      num(m, "change_rel") * 100);
-	if (ci && l < n)
-		l += (size_t)snprintf(buf + l, n - l,
-			" (%.0f %% interval %+.1f %% .. %+.1f %%)",
+	if (!f)
+		return -ENOMEM;
+	fprintf(f, "%s: %s", str(m, "verdict"), str(m, "reason"));
+	if (!isnan(num(m, "change_rel")))
+		fprintf(f, "; change %+.1f %%", num(m, "change_rel") * 100);
+	if (ci)
+		fprintf(f, " (%.0f %% interval %+.1f %% .. %+.1f %%)",
 			num(m, "confidence") * 100,
-			json_object_get_double(json_object_array_get_idx(ci, 0)) * 100,
-			json_object_get_double(json_object_array_get_idx(ci, 1)) * 100);
-	if (!isnan(num(m, "p_value")) && l < n)
-		l += (size_t)snprintf(buf + l, n - l, ", p = %.2g",
-				      num(m, "p_value"));
-	if (get(m, "more_runs") && l < n)
-		snprintf(buf + l, n - l, "; run %d more a side",
-			 (int)num(m, "more_runs"));
+			json_object_get_double(json_object_array_get_idx(ci, 0)) *
+			100,
+			json_object_get_double(json_object_array_get_idx(ci, 1)) *
+			100);
+	if (!isnan(num(m, "p_value")))
+		fprintf(f, ", p = %.2g", num(m, "p_value"));
+	if (get(m, "more_runs"))
+		fprintf(f, "; run %" PRId64 " more a side",
+			json_object_get_int64(get(m, "more_runs")));
+	return fclose(f) ? -ENOMEM : 0;
+}
+
+/*
+ * A test case's name: METRIC or METRIC[BLOCKER], as XML; when a byte had
+ * to be replaced, " #" and the short hash of the name as it is in the
+ * document follow, so names that differ stay apart. The name as written
+ * (unescaped, for the set of names) into *@key, the caller's.
+ */
+static int case_name(jobj *m, FILE *out, char **key)
+{
+	size_t len;
+	char *raw = NULL, hex[HASH_HEX + 1];
+	FILE *f = open_memstream(&raw, &len), *k;
+	bool lossy;
+
+	*key = NULL;
+	if (!f)
+		return -ENOMEM;
+	if (get(m, "blocker"))
+		fprintf(f, "%s[%s]", str(m, "metric"), str(m, "blocker"));
+	else
+		fputs(str(m, "metric"), f);
+	if (fclose(f))
+		return -ENOMEM;
+	k = open_memstream(key, &len);
+	if (!k) {
+		free(raw);
+		return -ENOMEM;
+	}
+	lossy = xml(k, raw) || ends_hashed(raw, strlen(raw), " #");
+	if (lossy) {
+		short_hash(raw, hex);
+		fprintf(k, " #%s", hex);
+	}
+	free(raw);
+	if (fclose(k))
+		return -ENOMEM;
+	fputs(*key, out);	/* escaped already */
+	return 0;
 }
 
 int ex_junit(jobj *c, FILE *out)
@@ -148,100 +285,172 @@ int ex_junit(jobj *c, FILE *out)
 		"rig_name", "rig_config", "rig_sha256", "scenario",
 		"scenario_sha256",
 	};
-	jobj *metrics = get(c, "metrics"), *cnt = get(c, "counts");
-	jobj *prov = get(c, "provenance");
-	size_t n = json_object_array_length(metrics);
-	char buf[2048], name[512];
+	jobj *metrics = get(c, "metrics"), *prov = get(c, "provenance");
+	size_t n = json_object_array_length(metrics), failures = 0, skipped = 0;
+	jobj *seen;
+	int ret = 0;
 
+	for (size_t i = 0; i < n; i++) {
+		const char *v = str(json_object_array_get_idx(metrics, i),
+				    "verdict");
+
+		failures += !strcmp(v, "regressed");
+		skipped += !strcmp(v, "inconclusive");
+	}
+	seen = json_object_new_object();
+	if (!seen)
+		return sbrig_set_error(-ENOMEM, "junit: out of memory");
 	fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n"
 	      "  <testsuite name=\"sbrig compare: ", out);
 	xml(out, *str(prov, "scenario") ? str(prov, "scenario") : "runs");
-	fprintf(out, "\" tests=\"%zu\" failures=\"%d\" errors=\"0\" "
-		"skipped=\"%d\">\n    <properties>\n", n,
-		(int)num(cnt, "regressed"), (int)num(cnt, "inconclusive"));
-	joined(get(get(c, "new"), "git_sha"), buf, sizeof(buf));
-	property(out, "      ", "commit", buf);
-	joined(get(get(c, "base"), "git_sha"), buf, sizeof(buf));
-	property(out, "      ", "base_commit", buf);
+	fprintf(out, "\" tests=\"%zu\" failures=\"%zu\" errors=\"0\" "
+		"skipped=\"%zu\">\n    <properties>\n", n, failures, skipped);
+	joined_property(out, "commit", get(get(c, "new"), "git_sha"));
+	joined_property(out, "base_commit", get(get(c, "base"), "git_sha"));
 	for (size_t i = 0; i < sizeof(prov_keys) / sizeof(prov_keys[0]); i++)
 		property(out, "      ", prov_keys[i], str(prov, prov_keys[i]));
 	property(out, "      ", "thresholds",
 		 *str(get(c, "config"), "path") ? str(get(c, "config"), "path") :
 		 "(built-in defaults)");
 	property(out, "      ", "verdict", str(c, "verdict"));
-	snprintf(buf, sizeof(buf), "%d", (int)num(get(c, "base"), "n"));
-	property(out, "      ", "base_runs", buf);
-	snprintf(buf, sizeof(buf), "%d", (int)num(get(c, "new"), "n"));
-	property(out, "      ", "new_runs", buf);
+	int_property(out, "      ", "base_runs", get(get(c, "base"), "n"));
+	int_property(out, "      ", "new_runs", get(get(c, "new"), "n"));
 	fputs("    </properties>\n", out);
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n && !ret; i++) {
 		jobj *m = json_object_array_get_idx(metrics, i);
 		const char *v = str(m, "verdict");
+		char *key = NULL, *msg = NULL, what[48];
 
-		case_name(m, name, sizeof(name));
 		fputs("    <testcase classname=\"sbrig.compare\" name=\"", out);
-		xml(out, name);
-		fputs("\" time=\"0\">\n      <properties>\n", out);
-		property(out, "        ", "verdict", v);
-		property(out, "        ", "unit", str(m, "unit"));
-		num_property(out, "base_median", get(get(m, "base"), "median"));
-		num_property(out, "new_median", get(get(m, "new"), "median"));
-		num_property(out, "change_rel", get(m, "change_rel"));
-		num_property(out, "p_value", get(m, "p_value"));
-		fputs("      </properties>\n", out);
-		message(m, buf, sizeof(buf));
-		if (!strcmp(v, "regressed") || !strcmp(v, "inconclusive")) {
+		ret = case_name(m, out, &key);
+		snprintf(what, sizeof(what), "metrics[%zu]", i);
+		if (!ret)
+			ret = name_unique(seen, key, what, "junit");
+		free(key);
+		fputs("\" time=\"0\">\n", out);
+		if (!ret && message(m, &msg))
+			ret = -ENOMEM;
+		if (!ret && (!strcmp(v, "regressed") ||
+			     !strcmp(v, "inconclusive"))) {
 			fprintf(out, "      <%s message=\"",
 				*v == 'r' ? "failure type=\"regressed\"" :
 				"skipped");
-			xml(out, buf);
+			xml(out, msg);
 			fputs("\"/>\n", out);
-		} else {
-			fputs("      <system-out>", out);
-			xml(out, buf);
-			fputs("</system-out>\n", out);
 		}
+		/* the message, then the figures, one "key: value" a line */
+		fputs("      <system-out>", out);
+		if (!ret)
+			xml(out, msg);
+		fputs("&#10;verdict: ", out);
+		xml(out, v);
+		fputs("&#10;unit: ", out);
+		xml(out, str(m, "unit"));
+		num_line(out, "base_median", get(get(m, "base"), "median"));
+		num_line(out, "new_median", get(get(m, "new"), "median"));
+		num_line(out, "change_rel", get(m, "change_rel"));
+		num_line(out, "p_value", get(m, "p_value"));
+		fputs("</system-out>\n", out);
+		free(msg);
 		fputs("    </testcase>\n", out);
 	}
+	json_object_put(seen);
+	if (ret == -ENOMEM)
+		return sbrig_set_error(-ENOMEM, "junit: out of memory");
+	if (ret)
+		return ret;
 	fputs("  </testsuite>\n</testsuites>\n", out);
 	return ferror(out) ? sbrig_set_error(-ENOMEM, "junit: out of memory") : 0;
 }
 
 /* ---- LAVA ------------------------------------------------------------------- */
 
-/* @a and @b joined by '_' as a LAVA test-case name */
-static void lava_name(char *buf, const char *a, const char *b)
+static bool lava_name_char(char ch)
 {
-	size_t l = (size_t)snprintf(buf, LAVA_NAME_MAX + 1, "%s%s%s", a,
-				    b && *b ? "_" : "", b ? b : "");
-
-	if (l > LAVA_NAME_MAX)
-		l = LAVA_NAME_MAX;
-	for (size_t i = 0; i < l; i++) {
-		char ch = buf[i];
-
-		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-		      (ch >= '0' && ch <= '9') || ch == '_' || ch == '-' ||
-		      ch == '.'))
-			buf[i] = '_';
-	}
-	buf[l] = '\0';
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+	       (ch >= '0' && ch <= '9') || ch == '_' || ch == '-' || ch == '.';
 }
 
-static void lava(FILE *out, const char *a, const char *b, bool pass,
-		 double x, const char *units)
+/*
+ * The LAVA name of the figure whose full name is @full: @full itself when
+ * it is a LAVA name of at most LAVA_NAME_MAX characters (that does not
+ * end like a hashed one); else its first characters with every other
+ * byte as '_', then '-' and the short hash of @full.
+ */
+static void lava_name(char buf[LAVA_NAME_MAX + 1], const char *full)
 {
-	char name[LAVA_NAME_MAX + 1];
+	size_t n = strlen(full), keep;
+	bool lossy = n > LAVA_NAME_MAX || ends_hashed(full, n, "-");
+	char hex[HASH_HEX + 1];
 
-	lava_name(name, a, b);
-	fprintf(out, "lava-test-case %s --result %s", name,
+	for (size_t i = 0; i < n && !lossy; i++)
+		lossy = !lava_name_char(full[i]);
+	if (!lossy) {
+		memcpy(buf, full, n + 1);
+		return;
+	}
+	keep = n < LAVA_NAME_MAX - HASH_HEX - 1 ? n :
+	       LAVA_NAME_MAX - HASH_HEX - 1;
+	for (size_t i = 0; i < keep; i++)
+		buf[i] = lava_name_char(full[i]) ? full[i] : '_';
+	short_hash(full, hex);
+	snprintf(buf + keep, LAVA_NAME_MAX + 1 - keep, "-%s", hex);
+}
+
+/* Units: [A-Za-z0-9_%/.-], every other byte '_', at most 100, "none" for "" */
+static void lava_units(char buf[LAVA_UNITS_MAX + 1], const char *u)
+{
+	size_t i;
+
+	for (i = 0; u[i] && i < LAVA_UNITS_MAX; i++)
+		buf[i] = lava_name_char(u[i]) || u[i] == '%' || u[i] == '/' ?
+			 u[i] : '_';
+	buf[i] = '\0';
+	if (!i)
+		strcpy(buf, "none");
+}
+
+/*
+ * struct lava - the lines being written
+ * @out: where
+ * @seen: the names written so far (name -> what gave it)
+ */
+struct lava {
+	FILE *out;
+	jobj *seen;
+};
+
+/*
+ * One line for the figure named @a (and @b: "A_B"), @what in the
+ * document; the measurement is left out when it is not finite or does
+ * not fit lava-server's column.
+ */
+static int lava(struct lava *l, const char *a, const char *b,
+		const char *what, bool pass, double x, const char *units)
+{
+	char name[LAVA_NAME_MAX + 1], u[LAVA_UNITS_MAX + 1];
+	char *full = NULL;
+	int ret;
+
+	if (asprintf(&full, "%s%s%s", a, b && *b ? "_" : "",
+		     b ? b : "") < 0)
+		return sbrig_set_error(-ENOMEM, "lava: out of memory");
+	lava_name(name, full);
+	free(full);
+	ret = name_unique(l->seen, name, what, "lava");
+	if (ret)
+		return ret;
+	fprintf(l->out, "lava-test-case %s --result %s", name,
 		pass ? "pass" : "fail");
 	if (fabs(x) < 0.0005)
 		x = 0;		/* no "-0.000" */
-	if (isfinite(x))
-		fprintf(out, " --measurement %.*f --units %s",
-			strcmp(units, "count") ? 3 : 0, x, units);
-	fputc('\n', out);
+	if (isfinite(x) && fabs(x) < LAVA_MEASUREMENT_MAX) {
+		lava_units(u, units);
+		fprintf(l->out, " --measurement %.*f --units %s",
+			strcmp(units, "count") ? 3 : 0, x, u);
+	}
+	fputc('\n', l->out);
+	return 0;
 }
 
 static size_t count_kind(jobj *f, const char *kind)
@@ -253,71 +462,107 @@ static size_t count_kind(jobj *f, const char *kind)
 	return k;
 }
 
+static int lava_begin(struct lava *l, FILE *out)
+{
+	l->out = out;
+	l->seen = json_object_new_object();
+	return l->seen ? 0 : sbrig_set_error(-ENOMEM, "lava: out of memory");
+}
+
+static int lava_end(struct lava *l, int ret)
+{
+	json_object_put(l->seen);
+	if (!ret && ferror(l->out))
+		ret = sbrig_set_error(-ENOMEM, "lava: out of memory");
+	return ret;
+}
+
 int ex_lava_report(jobj *r, FILE *out)
 {
 	jobj *e = get(r, "energy"), *lat = get(r, "latency");
 	jobj *bl = get(r, "blockers"), *f = get(r, "findings");
 	jobj *wk = get(r, "wakeups");
 	size_t nw = json_object_array_length(wk);
+	struct lava l;
 	double s = 0;
+	int ret;
 
-	lava(out, "energy_total", NULL, true, num(e, "total_uJ") / 1e3, "mJ");
-	lava(out, "energy_suspended", NULL, true, num(e, "suspended_uJ") / 1e3,
-	     "mJ");
-	lava(out, "energy_awake", NULL, true, num(e, "awake_uJ") / 1e3, "mJ");
-	if (get(e, "baseline_uW"))
-		lava(out, "baseline_power", NULL, true,
-		     num(e, "baseline_uW") / 1e3, "mW");
+	ret = lava_begin(&l, out);
+	if (ret)
+		return ret;
+	ret = lava(&l, "energy_total", NULL, "energy.total_uJ", true,
+		   num(e, "total_uJ") / 1e3, "mJ");
+	ret = ret ?: lava(&l, "energy_suspended", NULL, "energy.suspended_uJ",
+			  true, num(e, "suspended_uJ") / 1e3, "mJ");
+	ret = ret ?: lava(&l, "energy_awake", NULL, "energy.awake_uJ", true,
+			  num(e, "awake_uJ") / 1e3, "mJ");
+	if (!ret && get(e, "baseline_uW"))
+		ret = lava(&l, "baseline_power", NULL, "energy.baseline_uW",
+			   true, num(e, "baseline_uW") / 1e3, "mW");
 	for (size_t i = 0; i < nw; i++)
 		s += num(json_object_array_get_idx(wk, i), "energy_uJ");
-	if (nw) {
-		lava(out, "energy_per_wakeup", NULL, true, s / (double)nw / 1e3,
-		     "mJ");
-		lava(out, "wakeups", NULL, true, (double)nw, "count");
+	if (!ret && nw) {
+		ret = lava(&l, "energy_per_wakeup", NULL, "wakeups", true,
+			   s / (double)nw / 1e3, "mJ");
+		ret = ret ?: lava(&l, "wakeups", NULL, "wakeups", true,
+				  (double)nw, "count");
 	}
-	if (num(lat, "n") > 0) {
-		lava(out, "latency_median", NULL, true,
-		     num(lat, "median_ns") / 1e6, "ms");
-		lava(out, "latency_p95", NULL, true, num(lat, "p95_ns") / 1e6,
-		     "ms");
+	if (!ret && num(lat, "n") > 0) {
+		ret = lava(&l, "latency_median", NULL, "latency.median_ns",
+			   true, num(lat, "median_ns") / 1e6, "ms");
+		ret = ret ?: lava(&l, "latency_p95", NULL, "latency.p95_ns",
+				  true, num(lat, "p95_ns") / 1e6, "ms");
 	}
-	for (size_t i = 0; i < json_object_array_length(bl); i++) {
+	for (size_t i = 0; !ret && i < json_object_array_length(bl); i++) {
 		jobj *b = json_object_array_get_idx(bl, i);
+		char what[48];
 
-		lava(out, "blocker_energy", str(b, "name"), true,
-		     num(b, "energy_uJ") / 1e3, "mJ");
+		snprintf(what, sizeof(what), "blockers[%zu]", i);
+		ret = lava(&l, "blocker_energy", str(b, "name"), what, true,
+			   num(b, "energy_uJ") / 1e3, "mJ");
 	}
-	lava(out, "leaks", NULL, !count_kind(f, "leak"),
-	     (double)count_kind(f, "leak"), "count");
-	lava(out, "aborted_suspends", NULL, !count_kind(f, "aborted_suspend"),
-	     (double)count_kind(f, "aborted_suspend"), "count");
-	return ferror(out) ? sbrig_set_error(-ENOMEM, "lava: out of memory") : 0;
+	ret = ret ?: lava(&l, "leaks", NULL, "findings", !count_kind(f, "leak"),
+			  (double)count_kind(f, "leak"), "count");
+	ret = ret ?: lava(&l, "aborted_suspends", NULL, "findings",
+			  !count_kind(f, "aborted_suspend"),
+			  (double)count_kind(f, "aborted_suspend"), "count");
+	return lava_end(&l, ret);
 }
 
 int ex_lava_compare(jobj *c, FILE *out)
 {
 	jobj *metrics = get(c, "metrics");
+	size_t regressed = 0;
+	struct lava l;
+	int ret;
 
-	for (size_t i = 0; i < json_object_array_length(metrics); i++) {
+	ret = lava_begin(&l, out);
+	for (size_t i = 0; !ret && i < json_object_array_length(metrics); i++) {
 		jobj *m = json_object_array_get_idx(metrics, i);
 		const char *v = str(m, "verdict");
 		bool pass = strcmp(v, "regressed") && strcmp(v, "inconclusive");
-		char a[256];
+		char *a = NULL, what[48];
 
-		snprintf(a, sizeof(a), "compare_%s", str(m, "metric"));
+		regressed += !strcmp(v, "regressed");
+		if (asprintf(&a, "compare_%s", str(m, "metric")) < 0) {
+			ret = sbrig_set_error(-ENOMEM, "lava: out of memory");
+			break;
+		}
+		snprintf(what, sizeof(what), "metrics[%zu]", i);
 		if (!isnan(num(m, "change_rel")))
-			lava(out, a, str(m, "blocker"), pass,
-			     num(m, "change_rel") * 100, "percent");
+			ret = lava(&l, a, str(m, "blocker"), what, pass,
+				   num(m, "change_rel") * 100, "percent");
 		else if (!strcmp(str(m, "test"), "new-leak"))
-			lava(out, a, str(m, "blocker"), pass,
-			     num(get(m, "new"), "median"), "count");
+			ret = lava(&l, a, str(m, "blocker"), what, pass,
+				   num(get(m, "new"), "median"), "count");
 		else
-			lava(out, a, str(m, "blocker"), pass, num(m, "change"),
-			     str(m, "unit"));
+			ret = lava(&l, a, str(m, "blocker"), what, pass,
+				   num(m, "change"), str(m, "unit"));
+		free(a);
 	}
-	lava(out, "compare_verdict", NULL,
-	     strcmp(str(c, "verdict"), "regressed") &&
-	     strcmp(str(c, "verdict"), "inconclusive"),
-	     num(get(c, "counts"), "regressed"), "count");
-	return ferror(out) ? sbrig_set_error(-ENOMEM, "lava: out of memory") : 0;
+	ret = ret ?: lava(&l, "compare_verdict", NULL, "verdict",
+			  strcmp(str(c, "verdict"), "regressed") &&
+			  strcmp(str(c, "verdict"), "inconclusive"),
+			  (double)regressed, "count");
+	return lava_end(&l, ret);
 }

@@ -4,37 +4,26 @@
  * field with a comma, a quote or a line end quoted, quotes doubled; "\n"
  * line ends), one header line naming the columns with their units
  * (export-formats.md): blockers, wakeups, and the finest power envelope.
- * A null figure is an empty field.
+ * A null figure is an empty field. Text cells go through an_csv_text()
+ * (csv.h): a name that a spreadsheet would take for a formula is written
+ * as text.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <json-c/json.h>
 
 #include <sbrig/sbrig.h>
 
+#include "csv.h"
 #include "export-internal.h"
 #include "report-load.h"
 
 typedef struct json_object jobj;
-
-static void field_str(FILE *out, const char *s)
-{
-	if (!strpbrk(s, ",\"\r\n")) {
-		fputs(s, out);
-		return;
-	}
-	fputc('"', out);
-	for (; *s; s++) {
-		if (*s == '"')
-			fputc('"', out);
-		fputc(*s, out);
-	}
-	fputc('"', out);
-}
 
 /* a value as JSON has it (integers as integers), or empty for null */
 static void field(FILE *out, jobj *v)
@@ -42,7 +31,7 @@ static void field(FILE *out, jobj *v)
 	if (!v)
 		return;
 	if (json_object_is_type(v, json_type_string))
-		field_str(out, json_object_get_string(v));
+		an_csv_text(out, json_object_get_string(v));
 	else if (json_object_is_type(v, json_type_int))
 		fprintf(out, "%" PRId64, json_object_get_int64(v));
 	else if (json_object_is_type(v, json_type_boolean))
@@ -64,16 +53,20 @@ static int table(FILE *out, jobj *arr, const char *const *cols, size_t n,
 			jobj *v = an_jget(row, cols[c]);
 
 			if (list_col && !strcmp(cols[c], list_col)) {
-				/* a list: its names joined by ';' */
-				char buf[4096];
-				size_t l = 0;
+				/* a list: its names joined by ';', whole */
+				char *buf = NULL;
+				size_t l;
+				FILE *f = open_memstream(&buf, &l);
 
-				buf[0] = '\0';
+				if (!f)
+					return sbrig_set_error(-ENOMEM, "csv: out of memory");
 				for (size_t k = 0; k < json_object_array_length(v); k++)
-					l += (size_t)snprintf(buf + l, l < sizeof(buf) ?
-						sizeof(buf) - l : 0, "%s%s", k ? ";" : "",
+					fprintf(f, "%s%s", k ? ";" : "",
 						json_object_get_string(json_object_array_get_idx(v, k)));
-				field_str(out, buf);
+				if (fclose(f))
+					return sbrig_set_error(-ENOMEM, "csv: out of memory");
+				an_csv_text(out, buf);
+				free(buf);
 			} else {
 				field(out, v);
 			}

@@ -25,16 +25,61 @@
 
 void ex_json_str(FILE *out, const char *s)
 {
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = strlen(s);
 
-		if (c == '"' || c == '\\')
-			fprintf(out, "\\%c", c);
+	while (n) {
+		size_t len;
+		int32_t c = ex_utf8_next(p, n, &len);
+
+		if (c < 0)
+			fputs("\\ufffd", out);	/* not UTF-8 */
+		else if (c == '"' || c == '\\')
+			fprintf(out, "\\%c", (char)c);
 		else if (c < 0x20)
-			fprintf(out, "\\u%04x", c);
+			fprintf(out, "\\u%04x", (unsigned int)c);
 		else
-			fputc(c, out);
+			fwrite(p, 1, len, out);
+		p += len;
+		n -= len;
 	}
+}
+
+int32_t ex_utf8_next(const unsigned char *s, size_t n, size_t *len)
+{
+	unsigned char c = s[0];
+	size_t need;
+	int32_t cp, min;
+
+	*len = 1;
+	if (c < 0x80)
+		return c;
+	if (c >= 0xc2 && c <= 0xdf) {
+		need = 1;
+		cp = c & 0x1f;
+		min = 0x80;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		need = 2;
+		cp = c & 0x0f;
+		min = 0x800;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		need = 3;
+		cp = c & 0x07;
+		min = 0x10000;
+	} else {
+		return -1;	/* a continuation byte, 0xc0, 0xc1, 0xf5.. */
+	}
+	if (n <= need)
+		return -1;
+	for (size_t i = 1; i <= need; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return -1;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return -1;
+	*len = need + 1;
+	return cp;
 }
 
 void ex_us(FILE *out, int64_t t_ns)
@@ -54,16 +99,13 @@ static const char *schema_of(struct json_object *root)
 	       s : "";
 }
 
-int sbrig_export_render(const char *json_path, enum sbrig_export what,
-			char **text, size_t *len)
+int sbrig_export_write(const char *json_path, enum sbrig_export what,
+		       FILE *out)
 {
 	struct json_object *root = NULL;
 	bool compare = what == SBRIG_EXPORT_JUNIT;
-	FILE *out;
 	int ret;
 
-	*text = NULL;
-	*len = 0;
 	ret = an_json_load(json_path, &root);
 	if (ret)
 		return ret;
@@ -74,11 +116,6 @@ int sbrig_export_render(const char *json_path, enum sbrig_export what,
 		sbrig_prefix_error("%s", json_path);
 		json_object_put(root);
 		return ret;
-	}
-	out = open_memstream(text, len);
-	if (!out) {
-		json_object_put(root);
-		return sbrig_set_error(-ENOMEM, "export: out of memory");
 	}
 	switch (what) {
 	case SBRIG_EXPORT_PERFETTO:
@@ -104,9 +141,24 @@ int sbrig_export_render(const char *json_path, enum sbrig_export what,
 		ret = sbrig_set_error(-EINVAL, "export: unknown format %d",
 				      (int)what);
 	}
+	json_object_put(root);
+	return ret;
+}
+
+int sbrig_export_render(const char *json_path, enum sbrig_export what,
+			char **text, size_t *len)
+{
+	FILE *out;
+	int ret;
+
+	*text = NULL;
+	*len = 0;
+	out = open_memstream(text, len);
+	if (!out)
+		return sbrig_set_error(-ENOMEM, "export: out of memory");
+	ret = sbrig_export_write(json_path, what, out);
 	if (fclose(out) && !ret)
 		ret = sbrig_set_error(-ENOMEM, "export: out of memory");
-	json_object_put(root);
 	if (ret) {
 		free(*text);
 		*text = NULL;

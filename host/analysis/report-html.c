@@ -87,16 +87,26 @@
 
 /* ---- a growable byte buffer with a sticky error ------------------------ */
 
+/*
+ * A buffer, or with @f a stream the bytes go to at once (a page is
+ * written as it is made: it is never in memory whole).
+ */
 struct buf {
 	char *p;
 	size_t len, cap;
 	int err;	/* the first -errno; later adds do nothing */
+	FILE *f;
 };
 
 static void buf_add(struct buf *b, const void *s, size_t n)
 {
 	if (b->err)
 		return;
+	if (b->f) {
+		if (fwrite(s, 1, n, b->f) != n)
+			b->err = errno ? -errno : -EIO;
+		return;
+	}
 	if (b->len + n + 1 > b->cap) {
 		size_t cap = b->cap ? b->cap : 4096;
 		char *p;
@@ -589,6 +599,7 @@ int an_page_write(const struct an_page *p, const char *path)
 {
 	char *dy_js = NULL, *dy_css = NULL;
 	size_t dy_js_len, dy_css_len;
+	struct an_atomic w;
 	struct buf page = { 0 };
 	int ret;
 
@@ -598,12 +609,18 @@ int an_page_write(const struct an_page *p, const char *path)
 	ret = read_dygraphs("css", &dy_css, &dy_css_len);
 	if (ret)
 		goto out;
+	/* written to the file as it is made: never whole in memory */
+	ret = an_atomic_open(&w, path);
+	if (ret)
+		goto out;
+	page.f = w.f;
 	build_page(&page, p, dy_js, dy_js_len, dy_css, dy_css_len);
-	if (page.err) {
+	if (page.err == -ENOMEM) {
+		an_atomic_abort(&w);
 		ret = sbrig_set_error(page.err, "%s: out of memory", path);
 		goto out;
 	}
-	ret = an_write_atomic(path, page.p, page.len);
+	ret = an_atomic_close(&w);	/* a write error is named there */
 out:
 	buf_free(&page);
 	free(dy_css);

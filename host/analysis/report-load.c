@@ -499,57 +499,333 @@ out:
 	return ret;
 }
 
-static int parse_json(const char *path, const char *text, size_t len,
-		      struct json_object **out)
-{
-	struct json_tokener *tok = json_tokener_new_ex(JSON_MAX_DEPTH);
-	struct json_object *root;
-	enum json_tokener_error err;
-	size_t end, line = 1, col = 1;
+/*
+ * Reading a document with bounded memory.
+ *
+ * The file is fed to json-c's tokener AN_JSON_CHUNK bytes at a time (its
+ * text is never whole in memory), and before a chunk goes in, jcost_scan()
+ * adds up what the values that start in it will cost once json-c holds
+ * them: an upper bound per kind of value, from json-c 0.16's allocations
+ * measured with malloc's own statistics (tests/test_export_memory.py
+ * checks the bound on documents made of each kind):
+ *
+ *   value          what json-c allocates                    counted
+ *   integer        its object                               72
+ *   fraction       its object and its text                  96 + length
+ *   string         its object and the bytes                 88 + length
+ *   true, false    an object                                72
+ *   null           nothing (NULL)                           0
+ *   array          its object and a list of 32 slots        416
+ *                  (shrunk to its length at its end: the
+ *                  hole may stay, as between nested arrays)
+ *   element        the list's slot, as it doubles           24
+ *   object         its object and a 16-entry hash table     800
+ *   key            its copy                                 32 + length
+ *   11th member+   the table, as it doubles                 120
+ *
+ * plus twice the longest token (the tokener's buffer grows to hold it).
+ * The document is refused as soon as the sum passes AN_JSON_MAX_TREE,
+ * naming the byte where it did: whatever the file holds, reading it takes
+ * at most AN_JSON_MAX_TREE (and the chunk) of memory.
+ */
+#define AN_JSON_CHUNK (64 << 10)
+#define COST_INT 72
+#define COST_FRACTION 96
+#define COST_STRING 88
+#define COST_WORD 72
+#define COST_ARRAY 416
+#define COST_SLOT 24
+#define COST_OBJECT 800
+#define COST_KEY 32
+#define COST_MEMBER 120
+#define COST_TABLE_MEMBERS 10	/* an object's first table holds these */
 
-	if (!tok)
-		return sbrig_set_error(-ENOMEM, "%s: out of memory", path);
-	json_tokener_set_flags(tok, JSON_TOKENER_STRICT |
-				    JSON_TOKENER_VALIDATE_UTF8);
-	root = json_tokener_parse_ex(tok, text, (int)len);
-	err = json_tokener_get_error(tok);
-	end = json_tokener_get_parse_end(tok);
-	if (err == json_tokener_success)
-		while (end < len && strchr(" \t\r\n", text[end]))
-			end++;
-	if (err == json_tokener_continue)
-		err = json_tokener_error_parse_eof;
-	if (err != json_tokener_success || end < len) {
-		for (size_t i = 0; i < end && i < len; i++, col++)
-			if (text[i] == '\n') {
+/**
+ * struct jcost - the scanner's state across chunks
+ * @state: where in a token the last chunk ended
+ * @len: bytes of the token in progress
+ * @fraction: the number in progress has a '.', 'e' or 'E'
+ * @key: the string in progress is an object's key
+ * @depth: open containers (those beyond JCOST_DEPTH are counted as the
+ *	innermost one tracked)
+ * @obj: for each tracked container, whether it is an object
+ * @members: for each tracked container, its members or elements so far
+ * @expect_key: for each tracked object, a key comes next
+ * @longest: the longest token so far
+ * @bytes: the cost of the values so far
+ * @word_cost: of the literal in progress (true, false: COST_WORD; null: 0)
+ */
+#define JCOST_DEPTH (JSON_MAX_DEPTH + 1)
+struct jcost {
+	enum { JC_VALUE, JC_STRING, JC_ESCAPE, JC_NUMBER, JC_WORD } state;
+	uint64_t len;
+	bool fraction, key;
+	unsigned int depth;
+	bool obj[JCOST_DEPTH];
+	uint32_t members[JCOST_DEPTH];
+	bool expect_key[JCOST_DEPTH];
+	uint64_t longest, bytes;
+	unsigned int word_cost;
+};
+
+static unsigned int jcost_top(const struct jcost *c)
+{
+	return c->depth < JCOST_DEPTH ? c->depth - 1 : JCOST_DEPTH - 1;
+}
+
+/* A value starts: its place in its container. */
+static void jcost_value(struct jcost *c)
+{
+	unsigned int t;
+
+	if (!c->depth)
+		return;		/* the document itself */
+	t = jcost_top(c);
+	if (!c->obj[t]) {
+		c->bytes += COST_SLOT;
+		c->members[t]++;
+	}
+}
+
+static void jcost_end_token(struct jcost *c, uint64_t cost, bool counts_len)
+{
+	c->bytes += cost + (counts_len ? c->len : 0);
+	if (c->len > c->longest)
+		c->longest = c->len;
+	c->state = JC_VALUE;
+}
+
+static void jcost_open(struct jcost *c, bool obj)
+{
+	unsigned int t;
+
+	jcost_value(c);
+	c->bytes += obj ? COST_OBJECT : COST_ARRAY;
+	c->depth++;
+	t = jcost_top(c);
+	c->obj[t] = obj;
+	c->members[t] = 0;
+	c->expect_key[t] = obj;
+}
+
+static void jcost_scan(struct jcost *c, const char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		char ch = p[i];
+		unsigned int t;
+
+		switch (c->state) {
+		case JC_STRING:
+			if (ch == '\\')
+				c->state = JC_ESCAPE;
+			else if (ch == '"')
+				jcost_end_token(c, c->key ? COST_KEY :
+						COST_STRING, true);
+			else
+				c->len++;
+			continue;
+		case JC_ESCAPE:
+			c->len++;
+			c->state = JC_STRING;
+			continue;
+		case JC_NUMBER:
+			if ((ch >= '0' && ch <= '9') || strchr("+-.eE", ch)) {
+				c->fraction |= ch == '.' || ch == 'e' ||
+					       ch == 'E';
+				c->len++;
+				continue;
+			}
+			jcost_end_token(c, c->fraction ? COST_FRACTION :
+					COST_INT, c->fraction);
+			break;		/* @ch is the next token's */
+		case JC_WORD:
+			if (ch >= 'a' && ch <= 'z') {
+				c->len++;
+				continue;
+			}
+			jcost_end_token(c, c->word_cost, false);
+			break;
+		case JC_VALUE:
+			break;
+		}
+		switch (ch) {
+		case '"':
+			t = c->depth ? jcost_top(c) : 0;
+			c->key = c->depth && c->obj[t] && c->expect_key[t];
+			if (c->key) {
+				c->expect_key[t] = false;
+				if (++c->members[t] > COST_TABLE_MEMBERS)
+					c->bytes += COST_MEMBER;
+			} else {
+				jcost_value(c);
+			}
+			c->state = JC_STRING;
+			c->len = 0;
+			break;
+		case '{':
+		case '[':
+			jcost_open(c, ch == '{');
+			break;
+		case '}':
+		case ']':
+			if (c->depth)
+				c->depth--;
+			break;
+		case ',':
+			if (c->depth && c->obj[jcost_top(c)])
+				c->expect_key[jcost_top(c)] = true;
+			break;
+		case 't':
+		case 'f':
+		case 'n':
+			jcost_value(c);
+			c->state = JC_WORD;
+			c->word_cost = ch == 'n' ? 0 : COST_WORD;
+			c->len = 1;
+			break;
+		default:
+			if (ch == '-' || (ch >= '0' && ch <= '9')) {
+				jcost_value(c);
+				c->state = JC_NUMBER;
+				c->fraction = false;
+				c->len = 1;
+			}
+		}
+	}
+}
+
+static uint64_t jcost_total(const struct jcost *c)
+{
+	return c->bytes + 2 * c->longest;
+}
+
+/* "path:line:col: not JSON: why" for the byte at @off of @fd's file */
+static int not_json(const char *path, int fd, uint64_t off, const char *why)
+{
+	char buf[AN_JSON_CHUNK];
+	uint64_t line = 1, col = 1, pos = 0;
+
+	while (pos < off) {
+		ssize_t n = pread(fd, buf, sizeof(buf), (off_t)pos);
+
+		if (n <= 0)
+			break;
+		for (ssize_t i = 0; i < n && pos < off; i++, pos++, col++)
+			if (buf[i] == '\n') {
 				line++;
 				col = 0;
 			}
-		json_object_put(root);
-		json_tokener_free(tok);
-		return sbrig_set_error(-EINVAL, "%s:%zu:%zu: not JSON: %s",
-				       path, line, col,
-				       err != json_tokener_success ?
-				       json_tokener_error_desc(err) :
-				       "text after the end of the document");
 	}
-	json_tokener_free(tok);
-	*out = root;
-	return 0;
+	return sbrig_set_error(-EINVAL, "%s:%" PRIu64 ":%" PRIu64 ": not JSON: "
+			       "%s", path, line, col, why);
 }
 
+static bool blank(char ch)
+{
+	return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n';
+}
 
 int an_json_load(const char *path, struct json_object **out)
 {
-	char *text = NULL;
-	size_t len;
-	int ret;
+	struct json_tokener *tok = NULL;
+	struct json_object *root = NULL;
+	struct jcost cost = { .state = JC_VALUE };
+	bool done = false;	/* the document ended; only blanks may follow */
+	uint64_t off = 0;	/* of @buf's first byte in the file */
+	struct stat st;
+	char *buf = NULL;
+	int fd, ret = 0;
 
-	ret = an_slurp(path, AN_JSON_MAX_BYTES, &text, &len);
-	if (ret)
-		return ret;
-	ret = parse_json(path, text, len, out);
-	free(text);
+	*out = NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return sbrig_set_error(-errno, "%s: %s", path, strerror(errno));
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		ret = sbrig_set_error(errno ? -errno : -EINVAL, "%s: %s", path,
+				      errno ? strerror(errno) :
+				      "not a regular file");
+		goto close_fd;
+	}
+	if ((uintmax_t)st.st_size > AN_JSON_MAX_BYTES) {
+		ret = sbrig_set_error(-EFBIG, "%s: %jd bytes: larger than any "
+				      "real document (at most %zu MiB)", path,
+				      (intmax_t)st.st_size,
+				      AN_JSON_MAX_BYTES >> 20);
+		goto close_fd;
+	}
+	buf = malloc(AN_JSON_CHUNK);
+	tok = json_tokener_new_ex(JSON_MAX_DEPTH);
+	if (!buf || !tok) {
+		ret = sbrig_set_error(-ENOMEM, "%s: out of memory", path);
+		goto free_tok;
+	}
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT |
+				    JSON_TOKENER_VALIDATE_UTF8);
+	for (;;) {
+		enum json_tokener_error err;
+		ssize_t n = read(fd, buf, AN_JSON_CHUNK);
+		size_t end = 0;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ret = sbrig_set_error(-errno, "%s: %s", path,
+					      strerror(errno));
+			goto free_tok;
+		}
+		if (n == 0)
+			break;
+		if (off + (uint64_t)n > AN_JSON_MAX_BYTES) {	/* it grew */
+			ret = sbrig_set_error(-EFBIG, "%s: larger than any real "
+					      "document (at most %zu MiB)",
+					      path, AN_JSON_MAX_BYTES >> 20);
+			goto free_tok;
+		}
+		if (!done) {
+			jcost_scan(&cost, buf, (size_t)n);
+			if (jcost_total(&cost) > AN_JSON_MAX_TREE) {
+				ret = sbrig_set_error(-EFBIG, "%s: by byte %"
+					PRIu64 " its values would take more "
+					"than the %zu MiB a document is given "
+					"in memory: larger than any real "
+					"document", path, off + (uint64_t)n,
+					AN_JSON_MAX_TREE >> 20);
+				goto free_tok;
+			}
+			root = json_tokener_parse_ex(tok, buf, (int)n);
+			err = json_tokener_get_error(tok);
+			if (err != json_tokener_success &&
+			    err != json_tokener_continue) {
+				ret = not_json(path, fd, off +
+					       json_tokener_get_parse_end(tok),
+					       json_tokener_error_desc(err));
+				goto free_tok;
+			}
+			done = err == json_tokener_success;
+			end = done ? json_tokener_get_parse_end(tok) : (size_t)n;
+		}
+		while (end < (size_t)n && blank(buf[end]))
+			end++;
+		if (end < (size_t)n) {
+			ret = not_json(path, fd, off + end, "text after the end "
+				       "of the document");
+			goto free_tok;
+		}
+		off += (uint64_t)n;
+	}
+	if (!done) {
+		ret = not_json(path, fd, off, json_tokener_error_desc(
+				       json_tokener_error_parse_eof));
+		goto free_tok;
+	}
+	*out = root;
+	root = NULL;
+free_tok:
+	json_object_put(root);
+	json_tokener_free(tok);
+	free(buf);
+close_fd:
+	close(fd);
 	return ret;
 }
 

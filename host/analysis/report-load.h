@@ -14,8 +14,17 @@
 
 #include <json-c/json.h>
 
-/* a report.json (or compare.json) larger than this is refused */
-#define AN_JSON_MAX_BYTES ((size_t)1 << 30)
+/*
+ * What a document read back may be (report-format.md, compare-format.md):
+ * a file of at most AN_JSON_MAX_BYTES, whose values take json-c at most
+ * AN_JSON_MAX_TREE of memory (an_json_load() counts them as it reads).
+ * A real report stays far below both: its trace is at most ~6 MB whatever
+ * the capture's length, and 32 MiB holds some 40 000 wakeups with their
+ * phases and blocker spans; a real comparison holds a few thousand
+ * metrics.
+ */
+#define AN_JSON_MAX_BYTES ((size_t)32 << 20)
+#define AN_JSON_MAX_TREE ((size_t)512 << 20)
 
 enum jtype { J_OBJ, J_ARR, J_MAP, J_STR, J_INT, J_NUM, J_BOOL };
 
@@ -53,9 +62,10 @@ struct json_object *an_jget(struct json_object *o, const char *key);
 int an_slurp(const char *path, size_t max, char **out, size_t *outlen);
 
 /*
- * Parse @path as strict JSON (valid UTF-8, nothing after the document).
- * *@out is the caller's (json_object_put()). 0 or -EINVAL naming
- * "path:line:column".
+ * Parse @path as strict JSON (valid UTF-8, nothing after the document),
+ * reading it in chunks (never whole in memory). *@out is the caller's
+ * (json_object_put()). 0, -EINVAL naming "path:line:column", or -EFBIG
+ * when the file or its values pass AN_JSON_MAX_BYTES / AN_JSON_MAX_TREE.
  */
 int an_json_load(const char *path, struct json_object **out);
 

@@ -157,26 +157,6 @@ int sbrig_history_default_path(char *buf, size_t size)
 	return 0;
 }
 
-/* create the directories leading to @path */
-static int make_parents(const char *path)
-{
-	char buf[4096];
-	size_t len = strlen(path);
-
-	if (len >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, path, len + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	return 0;
-}
-
 /* ---- opening ------------------------------------------------------------ */
 
 static int user_version(struct sbrig_history *h, int *v)
@@ -290,9 +270,8 @@ struct sbrig_history *sbrig_history_open(const char *path, bool create)
 				      "yet: 'sbrig history add' creates it)" :
 				      "");
 		goto fail;
-	} else if ((ret = make_parents(path)) < 0) {
-		sbrig_set_error(ret, "%s: creating its directory: %s", path,
-				strerror(-ret));
+	} else if ((ret = sbrig_mkdir_parent(path, 0755)) < 0) {
+		sbrig_prefix_error("%s: creating its directory", path);
 		goto fail;
 	}
 	rc = sqlite3_open_v2(path, &h->db, SQLITE_OPEN_READWRITE |

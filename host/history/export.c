@@ -10,6 +10,7 @@
 #include <sbrig/compare.h>
 #include <sbrig/sbrig.h>
 
+#include "csv.h"
 #include "internal.h"
 
 static const char *col(sqlite3_stmt *st, int i)
@@ -82,20 +83,10 @@ int sbrig_history_show(struct sbrig_history *h, const char *scenario,
 					     "%s", strerror(EIO)) : 0;
 }
 
-/* @s as a CSV field (RFC 4180: quoted when it holds , " or a line end) */
+/* @s as a CSV text cell (an_csv_text(): RFC 4180, no formula), then @end */
 static void csv(FILE *out, const char *s, char end)
 {
-	if (strpbrk(s, ",\"\r\n")) {
-		fputc('"', out);
-		for (; *s; s++) {
-			if (*s == '"')
-				fputc('"', out);
-			fputc(*s, out);
-		}
-		fputc('"', out);
-	} else {
-		fputs(s, out);
-	}
+	an_csv_text(out, s);
 	fputc(end, out);
 }
 
@@ -138,8 +129,9 @@ int sbrig_history_export_csv(struct sbrig_history *h, const char *scenario,
 			(long long)sqlite3_column_int64(st, 1));
 		for (int i = 2; i <= 10; i++)
 			csv(out, col(st, i), ',');
+		/* a number, not text: "-5" stays "-5" */
 		snprintf(num, sizeof(num), "%.10g", sqlite3_column_double(st, 11));
-		csv(out, num, ',');
+		fprintf(out, "%s,", num);
 		csv(out, unit_of(col(st, 9)), '\n');
 	}
 	sqlite3_finalize(st);

@@ -463,7 +463,12 @@ static int make_dir(const char *dir)
 {
 	struct dirent *de;
 	DIR *d;
+	int ret;
 
+	/* its parents are created as for every output (sbrig_mkdir_p()) */
+	ret = sbrig_mkdir_parent(dir, 0755);
+	if (ret < 0)
+		return ret;
 	if (!mkdir(dir, 0755))
 		return 0;
 	if (errno != EEXIST)

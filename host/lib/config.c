@@ -75,6 +75,7 @@ enum cfg_type {
 	T_BOOL,
 	T_URI_POWER,	/* local: ip: or empty */
 	T_URI_TARGET,	/* serial: tcp: or empty */
+	T_URI_MACHINE,	/* qmp: or empty (sbrig_machine_check_uri) */
 	T_CHIP,		/* a gpiochip, or qmp:PATH (sbrig_gpio_check_chip) */
 };
 
@@ -119,7 +120,9 @@ static const struct cfg_key cfg_keys[] = {
 	CFG(SEC_POWER, "shunt_uohm", T_U32, shunt_uohm, 0, 100000000),
 	CFG(SEC_POWER, "sample_rate_hz", T_U32, sample_rate_hz, 0, 1000000),
 	CFG(SEC_POWER, "buffer_samples", T_U32, buffer_samples, 1, 1 << 20),
+	CFG(SEC_POWER, "asleep_uA", T_U32, asleep_uA, 0, 100000000),
 	CFG(SEC_TARGET, "uri", T_URI_TARGET, target_uri, 0, 0),
+	CFG(SEC_TARGET, "state_uri", T_URI_MACHINE, machine_uri, 0, 0),
 	CFG(SEC_TIMING, "press_ms", T_U32, press_ms, 1, 60000),
 	CFG(SEC_TIMING, "settle_ms", T_U32, settle_ms, 0, 3600000),
 	CFG(SEC_TIMING, "ping_interval_ms", T_U32, ping_interval_ms, 10, 60000),
@@ -266,6 +269,7 @@ static int cfg_store(const struct cfg_key *k, void *base, const char *secname,
 		break;
 	case T_URI_POWER:
 	case T_URI_TARGET:
+	case T_URI_MACHINE:
 		if (strlen(value) >= k->size) {
 			why = "too long";
 			break;
@@ -274,7 +278,8 @@ static int cfg_store(const struct cfg_key *k, void *base, const char *secname,
 			break;	/* not used on this rig */
 		/* the modules' own checks, with their message */
 		ret = k->type == T_URI_POWER ? sbrig_power_check_uri(value) :
-					       sbrig_link_check_uri(value);
+		      k->type == T_URI_TARGET ? sbrig_link_check_uri(value) :
+						sbrig_machine_check_uri(value);
 		if (ret) {
 			sbrig_prefix_error("%s.%s", secname, k->key);
 			return ret;
@@ -297,7 +302,8 @@ static int cfg_store(const struct cfg_key *k, void *base, const char *secname,
 		return sbrig_set_error(-EINVAL, "%s.%s: '%s': %s", secname,
 				       k->key, value, why);
 	if (k->type == T_ID || k->type == T_STR || k->type == T_URI_POWER ||
-	    k->type == T_URI_TARGET || k->type == T_CHIP)
+	    k->type == T_URI_TARGET || k->type == T_URI_MACHINE ||
+	    k->type == T_CHIP)
 		snprintf(dst, k->size, "%s", value);
 	return 0;
 }

@@ -254,7 +254,16 @@ static void handle_answer(struct qmp *q, struct json_object *obj,
 		return;
 	}
 	if (!error) {
+		struct json_object *ret, *status;
+
 		push_done(q, q->reqs[i].tag, q->reqs[i].command, 0, "%s", "");
+		if (q->ndone && q->done[q->ndone - 1].tag == q->reqs[i].tag &&
+		    json_object_object_get_ex(obj, "return", &ret) &&
+		    json_object_object_get_ex(ret, "status", &status) &&
+		    json_object_is_type(status, json_type_string))
+			snprintf(q->done[q->ndone - 1].status,
+				 sizeof(q->done[0].status), "%s",
+				 json_object_get_string(status));
 	} else {
 		const char *d = "error (no description)";
 

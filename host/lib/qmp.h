@@ -35,12 +35,16 @@ struct qmp;
  *	answer within the timeout: the connection was reset), -ECONNRESET
  *	(QEMU closed the connection), another -errno
  * @msg: for @err != 0: "qmp: PATH: COMMAND: why" (QEMU's "desc" for -EIO)
+ * @status: for @err 0, the "status" string of the answer's "return"
+ *	object when it has one (query-status: "running", "suspended", ...),
+ *	else ""
  */
 struct qmp_done {
 	uint64_t tag;
 	char command[32];
 	int err;
 	char msg[320];
+	char status[32];
 };
 
 /**

@@ -205,6 +205,18 @@ int sbrig_power_check_uri(const char *uri)
 	return unknown(uri, syntaxes, SBRIG_ARRAY_SIZE(syntaxes));
 }
 
+int sbrig_machine_check_uri(const char *uri)
+{
+	static const char *const syntaxes[] = { SYNTAX_QMP };
+	char path[URI_BUF];
+
+	if (!uri)
+		return sbrig_set_error(-EINVAL, "no URI");
+	if (!strncmp(uri, "qmp:", 4))
+		return sbrig_uri_parse_qmp(uri, path, sizeof(path));
+	return unknown(uri, syntaxes, SBRIG_ARRAY_SIZE(syntaxes));
+}
+
 int sbrig_gpio_check_chip(const char *chip)
 {
 	char path[URI_BUF];

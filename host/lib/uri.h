@@ -3,7 +3,7 @@
  * uri.h - the one parser of each URI scheme (private; see uri.c). The
  * backends that open a URI parse it with these, the public checks
  * (sbrig_link_check_uri(), sbrig_power_check_uri(),
- * sbrig_gpio_check_chip()) call them too. Each returns 0 or -EINVAL with
+ * sbrig_gpio_check_chip(), sbrig_machine_check_uri()) call them too. Each returns 0 or -EINVAL with
  * the message "'URI': expected SYNTAX".
  */
 #ifndef SBRIG_URI_H
@@ -32,5 +32,6 @@ int sbrig_uri_parse_qmp(const char *chip, char *path, size_t size);
 int sbrig_link_check_uri(const char *uri);
 int sbrig_power_check_uri(const char *uri);
 int sbrig_gpio_check_chip(const char *chip);
+int sbrig_machine_check_uri(const char *uri);
 
 #endif /* SBRIG_URI_H */

@@ -2,7 +2,13 @@
 /*
  * util.c - small helpers shared by libsbrig's modules (internal.h).
  */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+
+#include <sbrig/sbrig.h>
 
 #include "internal.h"
 
@@ -17,4 +23,62 @@ void sbrig_path_stem(char *dst, size_t size, const char *path)
 		n = size - 1;
 	memcpy(dst, base, n);
 	dst[n] = '\0';
+}
+
+/* mkdir @dir unless it is a directory already */
+static int mkdir_one(const char *dir, mode_t mode)
+{
+	struct stat st;
+	int err;
+
+	if (!mkdir(dir, mode))
+		return 0;
+	err = errno;
+	if (err == EEXIST) {
+		if (!stat(dir, &st) && S_ISDIR(st.st_mode))
+			return 0;
+		err = ENOTDIR;
+	}
+	return sbrig_set_error(-err, "%s: mkdir: %s", dir, strerror(err));
+}
+
+int sbrig_mkdir_p(const char *dir, mode_t mode)
+{
+	char buf[PATH_MAX];
+	size_t len = strlen(dir);
+	int ret;
+
+	if (!len)
+		return sbrig_set_error(-ENOENT, "an empty directory name");
+	if (len >= sizeof(buf))
+		return sbrig_set_error(-ENAMETOOLONG, "%.64s...: path too long",
+				       dir);
+	memcpy(buf, dir, len + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/' || p[-1] == '/')
+			continue;
+		*p = '\0';
+		ret = mkdir_one(buf, mode);
+		*p = '/';
+		if (ret < 0)
+			return ret;
+	}
+	return mkdir_one(buf, mode);
+}
+
+int sbrig_mkdir_parent(const char *path, mode_t mode)
+{
+	char buf[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	size_t len;
+
+	if (!slash || slash == path)
+		return 0;
+	len = (size_t)(slash - path);
+	if (len >= sizeof(buf))
+		return sbrig_set_error(-ENAMETOOLONG, "%.64s...: path too long",
+				       path);
+	memcpy(buf, path, len);
+	buf[len] = '\0';
+	return sbrig_mkdir_p(buf, mode);
 }

@@ -40,27 +40,6 @@ const char analyze_help[] =
 "Exit status: 0 done, 1 the capture could not be analysed (the error names\n"
 "the file and line; nothing is written half), 2 usage.\n";
 
-int mkdir_p(const char *dir)
-{
-	char buf[PATH_MAX];
-	size_t len = strlen(dir);
-
-	if (len >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, dir, len + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 static double now_s(void)
 {
 	struct timespec ts;
@@ -138,9 +117,9 @@ int cmd_analyze(const struct command *c, int argc, char **argv)
 		fprintf(stderr, "sbrig analyze: %s\n", sbrig_errmsg());
 		return EXIT_FAIL;
 	}
-	ret = mkdir_p(dir);
+	ret = sbrig_mkdir_p(dir, 0755);
 	if (ret < 0) {
-		fprintf(stderr, "sbrig analyze: %s: %s\n", dir, strerror(-ret));
+		fprintf(stderr, "sbrig analyze: %s\n", sbrig_errmsg());
 		sbrig_analysis_free(a);
 		return EXIT_FAIL;
 	}

@@ -115,8 +115,6 @@ int cmd_status(const struct command *c, int argc, char **argv);
 /* analyze.c */
 extern const char analyze_help[];
 int cmd_analyze(const struct command *c, int argc, char **argv);
-/* Create @dir and its parents (mode 0755). 0 or -errno. */
-int mkdir_p(const char *dir);
 
 /* compare.c */
 extern const char compare_args[], compare_help[];

@@ -167,11 +167,10 @@ int cmd_compare(const struct command *c, int argc, char **argv)
 	}
 	ret = EXIT_OK;
 	if (out) {
-		int err = mkdir_p(out);
+		int err = sbrig_mkdir_p(out, 0755);
 
 		if (err) {
-			fprintf(stderr, "sbrig compare: %s: %s\n", out,
-				strerror(-err));
+			fprintf(stderr, "sbrig compare: %s\n", sbrig_errmsg());
 			ret = EXIT_WRITE;
 		} else if ((size_t)snprintf(path, sizeof(path), "%s/compare.json",
 					    out) >= sizeof(path)) {

@@ -77,16 +77,21 @@ const char export_help[] =
 "                          dragging the file onto the page.\n"
 "  --csv blockers|wakeups|envelope\n"
 "                          a table of REPORT.json as CSV: its blockers,\n"
-"                          its wakeups, or its finest power envelope\n"
+"                          its wakeups, or its finest power envelope; a\n"
+"                          text cell that begins with = + - @, a tab or\n"
+"                          CR is written \"'...\" (no formula)\n"
 "  --junit                 COMPARE.json (sbrig compare -o) as JUnit XML:\n"
 "                          one testcase per metric verdict (a regression\n"
 "                          fails, inconclusive is skipped), the commits,\n"
-"                          rig and scenario hashes as properties\n"
+"                          rig and scenario hashes as properties; XML\n"
+"                          1.0 characters only (others as U+FFFD), case\n"
+"                          names distinct\n"
 "  --lava                  REPORT.json's headline figures, or\n"
 "                          COMPARE.json's verdicts, as 'lava-test-case\n"
 "                          NAME --result pass|fail --measurement X\n"
 "                          --units U' lines (NAME of [A-Za-z0-9_.-], at\n"
-"                          most 100 characters)\n"
+"                          most 100 characters, a short hash added when\n"
+"                          the name had to be changed; U without spaces)\n"
 "\n"
 "  -o, --output FILE       write FILE (default: standard output): the text\n"
 "                          goes to FILE.tmp.PID and is renamed over FILE\n"
@@ -95,7 +100,9 @@ const char export_help[] =
 "\n"
 "The formats: host/doc/export-formats.md. A REPORT.json or COMPARE.json\n"
 "is checked first: another schema or version, a missing field or one of\n"
-"the wrong type is refused, naming the field.\n"
+"the wrong type is refused, naming the field; so is one larger than\n"
+"32 MiB, or whose values would take more than 512 MiB of memory (the\n"
+"output is written as it is made: export never uses more).\n"
 "\n"
 "Exit status: 0 ok, 1 the input cannot be read (the error names the file\n"
 "and the line, or for samples.bin the byte offset, or the field of a\n"
@@ -110,6 +117,7 @@ const char export_help[] =
  * @buf: text not written yet (EXPORT_BUF bytes)
  * @len: bytes in @buf
  * @written: bytes written to @fd so far (the offset of @buf's first byte)
+ * @failed: a write failed (and said why): nothing more is written
  */
 struct export_out {
 	int fd;
@@ -118,6 +126,7 @@ struct export_out {
 	char *buf;
 	size_t len;
 	uint64_t written;
+	bool failed;
 };
 
 /* Open @o on @file (NULL: standard output). Return 0 or -1 (printed). */
@@ -153,6 +162,10 @@ static int out_open(struct export_out *o, const char *file)
 		fprintf(stderr, "sbrig export: %s: path too long\n", file);
 		goto free_buf;
 	}
+	if (sbrig_mkdir_parent(file, 0755) < 0) {
+		fprintf(stderr, "sbrig export: %s\n", sbrig_errmsg());
+		goto free_buf;
+	}
 	o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (o->fd < 0) {
 		fprintf(stderr, "sbrig export: %s: cannot create %s: %s\n",
@@ -173,6 +186,8 @@ static int out_flush(struct export_out *o)
 	size_t done = 0;
 	ssize_t n;
 
+	if (o->failed)
+		return -1;
 	while (done < o->len) {
 		n = write(o->fd, o->buf + done, o->len - done);
 		if (n < 0 && errno == EINTR)
@@ -181,6 +196,7 @@ static int out_flush(struct export_out *o)
 			fprintf(stderr, "sbrig export: %s: write at byte %" PRIu64
 				": %s\n", o->path, o->written,
 				n < 0 ? strerror(errno) : "nothing written");
+			o->failed = true;
 			return -1;
 		}
 		done += (size_t)n;
@@ -371,22 +387,35 @@ struct exporter {
 	enum sbrig_export kind;
 };
 
-/* A report.json or compare.json rendered by libsbrig-analysis. */
+/* stdio's writes of the renderer, into @o (its errors printed there) */
+static ssize_t cookie_write(void *cookie, const char *buf, size_t size)
+{
+	return out_write(cookie, buf, size) ? -1 : (ssize_t)size;
+}
+
+/*
+ * A report.json or compare.json rendered by libsbrig-analysis, straight
+ * into the output as it is made (sbrig_export_write()): the text is
+ * never whole in memory.
+ */
 static int export_doc(const struct exporter *e, const char *path,
 		      unsigned int fmt, struct export_out *o)
 {
-	char *text;
-	size_t len;
-	int ret;
+	static const cookie_io_functions_t io = { .write = cookie_write };
+	FILE *f = fopencookie(o, "w", io);
+	int ret, werr;
 
-	if (sbrig_export_render(path, (enum sbrig_export)(e->kind + fmt),
-				&text, &len)) {
+	if (!f) {
+		fprintf(stderr, "sbrig export: out of memory\n");
+		return -1;
+	}
+	ret = sbrig_export_write(path, (enum sbrig_export)(e->kind + fmt), f);
+	werr = fclose(f);	/* the last writes; out_write() said why */
+	if (ret) {
 		fprintf(stderr, "sbrig export: %s\n", sbrig_errmsg());
 		return -1;
 	}
-	ret = out_write(o, text, len);
-	free(text);
-	return ret;
+	return werr ? -1 : 0;
 }
 
 static const struct exporter exporters[] = {

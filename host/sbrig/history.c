@@ -372,6 +372,11 @@ static int h_export(const char *db, int argc, char **argv)
 	ret = open_db(db, false, &h);
 	if (ret)
 		return ret;
+	if (out && sbrig_mkdir_parent(out, 0755) < 0) {
+		fprintf(stderr, "sbrig history: %s\n", sbrig_errmsg());
+		sbrig_history_close(h);
+		return EXIT_WRITE;
+	}
 	if (out && !(f = fopen(out, "w"))) {
 		fprintf(stderr, "sbrig history: %s: %s\n", out, strerror(errno));
 		sbrig_history_close(h);

@@ -336,6 +336,11 @@ static int latency_from_capture(const char *dir, const char *csv_path,
 	sbrig_analysis_latency(a, &st);
 	sbrig_analysis_free(a);
 	if (csv_path) {
+		if (sbrig_mkdir_parent(csv_path, 0755) < 0) {
+			fprintf(stderr, "sbrig latency: %s\n", sbrig_errmsg());
+			free(w);
+			return EXIT_FAIL;
+		}
 		csv = fopen(csv_path, "w");
 		if (!csv) {
 			fprintf(stderr, "sbrig latency: %s: %s\n", csv_path,

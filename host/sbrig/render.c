@@ -27,7 +27,9 @@ const char render_help[] =
 "/usr/share/javascript/dygraphs (or $SBRIG_DYGRAPHS_DIR) and inlined.\n"
 "The file is replaced atomically; a report that is not valid (wrong\n"
 "schema or version, a missing field, a field of the wrong type) is\n"
-"refused with the field's name and nothing is written.\n"
+"refused with the field's name and nothing is written, as is one larger\n"
+"than 32 MiB or whose values would take more than 512 MiB of memory\n"
+"(the page is written as it is made: render never uses more).\n"
 "\n"
 "  -o, --output FILE       the page (default: REPORT.json with .html for\n"
 "                          .json, e.g. DIR/report.html)\n";

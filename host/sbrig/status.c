@@ -62,6 +62,8 @@ static const struct {
 	enum vtype type;
 } key_types[] = {
 	{ "line.", V_LINE },
+	{ "daemon.clients", V_INT },
+	{ "daemon.followers", V_INT },
 	{ "sensor.rate_hz", V_FLOAT },
 	{ "sensor.shunt_uohm", V_INT },
 	{ "sensor.current_mA", V_FLOAT },
@@ -369,8 +371,14 @@ static void print_rig(jobj *root)
 		    str(root, "rig", "config"),
 		    str(root, "rig", "config_sha256"));
 	if (has(root, "daemon", "version"))
-		print_group("daemon", "sbrigd %s",
-			    str(root, "daemon", "version"));
+		print_group("daemon", "sbrigd %s", str(root, "daemon",
+							  "version"));
+	if (has(root, "daemon", "clients"))
+		print_group("", "%" PRId64 " client%s connected, %" PRId64
+			    " following the target's events",
+			    num(root, "daemon", "clients"),
+			    num(root, "daemon", "clients") == 1 ? "" : "s",
+			    num(root, "daemon", "followers"));
 	if (!lines || !json_object_object_length(lines)) {
 		print_group(label, "none");
 		return;
@@ -427,7 +435,14 @@ static void print_target(jobj *root)
 		print_group("target", "none (the rig has no [target] link)");
 		return;
 	}
-	if (json_object_get_boolean(get(root, "link", "asleep")))
+	if (json_object_get_boolean(get(root, "link", "asleep")) &&
+	    has(root, "asleep", "witness") &&
+	    strcmp(str(root, "asleep", "witness"), "link"))
+		print_group("target", "asleep, seen by the %s: %s (link %s)",
+			    str(root, "asleep", "witness"),
+			    str(root, "asleep", "detail"),
+			    str(root, "link", "uri"));
+	else if (json_object_get_boolean(get(root, "link", "asleep")))
 		print_group("target", "asleep: no frame from its agent for %.1f "
 			    "s (or it stopped), over %s",
 			    num(root, "link", "silent_ms") / 1000.0,
@@ -445,6 +460,12 @@ static void print_target(jobj *root)
 			    str(root, "link", "agent"));
 		print_group("", "boot %s", str(root, "link", "boot_id"));
 	}
+	if (has(root, "asleep", "witness") &&
+	    !json_object_get_boolean(get(root, "link", "asleep")) &&
+	    strcmp(str(root, "asleep", "witness"), "link"))
+		print_group("", "awake, seen by the %s: %s",
+			    str(root, "asleep", "witness"),
+			    str(root, "asleep", "detail"));
 	print_group("link", "%" PRId64 " frames, %" PRId64 " bad, %" PRId64
 		    " reconnects, %" PRId64 " events lost",
 		    num(root, "link", "frames_ok"),

@@ -106,16 +106,15 @@ static void finish(int err, const char *text)
 
 static void timeout(void *data)
 {
-	char d[32], text[300];
+	char d[32], text[300], why[200];
 	int64_t next;
 
 	sbrig_format_duration(ag.timeout_ns, d, sizeof(d));
 	if (ag.end == AG_ASLEEP && ag.accepted)
 		snprintf(text, sizeof(text), "the target did not fall asleep "
-			 "within %s: its agent was never quiet for quiet_ms %u "
-			 "ms (is a blocker active?)", d,
-			 rig_config()->quiet_ms);
-	else if (rig_asleep_poll(sbrig_now_ns(), &next) == 1)
+			 "within %s: %s (is a blocker active?)", d,
+			 rig_awake_why(why, sizeof(why)));
+	else if (rig_asleep_poll(sbrig_now_ns(), &next, NULL) == 1)
 		snprintf(text, sizeof(text), "the agent did not finish in %s: "
 			 "the target is asleep (the command reaches it when it "
 			 "wakes)", d);

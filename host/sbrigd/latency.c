@@ -168,7 +168,7 @@ static bool wake_poll(void)
 
 	if (now >= lat.wake_deadline_ns)
 		return false;
-	ret = rig_asleep_poll(TIME_NEVER, &next);
+	ret = rig_asleep_poll(TIME_NEVER, &next, NULL);
 	asleep_at = ret == 1 ? now : ret == 0 && next != TIME_NEVER ? next :
 		-1;
 	if (asleep_at >= 0 && asleep_at < time_add(last, quiet))
@@ -199,13 +199,13 @@ static void round_start(void)
 
 static void on_timer(void *data)
 {
-	char t[32], msg[200];
+	char t[32], msg[400], why[200];
 	int64_t next;
 	int ret;
 
 	sbrig_format_duration(lat.o.timeout_ns, t, sizeof(t));
 	if (lat.phase == L_ASLEEP) {
-		ret = rig_asleep_poll(lat.asleep_deadline_ns, &next);
+		ret = rig_asleep_poll(lat.asleep_deadline_ns, &next, NULL);
 		if (ret == 1) {
 			lat.phase = L_PRESS;
 			look(NULL);
@@ -217,8 +217,7 @@ static void on_timer(void *data)
 			return;
 		}
 		snprintf(msg, sizeof(msg), "the target did not fall asleep "
-			 "within %s (its agent quiet for %u ms)", t,
-			 rig_config()->quiet_ms);
+			 "within %s (%s)", t, rig_awake_why(why, sizeof(why)));
 	} else {
 		if (wake_poll())
 			return;

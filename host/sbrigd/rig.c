@@ -15,6 +15,16 @@
  * the messages it decodes are handed on in batches of at most
  * RIG_LINK_BATCH per loop turn, so a burst of frames cannot starve the
  * daemon's clients.
+ *
+ * Witnesses of the target's sleep (rig.h, rig_asleep_poll()): a target
+ * that sleeps cannot say so (its agent is frozen), so the rig looks from
+ * outside, the strongest witness first: the machine's run state
+ * ([target] state_uri, asked every RIG_MACHINE_POLL_NS), the supply
+ * current ([power] asleep_uA: the last sample of a running capture, else
+ * one reading), the marker line (under the opportunistic policy, which
+ * the event log's "policy" records tell), and last the link's silence.
+ * They are behind the same interfaces as the rest of the rig (a URI, the
+ * sensor, a GPIO line): the virtual rig is one more state_uri.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -24,6 +34,7 @@
 #include <string.h>
 
 #include <sbrig/gpio.h>
+#include <sbrig/machine.h>
 #include <sbrig/marker.h>
 
 #include "rig.h"
@@ -38,6 +49,13 @@
 /* marker edge <-> event pairing: how far apart, and the GPIO path's spread */
 #define RIG_MARKER_WINDOW_NS	(2 * NS_PER_MS)
 #define RIG_MARKER_UNCERT_NS	(100 * NS_PER_US)
+/* the machine's run state: asked this often; older than STALE: unknown */
+#define RIG_MACHINE_POLL_NS	(100 * NS_PER_MS)
+#define RIG_MACHINE_STALE_NS	(1000 * NS_PER_MS)
+/* a witness other than the link is looked at again this often */
+#define RIG_WITNESS_POLL_NS	(100 * NS_PER_MS)
+/* a capture's last sample counts for the power witness this long */
+#define RIG_SAMPLE_STALE_NS	(500 * NS_PER_MS)
 
 /**
  * struct rig_press - a key held down until its timer fires
@@ -79,6 +97,11 @@ static struct {
 	bool power_capturing;
 	char power_err[256];
 	struct sbrig_link *link;
+	struct sbrig_machine *machine;	/* [target] state_uri */
+	int machine_fd;			/* registered with sched, or -1 */
+	struct sched_timer machine_timer;
+	struct sbrig_sample last_sample;	/* of a running capture */
+	bool policy_known, opportunistic;	/* the event log's "policy" */
 	struct sbrig_marker *marker;	/* marker wired and a link: pairing */
 	int link_fd;			/* registered with sched, or -1 */
 	struct sched_timer link_timer;
@@ -303,6 +326,8 @@ static void power_drain(void)
 		}
 		if ((size_t)n > from)
 			NOTIFY(samples, rig.samples + from, (size_t)n - from);
+		if (n > 0)	/* the power witness's */
+			rig.last_sample = rig.samples[n - 1];
 		while (gi < ngaps)
 			NOTIFY(gap, &rig.gaps[gi++]);
 		if (n == 0 && ngaps == 0)
@@ -601,6 +626,8 @@ static void link_hello(const struct sbrig_link_msg *m)
 
 	if (rig.marker && (m->hello.new_boot || m->hello.log_restart))
 		sbrig_marker_reset(rig.marker);
+	if (m->hello.new_boot || m->hello.log_restart)
+		rig.policy_known = false;	/* until its next record */
 	t->known = true;
 	snprintf(t->boot_id, sizeof(t->boot_id), "%s", m->hello.boot_id);
 	snprintf(t->agent, sizeof(t->agent), "%s", m->hello.agent);
@@ -642,6 +669,11 @@ static void link_message(const struct sbrig_link_msg *m)
 		link_hello(m);
 		break;
 	case SBRIG_LINK_EVENT:
+		if (!strcmp(m->event.type, "policy")) {	/* "POLICY REQUESTED" */
+			rig.policy_known = true;
+			rig.opportunistic = !strncmp(m->event.arg,
+						     "opportunistic", 13);
+		}
 		NOTIFY(event, &m->event);
 		marker_event(&m->event);
 		break;
@@ -739,28 +771,203 @@ void rig_link_forget(uint32_t cmd_id)
 		*c = (struct rig_command){ 0 };
 }
 
-int rig_asleep_poll(int64_t deadline_ns, int64_t *next_ns)
+/* ---- witnesses of the target's sleep ------------------------------------ */
+
+const char *rig_witness_name(enum rig_witness w)
+{
+	static const char *const names[] = {
+		[RIG_WITNESS_MACHINE] = "machine",
+		[RIG_WITNESS_POWER] = "power",
+		[RIG_WITNESS_MARKER] = "marker",
+		[RIG_WITNESS_LINK] = "link",
+	};
+
+	return names[w];
+}
+
+const char *rig_awake_why(char *buf, size_t size)
+{
+	struct rig_asleep w;
+	int64_t next;
+
+	if (rig_asleep_poll(TIME_NEVER, &next, &w) < 0 ||
+	    w.witness == RIG_WITNESS_LINK)
+		snprintf(buf, size, "its agent was never quiet for quiet_ms "
+			 "%u ms", rig.cfg.quiet_ms);
+	else
+		snprintf(buf, size, "the %s sees it awake: %s",
+			 rig_witness_name(w.witness), w.detail);
+	return buf;
+}
+
+static void machine_rearm(void);
+
+static void machine_io(int fd, short revents, void *data)
+{
+	sbrig_machine_process(rig.machine, revents);
+	machine_rearm();
+}
+
+/* Ask again every RIG_MACHINE_POLL_NS; follow the fd and the deadline. */
+static void machine_tick(void *data)
+{
+	sbrig_machine_process(rig.machine, 0);
+	if (sbrig_machine_poll(rig.machine) < 0)
+		log_dbg("machine: %s", sbrig_errmsg());
+	machine_rearm();
+}
+
+static void machine_rearm(void)
+{
+	short events;
+	int fd = sbrig_machine_fd(rig.machine, &events);
+	int64_t at = time_after(RIG_MACHINE_POLL_NS);
+
+	if (fd != rig.machine_fd) {
+		if (rig.machine_fd >= 0)
+			sched_fd_del(rig.machine_fd);
+		rig.machine_fd = -1;
+		if (fd >= 0 && sched_fd_add(fd, events, machine_io, NULL) == 0)
+			rig.machine_fd = fd;
+	} else if (fd >= 0) {
+		sched_fd_events(fd, events);
+	}
+	if (sbrig_machine_deadline(rig.machine) < at)
+		at = sbrig_machine_deadline(rig.machine);
+	sched_timer_start(&rig.machine_timer, at, machine_tick, NULL);
+}
+
+static void machine_close(void)
+{
+	if (!rig.machine)
+		return;
+	sched_timer_stop(&rig.machine_timer);
+	if (rig.machine_fd >= 0)
+		sched_fd_del(rig.machine_fd);
+	rig.machine_fd = -1;
+	sbrig_machine_free(rig.machine);
+	rig.machine = NULL;
+}
+
+/* The machine's run state: 1 asleep, 0 awake, -1 it cannot tell. */
+static int witness_machine(int64_t now, struct rig_asleep *w)
+{
+	int64_t at;
+	const char *st;
+
+	if (!rig.machine)
+		return -1;
+	st = sbrig_machine_state(rig.machine, &at);
+	if (!*st || time_sub(now, at) > RIG_MACHINE_STALE_NS ||
+	    !strcmp(st, "running"))
+		return -1;	/* unknown, or s2idle looks like running */
+	snprintf(w->detail, sizeof(w->detail), "%s says %s",
+		 sbrig_machine_uri(rig.machine), st);
+	return !strcmp(st, "suspended");
+}
+
+/* The supply: 1 at or below asleep_uA, 0 above, -1 no reading. */
+static int witness_power(int64_t now, struct rig_asleep *w)
+{
+	struct sbrig_sample s;
+
+	if (!rig.cfg.asleep_uA || !rig_has_power())
+		return -1;
+	if (rig.power_capturing) {
+		s = rig.last_sample;
+		if (!s.t_ns || time_sub(now, s.t_ns) > RIG_SAMPLE_STALE_NS)
+			return -1;
+	} else if (power_open() < 0 ||
+		   sbrig_power_read_now(rig.power, &s) < 0) {
+		return -1;
+	}
+	snprintf(w->detail, sizeof(w->detail), "the supply draws %.3f mA, "
+		 "%s the %.3f mA of its sleep", s.current_uA / 1000.0,
+		 s.current_uA <= (int64_t)rig.cfg.asleep_uA ? "within" :
+		 "above", rig.cfg.asleep_uA / 1000.0);
+	return s.current_uA <= (int64_t)rig.cfg.asleep_uA;
+}
+
+/* The marker, opportunistic policy: 0 high (awake), -1 it cannot tell. */
+static int witness_marker(struct rig_asleep *w)
+{
+	if (!rig.cfg.marker.present || !rig.gpio || !rig.policy_known ||
+	    !rig.opportunistic ||
+	    sbrig_gpio_get(rig.gpio, rig.cfg.marker.name) != 1)
+		return -1;
+	snprintf(w->detail, sizeof(w->detail), "the marker is high: a "
+		 "blocker is active (opportunistic policy)");
+	return 0;
+}
+
+int rig_asleep_poll(int64_t deadline_ns, int64_t *next_ns,
+		    struct rig_asleep *why)
 {
 	struct sbrig_link_status st;
+	struct rig_asleep w = { 0 };
 	int64_t now = sbrig_now_ns(), at = -1;
+	int verdict = -1;
 
 	if (!rig.link)
 		return sbrig_set_error(-ENOTCONN, "no target link on rig %s",
 				       rig.cfg.name);
 	sbrig_link_get_status(rig.link, &st);
-	if (st.boot_id[0] && st.last_rx_ns) {
-		/* events it sent before it slept are still waiting for the
-		 * clock model: not asleep until they are out */
-		if (st.queued)
-			at = time_add(now, 100 * NS_PER_MS);
-		else
-			at = time_add(st.last_rx_ns,
-				      (int64_t)rig.cfg.quiet_ms * NS_PER_MS);
-		if (!st.queued && now >= at)
-			return 1;
+	w.quiet_since_ns = st.last_rx_ns;
+	/* the strongest witness that can tell decides */
+	w.witness = RIG_WITNESS_MACHINE;
+	verdict = witness_machine(now, &w);
+	if (verdict < 0) {
+		w.witness = RIG_WITNESS_POWER;
+		verdict = witness_power(now, &w);
 	}
+	if (verdict < 0) {
+		w.witness = RIG_WITNESS_MARKER;
+		verdict = witness_marker(&w);
+	}
+	if (verdict < 0) {
+		w.witness = RIG_WITNESS_LINK;
+		verdict = 0;
+		if (st.boot_id[0] && st.last_rx_ns) {
+			/* events it sent before it slept are still waiting
+			 * for the clock model: not asleep until they are out */
+			if (st.queued)
+				at = time_add(now, 100 * NS_PER_MS);
+			else
+				at = time_add(st.last_rx_ns,
+					      (int64_t)rig.cfg.quiet_ms *
+					      NS_PER_MS);
+			verdict = !st.queued && now >= at;
+			snprintf(w.detail, sizeof(w.detail), "no frame from "
+				 "the agent for %" PRId64 " ms (quiet_ms %u)",
+				 time_sub(now, st.last_rx_ns) / NS_PER_MS,
+				 rig.cfg.quiet_ms);
+		} else {
+			snprintf(w.detail, sizeof(w.detail), "no agent seen "
+				 "yet");
+		}
+	}
+	/* whoever decided: what the agent sent before it slept must be out
+	 * of the link first (waiting for the clock model), so that a
+	 * "wait asleep" consumes it, not a later wait */
+	if (verdict == 1 && st.queued) {
+		verdict = 0;
+		at = time_add(now, 100 * NS_PER_MS);
+	}
+	w.asleep = verdict == 1;
+	if (why)
+		*why = w;
+	if (w.asleep)
+		return 1;
 	if (now >= deadline_ns)
 		return -ETIMEDOUT;
+	/* a witness besides the link may tell any time */
+	if (rig.machine || (rig.cfg.asleep_uA && rig_has_power()) ||
+	    (rig.cfg.marker.present && rig.gpio)) {
+		int64_t soon = time_add(now, RIG_WITNESS_POLL_NS);
+
+		if (at < 0 || soon < at)
+			at = soon;
+	}
 	*next_ns = at >= 0 && at < deadline_ns ? at : deadline_ns;
 	return 0;
 }
@@ -822,7 +1029,8 @@ void rig_get_status(struct rig_status *st)
 		int64_t next;
 
 		sbrig_link_get_status(rig.link, &st->link);
-		st->asleep = rig_asleep_poll(sbrig_now_ns(), &next) == 1;
+		st->asleep = rig_asleep_poll(sbrig_now_ns(), &next,
+					     &st->why) == 1;
 		sbrig_clock_get_state(sbrig_link_clock(rig.link), &st->clock);
 		st->target = rig.target;
 	}
@@ -847,6 +1055,7 @@ int rig_init(const char *conf_path, char **overrides, int noverrides)
 
 	memset(&rig, 0, sizeof(rig));
 	rig.link_fd = -1;
+	rig.machine_fd = -1;
 	/* provenance names the file wherever the daemon was started from */
 	ret = sbrig_config_load(abs ? abs : conf_path, &rig.cfg);
 	free(abs);
@@ -882,14 +1091,31 @@ int rig_init(const char *conf_path, char **overrides, int noverrides)
 			}
 		}
 	}
+	if (rig.cfg.machine_uri[0]) {
+		/* connected on its first tick; unreachable: it tells nothing */
+		rig.machine = sbrig_machine_new(rig.cfg.machine_uri);
+		if (!rig.machine) {
+			ret = errno ? -errno : -EINVAL;
+			goto free_marker;
+		}
+		sched_defer(&rig.machine_timer, machine_tick, NULL);
+	}
 	log_info("rig %s from %s (sha256 %.12s): %u key(s)%s%s, sensor %s, "
 		 "link %s", rig.cfg.name, rig.cfg.path, rig.cfg.sha256,
 		 rig.cfg.nkeys, rig.cfg.charger.present ? ", charger" : "",
 		 rig.cfg.marker.present ? ", marker" : "",
 		 rig_has_power() ? rig.cfg.power_uri : "none",
 		 rig.link ? rig.cfg.target_uri : "none");
+	log_info("witnesses of the target's sleep: %s%s%s%slink",
+		 rig.machine ? "machine " : "", rig.machine ? rig.cfg.machine_uri :
+		 "", rig.machine ? ", " : "",
+		 rig.cfg.asleep_uA && rig_has_power() ? "power, " :
+		 rig.cfg.marker.present ? "marker, " : "");
 	return 0;
 
+free_marker:
+	sbrig_marker_free(rig.marker);
+	rig.marker = NULL;
 free_link:
 	sched_timer_stop(&rig.link_timer);
 	if (rig.link_fd >= 0)
@@ -922,6 +1148,7 @@ void rig_fini(void)
 	}
 	sbrig_marker_free(rig.marker);
 	rig.marker = NULL;
+	machine_close();
 	rig_power_stop();
 	power_close();
 	gpio_close();

@@ -88,6 +88,42 @@ struct rig_observer {
 	void *data;
 };
 
+/*
+ * Is the target asleep? The rig asks its witnesses, the strongest first;
+ * the first that can tell decides (rig.c, "witnesses"):
+ *
+ *  RIG_WITNESS_MACHINE  [target] state_uri: the machine's run state
+ *                       ("suspended": asleep; "running" tells nothing, as
+ *                       in s2idle; anything else: not asleep, it is
+ *                       stopped)
+ *  RIG_WITNESS_POWER    [power] asleep_uA: the supply at or below it:
+ *                       asleep; above it: awake
+ *  RIG_WITNESS_MARKER   [marker], under the opportunistic policy: high (a
+ *                       blocker is active): awake; low tells nothing
+ *  RIG_WITNESS_LINK     the agent, seen before, silent for quiet_ms:
+ *                       asleep (or its agent stopped); else not yet
+ */
+enum rig_witness {
+	RIG_WITNESS_MACHINE,
+	RIG_WITNESS_POWER,
+	RIG_WITNESS_MARKER,
+	RIG_WITNESS_LINK,
+};
+
+/**
+ * struct rig_asleep - the verdict and who gave it
+ * @asleep: the target is asleep
+ * @witness: who decided
+ * @detail: what it saw ("qmp status suspended", "2.950 mA <= 5.000 mA")
+ * @quiet_since_ns: the host time of the agent's last frame (0: none)
+ */
+struct rig_asleep {
+	bool asleep;
+	enum rig_witness witness;
+	char detail[128];
+	int64_t quiet_since_ns;
+};
+
 /* A rig line's state for status. */
 struct rig_line_status {
 	char name[SBRIG_ID_MAX];
@@ -111,8 +147,8 @@ struct rig_line_status {
  * @reading: one reading, taken now
  * @has_link: a target link is configured
  * @link: its counters
- * @asleep: the target is asleep: its agent, seen before, has been quiet
- *	for quiet_ms (rig_asleep_poll())
+ * @asleep: the target is asleep (rig_asleep_poll(); @why says who saw it)
+ * @why: the verdict's witness and what it saw
  * @target: the agent's identity
  * @clock: the link's clock model
  */
@@ -130,6 +166,7 @@ struct rig_status {
 	bool has_link;
 	struct sbrig_link_status link;
 	bool asleep;
+	struct rig_asleep why;
 	struct rig_target target;
 	struct sbrig_clock_state clock;
 };
@@ -192,13 +229,24 @@ int rig_link_command(const char *cmd, rig_reply_fn fn, void *data,
 		     uint32_t *cmd_id);
 void rig_link_forget(uint32_t cmd_id);
 
+/* "machine", "power", "marker", "link" */
+const char *rig_witness_name(enum rig_witness w);
+
 /*
- * Is the target asleep (its agent silent for quiet_ms after the link was
- * up)? 1: yes; 0: not yet, *@next_ns is when to look again (never later
- * than @deadline_ns); -ETIMEDOUT: @deadline_ns has passed; -ENOTCONN: no
- * link on this rig.
+ * Why the rig does not see the target asleep now, for a timeout's message:
+ * "its agent was never quiet for quiet_ms N ms" when the link decides,
+ * else "the WITNESS sees it awake: DETAIL". Returns @buf.
  */
-int rig_asleep_poll(int64_t deadline_ns, int64_t *next_ns);
+const char *rig_awake_why(char *buf, size_t size);
+
+/*
+ * Is the target asleep? 1: yes; 0: not (yet), *@next_ns is when to look
+ * again (never later than @deadline_ns); -ETIMEDOUT: @deadline_ns has
+ * passed; -ENOTCONN: no link on this rig. @why (may be NULL) gets the
+ * verdict and its witness for 1 and 0.
+ */
+int rig_asleep_poll(int64_t deadline_ns, int64_t *next_ns,
+		    struct rig_asleep *why);
 /* Host time of the last frame from the agent (0: none yet, or no link). */
 int64_t rig_link_last_rx_ns(void);
 

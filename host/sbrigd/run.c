@@ -18,9 +18,10 @@
  * times out ends the run: the capture is closed with status "failed:
  * FILE:LINE: wait ... timed out after D".
  *
- * "Asleep" is the link's silence (rig_asleep_poll()): a real target
- * freezes its user space (the agent) before it suspends, so its events of
- * a suspend cycle reach the host only after it wakes. "wait asleep" polls
+ * "Asleep" is what the rig's witnesses say (rig_asleep_poll(): the
+ * machine's run state, the supply, the marker, else the link's silence):
+ * a real target freezes its user space (the agent) before it suspends, so
+ * its events of a suspend cycle reach the host only after it wakes. "wait asleep" polls
  * that with the runner's timer and, once it holds, consumes the event
  * stream up to that moment. "state mem" (any sleep state) ends the same
  * way once the agent has taken the request, or when the target was
@@ -200,16 +201,17 @@ static void on_timer(void *data)
 		step_done();
 		return;
 	case W_ASLEEP:
-		ret = rig_asleep_poll(run.asleep_deadline_ns, &next);
+		ret = rig_asleep_poll(run.asleep_deadline_ns, &next, NULL);
 		if (ret == 1) {
 			evq_clear(&run.q);	/* what it said before it slept */
 			step_done();
 		} else if (ret == 0) {
 			sched_timer_start(&run.timer, next, on_timer, NULL);
 		} else {
+			char why[200];
+
 			fail(-ETIMEDOUT, "wait asleep timed out after %s (the "
-			     "target's agent was never quiet for quiet_ms %u "
-			     "ms)", t, rig_config()->quiet_ms);
+			     "target's %s)", t, rig_awake_why(why, sizeof(why)));
 		}
 		return;
 	case W_EVENT:
@@ -219,7 +221,7 @@ static void on_timer(void *data)
 		fail(-ETIMEDOUT, "%s timed out after %s", step, t);
 		return;
 	case W_REPLY:
-		if (rig_asleep_poll(sbrig_now_ns(), &next) == 1)
+		if (rig_asleep_poll(sbrig_now_ns(), &next, NULL) == 1)
 			fail(-ETIMEDOUT, "the agent did not answer in %" PRId64
 			     " s: the target is asleep (the command reaches it "
 			     "when it wakes)", RUN_REPLY_TIMEOUT_NS / NS_PER_S);
@@ -230,12 +232,14 @@ static void on_timer(void *data)
 	case W_SLEEP:
 	case W_DONE:
 		sbrig_step_describe(s, false, step, sizeof(step));
-		if (run.sw.active)
+		if (run.sw.active) {
+			char why[200];
+
 			fail(-ETIMEDOUT, "%s: the target did not fall asleep "
-			     "within %s (its agent was never quiet for quiet_ms "
-			     "%u ms: is a blocker active?)", step, t,
-			     rig_config()->quiet_ms);
-		else if (rig_asleep_poll(sbrig_now_ns(), &next) == 1)
+			     "within %s (%s: is a blocker active?)", step, t,
+			     rig_awake_why(why, sizeof(why)));
+		}
+		else if (rig_asleep_poll(sbrig_now_ns(), &next, NULL) == 1)
 			fail(-ETIMEDOUT, "%s: the agent did not answer in %s: "
 			     "the target is asleep (the command reaches it when "
 			     "it wakes)", step, t);
@@ -287,7 +291,7 @@ static void slept(void *ctx, int err, const struct sleepwatch_result *r)
 		fail(err, "%s", sbrig_errmsg());
 		return;
 	}
-	if (r->how == SLEEPWATCH_QUIET)
+	if (r->how != SLEEPWATCH_RESUMED)
 		evq_clear(&run.q);	/* what it said before it slept */
 	step_done();
 }
@@ -411,7 +415,7 @@ static bool start_step(void)
 	case SBRIG_STEP_WAIT_ASLEEP:
 		run.wait = W_ASLEEP;
 		run.asleep_deadline_ns = time_after(step_timeout(s));
-		ret = rig_asleep_poll(run.asleep_deadline_ns, &next);
+		ret = rig_asleep_poll(run.asleep_deadline_ns, &next, NULL);
 		if (ret == -ENOTCONN) {
 			fail(ret, "wait asleep: %s", sbrig_errmsg());
 			return false;

@@ -23,10 +23,23 @@
  * progress are coalesced while a client reads slower than they come (the
  * newest replaces the queued one), so its output buffer stays small.
  *
- * Limits: SRV_MAX_CLIENTS connections; when all are taken, the one idle
- * the longest (no request in progress) is closed to make room; a
- * connection with no request in progress that sends nothing for
- * SRV_IDLE_NS is closed.
+ * Limits, so that a person can always run "status" and "stop" on the
+ * rig, whatever other clients do:
+ *
+ *  - SRV_MAX_CLIENTS connections. When all are taken, the one idle the
+ *    longest is closed to make room ("idle": no request in progress, or
+ *    a run request whose scenario body is still coming). A connection
+ *    idle for SRV_IDLE_NS is closed.
+ *  - Requests that last are bounded: the followers of "target events"
+ *    (SRV_MAX_FOLLOWERS in all, SRV_FOLLOWERS_PER_PEER per peer process;
+ *    beyond the first bound the one following the longest is ended to
+ *    make room, beyond the second the request is refused), the capture
+ *    and the operation (one each, rig-wide), a press per key. So at most
+ *    SRV_MAX_LASTING connections are ever busy, and the other slots are
+ *    always there for new clients (SRV_MAX_CLIENTS - SRV_MAX_LASTING,
+ *    checked at build time).
+ *  - A run's scenario body is kept as it arrives (SRV_SCENARIO_MAX at
+ *    most), not allocated at its announced size.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +53,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -57,7 +71,16 @@
 #include "server.h"
 #include "util.h"
 
-#define SRV_MAX_CLIENTS 32
+#define SRV_MAX_CLIENTS 64
+#define SRV_MAX_FOLLOWERS 16
+#define SRV_FOLLOWERS_PER_PEER 4
+/* connections that can be busy at once: the followers, the capture, the
+ * operation (run, latency, agent or target request), a press per key */
+#define SRV_MAX_LASTING (SRV_MAX_FOLLOWERS + 2 + SBRIG_MAX_KEYS)
+#define SRV_RESERVED 16
+_Static_assert(SRV_MAX_CLIENTS - SRV_MAX_LASTING >= SRV_RESERVED,
+	       "no room left for status and stop when every lasting request "
+	       "is taken");
 #define SRV_LINE_MAX 8192
 #define SRV_MAX_ARGS 16
 #define SRV_OUT_MAX (4 << 20)		/* a client this far behind is dropped */
@@ -70,6 +93,7 @@
 /**
  * struct client - one connection
  * @fd: the connection
+ * @peer_pid: the peer's process (SO_PEERCRED; 0: unknown)
  * @in: bytes received, not yet handled (lines, or a scenario body)
  * @nin: bytes in @in
  * @out: answer bytes not yet written
@@ -81,6 +105,7 @@
  * @press_h: the handle of a press request (stop releases the key)
  * @follow_h: the handle of a "target events follow=yes" request
  * @follower: its registration with the event log
+ * @follow_since_ns: when it started following
  * @follow_sent: events it was sent
  * @follow_dropped: events it was not sent (it read too slowly)
  * @follow_owed: of those, not yet reported with a "data dropped" line
@@ -91,16 +116,19 @@
  * @body: bytes of a "run" request's scenario still to read
  * @body_buf: the scenario read so far
  * @nbody: bytes in @body_buf
+ * @body_size: allocated size of @body_buf
  * @run_dir: the pending "run" request's capture directory
  * @run_origin: its scenario path (for messages and provenance)
  * @run_stats_ns: its stats period
  * @kick: deferred work: the next request, or freeing a dead client
- * @idle: closes the connection after SRV_IDLE_NS without a request
- * @idle_since_ns: when it last became idle
+ * @idle: closes the connection after SRV_IDLE_NS idle (client_idle())
+ * @idle_since_ns: when it last became idle, or last sent a byte while
+ *	idle
  * @dead: the connection is closed or broken; freed from the loop
  */
 struct client {
 	int fd;
+	pid_t peer_pid;
 	char in[SRV_LINE_MAX + 1];
 	size_t nin;
 	char *out;
@@ -111,6 +139,7 @@ struct client {
 	struct op_handle press_h;
 	struct op_handle follow_h;
 	struct evlog_follower follower;
+	int64_t follow_since_ns;
 	uint64_t follow_sent, follow_dropped, follow_owed;
 	const char *agent_verb;
 	char agent_arg[SBRIG_NAME_MAX];
@@ -118,7 +147,7 @@ struct client {
 	unsigned int lat_n;
 	size_t body;
 	char *body_buf;
-	size_t nbody;
+	size_t nbody, body_size;
 	char run_dir[PATH_MAX];
 	char run_origin[PATH_MAX];
 	int64_t run_stats_ns;
@@ -439,14 +468,23 @@ static int dir_arg(struct client *c, int argc, char **argv)
 
 /* ---- status ------------------------------------------------------------- */
 
+static bool following(const struct client *c);
+
 static void status_rig(struct client *c, const struct rig_status *st)
 {
 	const struct sbrig_config *cfg = st->cfg;
+	unsigned int clients = 0, followers = 0;
 
+	for (int i = 0; i < SRV_MAX_CLIENTS; i++) {
+		clients += srv.clients[i] && !srv.clients[i]->dead;
+		followers += following(srv.clients[i]);
+	}
 	client_sendf(c, "data rig.name: %s", cfg->name);
 	client_sendf(c, "data rig.config: %s", cfg->path);
 	client_sendf(c, "data rig.config_sha256: %s", cfg->sha256);
 	client_sendf(c, "data daemon.version: %s", sbrig_version);
+	client_sendf(c, "data daemon.clients: %u", clients);
+	client_sendf(c, "data daemon.followers: %u", followers);
 	for (unsigned int i = 0; i < st->nlines; i++) {
 		const struct rig_line_status *l = &st->lines[i];
 		const char *dir = l->dir == RIG_LINE_IN ? "in" : "out";
@@ -494,6 +532,9 @@ static void status_link(struct client *c, const struct rig_status *st)
 	client_sendf(c, "data link.connected: %s",
 		     st->link.connected ? "yes" : "no");
 	client_sendf(c, "data link.asleep: %s", st->asleep ? "yes" : "no");
+	client_sendf(c, "data asleep.witness: %s",
+		     rig_witness_name(st->why.witness));
+	client_sendf(c, "data asleep.detail: %s", st->why.detail);
 	if (st->link.last_rx_ns)
 		client_sendf(c, "data link.silent_ms: %" PRId64,
 			     time_sub(sbrig_now_ns(), st->link.last_rx_ns) /
@@ -757,15 +798,16 @@ static void req_run(struct client *c, int argc, char **argv)
 	c->run_stats_ns = 0;
 	if (duration_arg(c, "stats_every", vals[2], &c->run_stats_ns) < 0)
 		return;
-	c->body_buf = malloc(n + 1);
-	if (!c->body_buf) {
-		client_final(c, -ENOMEM, "no memory for the scenario");
-		return;
-	}
 	snprintf(c->run_dir, sizeof(c->run_dir), "%s", argv[1]);
 	snprintf(c->run_origin, sizeof(c->run_origin), "%s", vals[1]);
+	/* the body is kept as it comes (client_process()); while it does,
+	 * the connection counts as idle: a client that announces a body
+	 * and sends none holds no slot and no memory */
 	c->body = n;
 	c->nbody = 0;
+	c->idle_since_ns = sbrig_now_ns();
+	sched_timer_start(&c->idle, time_add(c->idle_since_ns, SRV_IDLE_NS),
+			  client_idle, c);
 }
 
 /* The scenario body of a "run" request is complete. */
@@ -779,6 +821,7 @@ static void run_body(struct client *c)
 	sc = sbrig_scenario_parse_buf(c->body_buf, c->nbody, c->run_origin);
 	free(c->body_buf);
 	c->body_buf = NULL;
+	c->body_size = 0;
 	if (!sc) {
 		client_error(c, errno ? -errno : -EINVAL);
 		return;
@@ -898,17 +941,26 @@ static void agent_accepted(void *ctx, const char *text)
 	client_send(ctx, &l);
 }
 
-/* " slept=quiet quiet_since_ns=T" / " slept=resumed exit=STATE" */
+/*
+ * " slept=quiet witness=link quiet_since_ns=T", " slept=asleep
+ * witness=W detail=TEXT quiet_since_ns=T" (another witness saw it), or
+ * " slept=resumed witness=event exit=STATE"
+ */
 static void line_slept(struct line *l, const struct agentop_result *r)
 {
-	if (r->sleep.how == SLEEPWATCH_QUIET) {
-		line_kv(l, "slept", "quiet");
-		line_kvf(l, "quiet_since_ns", "%" PRId64,
-			 r->sleep.quiet_since_ns);
-	} else {
+	const struct sleepwatch_result *s = &r->sleep;
+
+	if (s->how == SLEEPWATCH_RESUMED) {
 		line_kv(l, "slept", "resumed");
-		line_kv(l, "exit", r->sleep.state);
+		line_kv(l, "witness", "event");
+		line_kv(l, "exit", s->state);
+		return;
 	}
+	line_kv(l, "slept", s->how == SLEEPWATCH_QUIET ? "quiet" : "asleep");
+	line_kv(l, "witness", rig_witness_name(s->why.witness));
+	if (s->how == SLEEPWATCH_ASLEEP)
+		line_kv(l, "detail", s->why.detail);
+	line_kvf(l, "quiet_since_ns", "%" PRId64, s->quiet_since_ns);
 }
 
 static void agent_done(void *ctx, const struct agentop_result *r)
@@ -1202,13 +1254,18 @@ static void follow_event(void *ctx, const struct sbrig_event *ev)
 	c->follow_sent++;
 }
 
+/* End a follower's request; @evicted: to make room for a new one. */
+static void follow_end(struct client *c, bool evicted)
+{
+	evlog_unfollow(&c->follower);
+	client_finalf(c, 0, "events=%" PRIu64 " dropped=%" PRIu64 "%s",
+		      c->follow_sent, c->follow_dropped,
+		      evicted ? " evicted=yes" : "");
+}
+
 static void follow_stop(struct op_handle *h, enum op_stop why)
 {
-	struct client *c = follow_client(h);
-
-	evlog_unfollow(&c->follower);
-	client_finalf(c, 0, "events=%" PRIu64 " dropped=%" PRIu64,
-		      c->follow_sent, c->follow_dropped);
+	follow_end(follow_client(h), false);
 }
 
 static void follow_detach(struct op_handle *h)
@@ -1221,6 +1278,48 @@ static const struct op_handle_ops follow_handle_ops = {
 	.stop = follow_stop,
 	.detach = follow_detach,
 };
+
+static bool following(const struct client *c)
+{
+	return c && !c->dead && c->busy && c->op == &c->follow_h;
+}
+
+/*
+ * Room for a new follower of @c's process: refused beyond
+ * SRV_FOLLOWERS_PER_PEER of one process (err 16); beyond
+ * SRV_MAX_FOLLOWERS in all, the follower following the longest is ended
+ * ("ok ... evicted=yes"). 0 or -EBUSY (answered).
+ */
+static int follow_room(struct client *c)
+{
+	struct client *oldest = NULL;
+	unsigned int all = 0, mine = 0;
+
+	for (int i = 0; i < SRV_MAX_CLIENTS; i++) {
+		struct client *f = srv.clients[i];
+
+		if (!following(f))
+			continue;
+		all++;
+		if (c->peer_pid && f->peer_pid == c->peer_pid)
+			mine++;
+		if (!oldest || f->follow_since_ns < oldest->follow_since_ns)
+			oldest = f;
+	}
+	if (mine >= SRV_FOLLOWERS_PER_PEER) {
+		client_finalf(c, -EBUSY, "follow: this process (pid %ld) "
+			      "follows %u times already (at most %d)",
+			      (long)c->peer_pid, mine, SRV_FOLLOWERS_PER_PEER);
+		return -EBUSY;
+	}
+	if (all >= SRV_MAX_FOLLOWERS) {
+		log_info("client %d: follower ended to make room for client "
+			 "%d (%d followers at most)", oldest->fd, c->fd,
+			 SRV_MAX_FOLLOWERS);
+		follow_end(oldest, true);
+	}
+	return 0;
+}
 
 static void target_events(struct client *c, int argc, char **argv)
 {
@@ -1247,6 +1346,8 @@ static void target_events(struct client *c, int argc, char **argv)
 			      vals[1]);
 		return;
 	}
+	if (!strcmp(vals[1], "yes") && follow_room(c) < 0)
+		return;
 	if (n < kept)
 		from = kept - n;
 	c->follow_sent = c->follow_dropped = c->follow_owed = 0;
@@ -1264,6 +1365,7 @@ static void target_events(struct client *c, int argc, char **argv)
 	c->follower = (struct evlog_follower){ .event = follow_event,
 					       .ctx = c };
 	evlog_follow(&c->follower);
+	c->follow_since_ns = sbrig_now_ns();
 	c->follow_h.ops = &follow_handle_ops;
 	c->op = &c->follow_h;
 }
@@ -1360,6 +1462,27 @@ static void client_line(struct client *c, char *line)
 	client_finalf(c, -EINVAL, "unknown request '%.40s'", argv[0]);
 }
 
+/*
+ * Room for @need bytes of a run's body (the scenario, at most
+ * SRV_SCENARIO_MAX): doubled as it arrives. 0 or -ENOMEM.
+ */
+static int body_reserve(struct client *c, size_t need)
+{
+	size_t size = c->body_size ? c->body_size : 4096;
+	char *p;
+
+	if (need <= c->body_size)
+		return 0;
+	while (size < need)
+		size *= 2;
+	p = realloc(c->body_buf, size);
+	if (!p)
+		return -ENOMEM;
+	c->body_buf = p;
+	c->body_size = size;
+	return 0;
+}
+
 /* Remove the first @len bytes of the input buffer. */
 static void consume_input(struct client *c, size_t len)
 {
@@ -1382,12 +1505,20 @@ static void client_process(struct client *c)
 	if (c->body) {
 		size_t take = c->nin < c->body ? c->nin : c->body;
 
+		if (body_reserve(c, c->nbody + take) < 0) {
+			c->body = 0;
+			client_final(c, -ENOMEM, "no memory for the scenario");
+			client_kill(c);	/* the rest of the body is no request */
+			return;
+		}
 		memcpy(c->body_buf + c->nbody, c->in, take);
 		c->nbody += take;
 		c->body -= take;
 		consume_input(c, take);
-		if (!c->body)
+		if (!c->body) {
+			sched_timer_stop(&c->idle);	/* busy from now on */
 			run_body(c);
+		}
 		return;
 	}
 	nl = memchr(c->in, '\n', c->nin);
@@ -1416,11 +1547,14 @@ static void client_process(struct client *c)
 	if (srv.closing)
 		return;
 	memcpy(line, c->in, len);
-	line[len - 1] = '\0';
-	if (len > 1 && line[len - 2] == '\r')
-		line[len - 2] = '\0';
 	consume_input(c, len);
-	if (memchr(line, '\0', len - 1)) {
+	/* the request is what precedes "\n", or "\r\n" (a trailing \r is
+	 * ignored): look for a NUL in that, then end the string there */
+	len--;
+	if (len && line[len - 1] == '\r')
+		len--;
+	line[len] = '\0';
+	if (memchr(line, '\0', len)) {
 		c->busy = true;
 		client_finalf(c, -EINVAL, "bad request: NUL byte");
 	} else {
@@ -1464,11 +1598,21 @@ static void client_kick(void *data)
 	client_flush(c);
 }
 
+/*
+ * Idle: no request in progress, or a run request whose body is still
+ * coming (the client's own transfer). Idle connections are closed after
+ * SRV_IDLE_NS, and the one idle the longest makes room for a new one.
+ */
+static bool client_is_idle(const struct client *c)
+{
+	return !c->dead && (!c->busy || c->body);
+}
+
 static void client_idle(void *data)
 {
 	struct client *c = data;
 
-	if (c->busy)
+	if (!client_is_idle(c))
 		return;
 	log_dbg("client %d: idle for %" PRId64 " s, closed", c->fd,
 		SRV_IDLE_NS / NS_PER_S);
@@ -1523,10 +1667,13 @@ static void client_io(int fd, short revents, void *data)
 			c->dead = true;
 		} else if (n > 0) {
 			c->nin += (size_t)n;
-			if (!c->busy)
+			if (client_is_idle(c)) {
+				c->idle_since_ns = sbrig_now_ns();
 				sched_timer_start(&c->idle,
-						  time_after(SRV_IDLE_NS),
+						  time_add(c->idle_since_ns,
+							   SRV_IDLE_NS),
 						  client_idle, c);
+			}
 			client_process(c);
 		}
 		if (!c->dead)
@@ -1544,7 +1691,7 @@ static bool evict_idle(void)
 	for (int i = 0; i < SRV_MAX_CLIENTS; i++) {
 		struct client *c = srv.clients[i];
 
-		if (c && !c->busy && !c->dead &&
+		if (c && client_is_idle(c) &&
 		    (!victim || c->idle_since_ns < victim->idle_since_ns))
 			victim = c;
 	}
@@ -1557,6 +1704,17 @@ static bool evict_idle(void)
 		     EUSERS);
 	client_free(victim);
 	return true;
+}
+
+/* The process at the other end of @fd (0: unknown). */
+static pid_t peer_pid(int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return 0;
+	return cred.pid;
 }
 
 static int free_slot(void)
@@ -1593,6 +1751,7 @@ static void listener_io(int fd, short revents, void *data)
 			continue;
 		}
 		c->fd = cfd;
+		c->peer_pid = peer_pid(cfd);
 		c->idle_since_ns = sbrig_now_ns();
 		sched_timer_start(&c->idle, time_add(c->idle_since_ns,
 						     SRV_IDLE_NS),
@@ -1627,31 +1786,6 @@ static int check_stale(const struct sockaddr_un *sa)
 	return 0;
 }
 
-static int make_parent(const char *path)
-{
-	char dir[PATH_MAX];
-	char *slash;
-
-	snprintf(dir, sizeof(dir), "%s", path);
-	slash = strrchr(dir, '/');
-	if (!slash || slash == dir)
-		return 0;
-	*slash = '\0';
-	for (char *p = dir + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-			return sbrig_set_error(-errno, "mkdir %s: %s", dir,
-					       strerror(errno));
-		*p = '/';
-	}
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-		return sbrig_set_error(-errno, "mkdir %s: %s", dir,
-				       strerror(errno));
-	return 0;
-}
-
 /**
  * srv_init() - listen on the Unix socket @path (mode 0660)
  * @path: socket path; its parent directory is created if missing
@@ -1671,7 +1805,7 @@ int srv_init(const char *path)
 		return sbrig_set_error(-ENAMETOOLONG, "socket path too long: "
 				       "%s", path);
 	strcpy(sa.sun_path, path);
-	ret = make_parent(path);
+	ret = sbrig_mkdir_parent(path, 0755);
 	if (ret < 0)
 		return ret;
 	ret = check_stale(&sa);

@@ -2,8 +2,8 @@
 /*
  * sleepwatch.c - has the target gone to sleep? See sleepwatch.h.
  *
- * The watch looks at the link when rig_asleep_poll() says the quiet time
- * could be over (a timer on the loop, never a busy poll), and listens to
+ * The watch asks the rig's witnesses when rig_asleep_poll() says one
+ * could tell (a timer on the loop, never a busy poll), and listens to
  * the rig's events for an "exit" meanwhile.
  */
 #include <errno.h>
@@ -33,12 +33,14 @@ static void look(void *data)
 
 	if (!w->active)
 		return;
-	ret = rig_asleep_poll(TIME_NEVER, &next);
+	ret = rig_asleep_poll(TIME_NEVER, &next, &r.why);
 	if (ret == 0) {
 		sched_timer_start(&w->timer, next, look, w);
 		return;
 	}
 	if (ret == 1) {
+		if (r.why.witness != RIG_WITNESS_LINK)
+			r.how = SLEEPWATCH_ASLEEP;
 		r.quiet_since_ns = rig_link_last_rx_ns();
 		finish(w, 0, &r);
 		return;

@@ -11,10 +11,11 @@
  * sleepwatch_start() (the owner starts the watch once the agent has
  * taken the request, so an earlier silence cannot count):
  *
- *  - the link has been quiet for the rig's [timing] quiet_ms
- *    (rig_asleep_poll()): it sleeps now;
- *  - an "exit" event arrived: it slept and woke again before quiet_ms
- *    were over (a short forced suspend, a key that woke it at once).
+ *  - the rig's witnesses see it asleep (rig_asleep_poll(): the machine's
+ *    run state, the supply, the marker, else the link quiet for the
+ *    rig's [timing] quiet_ms): it sleeps now;
+ *  - an "exit" event arrived: it slept and woke again before they saw it
+ *    (a short forced suspend, a key that woke it at once).
  *
  * The watch has no deadline of its own: its owner has one.
  */
@@ -32,6 +33,7 @@
 /** enum sleepwatch_how - how the sleep was seen */
 enum sleepwatch_how {
 	SLEEPWATCH_QUIET,	/* the link is quiet: asleep now */
+	SLEEPWATCH_ASLEEP,	/* another witness sees it asleep now */
 	SLEEPWATCH_RESUMED,	/* an exit event: it slept, and woke again */
 };
 
@@ -41,11 +43,13 @@ enum sleepwatch_how {
  * @quiet_since_ns: SLEEPWATCH_QUIET: the host time of the agent's last
  *	frame (the target fell silent then)
  * @state: SLEEPWATCH_RESUMED: the exit event's state ("deep", "s2idle")
+ * @why: QUIET, ASLEEP: the rig's verdict (its witness, what it saw)
  */
 struct sleepwatch_result {
 	enum sleepwatch_how how;
 	int64_t quiet_since_ns;
 	char state[16];
+	struct rig_asleep why;
 };
 
 /*

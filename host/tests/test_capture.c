@@ -234,9 +234,15 @@ static void existing_directory(void **state)
 	assert_int_equal(errno, EEXIST);
 	assert_non_null(strstr(sbrig_errmsg(), "exists and is not empty"));
 
-	assert_null(sbrig_capture_new("/nonexistent/dir/cap", &prov));
-	assert_int_equal(errno, ENOENT);
-	assert_non_null(strstr(sbrig_errmsg(), "/nonexistent/dir/cap: mkdir"));
+	/* parents are created (sbrig_mkdir_p()), unless a file is in the way */
+	tmp_path(dir, sizeof(dir), "new/parents/cap");
+	cap = sbrig_capture_new(dir, &prov);
+	assert_non_null(cap);
+	assert_int_equal(sbrig_capture_close(cap, "complete"), 0);
+	snprintf(dir, sizeof(dir), "%s/dir/cap", path);	/* path: a file */
+	assert_null(sbrig_capture_new(dir, &prov));
+	assert_int_equal(errno, ENOTDIR);
+	assert_non_null(strstr(sbrig_errmsg(), ": mkdir: Not a directory"));
 }
 
 /*

@@ -241,6 +241,8 @@ def write_rig_conf(path: Path, power_port: int, target_port: int,
             line = f"uri = ip:127.0.0.1:{power_port}"
         elif section == "target" and key == "uri":
             line = f"uri = tcp:127.0.0.1:{target_port}"
+        elif section == "target" and key == "state_uri":
+            line = f"state_uri = qmp:{qmp_path}"
         elif (section and (section.startswith("key:") or section == "charger")
               and key == "chip"):
             line = f"chip = qmp:{qmp_path}"
@@ -252,7 +254,8 @@ def write_rig_conf(path: Path, power_port: int, target_port: int,
 class LineProxy:
     """The rig lines' QMP socket: speaks enough QMP for sbrigd's qmp: lines
     (greeting, qmp_capabilities, input-send-event for keys and
-    __org.sbrig_charger-set for the charger) and turns each key transition
+    __org.sbrig_charger-set for the charger) and its machine witness
+    (query-status, answered with QEMU's own) and turns each key transition
     into the keypad interrupt and each charger change into the
     charger-detect line described in the module docstring. Clients are
     served each in a thread."""
@@ -352,6 +355,13 @@ class LineProxy:
                             if ev.get("type") != "key" or qcode not in QCODE_KEYS:
                                 raise ValueError(f"no keypad key {qcode!r}")
                             self.key(QCODE_KEYS[qcode], bool(data.get("down")))
+                    elif cmd == "query-status":
+                        # the machine's run state, a witness of the
+                        # guest's sleep (sbrigd's [target] state_uri)
+                        st = self.rig.vm.query_status()
+                        ans = {"return": {"status": st,
+                                          "running": st == "running",
+                                          "singlestep": False}}
                     elif cmd == CHARGER_COMMAND:
                         plugged = req.get("arguments", {}).get("plugged")
                         if not isinstance(plugged, bool):

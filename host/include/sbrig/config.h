@@ -69,8 +69,13 @@ struct sbrig_line_cfg {
  * @shunt_uohm: shunt resistor ([power] shunt_uohm; 0 = keep the device's)
  * @sample_rate_hz: requested sampling rate (0 = device default)
  * @buffer_samples: samples per IIO buffer refill
+ * @asleep_uA: the target is asleep while its supply draws at most this
+ *	([power] asleep_uA; 0: the supply is no witness of its sleep)
  * @target_uri: target link URI ([target] uri: serial:/dev/ttyS1[:BAUD],
  *	tcp:HOST:PORT)
+ * @machine_uri: where the target machine's run state is read, a witness
+ *	of its sleep ([target] state_uri: qmp:PATH; "": none, see
+ *	sbrig/machine.h)
  * @press_ms: default key press duration ([timing] press_ms)
  * @settle_ms: default settle time ([timing] settle_ms)
  * @ping_interval_ms: clock ping period on the target link
@@ -92,7 +97,9 @@ struct sbrig_config {
 	uint32_t shunt_uohm;
 	uint32_t sample_rate_hz;
 	uint32_t buffer_samples;
+	uint32_t asleep_uA;
 	char target_uri[SBRIG_URI_MAX];
+	char machine_uri[SBRIG_URI_MAX];
 	uint32_t press_ms;
 	uint32_t settle_ms;
 	uint32_t ping_interval_ms;

@@ -15,6 +15,7 @@
 #define SBRIG_EXPORT_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -52,6 +53,21 @@ enum sbrig_export {
  */
 int sbrig_export_render(const char *json_path, enum sbrig_export what,
 			char **text, size_t *len);
+
+/**
+ * sbrig_export_write() - render a document as @what onto a stream
+ * @json_path: as for sbrig_export_render()
+ * @what: the format
+ * @out: where the text goes, as it is made (the caller's; not closed):
+ *	the output is never whole in memory
+ *
+ * The document is read and checked first (nothing is written when it is
+ * refused); a write error is @out's (ferror()), for the caller to report.
+ *
+ * Return: 0, or -errno with sbrig_errmsg() as sbrig_export_render().
+ */
+int sbrig_export_write(const char *json_path, enum sbrig_export what,
+		       FILE *out);
 
 #ifdef __cplusplus
 }

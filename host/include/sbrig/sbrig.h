@@ -28,6 +28,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -112,6 +113,30 @@ void sbrig_log(enum sbrig_log_level level, const char *fmt, ...)
  * Return: nanoseconds.
  */
 int64_t sbrig_now_ns(void);
+
+/**
+ * sbrig_mkdir_p() - create a directory and whatever parents it lacks
+ * @dir: the directory (relative to the working directory, or absolute)
+ * @mode: mode of each directory created (the umask applies)
+ *
+ * Every output of the programs goes through this or sbrig_mkdir_parent(),
+ * so an output option (-o DIR, -o FILE, --html FILE, --csv FILE) creates
+ * what it needs in the same way everywhere. Directories that exist
+ * already, @dir included, are fine.
+ *
+ * Return: 0, or -errno with sbrig_errmsg() naming the directory that
+ * could not be created ("DIR: mkdir: why").
+ */
+int sbrig_mkdir_p(const char *dir, mode_t mode);
+
+/**
+ * sbrig_mkdir_parent() - create the directories a file path lacks
+ * @path: a file's path; everything before its last '/' is created
+ * @mode: as for sbrig_mkdir_p()
+ *
+ * Return: 0 (also for a path without '/'), or -errno as sbrig_mkdir_p().
+ */
+int sbrig_mkdir_parent(const char *path, mode_t mode);
 
 #ifdef __cplusplus
 }
