@@ -301,10 +301,10 @@ def test_a_broken_module_fails_the_checks_that_see_it(amd64):
                     ignore=shutil.ignore_patterns("*.o", "*.ko", "*.mod*", ".*.cmd"))
     userdev = src / "userdev.c"
     text = userdev.read_text()
-    unblock = "\t\t\tsuspend_unblock(&bl->blocker);\n\t\t\tret = 0;\n"
+    unblock = "\t\tsuspend_unblock(&bl->blocker);\n\t\tret = 0;\n"
     assert text.count(unblock) == 1, \
         "kernel-module/userdev.c's UNBLOCK case changed: update this test's mutation"
-    userdev.write_text(text.replace(unblock, "\t\t\tret = 0;\t/* broken on purpose */\n"))
+    userdev.write_text(text.replace(unblock, "\t\tret = 0;\t/* broken on purpose */\n"))
     art = WORK / "amd64-broken"
     artifacts.build("amd64", art, module_src=src, commit=NEW)
     run = run_lava(render_job("qemu", url(art), ["functional"]), "functional-broken")
