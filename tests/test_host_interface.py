@@ -415,6 +415,42 @@ def test_sbrig_capture(hostif, agent, sbrigd, tmp_path):
     assert 100_000_000 <= ts[3] - ts[2] < 200_000_000, ts
 
 
+def _toggle_marker(h: HostIf, pairs: int) -> None:
+    pull = h.sim(LINE_MARKER, "pull")
+    h.vm.run_ok(f"i=0; while [ $i -lt {pairs} ]; do echo pull-up > {pull}; "
+                f"echo pull-down > {pull}; i=$((i+1)); done", timeout=300)
+
+
+def test_marker_edges_through_a_stalled_loop(hostif, agent, sbrigd):
+    """The daemon stopped (SIGSTOP: a stalled loop) while the marker
+    toggles: 200 edges wait in the kernel (its default buffer, 16 edges
+    for one line, kept the last 16 and lost the rest, unseen); 1200 edges
+    overflow even the largest buffer (1024), and the daemon says how many
+    the kernel lost (the jump in their seqno) and restarts its pairing."""
+    vm = hostif.vm
+    vm.run_ok(f"echo pull-down > {hostif.sim(LINE_MARKER, 'pull')}")
+    _wait_guest(vm, f"{_sbrig('status')} > /dev/null", 20)
+    before = len(sbrigd.output())
+    vm.run_ok(f"kill -STOP -{sbrigd.pid}")
+    try:
+        _toggle_marker(hostif, 100)
+    finally:
+        vm.run_ok(f"kill -CONT -{sbrigd.pid}")
+    _wait_guest(vm, f"{_sbrig('status')} > /dev/null", 20)
+    assert "the kernel lost" not in sbrigd.output()[before:], sbrigd.output()[before:]
+    vm.run_ok(f"kill -STOP -{sbrigd.pid}")
+    try:
+        _toggle_marker(hostif, 600)
+    finally:
+        vm.run_ok(f"kill -CONT -{sbrigd.pid}")
+    _wait_guest(vm, f"{_sbrig('status')} > /dev/null", 20)
+    log = sbrigd.output()[before:]
+    m = re.search(r"marker: the kernel lost (\d+) edge\(s\) before seqno (\d+)", log)
+    assert m, log
+    assert int(m.group(1)) == 1200 - 1024, log
+    assert sbrigd.running
+
+
 def test_sbrig_capture_survives_vanished_ina226(hostif, sbrigd, tmp_path):
     """The INA226 is unbound mid-capture: a clear error naming the device,
     sbrigd lives on, and the samples before the fault are readable."""

@@ -56,6 +56,14 @@
 
 #define GPIO_MAX_LINES (SBRIG_MAX_KEYS + 2)
 #define GPIO_EVENT_BUF 64
+/*
+ * The kernel's edge buffer of the marker line's request: its largest
+ * (Linux clamps to 16 per line of the 64 a request may hold). The
+ * default, 16 for one line, overflows after a 200 ms stall of the rig's
+ * loop while blockers toggle faster than 80 Hz; a jump in the edges'
+ * seqno says how many were lost anyway (marker.c restarts its pairing).
+ */
+#define GPIO_KERNEL_EDGE_BUF 1024
 #define GPIO_QMP_PREFIX "qmp:"
 #define GPIO_QMP_TIMEOUT_MS 1000
 
@@ -240,6 +248,9 @@ static int gpiod_request(struct sbrig_gpio *gpio, unsigned int ci,
 		goto free_configs;
 	}
 	gpiod_request_config_set_consumer(rcfg, consumer);
+	if (gpio->marker >= 0 && gpio->lines[gpio->marker].chip == ci)
+		gpiod_request_config_set_event_buffer_size(rcfg,
+							   GPIO_KERNEL_EDGE_BUF);
 	for (i = 0; i < gpio->nlines; i++) {
 		const struct gpio_line *l = &gpio->lines[i];
 		unsigned int off = l->cfg.offset;

@@ -12,6 +12,14 @@
  * is dropped once it is too old to pair with anything that can still
  * come. Events reach the host later than edges (the UART), so the edge
  * FIFO is the one that usually waits.
+ *
+ * Lost edges: the kernel numbers each line's edges (line_seqno); a jump
+ * means its event buffer overflowed (the rig's loop stalled while the
+ * line toggled fast). Every pending edge and transition is dropped, and
+ * until the next pair only transitions mapped to within reach of the
+ * first edge after the jump are queued: pairing by order alone (unmapped
+ * events) could match an edge with the transition of a lost one, a wrong
+ * clock sample with the marker's weight.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -45,6 +53,11 @@ struct sbrig_marker {
 	struct mk_fifo trans, edges;
 	struct sbrig_marker_pair pairs[MK_FIFO];
 	unsigned int pair_head, n_pairs;
+	bool seq_known;		/* next_seqno is the one due */
+	uint64_t next_seqno;	/* line_seqno of the next edge */
+	uint64_t lost_edges;	/* seqno jumps, summed */
+	bool resync;		/* after a jump, until the next pair */
+	int64_t resync_ns;	/* the first edge after the jump */
 };
 
 static void fifo_push(struct mk_fifo *f, const struct mk_item *it)
@@ -106,6 +119,17 @@ int sbrig_marker_active(const struct sbrig_marker *mk)
 	return mk->n_active;
 }
 
+uint64_t sbrig_marker_lost_edges(const struct sbrig_marker *mk)
+{
+	return mk->lost_edges;
+}
+
+void sbrig_marker_expect_seqno(struct sbrig_marker *mk, uint64_t seqno)
+{
+	mk->seq_known = true;
+	mk->next_seqno = seqno;
+}
+
 static int find_active(const struct sbrig_marker *mk, const char *name)
 {
 	for (int i = 0; i < mk->n_active; i++)
@@ -142,6 +166,7 @@ static void match(struct sbrig_marker *mk)
 		if (e->rising == t->rising &&
 		    (t->uncert_ns < 0 || (d <= tol && d >= -tol))) {
 			add_pair(mk, e, t);
+			mk->resync = false;
 			fifo_pop(&mk->edges);
 			fifo_pop(&mk->trans);
 			continue;
@@ -189,6 +214,11 @@ int sbrig_marker_add_event(struct sbrig_marker *mk,
 	if ((before == 0) == (mk->n_active == 0))
 		return 0;
 	t.rising = before == 0;
+	/* after lost edges: no pairing by order, nothing from before them */
+	if (mk->resync &&
+	    (t.uncert_ns < 0 ||
+	     t.host_ns + t.uncert_ns + mk->window_ns < mk->resync_ns))
+		return 1;
 	fifo_push(&mk->trans, &t);
 	match(mk);
 	return 1;
@@ -199,6 +229,19 @@ void sbrig_marker_add_edge(struct sbrig_marker *mk,
 {
 	struct mk_item e = { .host_ns = edge->t_ns, .rising = edge->rising };
 
+	/* seqno 0: not known (a capture of an older format) */
+	if (edge->seqno && mk->seq_known && edge->seqno != mk->next_seqno) {
+		if (edge->seqno > mk->next_seqno)
+			mk->lost_edges += edge->seqno - mk->next_seqno;
+		memset(&mk->trans, 0, sizeof(mk->trans));
+		memset(&mk->edges, 0, sizeof(mk->edges));
+		mk->resync = true;
+		mk->resync_ns = edge->t_ns;
+	}
+	if (edge->seqno) {
+		mk->seq_known = true;
+		mk->next_seqno = edge->seqno + 1;
+	}
 	if (mk->n_active < 0) {
 		/* after "lost": a low line proves that nothing is active */
 		if (!edge->rising)

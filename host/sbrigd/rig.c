@@ -95,7 +95,8 @@ static struct {
 	struct sched_timer gpio_timer;	/* sbrig_gpio_deadline() */
 	struct sbrig_power *power;
 	bool power_capturing;
-	bool power_stale_logged;	/* a killed capture's buffer: said once */
+	bool power_stale_logged;
+	uint64_t marker_lost;		/* edges lost, as last logged */	/* a killed capture's buffer: said once */
 	char power_err[256];
 	struct sbrig_link *link;
 	struct sbrig_machine *machine;	/* [target] state_uri */
@@ -415,9 +416,17 @@ static void marker_event(const struct sbrig_event *ev)
 
 static void marker_edge(const struct sbrig_edge *edge)
 {
+	uint64_t lost;
+
 	if (!rig.marker || strcmp(edge->line, rig.cfg.marker.name) != 0)
 		return;
 	sbrig_marker_add_edge(rig.marker, edge);
+	lost = sbrig_marker_lost_edges(rig.marker);
+	if (lost != rig.marker_lost) {
+		log_warn("marker: the kernel lost %" PRIu64 " edge(s) before seqno %" PRIu64 " (its buffer overflowed; %" PRIu64 " in all): pairing restarted",
+			 lost - rig.marker_lost, edge->seqno, lost);
+		rig.marker_lost = lost;
+	}
 	marker_drain();
 }
 
@@ -1100,6 +1109,8 @@ int rig_init(const char *conf_path, char **overrides, int noverrides)
 				ret = sbrig_set_error(-ENOMEM, "out of memory");
 				goto free_link;
 			}
+			/* the line was requested above: its edges count from 1 */
+			sbrig_marker_expect_seqno(rig.marker, 1);
 		}
 	}
 	if (rig.cfg.machine_uri[0]) {

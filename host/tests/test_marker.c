@@ -140,6 +140,84 @@ static void reset_forgets_the_active_set(void **state)
 	sbrig_marker_free(NULL);
 }
 
+static struct sbrig_edge edge_seq(int64_t t_ns, bool rising, uint64_t seqno)
+{
+	struct sbrig_edge e = edge(t_ns, rising);
+
+	e.seqno = seqno;
+	return e;
+}
+
+/*
+ * Two edges of four lost (a seqno jump: the kernel's buffer overflowed),
+ * the events not yet mapped (pairing by order): the lost edges'
+ * transitions must not pair with the edges after the jump.
+ */
+static void lost_edges_restart_the_pairing(void **state)
+{
+	struct sbrig_marker *mk = sbrig_marker_new(2 * MS);
+	struct sbrig_marker_pair p;
+	struct sbrig_event e;
+	struct sbrig_edge g;
+
+	g = edge_seq(10 * MS, true, 1);
+	sbrig_marker_add_edge(mk, &g);
+	g = edge_seq(11 * MS, false, 2);
+	sbrig_marker_add_edge(mk, &g);
+	e = ev("block", "a", 110 * MS, 0, -1);
+	sbrig_marker_add_event(mk, &e);
+	e = ev("unblock", "a", 111 * MS, 0, -1);
+	sbrig_marker_add_event(mk, &e);
+	assert_int_equal(sbrig_marker_next_pair(mk, &p), 1);
+	assert_int_equal(p.target_ns, 110 * MS);
+	assert_int_equal(sbrig_marker_next_pair(mk, &p), 1);
+	assert_int_equal(p.target_ns, 111 * MS);
+	/* seqno 3 and 4 (12 and 13 ms) lost */
+	g = edge_seq(14 * MS, true, 5);
+	sbrig_marker_add_edge(mk, &g);
+	g = edge_seq(15 * MS, false, 6);
+	sbrig_marker_add_edge(mk, &g);
+	assert_int_equal(sbrig_marker_lost_edges(mk), 2);
+	/* the lost edges' events, then the kept ones', unmapped */
+	e = ev("block", "b", 112 * MS, 0, -1);
+	assert_int_equal(sbrig_marker_add_event(mk, &e), 1);
+	e = ev("unblock", "b", 113 * MS, 0, -1);
+	assert_int_equal(sbrig_marker_add_event(mk, &e), 1);
+	e = ev("block", "c", 114 * MS, 0, -1);
+	sbrig_marker_add_event(mk, &e);
+	e = ev("unblock", "c", 115 * MS, 0, -1);
+	sbrig_marker_add_event(mk, &e);
+	assert_int_equal(sbrig_marker_next_pair(mk, &p), 0);
+	/* a transition mapped to its edge pairs, and ends the restart */
+	g = edge_seq(20 * MS, true, 7);
+	sbrig_marker_add_edge(mk, &g);
+	e = ev("block", "d", 120 * MS, 20 * MS + 100 * US, 1 * MS);
+	sbrig_marker_add_event(mk, &e);
+	assert_int_equal(sbrig_marker_next_pair(mk, &p), 1);
+	assert_int_equal(p.host_ns, 20 * MS);
+	assert_int_equal(p.target_ns, 120 * MS);
+	g = edge_seq(21 * MS, false, 8);
+	sbrig_marker_add_edge(mk, &g);
+	e = ev("unblock", "d", 121 * MS, 0, -1);
+	sbrig_marker_add_event(mk, &e);
+	assert_int_equal(sbrig_marker_next_pair(mk, &p), 1);	/* by order */
+	assert_int_equal(sbrig_marker_lost_edges(mk), 2);
+	sbrig_marker_free(mk);
+
+	/* a request just made: edges lost before the first one read count */
+	mk = sbrig_marker_new(2 * MS);
+	sbrig_marker_expect_seqno(mk, 1);
+	g = edge_seq(1 * MS, true, 185);
+	sbrig_marker_add_edge(mk, &g);
+	assert_int_equal(sbrig_marker_lost_edges(mk), 184);
+	sbrig_marker_free(mk);
+	/* without it, the first edge fed sets the count (a capture) */
+	mk = sbrig_marker_new(2 * MS);
+	sbrig_marker_add_edge(mk, &g);
+	assert_int_equal(sbrig_marker_lost_edges(mk), 0);
+	sbrig_marker_free(mk);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -147,6 +225,7 @@ int main(void)
 		cmocka_unit_test(glitch_edges_and_far_events_do_not_pair),
 		cmocka_unit_test(lost_events_stop_pairing_until_the_line_is_low),
 		cmocka_unit_test(reset_forgets_the_active_set),
+		cmocka_unit_test(lost_edges_restart_the_pairing),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -16,6 +16,9 @@
  * window are dropped (a glitch, a lost edge, an event the link lost).
  * After a "lost" record the active set is unknown: pairing stops until
  * the line is seen low (falling edge), which proves the set empty.
+ * A jump in the edges' line_seqno (the kernel's edge buffer overflowed)
+ * restarts the pairing: pending edges and transitions are dropped, and
+ * until the next pair, transitions pair by time only.
  */
 #ifndef SBRIG_MARKER_H
 #define SBRIG_MARKER_H
@@ -90,6 +93,18 @@ int sbrig_marker_next_pair(struct sbrig_marker *mk,
 
 /** sbrig_marker_active() - blockers the state believes active (-1: unknown) */
 int sbrig_marker_active(const struct sbrig_marker *mk);
+
+/** sbrig_marker_lost_edges() - edges the seqno jumps say were lost */
+uint64_t sbrig_marker_lost_edges(const struct sbrig_marker *mk);
+
+/**
+ * sbrig_marker_expect_seqno() - the line_seqno the next edge must have
+ * @mk: the state
+ * @seqno: 1 for a line request just made (the kernel counts from 1), so
+ *	that edges lost before the first one read count too. Without it,
+ *	the first edge fed sets the count (a capture starts mid-stream).
+ */
+void sbrig_marker_expect_seqno(struct sbrig_marker *mk, uint64_t seqno);
 
 #ifdef __cplusplus
 }
