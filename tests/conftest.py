@@ -82,6 +82,8 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "expect_splat(*regexes): kernel reports (WARNING:, BUG:, ...) "
         "whose first line matches one of these are expected, not failures")
+    config.addinivalue_line(
+        "markers", "demo: runs the whole demo on the virtual rig (-m 'not demo' skips it)")
     _WATCH.config = config
     vm_qemu.ON_START.append(_WATCH.add)
 
@@ -89,8 +91,6 @@ def pytest_configure(config):
 def pytest_unconfigure(config):
     if _WATCH.add in vm_qemu.ON_START:
         vm_qemu.ON_START.remove(_WATCH.add)
-    config.addinivalue_line(
-        "markers", "demo: runs the whole demo on the virtual rig (-m 'not demo' skips it)")
 
 
 def test_arches(node_or_metafunc) -> list[str]:

@@ -83,6 +83,26 @@ def test_lockdep_kasan_and_a_bare_stack_dump_are_three_splats():
     assert found[1].first.startswith("BUG: KASAN: slab-use-after-free in sb_unblock")
 
 
+def test_a_report_right_after_another_ones_stack_is_its_own():
+    """Lockdep's report ends with its stack (</TASK>): a WARN printed just
+    after it is a second report, not part of the first."""
+    found = splat.find_splats(console(*LOCKDEP, *WARN))
+    assert [s.kind for s in found] == ["warning", "warning"]
+    assert found[1].first.startswith("WARNING: CPU: 0 PID: 96")
+    assert "Call Trace:" in found[1].text()
+
+
+def test_an_oops_after_bug_is_one_report():
+    oops = ["BUG: kernel NULL pointer dereference, address: 0000000000000008",
+            "#PF: supervisor read access in kernel mode",
+            "Oops: 0000 [#1] PREEMPT SMP KASAN", "Call Trace:", " <TASK>",
+            " sb_unblock+0x2d/0x90 [suspend_block]", " </TASK>",
+            "Modules linked in: suspend_block(O)", "---[ end trace 0000000000000000 ]---"]
+    found = splat.find_splats(console(*oops))
+    assert [s.kind for s in found] == ["bug"]
+    assert "Modules linked in" in found[0].text()
+
+
 @pytest.mark.parametrize("line,kind", [
     ("BUG: sleeping function called from invalid context at kernel/locking/mutex.c:580", "bug"),
     ("BUG: Invalid wait context", "bug"),

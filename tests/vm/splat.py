@@ -54,8 +54,8 @@ TRIGGERS: list[tuple[str, re.Pattern]] = [(kind, re.compile(rx)) for kind, rx in
     ("list", r"\blist_(?:add|del)(?:_\w+)? corruption\b"),
     ("list", r"\bLIST_POISON\b"),
     ("debugobjects", r"\bODEBUG: "),
-    ("kmemleak", r"\bkmemleak: \d+ new suspected memory leaks"),
-    ("kmemleak", r"\bunreferenced object 0x"),
+    # kmemleak's own report is read from its debugfs file (tests/conftest.py),
+    # not from "kmemleak: N new suspected memory leaks" on the console
     ("page", r"\bBad page (?:state|map)\b"),
     ("stack", r"\bstack-protector: Kernel stack is corrupted"),
     ("rcu", r"\brcu_\w+ (?:self-)?detected (?:stall|expedited stall)"),
@@ -107,24 +107,30 @@ def find_splats(text: str) -> list[Splat]:
     splats: list[Splat] = []
     cur: Splat | None = None
     left = 0                        # lines the current report may still have
+    stacked = False                 # its stack dump ended (x86 "</TASK>")
     for ts, line in kernel_lines(text):
         kind = _trigger(line)
-        # a header inside a report (lockdep's "WARNING:" after "cut here",
-        # a KASAN report's "BUG:" line, the Oops after "BUG: unable to
-        # handle") starts a new report only after the first report ended
-        if kind and (cur is None or left <= 0 or cur.kind in ("kmemleak",)):
+        # a header inside a report (the Oops after "BUG: unable to handle",
+        # "KASAN: null-ptr-deref" in a general protection fault) belongs to
+        # it; after the report's stack dump ended, a header or a stack dump
+        # is a new report
+        open_ = cur is not None and left > 0 and not stacked
+        if kind and not open_:
             cur = Splat(kind, line, [f"[{ts}] {line}"], ts)
             splats.append(cur)
-            left = REPORT_LINES
+            left, stacked = REPORT_LINES, False
+            continue
+        if not open_ and STACK_DUMP.search(line):
+            cur = Splat("stack", line, [f"[{ts}] {line}"], ts)
+            splats.append(cur)
+            left, stacked = REPORT_LINES, False
             continue
         if cur is None or left <= 0:
-            if STACK_DUMP.search(line):
-                cur = Splat("stack", line, [f"[{ts}] {line}"], ts)
-                splats.append(cur)
-                left = REPORT_LINES
             continue
         cur.lines.append(f"[{ts}] {line}")
         left -= 1
+        if line.strip() == "</TASK>":
+            stacked = True
         if REPORT_END.search(line) or (cur.kind in ("kasan", "ubsan")
                                        and re.fullmatch(r"={20,}", line.strip())):
             left = 0                # KASAN and UBSAN reports end with a ==== line
