@@ -114,7 +114,7 @@ def test_kmemleak_reports_a_leaked_allocation(vm):
     try:
         vm.run_ok("sleep 6", timeout=30)
         report = vm.kmemleak_scan()
-        assert "unreferenced object" in report and "(size 200)" in report, report
+        assert "unreferenced object" in report, report
         assert "sbrig_hello_leak" in report, report
         assert vm.kmemleak_scan() == ""      # cleared: reported once
     finally:

@@ -8,6 +8,8 @@ Recipe (``build()``):
 
 1. unpack ``/usr/src/linux-source-6.1.tar.xz`` (the Debian package
    ``linux-source-6.1``) into ``usr/src/linux-source-6.1``;
+   and apply SOURCE_PATCHES (one: a lockdep false positive of 6.1's
+   printk with PROVE_RAW_LOCK_NESTING, fixed the same way in mainline);
 2. ``scripts/kconfig/merge_config.sh -n`` with ``ARCH=x86``: ``allnoconfig``
    with the fragment ``tests/vm/debug-kernel.config`` (every option
    documented there) into the object tree ``usr/src/linux-headers-<kver>``;
@@ -72,6 +74,34 @@ RECIPE = 1
 #: run at the same time).
 JOBS = int(os.environ.get("SBRIG_DEBUG_KERNEL_JOBS", "2"))
 NICE = 10
+#: Changes to linux-source before it is built: (file, old, new, why); each
+#: ``old`` must occur exactly once. Part of the cache key.
+SOURCE_PATCHES: list[tuple[str, str, str, str]] = [
+    # With PROVE_RAW_LOCK_NESTING, 6.1's lockdep reports "BUG: Invalid wait
+    # context" whenever a printk() from hard-irq context or under a raw
+    # spinlock reaches the 8250 console, whose write() takes the port's
+    # spinlock_t (seen at every boot under TCG: hrtimer_interrupt's
+    # "hrtimer: interrupt took N ns"). It is a false positive for !RT
+    # kernels (on RT, consoles do not print from the caller's context) and
+    # lockdep switches itself off after it, so nothing later would be
+    # checked. Mainline 6.12 fixed it with printk_legacy_allow_spinlock_
+    # enter()/exit() around the legacy console's write(): the same wait-type
+    # override, with the lockdep annotations 6.1.192 already has
+    # (DEFINE_WAIT_OVERRIDE_MAP, lock_map_acquire_try; lib/debugobjects.c).
+    ("kernel/printk/printk.c",
+     "static bool console_emit_next_record(struct console *con, char *text, char *ext_text,\n",
+     "/* sbrig debug kernel: mainline's printk_legacy_map (6.12) */\n"
+     "static DEFINE_WAIT_OVERRIDE_MAP(printk_legacy_map, LD_WAIT_SLEEP);\n\n"
+     "static bool console_emit_next_record(struct console *con, char *text, char *ext_text,\n",
+     "the wait-type override map for legacy consoles"),
+    ("kernel/printk/printk.c",
+     "\tcall_console_driver(con, write_text, len, dropped_text);\n",
+     "\tlock_map_acquire_try(&printk_legacy_map);\n"
+     "\tcall_console_driver(con, write_text, len, dropped_text);\n"
+     "\tlock_map_release(&printk_legacy_map);\n",
+     "a legacy console's write() may take a spinlock_t in any context (!RT)"),
+]
+
 #: Most recently used cache entries kept.
 KEEP = 3
 STAMP = ".sbrig-debug-kernel.json"
@@ -160,6 +190,7 @@ def key_inputs() -> dict:
         "source": f"{SOURCE_PKG} {source_version()}",
         "gcc": _cmd_out(["gcc", "--version"]).splitlines()[0],
         "base": f"allnoconfig ARCH={KARCH} LOCALVERSION={LOCALVERSION}",
+        "patches_sha256": hashlib.sha256(json.dumps(SOURCE_PATCHES).encode()).hexdigest(),
         "recipe": RECIPE,
     }
 
@@ -246,6 +277,17 @@ def _prune_source(src: Path) -> None:
             shutil.rmtree(d, ignore_errors=True)
 
 
+def patch_source(src: Path) -> None:
+    """Apply SOURCE_PATCHES to the unpacked source."""
+    for rel, old, new, why in SOURCE_PATCHES:
+        path = src / rel
+        text = path.read_text()
+        if text.count(old) != 1:
+            raise BuildError(f"debug kernel: patching {rel} ({why}): {old!r} found "
+                             f"{text.count(old)} times, expected once")
+        path.write_text(text.replace(old, new))
+
+
 def build(dest: Path, inputs: dict) -> float:
     """Build the debug kernel into ``dest`` (an empty directory); return the
     seconds it took. See the module docstring for the steps."""
@@ -259,6 +301,7 @@ def build(dest: Path, inputs: dict) -> float:
     src = srcs / SOURCE_PKG
     if not (src / "Makefile").exists():
         raise BuildError(f"{TARBALL} did not unpack to {SOURCE_PKG}/")
+    patch_source(src)
     kver = _kernel_release(src)
     obj = srcs / f"linux-headers-{kver}"
     obj.mkdir()
@@ -339,8 +382,16 @@ class _Lock:
 
 
 def _prune(root: Path, current: str) -> None:
-    """Remove cache entries beyond the KEEP most recently used (never one in
-    use: its lock is held while it is built or fetched)."""
+    """Remove cache entries beyond the KEEP most recently used and the
+    leftovers of killed builds (never one in use: its lock is held while it
+    is built or fetched)."""
+    for junk in root.glob(".*.partial-*"):
+        key = junk.name[1:].split(".partial-")[0]
+        if key != current:
+            with _Lock(root, key, block=False) as got:
+                if got:
+                    progress(f"debug kernel: removing {junk.name} (an interrupted build)")
+                    shutil.rmtree(junk, ignore_errors=True)
     entries = []
     for d in root.iterdir():
         if d.is_dir() and not d.name.startswith(".") and d.name != current:
