@@ -35,8 +35,9 @@ KASAN, UBSAN, BUG:, WARNING:, Oops, list corruption, ODEBUG, hung tasks,
 since the check before it: a guest's boot is checked by the first test that
 uses it) fails that test with the report's text, unless expected; a session
 VM with an unexpected report is rebooted before the next test if lockdep
-turned itself off (it does after its first report) or a task died in the
-kernel (taint D). On the debug guest, kmemleak
+turned itself off (it does after its first report; at most
+``SBRIG_SPLAT_REBOOTS``, default 10, times per guest and session) or a
+task died in the kernel (taint D). On the debug guest, kmemleak
 scans at the end of each test module that used it (the project's modules
 unloaded first, so what only they referenced shows up): a suspected leak
 fails the module's last test at teardown.
@@ -49,6 +50,7 @@ output printed during the test is attached to its report.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -133,6 +135,7 @@ class VmPool:
         self.config = config
         self.vms: dict[str, Vm] = {}
         self.errors: dict[str, str] = {}
+        self.reboots: dict[str, int] = {}    # reboots after splats, per guest
 
     def _uncaptured(self):
         capman = self.config.pluginmanager.getplugin("capturemanager")
@@ -165,7 +168,14 @@ class VmPool:
             if getattr(vm, "sbrig_splatted", False):
                 vm.sbrig_splatted = False
                 why = _damage(vm)
-                if why:
+                if why == LOCKDEP_OFF and self.reboots.get(vm.name, 0) >= MAX_SPLAT_REBOOTS:
+                    if self.reboots[vm.name] == MAX_SPLAT_REBOOTS:
+                        progress(f"{vm.name}: {MAX_SPLAT_REBOOTS} reboots for lockdep "
+                                 f"already (SBRIG_SPLAT_REBOOTS): lockdep stays off "
+                                 f"for the rest of this session on this guest")
+                        self.reboots[vm.name] += 1
+                elif why:
+                    self.reboots[vm.name] = self.reboots.get(vm.name, 0) + 1
                     progress(f"{vm.name}: rebooting after a kernel splat ({why})")
                     vm.restart()
 
@@ -173,6 +183,14 @@ class VmPool:
         for vm in self.vms.values():
             vm.shutdown()
         self.vms.clear()
+
+
+LOCKDEP_OFF = "lockdep turned itself off"
+#: Reboots per guest and session for lockdep's sake: a module that trips
+#: lockdep in every test (as in a teardown) would otherwise add a boot
+#: (~25 s on amd64-debug) to each; after that many, lockdep stays off and
+#: the tests that already failed say why. Deaths (taint D) always reboot.
+MAX_SPLAT_REBOOTS = int(os.environ.get("SBRIG_SPLAT_REBOOTS", "10"))
 
 
 def _damage(vm: Vm) -> str | None:
@@ -189,7 +207,7 @@ def _damage(vm: Vm) -> str | None:
     if lines and lines[0].isdigit() and int(lines[0]) & (1 << 7):
         return "a task died in the kernel"
     if "debug_locks:" in out and out.split("debug_locks:")[1].split()[0] == "0":
-        return "lockdep turned itself off"
+        return LOCKDEP_OFF
     return None
 
 
