@@ -51,9 +51,10 @@ host: deps
 # marker) again on the amd64-debug guest, whose kernel is built from
 # linux-source-6.1 with lockdep, KASAN, UBSAN, kmemleak, debug objects and
 # list debugging (tests/vm/debug-kernel.config). That kernel is built once
-# per machine and config (~6 min cold on 2 cores, printed) and cached in
+# per machine and config (~5 min cold on 2 cores, printed) and cached in
 # ~/.cache/sbrig/debug-kernel/ (outside build/: a fresh clone reuses it);
-# a kernel splat on any guest fails the test during which it appeared.
+# the tier's tests take ~8 min. A kernel splat on any guest fails the test
+# during which it appeared.
 # The fuzz harnesses: their corpus replayed (a regression fails) and a few
 # seconds of fuzzing each, then the suite.
 test: deps host $(KSRC)/scripts/checkpatch.pl
