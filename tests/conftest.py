@@ -28,19 +28,20 @@ Markers (for tests using ``vm``):
   line matches one of the regexes are expected (the test provokes them);
   any other still fails the test.
 
-Kernel splats: the console of every guest (session VMs and the ones tests
-boot themselves) is read for kernel reports (tests/vm/splat.py: lockdep,
-KASAN, UBSAN, BUG:, WARNING:, Oops, list corruption, ODEBUG, hung tasks,
-...). A report that appeared during a test (its setup, call or teardown, or
-since the check before it: a guest's boot is checked by the first test that
-uses it) fails that test with the report's text, unless expected; a session
-VM with an unexpected report is rebooted before the next test if lockdep
-turned itself off (it does after its first report; at most
-``SBRIG_SPLAT_REBOOTS``, default 10, times per guest and session) or a
-task died in the kernel (taint D). On the debug guest, kmemleak
-scans at the end of each test module that used it (the project's modules
-unloaded first, so what only they referenced shows up): a suspected leak
-fails the module's last test at teardown.
+Kernel splats: the console of every guest (session VMs, the ones tests boot
+themselves, and, through their logs in build/logs/, the ones other processes
+boot: rig/virtual/vrig.py, the demos) is read for kernel reports
+(tests/vm/splat.py: lockdep, KASAN, UBSAN, BUG:, WARNING:, Oops, list
+corruption, ODEBUG, hung tasks, ...). A report that appeared during a test
+(its setup, call or teardown, or since the check before it: a guest's boot
+is checked by the first test that uses it) fails that test with the report's
+text, unless expected; a session VM with an unexpected report is rebooted
+before the next test if lockdep turned itself off (it does after its first
+report; at most ``SBRIG_SPLAT_REBOOTS``, default 10, times per guest and
+session) or a task died in the kernel (taint D). On the debug guest,
+kmemleak scans at the end of each test module that used it (the project's
+modules unloaded first, so what only they referenced shows up): a suspected
+leak fails the module's last test at teardown.
 
 A failed build fails every test that needs that arch with the failing
 command and its output (never a skip). Build/boot progress goes to the
@@ -63,7 +64,7 @@ if _REPO not in sys.path:
 from tests.vm import qemu as vm_qemu  # noqa: E402
 from tests.vm import splat  # noqa: E402
 from tests.vm.build import build_all  # noqa: E402
-from tests.vm.common import ARCHES, BuildError, progress  # noqa: E402
+from tests.vm.common import ARCHES, LOGS, BuildError, progress  # noqa: E402
 from tests.vm.qemu import Vm, VmError  # noqa: E402
 
 
@@ -87,6 +88,7 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "demo: runs the whole demo on the virtual rig (-m 'not demo' skips it)")
     _WATCH.config = config
+    _WATCH.start_logs()
     vm_qemu.ON_START.append(_WATCH.add)
 
 
@@ -270,20 +272,66 @@ def _vm_health(request, vm_pool):
 
 # ------------------------------------------------------------ kernel splats --
 
+class _LogGuest:
+    """A guest this process did not boot (a vrig or demo subprocess's), known
+    by its console log in build/logs."""
+
+    def __init__(self, path: Path) -> None:
+        self.name = path.name.replace(".console.log", "")
+
+
 class SplatWatch:
     """Reads the console of every guest booted in this session for kernel
-    reports (tests/vm/splat.py), each stretch of it once."""
+    reports (tests/vm/splat.py), each stretch of it once: the Vm objects of
+    this process, and the console logs other processes (rig/virtual/vrig.py
+    run by a test, the demos) write to build/logs/."""
 
     def __init__(self) -> None:
         self.config = None
         self.vms: dict[int, list] = {}     # id -> [vm, boot_count, position]
         self.debug_used: dict[str, set] = {}   # test module -> debug VMs used
+        self.own_logs: set[str] = set()    # console logs of self.vms
+        self.log_pos: dict[str, int] | None = None   # other logs: bytes read
 
     def add(self, vm: Vm) -> None:
         """qemu.ON_START hook: a guest (re)booted."""
+        self.own_logs.add(str(vm.console_log))
         entry = self.vms.get(id(vm))
         if entry is None or entry[0] is not vm:
             self.vms[id(vm)] = [vm, vm.boot_count, 0]
+
+    def start_logs(self) -> None:
+        """Logs that exist now are old (another session's): skip them."""
+        self.log_pos = {}
+        if LOGS.is_dir():
+            for path in LOGS.glob("*.console.log"):
+                if not path.is_symlink():
+                    self.log_pos[str(path)] = path.stat().st_size
+
+    def _other_logs(self) -> list[tuple[_LogGuest, str]]:
+        """New complete lines of console logs written by other processes."""
+        if self.log_pos is None or not LOGS.is_dir():
+            return []
+        out = []
+        for path in sorted(LOGS.glob("*.console.log")):
+            key = str(path)
+            if path.is_symlink() or key in self.own_logs:
+                continue
+            pos = self.log_pos.get(key, 0)
+            try:
+                size = path.stat().st_size
+                if size <= pos:
+                    continue
+                with open(path, "rb") as fh:
+                    fh.seek(pos)
+                    data = fh.read(size - pos)
+            except OSError:
+                continue
+            end = data.rfind(b"\n") + 1      # whole lines only
+            self.log_pos[key] = pos + end
+            if end:
+                out.append((_LogGuest(path), data[:end].decode(errors="replace")))
+        return out
 
     def _sync(self, vm: Vm) -> None:
         """One shell round trip, so what the kernel printed before it has
@@ -315,6 +363,8 @@ class SplatWatch:
                 found += [(vm, s) for s in splat.find_splats(text)]
             if not vm.is_alive():
                 del self.vms[key]
+        for guest, text in self._other_logs():
+            found += [(guest, s) for s in splat.find_splats(text)]
         return found
 
 
