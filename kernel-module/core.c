@@ -308,7 +308,8 @@ static void sb_print_active_blockers_locked(void)
  * Initialising a blocker that is already initialised (and not destroyed
  * since) is a bug: it warns and leaves the blocker as it is.
  *
- * Context: any context; does not sleep.
+ * Context: any context; does not sleep. On PREEMPT_RT, where
+ * __pm_stay_awake() may be called.
  */
 void suspend_blocker_init(struct suspend_blocker *blocker, const char *name)
 {
@@ -350,7 +351,8 @@ EXPORT_SYMBOL(suspend_blocker_init);
  * lets opportunistic suspend proceed. Destroying an uninitialised blocker
  * is a bug and only warns.
  *
- * Context: any context; does not sleep.
+ * Context: any context; does not sleep. On PREEMPT_RT, where
+ * __pm_stay_awake() may be called.
  */
 void suspend_blocker_destroy(struct suspend_blocker *blocker)
 {
@@ -391,7 +393,9 @@ EXPORT_SYMBOL(suspend_blocker_destroy);
  * the system, the suspend is aborted (unless the platform has already
  * entered the sleep state, in which case it wakes as usual).
  *
- * Context: any context, including hard interrupt handlers.
+ * Context: any context, including hard interrupt handlers; on PREEMPT_RT
+ * where __pm_stay_awake() may be called (not in raw-spinlock sections,
+ * HRTIMER_MODE_*_HARD callbacks or IRQF_NO_THREAD handlers).
  */
 void suspend_block(struct suspend_blocker *blocker)
 {
@@ -431,7 +435,9 @@ EXPORT_SYMBOL(suspend_block);
  * no other blocker is active, the opportunistic worker (if the policy is
  * opportunistic and a sleep state is requested) suspends the system.
  *
- * Context: any context, including hard interrupt handlers.
+ * Context: any context, including hard interrupt handlers; on PREEMPT_RT
+ * where __pm_stay_awake() may be called (not in raw-spinlock sections,
+ * HRTIMER_MODE_*_HARD callbacks or IRQF_NO_THREAD handlers).
  */
 void suspend_unblock(struct suspend_blocker *blocker)
 {

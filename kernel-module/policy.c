@@ -151,8 +151,11 @@ static bool sb_going_down;
 
 /*
  * sb_policy_lock protects sb_policy (written only under it; the worker and
- * sysfs readers read it with READ_ONCE), sb_requested and sb_armed, and
- * serialises policy and state changes.
+ * sysfs readers read it with READ_ONCE), sb_requested and sb_policy_gen,
+ * and serialises policy and state changes. It is never held across a
+ * read or write of a PM core file: those take the sysfs files' own locks,
+ * which lockdep cannot tell from ours (all kernfs files share one class),
+ * and our sysfs handlers take sb_policy_lock under them.
  */
 static DEFINE_MUTEX(sb_policy_lock);
 static int sb_policy = SB_POLICY_FORCED;
@@ -163,8 +166,8 @@ static struct task_struct *sb_worker_task;
 static DECLARE_WAIT_QUEUE_HEAD(sb_worker_wait);
 /* Bumped by every kick: lets the worker's back-off end early. */
 static atomic_t sb_kick_gen = ATOMIC_INIT(0);
-/* The worker armed the wakeup-count check. */
-static bool sb_armed;
+/* Bumped by every policy change, so the worker sees one across its arming. */
+static unsigned int sb_policy_gen;
 
 /*
  * How long unknown_wakeups stays active after a wakeup no blocker claimed.
@@ -436,7 +439,7 @@ static int sb_wakeup_count_read(unsigned int *count)
  * Write @count back to arm the wakeup-event check. Returns 0 or the
  * write's error: -EINVAL if a wakeup event came in since the read (or one
  * is in progress), -EBUSY while the kernel's autosleep is on.
- * Context: the worker, sb_policy_lock held.
+ * Context: the worker.
  */
 static int sb_wakeup_count_arm(unsigned int count)
 {
@@ -444,12 +447,10 @@ static int sb_wakeup_count_arm(unsigned int count)
 	int len = snprintf(buf, sizeof(buf), "%u", count);
 	ssize_t n;
 
-	lockdep_assert_held(&sb_policy_lock);
 	n = sb_pm_io(SB_PM_WAKEUP_COUNT, true, buf, len);
-	sb_armed = n == len;
 	if (n < 0)
 		return n;
-	return sb_armed ? 0 : -EIO;
+	return n == len ? 0 : -EIO;
 }
 
 /*
@@ -470,18 +471,16 @@ static bool sb_autosleep_active(char *buf)
 /*
  * Turn the wakeup-event check off again so that a forced suspend is not
  * aborted by wakeup sources because of an arming we did: saving a count
- * that can never match clears events_check_enabled.
- * Context: sb_policy_lock held.
+ * that can never match clears events_check_enabled. Done whenever the
+ * policy leaves "opportunistic" (whether or not the worker had armed it),
+ * and by the worker if the policy changed while it was arming.
+ * Context: process context, sb_policy_lock not held.
  */
 static void sb_wakeup_count_disarm(void)
 {
 	char never[] = "4294967295";
 
-	lockdep_assert_held(&sb_policy_lock);
-	if (!sb_armed)
-		return;
 	sb_pm_io(SB_PM_WAKEUP_COUNT, true, never, strlen(never));
-	sb_armed = false;
 }
 
 /* Is the system running normally (not booting, not going down)? */
@@ -548,11 +547,10 @@ enum sb_attempt {
 static enum sb_attempt sb_try_suspend(int *err, bool *unknown)
 {
 	char requested[SB_STATE_LEN], label[SB_STATE_LEN], arg[40];
+	unsigned int entry_num, count, gen;
 	unsigned long entry_ws;
-	unsigned int entry_num;
 	suspend_state_t state;
-	unsigned int count;
-	int ret;
+	int policy, ret;
 
 	ret = sb_wakeup_count_read(&count);
 	if (ret == -EINTR || ret == -ERESTARTSYS)
@@ -569,18 +567,23 @@ static enum sb_attempt sb_try_suspend(int *err, bool *unknown)
 
 	mutex_lock(&sb_policy_lock);
 	strscpy(requested, sb_requested, sizeof(requested));
-	if (sb_policy != SB_POLICY_OPPORTUNISTIC ||
-	    sb_resolve_state(requested, &state, label)) {
-		mutex_unlock(&sb_policy_lock);
-		return SB_SKIPPED;
-	}
-	*err = sb_wakeup_count_arm(count);
+	policy = sb_policy;
+	gen = sb_policy_gen;
 	mutex_unlock(&sb_policy_lock);
+	if (policy != SB_POLICY_OPPORTUNISTIC ||
+	    sb_resolve_state(requested, &state, label))
+		return SB_SKIPPED;
+	*err = sb_wakeup_count_arm(count);
 	/* our own SIGUSR1 (a policy change): not a failure */
 	if (*err == -EINTR || *err == -ERESTARTSYS)
 		return SB_SKIPPED;
 	if (*err)
 		return SB_ARM_FAILED;
+	/* A policy change while we armed disarmed before we did: undo it. */
+	if (READ_ONCE(sb_policy_gen) != gen) {
+		sb_wakeup_count_disarm();
+		return SB_SKIPPED;
+	}
 
 	sb_attempt_begin(entry_num);
 	if (sb_attempt_interrupted()) {
@@ -737,21 +740,22 @@ static ssize_t policy_store(struct kobject *kobj, struct kobj_attribute *attr,
 {
 	int i = sysfs_match_string(sb_policy_names, buf);
 	char autosleep[SB_PM_BUF], states[SB_PM_BUF];
-	ssize_t ret = n;
+	bool left = false;
 
 	if (i < 0)
 		return -EINVAL;
 	if (sb_in_pm_io())
 		return -EDEADLK;
+	/* the PM core's files first: never read under sb_policy_lock */
 	sb_pm_io(SB_PM_STATE, false, states, 0);	/* refresh the list */
-	mutex_lock(&sb_policy_lock);
-	if (i == SB_POLICY_OPPORTUNISTIC && i != sb_policy &&
+	if (i == SB_POLICY_OPPORTUNISTIC &&
+	    READ_ONCE(sb_policy) != SB_POLICY_OPPORTUNISTIC &&
 	    sb_autosleep_active(autosleep)) {
 		pr_warn("opportunistic policy refused: the kernel's autosleep is on (%sautosleep: %s); write off there first\n",
 			SB_PM_DIR, autosleep);
-		ret = -EBUSY;
-		goto out;
+		return -EBUSY;
 	}
+	mutex_lock(&sb_policy_lock);
 	/* As the seed: first request "on" under the current policy. */
 	if (sb_policy == SB_POLICY_OPPORTUNISTIC)
 		sb_request_locked("on");
@@ -759,18 +763,19 @@ static ssize_t policy_store(struct kobject *kobj, struct kobj_attribute *attr,
 		if (sb_policy == SB_POLICY_OPPORTUNISTIC) {
 			sb_core_set_mirror(false);
 			sb_worker_interrupt();
+			left = true;
 		}
 		WRITE_ONCE(sb_policy, i);
+		WRITE_ONCE(sb_policy_gen, sb_policy_gen + 1);
 		if (i == SB_POLICY_OPPORTUNISTIC)
 			sb_core_set_mirror(true);
-		else
-			sb_wakeup_count_disarm();
 		sb_policy_event_locked();
 		sb_worker_kick();
 	}
-out:
 	mutex_unlock(&sb_policy_lock);
-	return ret;
+	if (left)
+		sb_wakeup_count_disarm();
+	return n;
 }
 
 /* Lists what /sys/power/state listed when last read: no I/O here. */
@@ -819,20 +824,21 @@ static ssize_t state_store(struct kobject *kobj, struct kobj_attribute *attr,
 
 	if (sb_in_pm_io())
 		return -EDEADLK;
+	if (READ_ONCE(sb_policy) == SB_POLICY_FORCED)
+		return sb_state_store_forced(buf, n);
+	i = sysfs_match_string(sb_request_names, buf);
+	if (i < 0)
+		return -EINVAL;
+	/* the PM core's files first: never read under sb_policy_lock */
+	if (i > 0 && !sb_state_available(sb_request_names[i]))
+		return -ENODEV;
 	mutex_lock(&sb_policy_lock);
-	if (sb_policy == SB_POLICY_FORCED) {
+	if (sb_policy == SB_POLICY_FORCED) {	/* changed meanwhile */
 		mutex_unlock(&sb_policy_lock);
 		return sb_state_store_forced(buf, n);
 	}
-	i = sysfs_match_string(sb_request_names, buf);
-	if (i < 0) {
-		ret = -EINVAL;
-	} else if (i > 0 && !sb_state_available(sb_request_names[i])) {
-		ret = -ENODEV;
-	} else {
-		sb_request_locked(sb_request_names[i]);
-		ret = n;
-	}
+	sb_request_locked(sb_request_names[i]);
+	ret = n;
 	mutex_unlock(&sb_policy_lock);
 	return ret;
 }
@@ -941,14 +947,13 @@ void sb_policy_exit(void)
 	if (sb_policy == SB_POLICY_OPPORTUNISTIC)
 		sb_request_locked("on");
 	WRITE_ONCE(sb_policy, SB_POLICY_FORCED);
+	WRITE_ONCE(sb_policy_gen, sb_policy_gen + 1);
 	sb_core_set_mirror(false);
 	mutex_unlock(&sb_policy_lock);
 	sb_worker_interrupt();
 	kthread_stop(sb_worker_task);
 	sb_worker_task = NULL;
-	mutex_lock(&sb_policy_lock);
 	sb_wakeup_count_disarm();
-	mutex_unlock(&sb_policy_lock);
 	kobject_put(sb_kobj);
 	sb_kobj = NULL;
 	/* a killed writer's request may still be running: wait for it */

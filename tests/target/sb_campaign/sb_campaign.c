@@ -7,7 +7,8 @@
  * blocker "sbc_hold" that kept the system up; the opportunistic worker of
  * suspend_block.ko starts an attempt; when the attempt reaches the hook,
  * the hook activates "sbc_hit", either in the hook's own context or from
- * a hard-interrupt hrtimer a given number of microseconds later, and
+ * an hrtimer (hard interrupt context without PREEMPT_RT) a given number
+ * of microseconds later, and
  * either keeps it active ("persist") or releases it at once
  * ("transient"). Hooks:
  *
@@ -116,7 +117,7 @@ static void sbc_hook(const char *where, bool begin)
 	atomic_inc(&sbc_fired);
 	if (sbc_delay_us)
 		hrtimer_start(&sbc_timer, ns_to_ktime(sbc_delay_us * NSEC_PER_USEC),
-			      HRTIMER_MODE_REL_HARD);
+			      HRTIMER_MODE_REL);
 	else
 		sbc_hit_now();
 }
@@ -269,7 +270,7 @@ static int sbc_kick(const char *buf)
 	atomic_set(&sbc_rehold, 1);
 	suspend_unblock(&sbc_hold);
 	hrtimer_start(&sbc_timer, ns_to_ktime(delay * NSEC_PER_USEC),
-		      HRTIMER_MODE_REL_HARD);
+		      HRTIMER_MODE_REL);
 	return 0;
 }
 
@@ -342,7 +343,7 @@ static int __init sbc_init(void)
 	suspend_blocker_init(&sbc_hold, "sbc_hold");
 	suspend_blocker_init(&sbc_hit, "sbc_hit");
 	suspend_block(&sbc_hold);
-	hrtimer_init(&sbc_timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_HARD);
+	hrtimer_init(&sbc_timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL);
 	sbc_timer.function = sbc_timer_fn;
 
 	ret = platform_driver_register(&sbc_pdrv);

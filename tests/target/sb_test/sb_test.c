@@ -106,10 +106,16 @@ static enum hrtimer_restart timer_fn(struct hrtimer *t)
 	return HRTIMER_NORESTART;
 }
 
+/*
+ * The timers run in hard interrupt context on a kernel without
+ * PREEMPT_RT. Not HRTIMER_MODE_*_HARD: on RT those stay in hard interrupt
+ * context, where the API may not be called (as __pm_stay_awake() may not),
+ * and lockdep's raw-lock nesting check says so on any kernel.
+ */
 static void start_timer(enum timer_action action, u64 ms)
 {
 	timer_action = action;
-	hrtimer_start(&timer, ms_to_ktime(ms), HRTIMER_MODE_REL_HARD);
+	hrtimer_start(&timer, ms_to_ktime(ms), HRTIMER_MODE_REL);
 }
 
 static int pm_notify(struct notifier_block *nb, unsigned long action,
@@ -378,7 +384,7 @@ static int run_lat(u64 n)
 	for (i = 0; i < n; i++) {
 		reinit_completion(&lat_done);
 		hrtimer_start(&lat_timer, ktime_add_us(ktime_get(), 200),
-			      HRTIMER_MODE_ABS_HARD);
+			      HRTIMER_MODE_ABS);
 		wait_for_completion(&lat_done);
 		d[i] = lat_late_ns;
 	}
@@ -587,8 +593,8 @@ static int __init sb_test_init(void)
 	suspend_blocker_init(&resume_blocker, "sb_test_resume");
 	suspend_blocker_init(&bench_blocker, "sb_test_bench");
 	suspend_blocking_work_init(&sbwork, work_fn, "sb_test_work");
-	hrtimer_init(&timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_HARD);
-	hrtimer_init(&lat_timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_HARD);
+	hrtimer_init(&timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL);
+	hrtimer_init(&lat_timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS);
 	lat_timer.function = lat_timer_fn;
 	timer.function = timer_fn;
 	ret = platform_driver_register(&pdrv);

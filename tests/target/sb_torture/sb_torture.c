@@ -8,8 +8,10 @@
  * - kthreads: init, block, unblock, destroy and is_active, each plain or
  *   with preemption, bottom halves or interrupts disabled, or under a
  *   spinlock;
- * - hrtimers in hard interrupt context (HRTIMER_MODE_REL_HARD) and
- *   timer_list timers in softirq context: the same operations;
+ * - hrtimers (hard interrupt context on a kernel without PREEMPT_RT; not
+ *   HRTIMER_MODE_*_HARD, which the API, like __pm_stay_awake(), does not
+ *   allow on RT: lockdep's raw-lock nesting check says so) and timer_list
+ *   timers in softirq context: the same operations;
  * - work kthreads: suspend-blocking work queued (from the kthread or from
  *   a hard interrupt), queued again while pending or while running,
  *   cancelled, flushed, destroyed and initialised again, on three
@@ -559,7 +561,7 @@ static void tt_work_sequence(struct tt_actor *a, struct tt_work *w)
 	default: /* queued from a hard interrupt, or not at all */
 		w->qtimer_ret = -1;
 		hrtimer_start(&w->qtimer, tt_us(tt_rand(a, 300)),
-			      HRTIMER_MODE_REL_HARD);
+			      HRTIMER_MODE_REL);
 		usleep_range(50, 350);
 		a->ops[TT_OP_QUEUE_IRQ]++;
 		if (hrtimer_cancel(&w->qtimer)) {
@@ -631,7 +633,7 @@ static void tt_actor_setup(struct tt_actor *a, enum tt_kind kind, int id)
 	prandom_seed_state(&a->rnd, tt_seed * 1000003 + kind * 100 + id);
 	spin_lock_init(&a->lock);
 	init_waitqueue_head(&a->wait);
-	hrtimer_init(&a->hrt, CLOCK_MONOTONIC, HRTIMER_MODE_REL_HARD);
+	hrtimer_init(&a->hrt, CLOCK_MONOTONIC, HRTIMER_MODE_REL);
 	a->hrt.function = tt_hrtimer_fn;
 	timer_setup(&a->tl, tt_timer_fn, 0);
 	for (i = 0; i < TT_BLOCKERS; i++)
@@ -645,7 +647,7 @@ static void tt_actor_setup(struct tt_actor *a, enum tt_kind kind, int id)
 		w->gate_open = true;
 		atomic_set(&w->entered, 0);
 		hrtimer_init(&w->qtimer, CLOCK_MONOTONIC,
-			     HRTIMER_MODE_REL_HARD);
+			     HRTIMER_MODE_REL);
 		w->qtimer.function = tt_qtimer_fn;
 	}
 }
@@ -696,7 +698,7 @@ static int tt_start_run(unsigned int ms, const unsigned int nr[TT_KINDS])
 			break;
 		case TT_HRTIMER:
 			hrtimer_start(&a->hrt, tt_us(100 + n),
-				      HRTIMER_MODE_REL_HARD);
+				      HRTIMER_MODE_REL);
 			break;
 		default:
 			mod_timer(&a->tl, jiffies + 1);
