@@ -12,6 +12,8 @@ time after a suspend starts, many idle blockers.
 
 from __future__ import annotations
 
+import itertools
+import os
 import re
 import subprocess
 import time
@@ -60,12 +62,22 @@ def _wait_events(vm, seq0: int, cond, what: str, timeout: float = 30.0):
     return _wait(what, cond, lambda: sb.events_after(vm, seq0), timeout, vm)
 
 
-def _kmsg_count(vm) -> int:
-    return int(vm.run_ok("dmesg | wc -l").strip())
+_KMSG_MARKS = itertools.count()
 
 
-def _kmsg_since(vm, n: int) -> str:
-    return vm.run_ok(f"dmesg | tail -n +{n + 1}")
+def _kmsg_mark(vm) -> str:
+    """A mark in the kernel's log (a line written to /dev/kmsg); counting
+    lines would not do: after a few hundred tests the ring is full and
+    its line count stays put while old lines fall out."""
+    mark = f"sbtest-kmsg-mark-{os.getpid()}-{next(_KMSG_MARKS)}"
+    vm.run_ok(f"echo {mark} > /dev/kmsg")
+    return mark
+
+
+def _kmsg_since(vm, mark: str) -> str:
+    """The kernel's log after ``mark`` (an empty text if the mark itself
+    has fallen out of the ring: the caller's wait then times out)."""
+    return vm.run_ok(f"dmesg | sed -n '/{mark}/,$p' | tail -n +2")
 
 
 # -------------------------------------------- 1: cost of idle blockers --
@@ -248,7 +260,7 @@ def test_failing_wakeup_count_backs_off(target):
     pid = _worker_pid(vm)
     vm.run_ok("echo 7 > /tmp/sb-wc && mount --bind /tmp/sb-wc /sys/power/wakeup_count")
     try:
-        n0 = _kmsg_count(vm)
+        n0 = _kmsg_mark(vm)
         seq0 = sb.last_seq(vm)
         vm.run_ok(f"echo opportunistic > {sb.SYSFS}/policy; "
                   f"echo {_sleep_state(vm)} > {sb.SYSFS}/state")
@@ -286,7 +298,7 @@ def test_a_file_mounted_over_autosleep_is_not_the_kernels(target):
               " mount --bind $f /sys/power/$n || exit 1; done"
               " && echo mem > /sys/power/autosleep")
     try:
-        n0 = _kmsg_count(vm)
+        n0 = _kmsg_mark(vm)
         assert sb.write_sysfs(vm, "policy", "opportunistic")[0] == 0
         assert sb.sysfs(vm, "policy") == "forced [opportunistic]"
         assert "/sys/power/autosleep is not the PM core's file" in _kmsg_since(vm, n0)
@@ -302,7 +314,7 @@ def test_a_file_mounted_over_autosleep_is_not_the_kernels(target):
 
 def test_failed_ioctls_are_rate_limited(target):
     vm = target
-    n0 = _kmsg_count(vm)
+    n0 = _kmsg_mark(vm)
     out = sb.sbprobe_results(vm, "open", *["block"] * 200)
     assert out == ["rc=0"] + ["errno=ENOENT"] * 200
     logged = _kmsg_since(vm, n0).count("ioctl: cmd")
@@ -357,7 +369,7 @@ def test_noirq_refusal_reports_a_wakeup_not_a_device_failure(target):
     device."""
     vm = target
     stats0 = _suspend_stats(vm)
-    n0 = _kmsg_count(vm)
+    n0 = _kmsg_mark(vm)
     sb.ctl(vm, "block_in_noirq")
     seq0 = sb.last_seq(vm)
     vm.run_ok(f"echo opportunistic > {sb.SYSFS}/policy; "

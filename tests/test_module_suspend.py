@@ -38,6 +38,9 @@ def _kernel_state(vm) -> str:
 @pytest.fixture
 def target(vm):
     sb.reload(vm)
+    # the console's level as the guest has it, restored after: later tests
+    # wait for KERN_INFO lines on the console
+    level = vm.run_ok("cut -f1 /proc/sys/kernel/printk").strip()
     if vm.arch == "armhf":
         # "PM: suspend-to-idle" (KERN_DEBUG) says the devices are suspended
         vm.run_ok("echo 1 > /sys/power/pm_debug_messages; "
@@ -47,7 +50,7 @@ def target(vm):
            f"echo release_resume > {sb.CTL} 2>/dev/null; "
            "echo forced > /sys/kernel/suspend_block/policy 2>/dev/null; "
            "echo 0 > /sys/power/pm_debug_messages 2>/dev/null; "
-           "echo 4 > /proc/sys/kernel/printk; true")
+           f"dmesg -n {level}; true")
 
 
 def _wait_sleep(vm, since_console: int, since_qmp: int, nth: int = 1,

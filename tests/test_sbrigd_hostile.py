@@ -569,8 +569,11 @@ def _one_event(r) -> None:
         time.sleep(0.05)
 
 
-def _answers_quickly(r, limit_s: float = 1.0) -> None:
-    """sbrig status, version and stop are answered, each within limit_s."""
+def _answers_quickly(r, limit_s: float = 5.0) -> None:
+    """sbrig status, version and stop are answered, each within limit_s: a
+    liveness bound (a locked-out client waited for ever or was refused),
+    not a latency figure: on a loaded 2-core CI machine an ASan sbrig takes
+    a good part of a second to start."""
     t = time.monotonic()
     res = sbrig(r.sock, "status", timeout=30)
     took = time.monotonic() - t
@@ -613,7 +616,7 @@ def test_400_followers_from_8_processes_do_not_lock_anyone_out(hrig):
     """400 followers from 8 processes: at most 16 follow at a time (the
     longest following makes room for a new one, told 'evicted=yes'), the
     refused and the idle connections make room for new clients, and a
-    person's status, version and stop are answered within a second."""
+    person's status, version and stop are answered (within 5 s: a liveness bound)."""
     _one_event(hrig)
     procs = [Followers(hrig.sock, 50) for _ in range(8)]
     try:
