@@ -799,3 +799,63 @@ def test_marker_edges_pair_with_the_blocks_that_drove_them(marker_rig, tmp_path)
     assert clock["marker_pairs_from"] == "edges", clock
     assert clock["marker_pairs"] >= 2 * MARKER_HOLDS - 1, clock
 
+
+
+# ----------------------------------- a capture killed with its daemon --
+
+KILL_CONF = "/tmp/kill.conf"
+KILL_SOCK = "/tmp/sbrig-kill.sock"
+KILL_RIG = f"""
+[rig]
+name = vm-kill
+
+[power]
+uri = local:
+device = ina226
+shunt_uohm = {SHUNT_UOHM}
+buffer_samples = 64
+"""
+
+
+def test_a_daemon_killed_mid_capture_does_not_break_the_next(hostif, tmp_path):
+    """SIGKILL of sbrigd mid-capture (systemd's stop timeout, the OOM
+    killer, a LAVA job's kill) leaves the IIO buffer enabled: Linux 6.1
+    does not disable it when the device node closes, the driver's thread
+    keeps polling the chip and every capture after it failed with EBUSY
+    (set current_timestamp_clock). The next daemon disables it, says so,
+    and captures."""
+    from tests.capture import read_rows
+
+    vm = hostif.vm
+    enable = f"{hostif.iio_dir}/buffer/enable"
+    hostif.set_reg(REG_MASK, CVRF)
+    for reg, val in REGS.items():
+        hostif.set_reg(reg, val)
+    vm.write_file(KILL_CONF, KILL_RIG)
+    d1 = vm.start_bg(f"exec sbrigd -c {KILL_CONF} -s {KILL_SOCK}")
+    d2 = None
+    try:
+        _wait_guest(vm, f"[ -S {KILL_SOCK} ] || [ -e {d1.base}.rc ]")
+        c = vm.start_bg(f"sbrig -s {KILL_SOCK} capture -d 60s -o /tmp/capk1")
+        _wait_guest(vm, "[ $(wc -c < /tmp/capk1/samples.bin) -ge 96 ]", 15)
+        d1.kill("KILL")
+        d1.wait(20)
+        c.wait(20)
+        assert vm.read_file(enable).strip() == "1"    # left enabled
+        vm.run_ok(f"rm -f {KILL_SOCK}")
+        d2 = vm.start_bg(f"exec sbrigd -c {KILL_CONF} -s {KILL_SOCK}")
+        _wait_guest(vm, f"[ -S {KILL_SOCK} ] || [ -e {d2.base}.rc ]")
+        c = vm.start_bg(f"sbrig -s {KILL_SOCK} capture -d 2s -o /tmp/capk2")
+        assert c.wait(30) == 0, c.output() + d2.output()
+        assert "left enabled by a capture that was killed: disabled" in d2.output()
+        samples = read_rows(_fetch_capture(vm, "/tmp/capk2", tmp_path / "capk2"),
+                            "samples", typed=True)
+        assert len(samples) > 10
+        assert all(s.current_uA == EXPECTED["current_uA"] for s in samples)
+        assert vm.read_file(enable).strip() == "0"    # and off after it
+    finally:
+        for d in (d1, d2):
+            if d is not None:
+                d.kill()
+                d.wait(20)
+        vm.run(f"rm -rf /tmp/capk1 /tmp/capk2 {KILL_SOCK}")

@@ -281,6 +281,54 @@ def test_powercat_drop_makes_one_gap(emu, powercat):
     assert all(b > a for a, b in zip(ts, ts[1:]))
 
 
+def test_powercat_stop_delivers_the_buffer_under_way(emu, powercat):
+    """Issue 26's case: the driver's default rate (113.6 S/s) and
+    256-sample buffers, as rig/beaglebone.conf has them, stopped 4.3 s in
+    (2.25 s a buffer). The stop used to drop the refill under way: 256
+    samples of the 488 taken by then, no gap said. Now the samples reach
+    the stop (the buffer under way is taken, so up to a buffer more)."""
+    t0 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    r = run_powercat(powercat, "-r", "114", "-b", "256", "-t", "4.3", emu.uri)
+    t1 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    assert r.returncode == 0, r.stderr
+    samples, gaps, stats, info = parse(r.stdout.splitlines())
+    period = 1e9 / float(info["rate_hz"])
+    assert float(info["rate_hz"]) == pytest.approx(113.636, rel=1e-4)
+    taken = int(4.3e9 / period)                  # 488 by the stop
+    assert len(samples) >= taken - 2, (len(samples), taken)
+    assert len(samples) % 256 == 0               # whole buffers (ip:)
+    assert not gaps and stats["gaps"] == 0 and stats["tail_lost"] == 0
+    assert stats["samples"] == len(samples)
+    ts = [s[0] for s in samples]
+    # the last sample is at or after the stop (4.3 s after the start)
+    assert ts[-1] - ts[0] >= 4.3e9 - 3 * period
+    assert ts[-1] <= t1 and (t1 - t0) / 1e9 < 4.3 + 2.25 * 1.25 + 1.5
+
+
+def test_powercat_stop_with_a_hung_server_is_bounded(emu, powercat):
+    """A server that stops delivering (here: the emulator's "hold") cannot
+    hold up a stop beyond a buffer's duration and a quarter plus 1 s: the
+    refill is cancelled and the stats say the tail is lost."""
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1")
+    p = subprocess.Popen([str(powercat), "-b", "256", "-t", "2", emu.uri],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=env)
+    reader = LineReader(p)
+    reader.wait_samples(256)
+    emu.ctl("hold 1")
+    t_hold = time.monotonic()
+    rc = p.wait(30)
+    waited = time.monotonic() - t_hold
+    lines = reader.finish()
+    err = p.stderr.read()
+    assert rc == 0, err
+    assert "AddressSanitizer" not in err and "runtime error" not in err
+    samples, _, stats, _ = parse(lines)
+    assert stats["tail_lost"] == 1 and stats["samples"] == len(samples)
+    # 2 s capture: the stop waits 1.25 x 72 ms + 1 s at most, then cancels
+    assert waited < 2 + 1.09 + 1.5, waited
+
+
 def test_powercat_emulator_killed_mid_capture(emu, powercat):
     env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1")
     p = subprocess.Popen([str(powercat), "-t", "60", emu.uri],
@@ -374,3 +422,53 @@ def test_local_capture_real_driver(local_guest):
     assert stats["gaps"] >= len(gaps)   # gap records cut at the -n limit
     for t, next_t, missing in gaps:
         assert missing >= 1 and next_t - t > 1.5 * 280000
+
+
+def test_local_stop_takes_the_partial_buffer(local_guest):
+    """The real driver at its default rate (113.6 S/s) with 256-sample
+    buffers, stopped 3 s in: before, the stop dropped everything after the
+    first whole buffer (256 samples, 2.25 s); now what the kernel holds at
+    the stop is taken, the partial buffer included."""
+    vm = local_guest
+    out = vm.run_ok("sbrig-powercat -r 114 -b 256 -t 3 local:", timeout=60)
+    samples, gaps, stats, info = parse(out.splitlines())
+    period = 1e9 / float(info["rate_hz"])
+    assert float(info["rate_hz"]) == pytest.approx(113.636, rel=1e-4)
+    # samples and the ones the gaps stand for (TCG makes the driver's
+    # thread late now and then): all of the 3 s, within a few periods
+    covered = len(samples) + stats["missing"]
+    assert covered >= int(3e9 / period) - 5, (len(samples), stats)
+    ts = [s[0] for s in samples]
+    assert ts[-1] - ts[0] >= 3e9 - 6 * period
+
+
+def test_local_killed_capture_leaves_no_stale_buffer_behind(local_guest):
+    """A SIGKILLed capture leaves the IIO buffer enabled (Linux 6.1 does
+    not disable it at close): the driver keeps polling the chip and every
+    attribute write says EBUSY. The next capture disables it (and says
+    so); a capture running in another process is never touched."""
+    vm = local_guest
+    enable = "/sys/bus/iio/devices/iio:device0/buffer/enable"
+    vm.run_ok("sbrig-powercat -q -t 60 local: > /tmp/a.txt 2>&1 & echo $! > /tmp/a.pid; "
+              "sleep 1")
+    try:
+        # a second capture while the first runs: refused, the first intact
+        rc, out = vm.run("sbrig-powercat -q -n 10 local: 2>&1; echo rc=$?", timeout=60)
+        assert "rc=1" in out and "another process is capturing" in out, out
+        assert vm.read_file(enable).strip() == "1"
+        assert vm.run("kill -0 $(cat /tmp/a.pid)")[0] == 0
+        vm.run_ok("kill -9 $(cat /tmp/a.pid); sleep 0.3")
+        assert vm.read_file(enable).strip() == "1"     # the stale buffer
+    finally:
+        vm.run("kill -9 $(cat /tmp/a.pid) 2>/dev/null; true")
+    # a write to the driver's attributes is refused while it is enabled
+    rc, _ = vm.run("echo 4 > /sys/bus/iio/devices/iio:device0/in_oversampling_ratio")
+    assert rc != 0
+    out = vm.run_ok("sbrig-powercat -s 10000 -r 3571 -n 200 local:", timeout=60)
+    samples, _, stats, info = parse(out.splitlines())
+    assert info.get("stale_buffer_cleared") == "1"
+    assert len(samples) == 200
+    assert vm.read_file(enable).strip() == "0"
+    # and the next one finds nothing stale
+    out = vm.run_ok("sbrig-powercat -n 10 local:", timeout=60)
+    assert "stale_buffer_cleared" not in out

@@ -26,8 +26,26 @@
  * eventfd is written only when it is not already readable (efd_armed), and
  * for plain samples at most every WAKE_INTERVAL_NS (take_buffer()): waking
  * the caller's thread costs more than the samples of a small buffer. The
- * caller's poll() loop only ever takes what is queued. sbrig_power_stop()
- * cancels the buffer (iio_buffer_cancel) and joins the thread.
+ * caller's poll() loop only ever takes what is queued.
+ *
+ * Stopping loses no sample. On local: contexts the buffer is non-blocking
+ * and the thread polls its fd (readable at a whole buffer: libiio sets
+ * the watermark to the buffer size) next to stop_efd; at a stop it takes
+ * what the kernel holds, a partial buffer included, then ends
+ * (drain_local()). libiio's network backend has no non-blocking mode and
+ * no partial refill, so on ip: contexts sbrig_power_stop() lets the refill
+ * under way finish and the thread takes it: a stop then waits up to one
+ * buffer's duration (the samples delivered reach past the stop by up to
+ * that much), and cancels the refill only if the sensor is later than
+ * that plus a second (a hung server: that buffer is lost, said in the
+ * stats' tail_lost).
+ *
+ * A killed capture leaves the device's buffer enabled on local: contexts
+ * (Linux 6.1 does not disable it when the device node is closed): the
+ * driver keeps polling the chip and refuses attribute writes with EBUSY.
+ * clear_stale_buffer() disables it when nobody has the device node open
+ * (the kernel lets one process at a time open it), and refuses to touch a
+ * buffer another process is using.
  *
  * Sample times. The IIO timestamp channel is required for capture: without
  * it neither sample times nor gaps can be known (host arrival times of
@@ -66,8 +84,10 @@
  * CLOSE that sbrig_power_stop() sends to a dead server).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <iio.h>
 #include <math.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -141,6 +161,11 @@ struct sbrig_power {
 	bool running;
 	atomic_bool stopping;
 	struct iio_buffer *buf;
+	bool nonblock;			/* local: our own poll, drained at stop */
+	int stop_efd;			/* written by sbrig_power_stop() */
+	_Atomic int64_t stop_ns;	/* host time of the stop (ip:) */
+	unsigned int timeout_ms;	/* no buffer for this long: stuck */
+	bool stale_cleared;		/* a killed capture's buffer disabled */
 
 	/* capture-thread-only state */
 	struct sbrig_clockmap clock;
@@ -546,6 +571,48 @@ static int read_scales(struct sbrig_power *pwr)
 }
 
 /* Ask for CLOCK_MONOTONIC timestamps; required on local: contexts. */
+/*
+ * A buffer left enabled by a capture that was killed (see top). Local
+ * contexts only. Holding the device node open while disabling it makes
+ * sure the buffer is nobody's: the kernel refuses a second open with
+ * EBUSY. Return: 0 (nothing stale, or disabled), -EBUSY if another process
+ * is capturing (@need: an error then; otherwise 0, as its later attribute
+ * writes would fail anyway), or another -errno.
+ */
+static int clear_stale_buffer(struct sbrig_power *pwr, bool need)
+{
+	const char *id = iio_device_get_id(pwr->dev);
+	char path[96], val[8] = "";
+	ssize_t ret;
+	int fd;
+
+	if (pwr->remote || !id)
+		return 0;
+	snprintf(path, sizeof(path), "/dev/%s", id);
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == EBUSY && need)
+			return sbrig_set_error(-EBUSY,
+				"%s: %s: another process is capturing (%s is open)",
+				pwr->uri, pwr->devname, path);
+		return 0;	/* the buffer set-up says what is wrong */
+	}
+	ret = iio_device_buffer_attr_read(pwr->dev, "enable", val,
+					  sizeof(val));
+	if (ret > 0 && val[0] == '1') {
+		ret = iio_device_buffer_attr_write(pwr->dev, "enable", "0");
+		if (ret >= 0)
+			pwr->stale_cleared = true;
+	} else {
+		ret = 0;
+	}
+	close(fd);
+	if (ret < 0)
+		return iio_fail(pwr, (int)ret,
+				"disable the buffer a killed capture left enabled");
+	return 0;
+}
+
 static int set_timestamp_clock(struct sbrig_power *pwr)
 {
 	char val[32] = "";
@@ -600,6 +667,7 @@ struct sbrig_power *sbrig_power_new(const char *uri,
 		return NULL;
 	}
 	pwr->efd = -1;
+	pwr->stop_efd = -1;
 	snprintf(pwr->uri, sizeof(pwr->uri), "%s", uri);
 	snprintf(pwr->devname, sizeof(pwr->devname), "%s", devname);
 	ret = pthread_mutex_init(&pwr->lock, NULL);
@@ -612,6 +680,12 @@ struct sbrig_power *sbrig_power_new(const char *uri,
 		ret = sbrig_set_error(-errno, "%s: eventfd: %s", uri,
 				      strerror(errno));
 		goto err_mutex;
+	}
+	pwr->stop_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (pwr->stop_efd < 0) {
+		ret = sbrig_set_error(-errno, "%s: eventfd: %s", uri,
+				      strerror(errno));
+		goto err_efd;
 	}
 
 	/* libiio 0.24 cuts ip:HOST:PORT apart in place: give it a copy */
@@ -646,7 +720,9 @@ struct sbrig_power *sbrig_power_new(const char *uri,
 		}
 	}
 
-	ret = program_shunt(pwr, opts ? opts->shunt_uohm : 0);
+	ret = clear_stale_buffer(pwr, false);
+	if (!ret)
+		ret = program_shunt(pwr, opts ? opts->shunt_uohm : 0);
 	if (!ret && opts && opts->sample_rate_hz)
 		ret = program_rate(pwr, opts->sample_rate_hz);
 	if (!ret)
@@ -678,6 +754,8 @@ struct sbrig_power *sbrig_power_new(const char *uri,
 err_ctx:
 	iio_context_destroy(pwr->ctx);
 err_efd:
+	if (pwr->stop_efd >= 0)
+		close(pwr->stop_efd);
 	close(pwr->efd);
 err_mutex:
 	pthread_mutex_destroy(&pwr->lock);
@@ -694,6 +772,7 @@ void sbrig_power_free(struct sbrig_power *pwr)
 	sbrig_power_stop(pwr);
 	free(pwr->q);
 	iio_context_destroy(pwr->ctx);
+	close(pwr->stop_efd);
 	close(pwr->efd);
 	pthread_mutex_destroy(&pwr->lock);
 	free(pwr);
@@ -711,6 +790,7 @@ int sbrig_power_get_info(struct sbrig_power *pwr,
 	info->shunt_uohm = pwr->shunt_uohm;
 	info->has_timestamp = pwr->ch[CH_TS] &&
 			      iio_channel_is_scan_element(pwr->ch[CH_TS]);
+	info->stale_buffer_cleared = pwr->stale_cleared;
 	return 0;
 }
 
@@ -1031,40 +1111,127 @@ static void take_buffer(struct sbrig_power *pwr, const char *start,
 		notify(pwr);
 }
 
+/*
+ * Refill once and take what came; Return: 1 taken, 0 nothing there
+ * (a non-blocking refill found no sample), or -errno (message set).
+ */
+static int refill_take(struct sbrig_power *pwr)
+{
+	ssize_t ret = iio_buffer_refill(pwr->buf);
+	int64_t arrival = sbrig_now_ns();
+	char *start, *end;
+	ptrdiff_t step;
+	int c;
+
+	if (ret == -EAGAIN && pwr->nonblock)
+		return 0;
+	if (ret < 0)
+		return iio_fail(pwr, (int)ret, "capture: buffer refill");
+	start = iio_buffer_start(pwr->buf);
+	end = iio_buffer_end(pwr->buf);
+	step = iio_buffer_step(pwr->buf);
+	if (step <= 0 || end - start < step)
+		return 0;
+	for (c = 0; c < CH_COUNT; c++)
+		pwr->field[c].offset = (size_t)
+			((char *)iio_buffer_first(pwr->buf, pwr->ch[c]) - start);
+	take_buffer(pwr, start, end, step, arrival);
+	return 1;
+}
+
+/*
+ * At a stop on a local: context: take everything the kernel holds (at
+ * most the whole buffers that arrived since the last poll, then the
+ * partial one).
+ */
+static int drain_local(struct sbrig_power *pwr)
+{
+	int ret;
+
+	do
+		ret = refill_take(pwr);
+	while (ret > 0);
+	return ret;
+}
+
+/* local: wait for a whole buffer or the stop, at most timeout_ms */
+static int wait_local(struct sbrig_power *pwr, int timeout_ms)
+{
+	struct pollfd pfd[2] = {
+		{ .fd = iio_buffer_get_poll_fd(pwr->buf), .events = POLLIN },
+		{ .fd = pwr->stop_efd, .events = POLLIN },
+	};
+	int n;
+
+	do
+		n = poll(pfd, 2, timeout_ms);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return sbrig_set_error(-errno, "%s: %s: capture: poll: %s",
+				       pwr->uri, pwr->devname, strerror(errno));
+	if (pfd[1].revents)
+		return 2;		/* stop */
+	if (pfd[0].revents & POLLNVAL)
+		return sbrig_set_error(-EBADF, "%s: %s: capture: buffer closed",
+				       pwr->uri, pwr->devname);
+	return n ? 1 : 0;	/* 0: timed out */
+}
+
 static void *capture_thread(void *arg)
 {
 	struct sbrig_power *pwr = arg;
 	sigset_t pipe_set;
-	int c, err = 0;
+	int err = 0, ret;
 
 	/* a vanished iiod must be EPIPE here, not SIGPIPE (see top) */
 	sigemptyset(&pipe_set);
 	sigaddset(&pipe_set, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
 
-	while (!atomic_load(&pwr->stopping)) {
-		ssize_t ret = iio_buffer_refill(pwr->buf);
-		int64_t arrival = sbrig_now_ns();
-		char *start, *end;
-		ptrdiff_t step;
+	while (pwr->nonblock) {
+		bool timed_out;
 
-		if (atomic_load(&pwr->stopping))
-			break;
+		ret = wait_local(pwr, pwr->timeout_ms);
+		if (ret == 2) {
+			ret = drain_local(pwr);
+			err = ret < 0 ? ret : 0;
+			goto out;
+		}
 		if (ret < 0) {
-			err = iio_fail(pwr, (int)ret, "capture: buffer refill");
+			err = ret;
+			goto out;
+		}
+		timed_out = !ret;
+		ret = refill_take(pwr);
+		if (ret < 0) {
+			err = ret;
+			goto out;
+		}
+		if (!ret && timed_out) {
+			/* a whole timeout without a buffer: the sensor is stuck */
+			err = sbrig_set_error(-ETIMEDOUT,
+				"%s: %s: capture: no buffer within %u ms",
+				pwr->uri, pwr->devname, pwr->timeout_ms);
+			goto out;
+		}
+	}
+	/*
+	 * ip: blocking refills, until one reaches the stop (see top), unless
+	 * sbrig_power_stop() had to cancel it.
+	 */
+	for (;;) {
+		if (atomic_load(&pwr->stopping) && pwr->have_prev &&
+		    pwr->prev_ts_ns + pwr->applied_off_ns >=
+		    atomic_load(&pwr->stop_ns))
+			break;
+		ret = refill_take(pwr);
+		if (ret < 0) {
+			if (!atomic_load(&pwr->stopping))
+				err = ret;
 			break;
 		}
-		start = iio_buffer_start(pwr->buf);
-		end = iio_buffer_end(pwr->buf);
-		step = iio_buffer_step(pwr->buf);
-		if (step <= 0 || end - start < step)
-			continue;
-		for (c = 0; c < CH_COUNT; c++)
-			pwr->field[c].offset = (size_t)
-				((char *)iio_buffer_first(pwr->buf, pwr->ch[c]) -
-				 start);
-		take_buffer(pwr, start, end, step, arrival);
 	}
+out:
 	thread_end(pwr, err);
 	return NULL;
 }
@@ -1106,6 +1273,9 @@ int sbrig_power_start(struct sbrig_power *pwr)
 	if (ret)
 		return ret;
 	pwr->plain = layout_is_plain(pwr);
+	ret = clear_stale_buffer(pwr, true);
+	if (ret)
+		return ret;
 	ret = set_timestamp_clock(pwr);
 	if (ret)
 		return ret;
@@ -1123,11 +1293,29 @@ int sbrig_power_start(struct sbrig_power *pwr)
 	ret = iio_context_set_timeout(pwr->ctx, timeout_ms);
 	if (ret < 0)
 		return iio_fail(pwr, ret, "set context timeout");
+	pwr->timeout_ms = timeout_ms;
 
 	pwr->buf = iio_device_create_buffer(pwr->dev, pwr->buffer_samples,
 					    false);
 	if (!pwr->buf)
 		return iio_fail(pwr, -errno, "create buffer");
+	/* local: non-blocking, drained at the stop (see top) */
+	pwr->nonblock = !pwr->remote &&
+			!iio_buffer_set_blocking_mode(pwr->buf, false) &&
+			iio_buffer_get_poll_fd(pwr->buf) >= 0;
+	if (!pwr->remote && !pwr->nonblock) {
+		iio_buffer_destroy(pwr->buf);
+		pwr->buf = NULL;
+		return sbrig_set_error(-ENOTSUP,
+			"%s: %s: the buffer cannot be polled: a stop would lose its last samples",
+			pwr->uri, pwr->devname);
+	}
+	{
+		eventfd_t v;
+
+		eventfd_read(pwr->stop_efd, &v);	/* an earlier stop's */
+	}
+	atomic_store(&pwr->stop_ns, INT64_MAX);
 
 	pthread_mutex_lock(&pwr->lock);
 	pwr->q_head = pwr->q_len = 0;
@@ -1165,21 +1353,33 @@ int sbrig_power_stop(struct sbrig_power *pwr)
 
 	if (!pwr || !pwr->running)
 		return 0;
+	atomic_store(&pwr->stop_ns, sbrig_now_ns());
 	atomic_store(&pwr->stopping, true);
-	/*
-	 * Let a refill under way finish (the thread then sees @stopping):
-	 * cancelling one makes libiio print errors. Cancel only if it
-	 * takes longer than two buffers' worth of samples (cap 0.5 s).
-	 */
-	wait_ns = (int64_t)(2e9 * (double)pwr->buffer_samples / pwr->rate_hz);
-	if (wait_ns > 500000000)
-		wait_ns = 500000000;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += (until.tv_nsec + wait_ns) / 1000000000;
-	until.tv_nsec = (until.tv_nsec + wait_ns) % 1000000000;
-	if (pthread_timedjoin_np(pwr->thread, NULL, &until)) {
-		iio_buffer_cancel(pwr->buf);
+	if (pwr->nonblock) {
+		/* the thread drains what the kernel holds, without blocking */
+		eventfd_write(pwr->stop_efd, 1);
 		pthread_join(pwr->thread, NULL);
+	} else {
+		/*
+		 * ip: let the refills reach the stop (see top): up to a
+		 * buffer's duration and a quarter, plus a second for the
+		 * network (cap 10 s). Later than that, the sensor is hung:
+		 * cancel (libiio prints an error) and say so in the stats.
+		 */
+		wait_ns = (int64_t)(1.25e9 * (double)pwr->buffer_samples /
+				    pwr->rate_hz) + 1000000000;
+		if (wait_ns > 10000000000LL)
+			wait_ns = 10000000000LL;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += (until.tv_nsec + wait_ns) / 1000000000;
+		until.tv_nsec = (until.tv_nsec + wait_ns) % 1000000000;
+		if (pthread_timedjoin_np(pwr->thread, NULL, &until)) {
+			iio_buffer_cancel(pwr->buf);
+			pthread_join(pwr->thread, NULL);
+			pthread_mutex_lock(&pwr->lock);
+			pwr->stats.tail_lost = true;
+			pthread_mutex_unlock(&pwr->lock);
+		}
 	}
 	iio_buffer_destroy(pwr->buf);
 	pwr->buf = NULL;

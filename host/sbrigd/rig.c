@@ -95,6 +95,7 @@ static struct {
 	struct sched_timer gpio_timer;	/* sbrig_gpio_deadline() */
 	struct sbrig_power *power;
 	bool power_capturing;
+	bool power_stale_logged;	/* a killed capture's buffer: said once */
 	char power_err[256];
 	struct sbrig_link *link;
 	struct sbrig_machine *machine;	/* [target] state_uri */
@@ -342,6 +343,7 @@ static void power_readable(int fd, short revents, void *data)
 
 int rig_power_start(void)
 {
+	struct sbrig_power_info info;
 	int ret = power_open();
 
 	if (ret < 0)
@@ -354,11 +356,18 @@ int rig_power_start(void)
 		return ret;
 	}
 	rig.power_capturing = true;
+	if (!sbrig_power_get_info(rig.power, &info) &&
+	    info.stale_buffer_cleared && !rig.power_stale_logged) {
+		rig.power_stale_logged = true;
+		log_warn("power: %s: the device's buffer was left enabled by a capture that was killed: disabled",
+			 info.device);
+	}
 	return 0;
 }
 
 void rig_power_stop(void)
 {
+	struct sbrig_power_stats st;
 	int ret;
 
 	if (!rig.power || !rig.power_capturing)
@@ -367,6 +376,8 @@ void rig_power_stop(void)
 	rig.power_capturing = false;
 	if (ret < 0)
 		log_warn("power: %s", sbrig_errmsg());
+	else if (!sbrig_power_get_stats(rig.power, &st) && st.tail_lost)
+		log_warn("power: the sensor did not deliver the samples up to the stop in time: the capture ends early");
 	power_drain();
 }
 

@@ -40,6 +40,21 @@ static void crc_matches_zlib(void **state)
 					   "56789", 5), 0xcbf43926u);
 }
 
+/* every byte value, against the polynomial worked bit by bit */
+static void crc_table_is_the_polynomials(void **state)
+{
+	unsigned int i, k;
+
+	for (i = 0; i < 256; i++) {
+		unsigned char b = (unsigned char)i;
+		uint32_t c = ~0u ^ i;
+
+		for (k = 0; k < 8; k++)
+			c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+		assert_int_equal(sbrig_proto_crc32(0, &b, 1), ~c);
+	}
+}
+
 static void known_frame_bytes(void **state)
 {
 	struct sbrig_proto_msg m = { .type = SBRIG_PROTO_H_PING };
@@ -277,6 +292,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(crc_matches_zlib),
+		cmocka_unit_test(crc_table_is_the_polynomials),
 		cmocka_unit_test(known_frame_bytes),
 		cmocka_unit_test(roundtrip_all_types),
 		cmocka_unit_test(tokens_with_quotes),

@@ -14,9 +14,10 @@
  *   # rate_hz 3571.429
  *   # shunt_uohm 10000
  *   # has_timestamp 1
+ *   # stale_buffer_cleared 1     (only if a killed capture's was disabled)
  *   S <t_ns> <current_uA> <bus_uV> <shunt_nV> <power_uW>
  *   G <t_ns> <next_t_ns> <missing>
- *   # samples N gaps N missing N overruns N
+ *   # samples N gaps N missing N overruns N tail_lost 0|1
  *
  * -q prints no S/G lines (counters only); -1 prints one reading taken
  * through the channel attributes and exits. Exit status 0, or 1 with the
@@ -90,11 +91,32 @@ static void print_batch(const struct sbrig_sample *s, size_t n,
 	}
 }
 
+/* Print what is queued, up to @max_samples in all; Return: 0 or -errno */
+static int take(struct sbrig_power *pwr, bool quiet, uint64_t max_samples,
+		uint64_t *got)
+{
+	static struct sbrig_sample samples[BATCH];
+	static struct sbrig_gap gaps[BATCH];
+	ssize_t n;
+	size_t ng;
+
+	do {
+		n = sbrig_power_read(pwr, samples, BATCH, gaps, BATCH, &ng);
+		if (n < 0)
+			return (int)n;
+		if (max_samples && *got + (uint64_t)n > max_samples)
+			n = (ssize_t)(max_samples - *got);
+		*got += (uint64_t)n;
+		if (!quiet)
+			print_batch(samples, (size_t)n, gaps, ng);
+	} while ((n > 0 || ng > 0) && !(max_samples && *got >= max_samples));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct sbrig_power_opts opts = { .device = "ina226" };
-	static struct sbrig_sample samples[BATCH];
-	static struct sbrig_gap gaps[BATCH];
+	struct sbrig_sample one;
 	struct sbrig_power_stats st;
 	struct sbrig_power_info info;
 	struct sbrig_power *pwr;
@@ -164,12 +186,14 @@ int main(int argc, char **argv)
 	printf("# uri %s\n# device %s\n# rate_hz %.3f\n# shunt_uohm %" PRIu32
 	       "\n# has_timestamp %d\n", info.uri, info.device,
 	       info.sample_rate_hz, info.shunt_uohm, info.has_timestamp);
+	if (info.stale_buffer_cleared)
+		printf("# stale_buffer_cleared 1\n");
 
 	if (once) {
-		ret = sbrig_power_read_now(pwr, &samples[0]);
+		ret = sbrig_power_read_now(pwr, &one);
 		if (ret)
 			goto fail;
-		print_sample(&samples[0]);
+		print_sample(&one);
 		goto out;
 	}
 
@@ -182,8 +206,6 @@ int main(int argc, char **argv)
 	while (!quit) {
 		struct pollfd pfd = { .fd = sbrig_power_fd(pwr), .events = POLLIN };
 		int timeout_ms = -1;
-		ssize_t n;
-		size_t ng;
 
 		if (deadline) {
 			int64_t left = deadline - sbrig_now_ns();
@@ -200,24 +222,21 @@ int main(int argc, char **argv)
 		}
 		if (ret <= 0)
 			continue;
-		do {
-			n = sbrig_power_read(pwr, samples, BATCH, gaps, BATCH, &ng);
-			if (n < 0) {
-				ret = (int)n;
-				goto fail;
-			}
-			if (max_samples && got + (uint64_t)n > max_samples)
-				n = (ssize_t)(max_samples - got);
-			got += (uint64_t)n;
-			if (!quiet)
-				print_batch(samples, (size_t)n, gaps, ng);
-		} while ((n > 0 || ng > 0) && !(max_samples && got >= max_samples));
+		ret = take(pwr, quiet, max_samples, &got);
+		if (ret)
+			goto fail;
 		if (max_samples && got >= max_samples)
 			break;
 	}
 	ret = sbrig_power_stop(pwr);
 	if (ret)
 		goto fail;
+	/* what the stop delivered: the samples up to it (sbrig_power_stop()) */
+	if (!(max_samples && got >= max_samples)) {
+		ret = take(pwr, quiet, max_samples, &got);
+		if (ret)
+			goto fail;
+	}
 	goto out;
 
 fail:
@@ -227,8 +246,8 @@ fail:
 out:
 	if (!sbrig_power_get_stats(pwr, &st))
 		printf("# samples %" PRIu64 " gaps %" PRIu64 " missing %" PRIu64
-		       " overruns %" PRIu64 "\n", st.samples, st.gaps, st.missing,
-		       st.overruns);
+		       " overruns %" PRIu64 " tail_lost %d\n", st.samples, st.gaps,
+		       st.missing, st.overruns, st.tail_lost);
 	sbrig_power_free(pwr);
 	fflush(stdout);
 	return status;

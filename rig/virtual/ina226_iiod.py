@@ -50,6 +50,8 @@ socket, one command per line, each answered by ``ok ...`` or ``error
     current_uA N     set the supply current
     bus_uV N         set the bus voltage
     drop N           skip the next N samples of every open buffer (a gap)
+    hold 1|0         1: deliver no more buffers until "hold 0" (a hung
+                     server: the samples are not lost, only late)
     get              "ok current_uA=N bus_uV=N rate_hz=N buffers=N"
 
 Ground truth (``--truth FILE``, or ``Ina226(model, truth=TruthRecorder(path))``):
@@ -365,6 +367,7 @@ class Ina226:
         self.average = 4
         self.clock = "realtime"
         self.allow_async = 0
+        self.hold = False                 # "hold 1": no buffer delivered
         self.streams: set[Stream] = set()
         if rate_hz:
             self.pick_rate(rate_hz)
@@ -567,9 +570,11 @@ class Stream:
         last_k = self.next_k + n - 1
         while True:
             dt = self.wait_time(last_k)
-            if dt <= 0:
+            with chip.lock:
+                held = chip.hold
+            if dt <= 0 and not held:
                 break
-            if stop.wait(min(dt, 0.5)):
+            if stop.wait(min(dt, 0.5) if not held else 0.02):
                 raise ConnectionAbortedError("server stopping")
         off = 0
         with chip.lock:
@@ -754,6 +759,10 @@ def control_command(chip: Ina226, line: str) -> str:
                     s.pending_drop += n
                 nbuf = len(chip.streams)
             return f"ok buffers={nbuf}"
+        if cmd == "hold" and len(words) == 2 and words[1] in ("0", "1"):
+            with chip.lock:
+                chip.hold = words[1] == "1"
+            return "ok"
         if cmd == "get" and len(words) == 1:
             with chip.lock:
                 m = chip.model

@@ -50,6 +50,9 @@ struct sbrig_power_opts {
  * @sample_rate_hz: the rate the device reports
  * @shunt_uohm: the shunt the device uses
  * @has_timestamp: the buffer has a timestamp channel
+ * @stale_buffer_cleared: the device's buffer was left enabled by a capture
+ *	that was killed (local: only; Linux keeps it enabled, the driver
+ *	polling the chip and refusing attribute writes): it was disabled
  */
 struct sbrig_power_info {
 	char uri[256];
@@ -57,6 +60,7 @@ struct sbrig_power_info {
 	double sample_rate_hz;
 	uint32_t shunt_uohm;
 	bool has_timestamp;
+	bool stale_buffer_cleared;
 };
 
 /**
@@ -65,12 +69,16 @@ struct sbrig_power_info {
  * @gaps: gaps detected
  * @missing: samples the gaps stand for
  * @overruns: samples the queue to the caller had to drop (caller too slow)
+ * @tail_lost: at the stop, the sensor did not deliver the samples up to
+ *	the stop in time (an ip: server a second later than a buffer's
+ *	duration): they are lost, their number unknown
  */
 struct sbrig_power_stats {
 	uint64_t samples;
 	uint64_t gaps;
 	uint64_t missing;
 	uint64_t overruns;
+	bool tail_lost;
 };
 
 /**
@@ -119,8 +127,14 @@ int sbrig_power_start(struct sbrig_power *pwr);
  * sbrig_power_stop() - stop the capture thread (joins it)
  * @pwr: the sensor
  *
- * Samples already queued stay readable. Return: 0, or the -errno that
- * ended the capture thread early (device vanished, ...).
+ * Every sample taken before the call is delivered: on local: contexts
+ * what the kernel holds is taken at once (a partial buffer included); on
+ * ip: contexts the call waits for the buffer that reaches the stop (up to
+ * a buffer's duration and a quarter plus 1 s, then cancels it: the
+ * stats' tail_lost). Samples already queued stay readable.
+ *
+ * Return: 0, or the -errno that ended the capture thread early (device
+ * vanished, ...).
  */
 int sbrig_power_stop(struct sbrig_power *pwr);
 
