@@ -54,9 +54,9 @@ host: deps
 
 # The suite: the module's style checks (checkpatch --strict, kernel-doc,
 # sparse), then pytest: host unit and daemon tests, and the target (QEMU)
-# tests on amd64 and armhf, and the debug-kernel tier: the seven amd64
+# tests on amd64 and armhf, and the debug-kernel tier: the nine amd64
 # module suites (API, suspend, hardening, input, power supply, kevents,
-# marker) again on the amd64-debug guest, whose kernel is built from
+# marker, torture, campaign) again on the amd64-debug guest, whose kernel is built from
 # linux-source-6.1 with lockdep, KASAN, UBSAN, kmemleak, debug objects and
 # list debugging (tests/vm/debug-kernel.config). That kernel is built once
 # per machine and config (~5 min cold on 2 cores, printed) and cached in
@@ -77,7 +77,7 @@ test-debug: deps
 	$(PY) -m tests.vm build amd64-debug
 	$(PYTEST) -v -rfE --vm-arch amd64-debug $(DEBUG_SUITES)
 DEBUG_SUITES = $(addprefix tests/test_module_,$(addsuffix .py,\
-	api suspend hardening input power_supply kevents marker))
+	api suspend hardening input power_supply kevents marker torture campaign))
 
 fuzz: deps
 	$(MAKE) -C host -j2 fuzz-build
