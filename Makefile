@@ -1,7 +1,9 @@
 # sbrig top-level Makefile. The two commands of the README:
 #
 #   make demo    set up (Debian packages, kernels) and run the main job
-#   make test    set up and run the whole test suite
+#   make test    set up and run the whole test suite (with the debug-kernel
+#                tier: the module suites under lockdep/KASAN; make test-debug
+#                runs that tier alone)
 #   make fuzz    run each libFuzzer harness of host/fuzz/ for FUZZ_SECONDS
 #                (default 600, one at a time)
 #   make soak    the suspend-cycle campaign for SOAK_CYCLES cycles on each
@@ -52,15 +54,30 @@ host: deps
 
 # The suite: the module's style checks (checkpatch --strict, kernel-doc,
 # sparse), then pytest: host unit and daemon tests, and the target (QEMU)
-# tests on amd64 and armhf.
+# tests on amd64 and armhf, and the debug-kernel tier: the nine amd64
+# module suites (API, suspend, hardening, input, power supply, kevents,
+# marker, torture, campaign) again on the amd64-debug guest, whose kernel is built from
+# linux-source-6.1 with lockdep, KASAN, UBSAN, kmemleak, debug objects and
+# list debugging (tests/vm/debug-kernel.config). That kernel is built once
+# per machine and config (~5 min cold on 2 cores, printed) and cached in
+# ~/.cache/sbrig/debug-kernel/ (outside build/: a fresh clone reuses it);
+# the tier's tests take ~8 min. A kernel splat on any guest fails the test
+# during which it appeared.
 # The fuzz harnesses: their corpus replayed (a regression fails) and a few
 # seconds of fuzzing each, then the suite.
 test: deps host $(KSRC)/scripts/checkpatch.pl
 	$(MAKE) -C host fuzz-run FUZZ_SECONDS=$(FUZZ_TEST_SECONDS)
-	$(PY) -m tests.vm build amd64 armhf
+	$(PY) -m tests.vm build amd64 armhf amd64-debug
 	$(MAKE) -C kernel-module check KSRC=$(CURDIR)/$(KSRC) \
 		KDIR=$$(ls -d $(CURDIR)/build/kernels/amd64/usr/src/linux-headers-*-amd64 | head -1)
 	$(PYTEST) -v -rfE tests
+
+# The debug-kernel tier alone: the module suites on the amd64-debug guest.
+test-debug: deps
+	$(PY) -m tests.vm build amd64-debug
+	$(PYTEST) -v -rfE --vm-arch amd64-debug $(DEBUG_SUITES)
+DEBUG_SUITES = $(addprefix tests/test_module_,$(addsuffix .py,\
+	api suspend hardening input power_supply kevents marker torture campaign))
 
 fuzz: deps
 	$(MAKE) -C host -j2 fuzz-build
@@ -95,4 +112,4 @@ install: host
 clean:
 	rm -rf build
 
-.PHONY: all deps host firmware demo demo-module test fuzz soak bench install clean
+.PHONY: all deps host firmware demo demo-module test test-debug fuzz soak bench install clean

@@ -22,6 +22,9 @@ import pytest
 
 import sbtarget as sb
 
+# also on the amd64-debug guest (lockdep, KASAN, UBSAN, kmemleak)
+pytestmark = pytest.mark.debug_kernel
+
 MS = 1_000_000
 EAGAIN = 11
 
@@ -490,6 +493,7 @@ def test_writing_opportunistic_again_requests_on(target):
 
 # ----------------------------------------------------------------- Also --
 
+@pytest.mark.expect_splat(r"WARNING: .*suspend_blocker_init")
 def test_second_init_of_a_live_blocker_warns_and_keeps_the_list(target):
     """A second suspend_blocker_init() of a live blocker used to list_add
     it again, which makes every later walk of the list loop forever."""

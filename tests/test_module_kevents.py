@@ -15,6 +15,9 @@ import pytest
 
 import sbtarget as sb
 
+# also on the amd64-debug guest (lockdep, KASAN, UBSAN, kmemleak)
+pytestmark = pytest.mark.debug_kernel
+
 MS = 1_000_000
 PARAMS = "/sys/module/suspend_block/parameters"
 

@@ -37,6 +37,9 @@ import sbtarget as sb
 from tests.vm.build import build_all
 from tests.vm.qemu import Vm, arm_dtb_variant
 
+# also on the amd64-debug guest (lockdep, KASAN, UBSAN, kmemleak)
+pytestmark = pytest.mark.debug_kernel
+
 WIRE = "/sys/module/sb_wire/parameters"
 
 

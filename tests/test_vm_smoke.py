@@ -3,10 +3,12 @@ module loading, and the sleep/wake paths the module tests rely on."""
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
 
+from tests.vm import splat
 from tests.vm.qemu import KmsgFilter
 
 
@@ -62,6 +64,59 @@ def test_hello_module_loads(vm):
     try:
         vm.wait_console(r"sbrig_hello: loaded, greeting=1234", 10, since=mark)
         assert vm.read_file("/sys/module/sbrig_hello/parameters/greeting") == "1234\n"
+    finally:
+        vm.unload_module("sbrig_hello")
+
+
+@pytest.mark.debug_kernel
+@pytest.mark.expect_splat(r"WARNING: .*sbrig_hello_init")
+def test_a_kernel_warning_is_seen_as_a_splat(vm):
+    """The splat check reads this guest's console: the WARN sbrig_hello
+    prints at load on request is found (and declared, so this passes)."""
+    mark = vm.console_mark()
+    vm.load_module("sbrig_hello", warn=1)
+    try:
+        vm.wait_console(r"---\[ end trace", 30, since=mark)
+        found = splat.find_splats(vm.console_text(mark))
+        assert [s.kind for s in found] == ["warning"], [s.text() for s in found]
+        assert "sbrig_hello_init" in found[0].first
+    finally:
+        vm.unload_module("sbrig_hello")
+
+
+@pytest.mark.debug_kernel
+@pytest.mark.arch("amd64-debug")
+def test_debug_guest_runs_its_checkers(vm):
+    """The debug kernel booted with KASAN, lockdep still on (no report at
+    boot switched it off), kmemleak, two CPUs, the power tracepoints,
+    and gpio-sim and test_power from its own build."""
+    assert vm.debug and vm.arch == "amd64"
+    assert re.search(r"debug_locks:\s+1\b", vm.run_ok("cat /proc/lockdep_stats"))
+    dmesg = vm.dmesg()
+    assert "KernelAddressSanitizer initialized" in dmesg
+    assert "Kernel memory leak detector initialized" in dmesg
+    assert vm.run_ok("nproc").strip() == "2"
+    assert "[deep]" in vm.run_ok("cat /sys/power/mem_sleep")
+    assert vm.run("test -e /sys/power/pm_test")[0] == 0
+    for ev in ("wakeup_source_activate", "wakeup_source_deactivate", "suspend_resume",
+               "device_pm_callback_start", "device_pm_callback_end"):
+        assert vm.run(f"test -d /sys/kernel/debug/tracing/events/power/{ev}")[0] == 0, ev
+    vm.run_ok("modprobe gpio-sim && modprobe test_power && rmmod test_power gpio-sim")
+
+
+@pytest.mark.debug_kernel
+@pytest.mark.arch("amd64-debug")
+def test_kmemleak_reports_a_leaked_allocation(vm):
+    """What the per-module kmemleak scan relies on: an allocation nothing
+    points to is reported once it is 5 s old, with its stack."""
+    vm.kmemleak_scan()
+    vm.load_module("sbrig_hello", leak=200)
+    try:
+        vm.run_ok("sleep 6", timeout=30)
+        report = vm.kmemleak_scan()
+        assert "unreferenced object" in report, report
+        assert "sbrig_hello_leak" in report, report
+        assert vm.kmemleak_scan() == ""      # cleared: reported once
     finally:
         vm.unload_module("sbrig_hello")
 

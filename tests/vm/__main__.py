@@ -1,6 +1,9 @@
 """Command line for engineers.
 
     /usr/bin/python3 -m tests.vm build [ARCH...]   fetch + build everything
+                                                   (ARCH: amd64, armhf, amd64-debug;
+                                                   default all; amd64-debug builds
+                                                   the debug kernel once, cached)
     /usr/bin/python3 -m tests.vm shell ARCH [--load] [--append ARGS]
                                                    boot with the console on
                                                    this terminal (Ctrl-A X quits)

@@ -26,6 +26,10 @@ reported as missing):
   MODULE_ARCHES), whose C sources come from linux-source-6.1 and are
   patched while being copied (LINUX_SOURCE_FILES)
 
+The amd64-debug guest builds the same modules against the debug kernel's
+object tree (tests/vm/debugkernel.py), except gpio_sim and test_power:
+its kernel builds gpio-sim and test_power itself (``=m``).
+
 ``SBRIG_VM_MODULES=tests/vm/hello,kernel-module`` builds only a subset.
 
 Static programs: every ``tests/target/*.c``, ``kernel-module/tools/*.c``
@@ -73,10 +77,13 @@ if os.environ.get("SBRIG_VM_MODULES"):
 
 #: Module dirs built only for some arches (default: every arch). armmp
 #: has no irq_sim/gpio-sim support worth patching in: gpio-sim is amd64 only.
+#: The debug kernel (amd64-debug) has gpio-sim and test_power as its own
+#: modules (tests/vm/debug-kernel.config), so only Debian's amd64 needs
+#: the out-of-tree builds.
 MODULE_ARCHES: dict[str, tuple[str, ...]] = {
     "tests/target/gpio_sim": ("amd64",),
     "tests/target/test_power": ("amd64",),
-    "tests/target/sb_wire": ("amd64",),
+    "tests/target/sb_wire": ("amd64", "amd64-debug"),
 }
 
 #: Module dirs whose sources come from linux-source-<series>.tar.xz:
@@ -376,9 +383,10 @@ def check_toolchain(arch: str) -> None:
 
 def build_programs(arch: str) -> list[Path]:
     """Compile every target program statically for ``arch``; return the
-    binaries (``build/bin/<arch>/<name>``). Up to date binaries are kept."""
+    binaries (``build/bin/<deb_arch>/<name>``: amd64-debug runs amd64's).
+    Up to date binaries are kept."""
     spec = arch_spec(arch)
-    out_dir = BINDIR / arch
+    out_dir = BINDIR / spec.deb_arch
     out_dir.mkdir(parents=True, exist_ok=True)
     srcs = program_sources()
     check_toolchain(arch)
@@ -407,12 +415,14 @@ def build_programs(arch: str) -> list[Path]:
         os.replace(tmp, out)
         return out
 
-    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
-        outs = list(ex.map(one, srcs))
-    wanted = {o.name for o in outs}
-    for stale in out_dir.iterdir():
-        if stale.name not in wanted:
-            stale.unlink()
+    # amd64 and amd64-debug share the binaries: one writer at a time
+    with build_lock(f"bin-{spec.deb_arch}"):
+        with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
+            outs = list(ex.map(one, srcs))
+        wanted = {o.name for o in outs}
+        for stale in out_dir.iterdir():
+            if stale.name not in wanted:
+                stale.unlink()
     return outs
 
 

@@ -34,10 +34,15 @@ LOGS = BUILD / "logs"          # console and QMP logs of every boot
 
 @dataclass(frozen=True)
 class ArchSpec:
-    """What differs between the two guest architectures."""
+    """What differs between the guest kinds ("arches" of the harness).
 
-    name: str            # Debian architecture name used by the harness
-    deb_arch: str        # Debian architecture of the kernel packages
+    A guest kind is a machine (``deb_arch``: what ``vm.arch`` says, what
+    tests branch on) with a kernel: Debian's own (``kernel="debian"``) or
+    the debug kernel built from linux-source by tests/vm/debugkernel.py
+    (``kernel="debug"``, the amd64-debug guest)."""
+
+    name: str            # guest kind: build/<dir>/<name>, --vm-arch, Vm(name)
+    deb_arch: str        # Debian architecture: the machine (and its programs)
     flavour: str         # Debian kernel flavour
     image_suffix: str    # suffix of the image package name ("-unsigned")
     kernel_arch: str     # ARCH= for kbuild
@@ -45,11 +50,26 @@ class ArchSpec:
     console: str         # serial console device in the guest
     qemu: str            # QEMU system emulator binary
     s3: bool             # suspend-to-RAM (ACPI S3) usable in the guest
+    kernel: str = "debian"   # "debian" (kernels.py) or "debug" (debugkernel.py)
+    smp: int = 1             # QEMU -smp
+    memory_mb: int = 512     # QEMU -m
+    cmdline: str = ""        # extra kernel command line
+    #: How much slower than the amd64 guest this one runs (timeouts and
+    #: timing bounds of tests scale by it: ``vm.slow(seconds)``).
+    slowness: float = 1.0
+    #: Tests run on this guest only if they carry this marker (opt-in):
+    #: the debug guest runs the module suites that say ``debug_kernel``.
+    opt_in_marker: str | None = None
 
     @property
     def cc(self) -> str:
         """C compiler for static target programs."""
         return f"{self.cross_compile}gcc"
+
+    @property
+    def debug(self) -> bool:
+        """The guest runs the debug kernel (lockdep, KASAN, ...)."""
+        return self.kernel == "debug"
 
 
 ARCHES: dict[str, ArchSpec] = {
@@ -58,11 +78,20 @@ ARCHES: dict[str, ArchSpec] = {
     "armhf": ArchSpec("armhf", "armhf", "armmp", "", "arm",
                       "arm-linux-gnueabihf-", "ttyAMA0", "qemu-system-arm",
                       False),
+    # The amd64 machine with the debug kernel (tests/vm/debug-kernel.config):
+    # two CPUs so lockdep sees real concurrency, more memory for KASAN's
+    # shadow, quarantine and kmemleak's metadata; every KASAN report, not
+    # only the first (kasan_multi_shot).
+    "amd64-debug": ArchSpec("amd64-debug", "amd64", "amd64", "", "x86", "",
+                            "ttyS0", "qemu-system-x86_64", True,
+                            kernel="debug", smp=2, memory_mb=1024,
+                            cmdline="kasan_multi_shot",
+                            slowness=3.0, opt_in_marker="debug_kernel"),
 }
 
 
 def arch_spec(arch: str) -> ArchSpec:
-    """Return the ArchSpec for ``arch`` ("amd64" or "armhf")."""
+    """Return the ArchSpec for ``arch`` ("amd64", "armhf", "amd64-debug")."""
     try:
         return ARCHES[arch]
     except KeyError:

@@ -51,10 +51,14 @@ KMODS: dict[str, list[str]] = {
               "virtio_console"],
     "armhf": ["configfs", "i2c-dev", "ina2xx-adc", "gpio-charger", "evdev",
               "uinput"],
+    # the debug kernel's modules (tests/vm/debug-kernel.config): what the
+    # module suites load, gpio-sim and test_power included (its own build)
+    "amd64-debug": ["configfs", "evdev", "button", "uinput", "virtio_pci",
+                    "virtio_console", "gpio-sim", "test_power"],
 }
 
 #: Kernel modules /init loads at boot (there is no udev to do it).
-BOOT_KMODS: dict[str, list[str]] = {"amd64": [], "armhf": []}
+BOOT_KMODS: dict[str, list[str]] = {"amd64": [], "armhf": [], "amd64-debug": []}
 
 #: Modules /init loads when the kernel command line contains ``sb.load``.
 PROJECT_KMODS = ["suspend_block", "sb_test"]
@@ -193,12 +197,12 @@ class Cpio:
 
 def busybox_path(arch: str) -> Path:
     """Static busybox binary for ``arch`` (armhf: fetched and cached)."""
-    if arch == "amd64":
+    spec = arch_spec(arch)
+    if spec.deb_arch == "amd64":
         p = Path("/bin/busybox")
         if not p.exists():
             raise BuildError("/bin/busybox missing: apt-get install busybox-static")
         return p
-    spec = arch_spec(arch)
     tree = kernels.fetch_deb_tree("busybox-static", spec.deb_arch,
                                   CACHE / f"busybox-static-{spec.deb_arch}")
     return tree / "bin" / "busybox"
@@ -291,7 +295,7 @@ def library_closure(programs: list[Path]) -> list[Path]:
 def _add_host_programs(cpio: Cpio, arch: str, programs: list[Path]) -> None:
     """Put ``programs`` in usr/bin and their libraries at ldd's paths (the
     file content of each symlink chain's end under the name ldd printed)."""
-    if programs and arch != "amd64":
+    if programs and arch_spec(arch).deb_arch != "amd64":
         raise BuildError(f"{arch}: host programs are amd64 binaries of the build "
                          f"machine; only the amd64 guest can run them")
     for prog in programs:

@@ -17,6 +17,10 @@ temporary directory, then renamed into place) and unpacked with
 ``dpkg-deb -x`` into ``build/kernels/<arch>/`` through a temporary
 directory that is renamed when complete, so an interrupted fetch never
 leaves a half tree that looks finished.
+
+The amd64-debug guest's kernel is not Debian's: ``fetch("amd64-debug")``
+hands over to tests/vm/debugkernel.py, which builds it from the
+linux-source-6.1 package into the same layout (a :class:`Kernel`).
 """
 
 from __future__ import annotations
@@ -192,8 +196,13 @@ def fetch(arch: str) -> Kernel:
 
     Reuses ``build/kernels/<arch>`` when it already holds the same packages.
     If apt's lists are unusable (offline), falls back to an existing tree.
+    A guest kind with the debug kernel (amd64-debug) gets it from
+    tests/vm/debugkernel.py (built from linux-source once, cached).
     """
     spec = arch_spec(arch)
+    if spec.debug:
+        from . import debugkernel
+        return debugkernel.fetch(arch)
     root = KERNELS / arch
     with build_lock(f"kernel-{arch}"):
         try:

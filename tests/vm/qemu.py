@@ -59,6 +59,12 @@ DEFAULT_TIMEOUT = 60.0
 BOOT_TIMEOUT = 180.0
 MEMORY_MB = 512
 
+#: Called with each Vm whose shell has just become ready after a boot
+#: (tests/conftest.py watches every guest's console for kernel splats).
+ON_START: list = []
+
+KMEMLEAK = "/sys/kernel/debug/kmemleak"
+
 
 class VmError(RuntimeError):
     """The guest or QEMU misbehaved; the message ends with the console tail."""
@@ -223,11 +229,13 @@ def _arm_machine_args(memory_mb: int) -> list[str]:
 
 
 def qemu_argv(arch: str, kernel: Path, initrd: Path, append: str, *,
-              dtb: Path | None = None, memory_mb: int = MEMORY_MB) -> list[str]:
-    """QEMU command line without the serial/QMP wiring."""
+              dtb: Path | None = None, memory_mb: int | None = None) -> list[str]:
+    """QEMU command line without the serial/QMP wiring (``arch`` is a guest
+    kind: amd64-debug is the amd64 ``pc`` machine with its -smp and -m)."""
     spec = arch_spec(arch)
-    if arch == "amd64":
-        argv = [spec.qemu, "-M", "pc", "-m", str(memory_mb), "-smp", "1",
+    memory_mb = memory_mb or spec.memory_mb
+    if spec.deb_arch == "amd64":
+        argv = [spec.qemu, "-M", "pc", "-m", str(memory_mb), "-smp", str(spec.smp),
                 "-accel", "tcg", "-global", "PIIX4_PM.disable_s3=0",
                 "-nic", "none", "-nographic", "-monitor", "none",
                 "-parallel", "none"]
@@ -240,8 +248,12 @@ def qemu_argv(arch: str, kernel: Path, initrd: Path, append: str, *,
 
 
 def kernel_cmdline(arch: str, extra: str = "", harness: bool = True) -> str:
-    """console=<uart> no_console_suspend panic=-1 [sbrig.harness] <extra>."""
-    parts = [f"console={arch_spec(arch).console}", "no_console_suspend", "panic=-1"]
+    """console=<uart> no_console_suspend panic=-1 <the guest kind's own>
+    [sbrig.harness] <extra>."""
+    spec = arch_spec(arch)
+    parts = [f"console={spec.console}", "no_console_suspend", "panic=-1"]
+    if spec.cmdline:
+        parts.append(spec.cmdline)
     if harness:
         parts.append("sbrig.harness")
     if extra:
@@ -379,7 +391,12 @@ class Vm:
     """One QEMU guest (amd64 ``pc`` or armhf ``virt``) with a busybox shell.
 
     ``Vm(arch)`` builds what is missing (``tests.vm.build.build_all``) unless
-    ``artifacts`` is given. ``extra_cmdline`` is appended to the kernel
+    ``artifacts`` is given. ``arch`` is a guest kind of
+    ``tests.vm.common.ARCHES``; ``vm.guest`` keeps it, while ``vm.arch`` is
+    the machine's Debian architecture, what tests branch on: "amd64" for
+    both the amd64 and the amd64-debug guest (``vm.debug`` tells them
+    apart), "armhf". ``vm.slow(t)`` scales a timeout or timing bound by
+    the guest's slowness (the debug kernel runs several times slower). ``extra_cmdline`` is appended to the kernel
     command line (e.g. ``"sb.load"`` makes /init load the project's modules).
     ``extra_qemu_args`` are appended to QEMU's command line after the
     console and QMP wiring, so a further ``-serial`` is the guest's second
@@ -389,11 +406,14 @@ class Vm:
     """
 
     def __init__(self, arch: str, artifacts: Any = None, *, extra_cmdline: str = "",
-                 memory_mb: int = MEMORY_MB, name: str | None = None,
+                 memory_mb: int | None = None, name: str | None = None,
                  boot_timeout: float = BOOT_TIMEOUT,
                  extra_qemu_args: list[str] | None = None) -> None:
         self.spec = arch_spec(arch)
-        self.arch = arch
+        self.guest = arch                  # guest kind: amd64, amd64-debug, armhf
+        self.arch = self.spec.deb_arch     # the machine: amd64, armhf
+        self.debug = self.spec.debug       # the debug kernel (lockdep, KASAN, ...)
+        self.boot_count = 0                # start() calls: a new console each
         if artifacts is None:
             from .build import build_all
             artifacts = build_all(arch)
@@ -401,7 +421,7 @@ class Vm:
         self.kver: str = artifacts.kernel.kver
         self.extra_cmdline = extra_cmdline
         self.extra_qemu_args = list(extra_qemu_args or [])
-        self.memory_mb = memory_mb
+        self.memory_mb = memory_mb or self.spec.memory_mb
         self.boot_timeout = boot_timeout
         self.name = name or arch
         self.proc: subprocess.Popen | None = None
@@ -413,6 +433,8 @@ class Vm:
 
     # ------------------------------------------------------------ console --
     def _reset_console(self) -> None:
+        # the console of the boot before (a restart()), until checked
+        self.previous_console = getattr(self, "_raw", None)
         self._raw = TextLog()       # everything the console printed
         self._clean = TextLog()     # same minus kernel log lines
         self.kmsg: list[str] = []   # kernel log lines seen on the console
@@ -483,7 +505,15 @@ class Vm:
         return (self.proc is not None and self.proc.poll() is None
                 and not self._serial_closed and not self.panicked)
 
+    def slow(self, seconds: float) -> float:
+        """``seconds`` scaled by the guest's slowness (ArchSpec.slowness:
+        1 for Debian's kernels, more for the debug kernel). Every timeout
+        of this class is scaled already; use it for timing bounds a test
+        asserts itself."""
+        return seconds * self.spec.slowness
+
     def _wait_for(self, check, timeout: float, what: str) -> None:
+        timeout = self.slow(timeout)
         end = time.monotonic() + timeout
         with self._cond:
             while not check():
@@ -524,6 +554,7 @@ class Vm:
                 pass
 
         self._reset_console()
+        self.boot_count += 1
         self._tmp = tempfile.mkdtemp(prefix=f"sbrig-{self.name}-")
         ser_path = os.path.join(self._tmp, "serial.sock")
         qmp_path = os.path.join(self._tmp, "qmp.sock")
@@ -535,8 +566,8 @@ class Vm:
             listeners.append(s)
 
         a = self.artifacts
-        append = kernel_cmdline(self.arch, self.extra_cmdline)
-        argv = qemu_argv(self.arch, a.kernel.vmlinuz, a.initramfs, append,
+        append = kernel_cmdline(self.guest, self.extra_cmdline)
+        argv = qemu_argv(self.guest, a.kernel.vmlinuz, a.initramfs, append,
                          dtb=a.dtb, memory_mb=self.memory_mb)
         argv += ["-chardev", f"socket,id=con0,path={ser_path}", "-serial", "chardev:con0",
                  "-chardev", f"socket,id=qmp0,path={qmp_path}",
@@ -568,7 +599,25 @@ class Vm:
                 s.close()
         self.boot_seconds = time.monotonic() - t0
         progress(f"{self.name}: shell ready after {self.boot_seconds:.1f} s")
+        if self.debug:
+            # boot-time kmemleak suspects are not the tests' business
+            self.kmemleak_scan()
+        for hook in ON_START:
+            hook(self)
         return self
+
+    def kmemleak_scan(self, clear: bool = True) -> str:
+        """Debug kernel: scan for leaks now and return kmemleak's report
+        (empty: no suspected leak), then clear it (``clear``: reported
+        objects are not reported again). Two scans: kmemleak reports an
+        object only when a scan finds it unreferenced and unchanged since
+        the scan before; objects younger than 5 s are not considered yet.
+        ~8 s a scan under TCG."""
+        self.run_ok(f"echo scan > {KMEMLEAK}; echo scan > {KMEMLEAK}", timeout=240)
+        out = self.run_ok(f"cat {KMEMLEAK}")
+        if clear:
+            self.run_ok(f"echo clear > {KMEMLEAK}")
+        return out
 
     def _accept(self, listener: socket.socket) -> socket.socket:
         end = time.monotonic() + 30
@@ -824,7 +873,7 @@ class Vm:
         POWERDOWN); see QmpClient.wait_event. The event dict has QEMU's
         ``timestamp`` and the host's monotonic ``host_time``."""
         try:
-            return self.qmp_client.wait_event(name, timeout, since)
+            return self.qmp_client.wait_event(name, self.slow(timeout), since)
         except TimeoutError as exc:
             raise VmTimeout(str(exc) + self._tail_msg()) from None
 
@@ -838,6 +887,7 @@ class Vm:
 
     def wait_status(self, status: str, timeout: float = DEFAULT_TIMEOUT) -> None:
         """Poll query-status (every 20 ms) until it equals ``status``."""
+        timeout = self.slow(timeout)
         end = time.monotonic() + timeout
         seen = None
         while True:
