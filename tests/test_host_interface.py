@@ -365,6 +365,25 @@ def test_sbrig_status_shows_the_link(hostif, agent, sbrigd):
     _wait_guest(vm, f"{_sbrig('status')} | grep -q {AGENT_BOOT_ID}", 20)
 
 
+def test_a_hung_up_serial_port_is_seen_at_once(hostif, agent, sbrigd):
+    """The link's tty hung up as an unplugged USB serial adapter's is
+    (tests/target/ttyhup.c: TIOCVHANGUP, what usb-serial's disconnect
+    does): it polls readable and reads nothing for ever, and the loop used
+    to spin on it until a ping's write failed. The daemon now says 'hung
+    up' at once, reopens the port and the link comes back."""
+    vm = hostif.vm
+    _wait_guest(vm, f"{_sbrig('status')} | grep -q {AGENT_BOOT_ID}", 20)
+    before = len(sbrigd.output())
+    vm.run_ok("ttyhup /dev/ttyS1")
+    _wait_guest(vm, f"tail -c +{before + 1} {sbrigd.log} | grep -q 'down: hung up'", 10)
+    log = sbrigd.output()[before:]
+    assert "link serial:/dev/ttyS1:115200 down: hung up" in log, log
+    assert "write" not in log, log
+    # reopened: the agent's hello again
+    _wait_guest(vm, f"{_sbrig('status')} | grep -q 'connected over'", 30)
+    _wait_guest(vm, f"{_sbrig('status')} | grep -q {AGENT_BOOT_ID}", 30)
+
+
 def test_sbrig_capture(hostif, agent, sbrigd, tmp_path):
     """One capture: marker edges, decoded samples, the agent's events."""
     from tests.capture import read_rows

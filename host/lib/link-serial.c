@@ -5,9 +5,9 @@
  * sp_to_errno().
  *
  * libserialport 0.1.1 quirks this relies on (see FACTS.md): it refuses
- * pseudo-terminals; a hang-up reads as 0 bytes, like an idle line, so a
- * dead peer is only detected by the link's BEAT timeout; stale input is
- * drained when the port opens.
+ * pseudo-terminals; a hang-up reads as 0 bytes, like an idle line (link.c
+ * tells them apart by poll(): a hung-up tty polls readable, or POLLHUP,
+ * and reads nothing); stale input is drained when the port opens.
  */
 #include <errno.h>
 #include <stdio.h>

@@ -914,19 +914,22 @@ static void handle_line(struct sbrig_link *l, const char *line, size_t len,
  * a line yields at most one message and is at least SBRIG_MIN_LINE bytes
  * (the first line completed may have started in an earlier read: hence
  * room - 1). With the queue full, l->rx_paused is set and nothing is read.
+ * *@got says whether any byte came (or the read paused with bytes waiting).
  */
-static int do_read(struct sbrig_link *l, int64_t now)
+static int do_read(struct sbrig_link *l, int64_t now, bool *got)
 {
 	char buf[4096];
 	ssize_t n;
 	size_t i, room, want;
 
+	*got = false;
 	for (;;) {
 		room = q_room(l);
 		if (room <= 1) {
 			if (!l->rx_paused)
 				l->st.rx_pauses++;
 			l->rx_paused = true;
+			*got = true;
 			return 0;
 		}
 		l->rx_paused = false;
@@ -938,6 +941,7 @@ static int do_read(struct sbrig_link *l, int64_t now)
 			return (int)n;
 		if (n == 0)
 			return 0;
+		*got = true;
 		for (i = 0; i < (size_t)n; i++) {
 			char c = buf[i];
 
@@ -1142,6 +1146,8 @@ static void try_open(struct sbrig_link *l, int64_t now)
 
 int sbrig_link_process(struct sbrig_link *l, short revents, int64_t now)
 {
+	short polled;
+	bool got;
 	int ret;
 
 	if (l->state == LINK_DOWN) {
@@ -1166,6 +1172,7 @@ int sbrig_link_process(struct sbrig_link *l, short revents, int64_t now)
 		on_open(l, now);
 		revents = 0;
 	}
+	polled = revents;
 	if (l->rx_paused) {
 		/* the caller did not take the messages: bytes are waiting
 		 * unread, so the agent is not silent */
@@ -1175,9 +1182,22 @@ int sbrig_link_process(struct sbrig_link *l, short revents, int64_t now)
 			revents |= POLLIN;	/* read what waited */
 	}
 	if (revents & (POLLIN | POLLERR | POLLHUP)) {
-		ret = do_read(l, now);
+		ret = do_read(l, now, &got);
 		if (ret < 0) {
 			link_down(l, now, sbrig_errmsg());
+			return 0;
+		}
+		/*
+		 * A hung-up port (a USB serial adapter unplugged: the kernel
+		 * hangs its tty up) polls readable and reads nothing, for
+		 * ever: without this the loop would spin until a write
+		 * failed. What it still had was read above.
+		 */
+		if ((polled & POLLHUP) ||
+		    ((polled & POLLIN) && !got && l->ops->reopen_on_silence)) {
+			link_down(l, now, (polled & POLLHUP) ?
+				  "hung up (the port was unplugged or closed)" :
+				  "hung up (readable, but nothing to read: the port was unplugged?)");
 			return 0;
 		}
 	}
