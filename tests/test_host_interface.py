@@ -657,6 +657,12 @@ def test_the_marker_witness_says_awake_under_the_opportunistic_policy(
         agent.wake()
         vm.run_ok(f"echo pull-down > {hostif.sim(LINE_MARKER, 'pull')}")
         agent.send_event(agent.head, agent.clock(), "policy", "forced on")
+        # awake again for the daemon (the agent's next answer) before the
+        # next test: under load its latency request found it "asleep"
+        end = time.monotonic() + 20
+        while _status(vm)["asleep"]:
+            assert time.monotonic() < end, "the daemon still says asleep"
+            time.sleep(0.1)
 
 
 def test_sbrig_latency_without_suspend_times_out(hostif, agent, sbrigd):
