@@ -183,6 +183,12 @@ def test_every_job_passes_lavas_schema(device_type, suites, amd64, armhf):
     assert kinds == ["deploy", "boot"] + (["command"] if "power" in suites else []) + ["test"]
     for path, u in render.walk_urls(job["actions"]):
         assert u.startswith(url(art) + "/"), path
+    # the console kept powered through suspend in functional jobs only: in
+    # a power job it would bias every suspended figure
+    kargs = (job["context"]["extra_kernel_args"] if device_type != "qemu" else
+             job["actions"][0]["deploy"]["images"]["kernel"]["image_arg"])
+    assert "panic=-1" in kargs
+    assert ("no_console_suspend" in kargs) == ("power" not in suites), kargs
     if "power" in suites:
         power = next(d for d in job["actions"][-1]["test"]["definitions"]
                      if d["name"] == "sbrig-power")["repository"]["params"]
@@ -228,6 +234,15 @@ def test_device_dictionaries_render_from_lava_servers_templates(device_types, am
     assert "console=ttyS0,115200n8" in text and "no_console_suspend" in text
     assert dev["actions"]["deploy"]["parameters"]["add_header"] == "u-boot"
     assert dev["commands"]["connect"].startswith("telnet ")
+    # the rig host over ssh as a lab runs it: never a password prompt, a
+    # dead host fails in seconds; a config path that does not start the
+    # packaged sbrigd.service (it would own the rig's lines)
+    attach = dev["commands"]["users"]["sbrig_rig_attach"]["do"].split()
+    assert attach[0] == "ssh"
+    for opt in ("BatchMode=yes", "ConnectTimeout=10", "ServerAliveInterval=15"):
+        assert opt in attach[1:attach.index("sbrig@bbb-rig-01")], attach
+    conf = attach[attach.index("--rig-conf") + 1]
+    assert conf != "/etc/sbrig/rig.conf", conf
 
 
 def test_beaglebone_jobs_pass_the_dispatchers_pipeline_validation(armhf, http_artifacts):
