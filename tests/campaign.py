@@ -598,8 +598,8 @@ def run(vm, cycles: int, seed: int | None = None, log=print) -> Campaign:
     violations). ``log`` gets a line every 10 cycles."""
     seed = seed if seed is not None else int(time.time()) % 1000000
     camp = Campaign(vm, seed)
-    camp.start()
     try:
+        camp.start()    # a failure half-way still needs stop()'s clean-up
         for i in range(cycles):
             r = camp.run_cycle(camp.pick())
             if (i + 1) % 10 == 0 and log:

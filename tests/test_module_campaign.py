@@ -43,9 +43,12 @@ def _cycles(vm) -> int:
 @pytest.fixture
 def target(vm):
     yield vm
+    # the log followers too: an open event log pins the module
     vm.run(f"echo on > {sb.SYSFS}/state 2>/dev/null; "
            f"echo forced > {sb.SYSFS}/policy 2>/dev/null; "
            "kill $(pidof sbrace) $(pidof evread) 2>/dev/null; "
+           f"kill $(cat {campaign.DIR}/cat.pid {campaign.DIR}/kmsg.pid 2>/dev/null) "
+           "2>/dev/null; "
            "rmmod sb_campaign 2>/dev/null; rmmod suspend_block 2>/dev/null; true",
            timeout=60)
 
