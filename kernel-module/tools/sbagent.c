@@ -635,7 +635,34 @@ static void cmd_policy(uint32_t id, const char *args)
 	      ret ? path : val, strerror(-ret));
 }
 
-/* Writing a state may block until resume (forced policy): in a child. */
+/*
+ * Send what is queued and wait (at most 200 ms) until the line or socket
+ * has sent it: before a write that may put the target to sleep, which
+ * freezes this process with the REPLY still queued (the rig would wait
+ * for it until the next wake).
+ */
+static void drain_out(void)
+{
+	int64_t end = now_ns(CLOCK_MONOTONIC) + 200 * MS;
+	int queued;
+
+	for (;;) {
+		flush_out();
+		if (!g.out_len && (g.out_fd < 0 ||
+				   ioctl(g.out_fd, TIOCOUTQ, &queued) < 0 ||
+				   queued <= 0))
+			return;
+		if (now_ns(CLOCK_MONOTONIC) >= end)
+			return;
+		usleep(1000);
+	}
+}
+
+/*
+ * Writing a state may block until resume (forced policy): in a child. A
+ * sleep state's REPLY goes out before the child writes it (drain_out());
+ * the write's result comes with the DONE.
+ */
 static void cmd_state(uint32_t id, const char *args)
 {
 	static const char *const states[] = { "on", "mem", "standby", "freeze" };
@@ -655,15 +682,27 @@ static void cmd_state(uint32_t id, const char *args)
 	if (!c)
 		return reply(SBRIG_PROTO_T_R, id, EBUSY, "too many children");
 	snprintf(path, sizeof(path), "%s/state", g.sysfs);
-	pid = fork();
-	if (pid < 0)
-		return reply(SBRIG_PROTO_T_R, id, errno, "fork: %s", strerror(errno));
-	if (pid == 0)
-		_exit(-write_small(path, val) & 0xff);
+	if (i == 0) {			/* on: it only wakes */
+		pid = fork();
+		if (pid < 0)
+			return reply(SBRIG_PROTO_T_R, id, errno, "fork: %s",
+				     strerror(errno));
+		if (pid == 0)
+			_exit(-write_small(path, val) & 0xff);
+		reply(SBRIG_PROTO_T_R, id, 0, "writing state %s", val);
+	} else {
+		reply(SBRIG_PROTO_T_R, id, 0, "writing state %s", val);
+		drain_out();
+		pid = fork();
+		if (pid < 0)
+			return reply(SBRIG_PROTO_T_D, id, errno, "state %s: fork: %s",
+				     val, strerror(errno));
+		if (pid == 0)
+			_exit(-write_small(path, val) & 0xff);
+	}
 	c->pid = pid;
 	c->cmd_id = id;
 	c->what = "state";
-	reply(SBRIG_PROTO_T_R, id, 0, "writing state %s", val);
 }
 
 static void input_close(void)
