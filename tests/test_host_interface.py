@@ -434,10 +434,17 @@ def test_sbrig_capture(hostif, agent, sbrigd, tmp_path):
     assert 100_000_000 <= ts[3] - ts[2] < 200_000_000, ts
 
 
-def _toggle_marker(h: HostIf, pairs: int) -> None:
+def _toggle_marker_while_stopped(h: HostIf, daemon, pairs: int) -> None:
+    """@pairs rising and falling edges on the marker while @daemon is
+    stopped (SIGSTOP), then let it run and answer a status again."""
     pull = h.sim(LINE_MARKER, "pull")
-    h.vm.run_ok(f"i=0; while [ $i -lt {pairs} ]; do echo pull-up > {pull}; "
-                f"echo pull-down > {pull}; i=$((i+1)); done", timeout=300)
+    h.vm.run_ok(f"kill -STOP -{daemon.pid}")
+    try:
+        h.vm.run_ok(f"i=0; while [ $i -lt {pairs} ]; do echo pull-up > {pull}; "
+                    f"echo pull-down > {pull}; i=$((i+1)); done", timeout=300)
+    finally:
+        h.vm.run_ok(f"kill -CONT -{daemon.pid}")
+    _wait_guest(h.vm, f"{_sbrig('status')} > /dev/null", 20)
 
 
 def test_marker_edges_through_a_stalled_loop(hostif, agent, sbrigd):
@@ -450,19 +457,9 @@ def test_marker_edges_through_a_stalled_loop(hostif, agent, sbrigd):
     vm.run_ok(f"echo pull-down > {hostif.sim(LINE_MARKER, 'pull')}")
     _wait_guest(vm, f"{_sbrig('status')} > /dev/null", 20)
     before = len(sbrigd.output())
-    vm.run_ok(f"kill -STOP -{sbrigd.pid}")
-    try:
-        _toggle_marker(hostif, 100)
-    finally:
-        vm.run_ok(f"kill -CONT -{sbrigd.pid}")
-    _wait_guest(vm, f"{_sbrig('status')} > /dev/null", 20)
+    _toggle_marker_while_stopped(hostif, sbrigd, 100)
     assert "the kernel lost" not in sbrigd.output()[before:], sbrigd.output()[before:]
-    vm.run_ok(f"kill -STOP -{sbrigd.pid}")
-    try:
-        _toggle_marker(hostif, 600)
-    finally:
-        vm.run_ok(f"kill -CONT -{sbrigd.pid}")
-    _wait_guest(vm, f"{_sbrig('status')} > /dev/null", 20)
+    _toggle_marker_while_stopped(hostif, sbrigd, 600)
     log = sbrigd.output()[before:]
     m = re.search(r"marker: the kernel lost (\d+) edge\(s\) before seqno (\d+)", log)
     assert m, log
