@@ -61,7 +61,7 @@ host: deps
 # list debugging (tests/vm/debug-kernel.config). That kernel is built once
 # per machine and config (~5 min cold on 2 cores, printed) and cached in
 # ~/.cache/sbrig/debug-kernel/ (outside build/: a fresh clone reuses it);
-# the tier's tests take ~8 min. A kernel splat on any guest fails the test
+# the tier's tests add ~10 min (a fresh clone's make test: 32 min). A kernel splat on any guest fails the test
 # during which it appeared.
 # The fuzz harnesses: their corpus replayed (a regression fails) and a few
 # seconds of fuzzing each, then the suite.
