@@ -421,7 +421,11 @@ def test_concurrent_reads_on_one_file_are_serialised(target):
     lines = out.splitlines()
     assert lines[:2] == ["a-faulted", "b-early=0"], out[:400]
     done = [ln.split() for ln in lines if ln.startswith("done ")]
-    assert [d[1] for d in done] == ["A", "B"], done
+    # both completed; in which order their completions were posted is the
+    # io-wq workers' business (a fully preemptible kernel may post B's
+    # before A's): the texts say who read first, A's then B's, the records
+    # running on from one to the other with none twice
+    assert sorted(d[1] for d in done) == ["A", "B"], done
     assert all(int(d[2]) > 0 for d in done), done
     evs = sb.parse_events("\n".join(ln for ln in lines[4:]))
     seqs = [e.seq for e in evs]
