@@ -303,7 +303,11 @@ def test_torture_leaves_the_statistics_exact(torture):
     vm.run_ok(f"rm -rf {D}")
     slab1 = _slab_kb(vm)
     print(f"  unreclaimable slab {slab0} kB -> {slab1} kB")
-    assert slab1 - slab0 < SLAB_SLACK_KB
+    # on the debug kernel KASAN's quarantine keeps freed objects (up to
+    # 1/32 of the memory) and kmemleak its metadata, so the slab grows by
+    # design: there its per-module kmemleak scan is the (precise) check
+    if not getattr(vm, "debug", False):
+        assert slab1 - slab0 < SLAB_SLACK_KB
 
 
 def _check_table(st: dict[str, sb.Stat], mine: dict[str, dict[str, int]]) -> None:
