@@ -32,12 +32,20 @@
  * a target that reboots in a loop cannot grow meta.ini (and its rewrite +
  * fsync per HELLO) without bound.
  *
- * Not thread-safe: one thread owns a capture.
+ * The periodic fdatasync runs on a thread of its own (struct cap_syncer,
+ * started at the first sync): the owner's thread only write()s into the
+ * page cache, so a slow disk (an SD card, a busy NFS server) never stalls
+ * the daemon's poll loop for the second a sync can take. The syncer's
+ * first error fails the capture at the owner's next call, as a write
+ * error does. sbrig_capture_close() joins it and syncs the rest itself.
+ *
+ * Otherwise not thread-safe: one thread owns a capture.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -116,6 +124,31 @@ struct cap_file {
 };
 
 /**
+ * struct cap_syncer - the thread that fdatasyncs the data files
+ * @thread: it
+ * @lock: protects the rest
+ * @cond: signalled when @want changes or at @quit
+ * @running: @thread was started (the owner's thread only)
+ * @want: files written since their last sync, for the thread to sync
+ * @quit: the thread ends once @want is done
+ * @meta: a new meta.ini for the thread to write (NULL: none), @meta_len
+ *	its length
+ * @err: its first error (0 = none), @msg its message
+ */
+struct cap_syncer {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool running;
+	bool want[F_NR];
+	char *meta;
+	size_t meta_len;
+	bool quit;
+	int err;
+	char msg[512];
+};
+
+/**
  * struct sbrig_capture - an open capture directory
  * @dir: its path
  * @version: the format version written (1: samples.tsv, 2: samples.bin)
@@ -131,6 +164,7 @@ struct cap_file {
  *	by tabs, so two differ exactly when one of their fields does)
  * @ntargets: entries in @targets
  * @targets_dropped: new identities seen after @targets was full
+ * @syncer: the fdatasync thread
  */
 struct sbrig_capture {
 	char dir[PATH_MAX];
@@ -145,6 +179,7 @@ struct sbrig_capture {
 	char *targets[SBRIG_CAPTURE_MAX_TARGETS];
 	unsigned int ntargets;
 	uint64_t targets_dropped;
+	struct cap_syncer syncer;
 };
 
 /* ---- errors -------------------------------------------------------------- */
@@ -377,18 +412,19 @@ static int write_all(int fd, const char *buf, size_t len)
 	return 0;
 }
 
-/* Writes meta.ini atomically: @meta plus @tail. Return 0 or -errno. */
-static int write_meta_file(struct sbrig_capture *cap, const char *tail)
+/* Writes meta.ini atomically: @text plus @tail. Return 0 or -errno. */
+static int write_meta_text(int dirfd, const char *text, size_t len,
+			   const char *tail)
 {
 	int fd, ret;
 
-	fd = openat(cap->dirfd, "meta.ini.tmp",
+	fd = openat(dirfd, "meta.ini.tmp",
 		    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		ret = -errno;
 		goto fail;
 	}
-	ret = write_all(fd, cap->meta, cap->meta_len);
+	ret = write_all(fd, text, len);
 	if (!ret && tail)
 		ret = write_all(fd, tail, strlen(tail));
 	if (!ret && fsync(fd))
@@ -396,18 +432,56 @@ static int write_meta_file(struct sbrig_capture *cap, const char *tail)
 	close(fd);
 	if (ret)
 		goto fail;
-	if (renameat(cap->dirfd, "meta.ini.tmp", cap->dirfd, "meta.ini")) {
+	if (renameat(dirfd, "meta.ini.tmp", dirfd, "meta.ini")) {
 		ret = -errno;
 		goto fail;
 	}
-	if (fsync(cap->dirfd)) {
+	if (fsync(dirfd)) {
 		ret = -errno;
 		goto fail;
 	}
 	return 0;
 fail:
-	unlinkat(cap->dirfd, "meta.ini.tmp", 0);
+	unlinkat(dirfd, "meta.ini.tmp", 0);
 	return ret;
+}
+
+static int write_meta_file(struct sbrig_capture *cap, const char *tail)
+{
+	return write_meta_text(cap->dirfd, cap->meta, cap->meta_len, tail);
+}
+
+static bool syncer_start(struct sbrig_capture *cap);
+static int write_meta(struct sbrig_capture *cap, const char *tail);
+
+/*
+ * The new meta.ini for the syncer to write (a target identity added
+ * mid-capture: its rewrite and fsync would stall the caller's loop), or
+ * written here if the syncer cannot run. Return: 0 or the capture's error.
+ */
+static int write_meta_later(struct sbrig_capture *cap)
+{
+	struct cap_syncer *sy = &cap->syncer;
+	char *copy;
+	int err;
+
+	if (!syncer_start(cap))
+		return write_meta(cap, NULL);
+	copy = malloc(cap->meta_len ? cap->meta_len : 1);
+	if (!copy)
+		return cap_fail(cap, -ENOMEM, "%s/meta.ini: out of memory",
+				cap->dir);
+	memcpy(copy, cap->meta, cap->meta_len);
+	pthread_mutex_lock(&sy->lock);
+	free(sy->meta);		/* an older version not written yet */
+	sy->meta = copy;
+	sy->meta_len = cap->meta_len;
+	err = sy->err;
+	pthread_cond_signal(&sy->cond);
+	pthread_mutex_unlock(&sy->lock);
+	if (err)
+		return cap_fail(cap, err, "%s", sy->msg);
+	return 0;
 }
 
 static int write_meta(struct sbrig_capture *cap, const char *tail)
@@ -512,10 +586,13 @@ static void reserve_space(struct sbrig_capture *cap)
 	}
 }
 
+static void syncer_stop(struct sbrig_capture *cap);
+
 static void cap_free(struct sbrig_capture *cap)
 {
 	unsigned int i;
 
+	syncer_stop(cap);
 	for (i = 0; i < F_NR; i++) {
 		if (cap->files[i].fd >= 0)
 			close(cap->files[i].fd);
@@ -671,7 +748,7 @@ int sbrig_capture_set_target(struct sbrig_capture *cap, const char *boot_id,
 			      sbrig_now_ns());
 	if (ret)
 		return cap_fail(cap, ret, "%s/meta.ini: out of memory", cap->dir);
-	return write_meta(cap, NULL);
+	return write_meta_later(cap);
 }
 
 /*
@@ -828,6 +905,138 @@ int sbrig_capture_add_clock(struct sbrig_capture *cap, int64_t host_send_ns,
 		       host_send_ns, host_recv_ns, target_ns, retained ? 1 : 0);
 }
 
+static int sync_all(struct sbrig_capture *cap);
+
+static void *syncer_main(void *arg)
+{
+	struct sbrig_capture *cap = arg;
+	struct cap_syncer *sy = &cap->syncer;
+	bool want[F_NR];
+	unsigned int i;
+
+	pthread_mutex_lock(&sy->lock);
+	for (;;) {
+		char *meta = sy->meta;
+		size_t meta_len = sy->meta_len;
+		bool any = meta != NULL;
+
+		sy->meta = NULL;
+		for (i = 0; i < F_NR; i++) {
+			want[i] = sy->want[i];
+			sy->want[i] = false;
+			any |= want[i];
+		}
+		if (!any) {
+			if (sy->quit)
+				break;
+			pthread_cond_wait(&sy->cond, &sy->lock);
+			continue;
+		}
+		pthread_mutex_unlock(&sy->lock);
+		if (meta) {
+			int err = write_meta_text(cap->dirfd, meta, meta_len,
+						  NULL);
+
+			free(meta);
+			pthread_mutex_lock(&sy->lock);
+			if (err && !sy->err) {
+				sy->err = err;
+				snprintf(sy->msg, sizeof(sy->msg),
+					 "%s/meta.ini: %s", cap->dir,
+					 strerror(-err));
+			}
+			pthread_mutex_unlock(&sy->lock);
+		}
+		for (i = 0; i < F_NR; i++) {
+			int err;
+
+			if (!want[i] || !fdatasync(cap->files[i].fd))
+				continue;
+			err = errno;
+			pthread_mutex_lock(&sy->lock);
+			if (!sy->err) {
+				sy->err = -err;
+				snprintf(sy->msg, sizeof(sy->msg),
+					 "%s/%s: fdatasync: %s", cap->dir,
+					 cap->files[i].name, strerror(err));
+			}
+			pthread_mutex_unlock(&sy->lock);
+		}
+		pthread_mutex_lock(&sy->lock);
+	}
+	pthread_mutex_unlock(&sy->lock);
+	return NULL;
+}
+
+/* Start the syncer; Return: true if it runs (else sync in place). */
+static bool syncer_start(struct sbrig_capture *cap)
+{
+	struct cap_syncer *sy = &cap->syncer;
+
+	if (sy->running)
+		return true;
+	if (pthread_mutex_init(&sy->lock, NULL))
+		return false;
+	if (pthread_cond_init(&sy->cond, NULL)) {
+		pthread_mutex_destroy(&sy->lock);
+		return false;
+	}
+	if (pthread_create(&sy->thread, NULL, syncer_main, cap)) {
+		pthread_cond_destroy(&sy->cond);
+		pthread_mutex_destroy(&sy->lock);
+		return false;
+	}
+	sy->running = true;
+	return true;
+}
+
+/* Wait for the syncer's work and end it; its error fails the capture. */
+static void syncer_stop(struct sbrig_capture *cap)
+{
+	struct cap_syncer *sy = &cap->syncer;
+
+	if (!sy->running)
+		return;
+	pthread_mutex_lock(&sy->lock);
+	sy->quit = true;
+	pthread_cond_signal(&sy->cond);
+	pthread_mutex_unlock(&sy->lock);
+	pthread_join(sy->thread, NULL);
+	sy->running = false;
+	free(sy->meta);		/* superseded by the caller's own write */
+	sy->meta = NULL;
+	pthread_cond_destroy(&sy->cond);
+	pthread_mutex_destroy(&sy->lock);
+	if (sy->err)
+		cap_fail(cap, sy->err, "%s", sy->msg);
+}
+
+/*
+ * Hand the files written since their last sync to the syncer (or sync
+ * them here if it cannot run); its first error fails the capture.
+ */
+static int sync_later(struct sbrig_capture *cap)
+{
+	struct cap_syncer *sy = &cap->syncer;
+	unsigned int i;
+	int err;
+
+	if (!syncer_start(cap))
+		return sync_all(cap);
+	pthread_mutex_lock(&sy->lock);
+	for (i = 0; i < F_NR; i++) {
+		if (cap->files[i].dirty)
+			sy->want[i] = true;
+		cap->files[i].dirty = false;
+	}
+	err = sy->err;
+	pthread_cond_signal(&sy->cond);
+	pthread_mutex_unlock(&sy->lock);
+	if (err)
+		return cap_fail(cap, err, "%s", sy->msg);
+	return 0;
+}
+
 /* Writes every buffer and fdatasyncs what was written. */
 static int sync_all(struct sbrig_capture *cap)
 {
@@ -856,10 +1065,19 @@ int sbrig_capture_sync(struct sbrig_capture *cap, int64_t now_ns)
 {
 	int ret = cap_check(cap);
 
+	unsigned int i;
+
 	if (ret || now_ns - cap->last_sync_ns < CAP_SYNC_NS)
 		return ret;
 	cap->last_sync_ns = now_ns;
-	return sync_all(cap);
+	for (i = 0; i < F_NR; i++) {
+		if (cap->files[i].len) {
+			ret = flush_file(cap, i);
+			if (ret)
+				return ret;
+		}
+	}
+	return sync_later(cap);
 }
 
 int sbrig_capture_close(struct sbrig_capture *cap, const char *status)
@@ -871,6 +1089,7 @@ int sbrig_capture_close(struct sbrig_capture *cap, const char *status)
 
 	if (!cap)
 		return 0;
+	syncer_stop(cap);
 	if (!cap->err)
 		sync_all(cap);
 	else	/* a failed file stays as it is; save the others */

@@ -576,7 +576,9 @@ static unsigned int count(const char *hay, const char *needle)
  * Issue 7 §4.7: every HELLO with a new boot id appended a [target] section
  * (2000 HELLOs, 3001 sections, each a rewrite + fsync of meta.ini). An
  * identity already listed adds nothing; at most SBRIG_CAPTURE_MAX_TARGETS
- * are listed, the others are counted in [end] targets_not_listed.
+ * are listed, the others are counted in [end] targets_not_listed. The
+ * rewrite runs on the capture's sync thread (a slow disk must not stall
+ * the daemon's loop), so the first check waits for it.
  */
 static void target_sections_are_bounded(void **state)
 {
@@ -593,7 +595,16 @@ static void target_sections_are_bounded(void **state)
 	/* the module reloaded with another version: a new identity */
 	assert_int_equal(sbrig_capture_set_target(cap, "b-0", "6.1", "0.2",
 						  "0.1"), 0);
-	t = slurp(dir, "meta.ini");
+	/* meta.ini is rewritten off the caller's thread: soon, not at once */
+	for (i = 0; i < 500; i++) {
+		t = slurp(dir, "meta.ini");
+		if (count(t, "[target]") == 2)
+			break;
+		free(t);
+		t = NULL;
+		usleep(10000);
+	}
+	assert_non_null(t);
 	assert_int_equal(count(t, "[target]"), 2);
 	free(t);
 	for (i = 1; i < 2000; i++) {
