@@ -41,10 +41,12 @@ def build():
 class Daemon:
     """sbrigd in the background; its stderr collected in a thread."""
 
-    def __init__(self, conf: Path, sock: Path, *extra: str) -> None:
+    def __init__(self, conf: Path, sock: Path, *extra: str,
+                 env: dict[str, str] | None = None) -> None:
         self.sock = sock
         self.proc = subprocess.Popen([str(SBRIGD), "-c", str(conf), "-s",
                                       str(sock), *extra],
+                                     env={**os.environ, **(env or {})},
                                      stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, text=True)
         self.log: list[str] = []
@@ -124,8 +126,11 @@ def hold_handler(agent: FakeAgent):
 
 
 @contextlib.contextmanager
-def make_rig(tmp_path, timing: str = ""):
-    """Emulator + fake agent + sbrigd ([timing] lines added: @timing);
+def make_rig(tmp_path, timing: str = "", env: dict[str, str] | None = None,
+             power_uri: str | None = None, target_host: str = "127.0.0.1"):
+    """Emulator + fake agent + sbrigd ([timing] lines added: @timing;
+    the daemon's environment extended by @env; the sensor at @power_uri
+    instead of the emulator's; the agent reached as @target_host);
     yields a namespace."""
     emu = Emulator(tmp_path, "--current-uA", "50000", "--rate", "1000")
     agent = FakeAgent(boot_id="boot-sbrigd-test", kernel="6.1.0-test")
@@ -134,16 +139,16 @@ def make_rig(tmp_path, timing: str = ""):
     conf.write_text(f"""[rig]
 name = hosttest
 [power]
-uri = {emu.uri}
+uri = {power_uri or emu.uri}
 device = ina226
 shunt_uohm = 100000
 [target]
-uri = tcp:127.0.0.1:{agent.port}
+uri = tcp:{target_host}:{agent.port}
 [timing]
 ping_interval_ms = 200
 {timing}""")
     sock = tmp_path / "run" / "sbrigd.sock"
-    d = Daemon(conf, sock)
+    d = Daemon(conf, sock, env=env)
     d.wait_log("link: agent fake up")
 
     class R:
@@ -689,6 +694,139 @@ class Conn:
     def close(self) -> None:
         self.f.close()
         self.s.close()
+
+
+@pytest.fixture(scope="module")
+def slowio(tmp_path_factory):
+    """tests/host/slowio.c: fdatasync()/fsync() that take SLOWSYNC_MS,
+    getaddrinfo() of a name that takes SLOWDNS_MS."""
+    out = tmp_path_factory.mktemp("shim") / "slowio.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-Wall", "-Werror",
+                    "-o", str(out), str(REPO / "tests" / "host" / "slowio.c"),
+                    "-ldl"], check=True)
+    return out
+
+
+def shim_env(shim: Path, **delays: str) -> dict[str, str]:
+    return {"LD_PRELOAD": str(shim), **delays,
+            "ASAN_OPTIONS": "verify_asan_link_order=0:"
+                            + os.environ.get("ASAN_OPTIONS", "")}
+
+
+def worst_round_trip(sock: Path, seconds: float) -> float:
+    """The longest 'status' round trip on one connection over @seconds."""
+    c = Conn(sock)
+    worst = 0.0
+    end = time.monotonic() + seconds
+    try:
+        while time.monotonic() < end:
+            t = time.monotonic()
+            c.send(b"status\n")
+            final, _ = c.answer()
+            assert final.startswith("ok"), final
+            worst = max(worst, time.monotonic() - t)
+            time.sleep(0.05)
+    finally:
+        c.close()
+    return worst
+
+
+def test_slow_disk_does_not_stall_the_loop(tmp_path, slowio):
+    """Each fdatasync of the capture's files takes 0.4 s (an SD card, a busy
+    NFS server: the shim stands in for one, see slowio.c): sbrigd's
+    loop still answers at once, the link does not flap, and no sample is
+    lost; the syncs happen off the loop."""
+    with make_rig(tmp_path, env=shim_env(slowio, SLOWSYNC_MS="400")) as r:
+        cap = r.tmp / "slow"
+        cli = subprocess.Popen([str(SBRIG), "-s", str(r.sock), "capture",
+                                "-d", "7s", "-o", str(cap)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+        r.daemon.wait_log(f"capture {cap} started")
+        worst = worst_round_trip(r.sock, 5)
+        st = status_json(r.sock)
+        out, err = cli.communicate(timeout=60)
+        assert cli.returncode == 0, (out, err)
+        print(f"worst status round trip {worst * 1000:.0f} ms with 0.4 s syncs")
+        assert worst < 0.5, worst
+        assert st["link"]["connected"] is True and \
+            st["link"]["reconnects"] == 0, st
+        assert meta_section(cap, "end")["status"] == "complete"
+        assert int(kv(out)["samples"]) == len(read_rows(cap, "samples"))
+        assert read_rows(cap, "gaps") == []
+
+
+def test_slow_dns_does_not_stall_the_loop(tmp_path, slowio):
+    """The target's host name takes 1.5 s to resolve (a DNS server that does
+    not answer: the shim stands in for one): every reconnect resolves it
+    off the loop, so the daemon answers at once meanwhile and the link
+    comes back."""
+    with make_rig(tmp_path, env=shim_env(slowio, SLOWDNS_MS="1500"),
+                  target_host="localhost") as r:
+        ups = sum("agent fake up" in line for line in r.daemon.log)
+        r.agent.drop_connection()
+        worst = worst_round_trip(r.sock, 4)
+        print(f"worst status round trip {worst * 1000:.0f} ms, 1.5 s DNS")
+        assert worst < 0.5, worst
+        end = time.monotonic() + 20
+        while sum("agent fake up" in line for line in r.daemon.log) <= ups:
+            assert time.monotonic() < end, "".join(r.daemon.log)
+            time.sleep(0.1)
+
+
+@contextlib.contextmanager
+def silent_server():
+    """A TCP server that accepts connections and never answers: an iiod
+    host that hangs (a sensor's host half-dead, a firewall that eats the
+    replies)."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(16)
+    conns = []
+    stop = threading.Event()
+
+    def accept():
+        srv.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conns.append(srv.accept()[0])
+            except OSError:
+                pass
+    th = threading.Thread(target=accept, daemon=True)
+    th.start()
+    try:
+        yield srv.getsockname()[1]
+    finally:
+        stop.set()
+        th.join()
+        for c in conns:
+            c.close()
+        srv.close()
+
+
+def test_hung_sensor_host_does_not_stall_the_loop(tmp_path):
+    """The sensor's iiod accepts and never answers: opening it and reading
+    it run on the sensor's thread, so the daemon answers every status
+    within the second it waits for a reading, says what the sensor is
+    stuck in, and its link does not flap; a capture fails naming the
+    sensor, without hanging."""
+    with silent_server() as port, \
+            make_rig(tmp_path, power_uri=f"ip:127.0.0.1:{port}") as r:
+        worst = worst_round_trip(r.sock, 6)
+        st = status_json(r.sock)
+        print(f"worst status round trip {worst * 1000:.0f} ms, sensor hung")
+        assert worst < 1.5, worst
+        assert st["sensor"]["busy"].startswith("opening the sensor for "), st
+        assert st["link"]["connected"] is True and \
+            st["link"]["reconnects"] == 0, st
+        t = time.monotonic()
+        res = sbrig(r.sock, "capture", "-d", "2s", "-o", str(r.tmp / "cap"))
+        took = time.monotonic() - t
+        print(f"capture failed after {took:.1f} s: {res.stderr.strip()}")
+        assert res.returncode == 1, res
+        assert "sbrig: capture: failed: sensor: " in res.stderr, res.stderr
+        assert meta_section(r.tmp / "cap", "end")["status"].startswith(
+            "failed: sensor: ")
 
 
 def run_request(dir_: Path, text: str, origin: str = "/pipe.scn") -> bytes:

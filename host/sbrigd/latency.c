@@ -115,7 +115,7 @@ static void finish(int err, const char *why)
 		snprintf(st, sizeof(st), "%s", why);
 	else
 		snprintf(st, sizeof(st), "failed: %s", why);
-	rec_stop(st);	/* capture_end() runs from here */
+	rec_stop(st);	/* capture_end() follows, once the sensor stopped */
 }
 
 static void report(enum lat_round_kind kind, int64_t latency_ns,

@@ -193,6 +193,8 @@ int main(int argc, char **argv)
 	if (ret < 0)
 		log_err("%s", sbrig_errmsg());
 	srv_shutdown();
+	/* the capture's end waits for the sensor's stop: its client hears it */
+	rig_sensor_drain(10 * NS_PER_S);
 
 	srv_fini();
 fini_agentop:

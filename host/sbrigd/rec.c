@@ -13,7 +13,9 @@
  * A capture ends when its duration is over, when rec_stop() is called (a
  * "stop" request, the end of a scenario, shutdown), when the sensor fails
  * or when writing fails ("failed: why"); whatever the reason, the end
- * callback runs exactly once, after the directory is closed.
+ * callback runs exactly once, after the directory is closed. The sensor's
+ * buffer is torn down on its own thread first (rig_power_stop()): the end
+ * comes after the last samples, without the loop waiting for them.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -46,7 +48,9 @@ static struct {
 	int64_t last_progress_ns;
 	uint32_t snapshots[REC_SNAPSHOTS];	/* stats cmd ids in flight */
 	unsigned int nsnap;
-	bool closing;
+	bool closing;			/* finish() is under way */
+	int end_err;			/* finish()'s, for finish_close() */
+	char end_status[512];
 	struct rig_observer obs;
 	struct op_handle handle;
 } rec;
@@ -83,25 +87,31 @@ static void forget_snapshots(void)
 	}
 }
 
-/* Close the capture with @status and tell the owner. */
-static int finish(int err, const char *status)
+/*
+ * The sensor has stopped (@err: it never started, or failed meanwhile,
+ * @why says how): close the capture and tell the owner.
+ */
+static void finish_close(void *data, int serr, const char *why)
 {
 	const struct rec_client_ops *ops = rec.ops;
 	void *ctx = rec.ctx;
 	struct rec_result res;
+	int err = rec.end_err;
 	int ret;
 
-	if (!rec.cap || rec.closing)
-		return 0;
-	rec.closing = true;
-	rig_power_stop();	/* the last samples reach us first */
+	if (serr && !err) {
+		err = serr;
+		snprintf(rec.end_status, sizeof(rec.end_status), "failed: %s",
+			 why);
+	}
+
 	rig_unobserve(&rec.obs);
 	forget_snapshots();
 	sched_timer_stop(&rec.tick);
 	sched_timer_stop(&rec.stop_timer);
 	sched_timer_stop(&rec.stats_timer);
 	fill_result(&res);
-	snprintf(res.status, sizeof(res.status), "%s", status);
+	snprintf(res.status, sizeof(res.status), "%s", rec.end_status);
 	ret = sbrig_capture_close(rec.cap, res.status);
 	rec.cap = NULL;
 	if (ret < 0 && !err) {
@@ -116,6 +126,22 @@ static int finish(int err, const char *status)
 	rec.closing = false;
 	if (ops && ops->end)
 		ops->end(ctx, err, &res);
+}
+
+/*
+ * Close the capture with @status and tell the owner: once the sensor's
+ * buffer is torn down (on its own thread) and its last samples are in,
+ * finish_close() runs; at once if the sensor was not sampling.
+ */
+static int finish(int err, const char *status)
+{
+	if (!rec.cap || rec.closing)
+		return 0;
+	rec.closing = true;
+	rec.end_err = err;
+	snprintf(rec.end_status, sizeof(rec.end_status), "%s", status);
+	if (!rig_power_stop(finish_close, NULL))
+		finish_close(NULL, 0, "");
 	return err;
 }
 
@@ -450,4 +476,11 @@ void rec_fini(void)
 {
 	if (rec.cap)
 		finish(0, "aborted");
+	/* the loop has ended: the sensor's stop calls finish_close() here */
+	rig_sensor_drain(10 * NS_PER_S);
+	if (rec.cap && rec.closing) {
+		/* the sensor hangs in its tear-down: close without it */
+		rig_power_forget_stop();
+		finish_close(NULL, -ETIMEDOUT, "sensor: its buffer's tear-down does not end");
+	}
 }

@@ -40,6 +40,7 @@
 #include "rig.h"
 #include "sched.h"
 #include "util.h"
+#include "worker.h"
 
 #define RIG_SAMPLE_BATCH 512
 #define RIG_GAP_BATCH 32
@@ -85,6 +86,14 @@ struct rig_command {
 	void *data;
 };
 
+/* someone waiting for the sensor to settle (rig_sensor_settle()) */
+struct rig_waiter {
+	void (*fn)(void *data);
+	void *data;
+};
+
+#define RIG_MAX_WAITERS 16
+
 /* the rig: only the loop's thread touches it */
 static struct {
 	struct sbrig_config cfg;
@@ -93,10 +102,24 @@ static struct {
 	int ngpio_fds;
 	bool edges_broken;		/* reading edges failed: not polled */
 	struct sched_timer gpio_timer;	/* sbrig_gpio_deadline() */
-	struct sbrig_power *power;
-	bool power_capturing;
-	bool power_stale_logged;
-	uint64_t marker_lost;		/* edges lost, as last logged */	/* a killed capture's buffer: said once */
+	struct worker *power_wk;	/* everything that waits on the sensor */
+	struct sbrig_power *power;	/* open (its queue and fd: the loop's) */
+	bool power_opening;		/* a PJ_OPEN is queued */
+	bool power_reading;		/* a PJ_READ is queued */
+	enum { POWER_IDLE, POWER_STARTING, POWER_CAPTURING,
+	       POWER_STOPPING } power_state;
+	rig_stopped_fn power_stop_fn;	/* rig_power_stop()'s */
+	int power_start_err;		/* the start failed after a stop */
+	void *power_stop_data;
+	struct sbrig_power_info power_info;	/* when rig.power is open */
+	bool have_reading;		/* the last reading, when not capturing */
+	struct sbrig_sample reading;
+	char reading_err[256];		/* why the last reading failed */
+	struct rig_waiter waiters[RIG_MAX_WAITERS];	/* rig_sensor_settle() */
+	unsigned int nwaiters;
+	struct sched_timer waiter_timer;
+	bool power_stale_logged;	/* a killed capture's buffer: said once */
+	uint64_t marker_lost;		/* edges lost, as last logged */
 	char power_err[256];
 	struct sbrig_link *link;
 	struct sbrig_machine *machine;	/* [target] state_uri */
@@ -244,60 +267,201 @@ int rig_plug(bool in, int64_t *t_ns)
 
 /* ---- power -------------------------------------------------------------- */
 
-static void power_readable(int fd, short revents, void *data);
+/*
+ * Everything that waits on the sensor runs on rig.power_wk (worker.h):
+ * opening it (DNS and a TCP connect for ip:), a reading, the IIO buffer's
+ * set-up and tear-down (the kernel's kthread_stop() waits for as long as
+ * the chip's conversion-ready flag stays low) and closing it. The worker's
+ * thread alone holds the sensor object's I/O (wk_power); the loop takes
+ * its samples through sbrig_power_read() (the queue is the library's,
+ * under its lock) and keeps what the works found: the sensor's
+ * description, the last reading and its time, the last error. A status
+ * waits for a reading at most RIG_SENSOR_WAIT_NS, a capture's stop for
+ * its tear-down as long as it takes (the capture is closed after its last
+ * samples), and nothing else waits at all.
+ */
+#define RIG_SENSOR_WAIT_NS	(1000 * NS_PER_MS)
+/* a reading this old is taken again for a status or the power witness */
+#define RIG_READING_FRESH_NS	(500 * NS_PER_MS)
 
-/* Open the sensor if it is configured and not open yet. */
-static int power_open(void)
+enum power_job { PJ_OPEN, PJ_READ, PJ_START, PJ_STOP, PJ_FREE };
+
+/**
+ * struct power_work - one job for the sensor's worker
+ * @w: the work
+ * @job: what to do
+ * @uri: the sensor's URI (PJ_OPEN)
+ * @opts: its settings (PJ_OPEN; strings point into @device)
+ * @device: the IIO device's name
+ * @pwr: PJ_OPEN: the sensor opened; PJ_FREE: the one to close
+ * @ret: 0 or -errno
+ * @msg: the error's message (sbrig_errmsg() is per thread)
+ * @info: the sensor's description (PJ_OPEN, PJ_START)
+ * @reading: PJ_READ's
+ * @stats: PJ_STOP's
+ */
+struct power_work {
+	struct work w;
+	enum power_job job;
+	char uri[SBRIG_URI_MAX];
+	struct sbrig_power_opts opts;
+	char device[64];
+	struct sbrig_power *pwr;
+	int ret;
+	char msg[512];
+	struct sbrig_power_info info;
+	struct sbrig_sample reading;
+	struct sbrig_power_stats stats;
+};
+
+/* the sensor, as the worker's thread holds it (only that thread) */
+static struct sbrig_power *wk_power;
+static char wk_open_err[512];	/* why the last PJ_OPEN failed */
+
+/* -ENODEV: not open, and why (PJ_OPEN's error). Worker's thread. */
+static int not_open(void)
 {
-	struct sbrig_power_opts o = {
-		.device = rig.cfg.power_device,
-		.shunt_uohm = rig.cfg.shunt_uohm,
-		.sample_rate_hz = rig.cfg.sample_rate_hz,
-		.buffer_samples = rig.cfg.buffer_samples,
-	};
-
-	if (rig.power)
-		return 0;
-	if (!rig_has_power())
-		return sbrig_set_error(-ENODEV, "no power sensor on rig %s",
-				       rig.cfg.name);
-	rig.power = sbrig_power_new(rig.cfg.power_uri, &o);
-	if (!rig.power) {
-		int err = errno ? -errno : -EIO;
-
-		snprintf(rig.power_err, sizeof(rig.power_err), "%s",
-			 sbrig_errmsg());
-		return err;	/* sbrig_errmsg() says why */
-	}
-	rig.power_err[0] = '\0';
-	if (sched_fd_add(sbrig_power_fd(rig.power), POLLIN, power_readable,
-			 NULL) < 0) {
-		sbrig_power_free(rig.power);
-		rig.power = NULL;
-		return -EMFILE;
-	}
-	return 0;
+	return sbrig_set_error(-ENODEV, "%s", wk_open_err[0] ? wk_open_err :
+			       "the sensor is not open");
 }
 
+static void power_readable(int fd, short revents, void *data);
+static void power_work_done(struct work *w);
+
+static void power_work_run(struct work *w)
+{
+	struct power_work *pw = (struct power_work *)w;
+	int ret = 0;
+
+	switch (pw->job) {
+	case PJ_OPEN:
+		if (!wk_power) {
+			wk_power = sbrig_power_new(pw->uri, &pw->opts);
+			ret = wk_power ? 0 : errno ? -errno : -EIO;
+			snprintf(wk_open_err, sizeof(wk_open_err), "%s",
+				 ret ? sbrig_errmsg() : "");
+		}
+		pw->pwr = wk_power;
+		if (!ret)
+			sbrig_power_get_info(wk_power, &pw->info);
+		break;
+	case PJ_READ:
+		ret = wk_power ? sbrig_power_read_now(wk_power, &pw->reading) :
+		      not_open();
+		break;
+	case PJ_START:
+		ret = wk_power ? sbrig_power_start(wk_power) : not_open();
+		if (!ret)
+			sbrig_power_get_info(wk_power, &pw->info);
+		break;
+	case PJ_STOP:
+		if (wk_power) {
+			ret = sbrig_power_stop(wk_power);
+			sbrig_power_get_stats(wk_power, &pw->stats);
+		}
+		break;
+	case PJ_FREE:
+		if (wk_power == pw->pwr)
+			wk_power = NULL;
+		sbrig_power_free(pw->pwr);
+		break;
+	}
+	pw->ret = ret;
+	if (ret)
+		snprintf(pw->msg, sizeof(pw->msg), "%s", sbrig_errmsg());
+}
+
+static const char *const power_job_what[] = {
+	[PJ_OPEN] = "opening the sensor",
+	[PJ_READ] = "reading the sensor",
+	[PJ_START] = "setting up the sensor's buffer",
+	[PJ_STOP] = "tearing down the sensor's buffer",
+	[PJ_FREE] = "closing the sensor",
+};
+
+static void power_submit(enum power_job job, struct sbrig_power *pwr)
+{
+	struct power_work *pw = calloc(1, sizeof(*pw));
+
+	if (!pw) {
+		log_err("power: out of memory");
+		return;
+	}
+	pw->w.what = power_job_what[job];
+	pw->w.run = power_work_run;
+	pw->w.done = power_work_done;
+	pw->job = job;
+	pw->pwr = pwr;
+	if (job == PJ_OPEN) {
+		snprintf(pw->uri, sizeof(pw->uri), "%s", rig.cfg.power_uri);
+		snprintf(pw->device, sizeof(pw->device), "%s",
+			 rig.cfg.power_device);
+		pw->opts = (struct sbrig_power_opts){
+			.device = pw->device,
+			.shunt_uohm = rig.cfg.shunt_uohm,
+			.sample_rate_hz = rig.cfg.sample_rate_hz,
+			.buffer_samples = rig.cfg.buffer_samples,
+		};
+	}
+	worker_submit(rig.power_wk, &pw->w);
+}
+
+/* Answer whoever waits for the sensor to settle (a status). */
+static void power_wake_waiters(void)
+{
+	struct rig_waiter w[RIG_MAX_WAITERS];
+	unsigned int n = rig.nwaiters;
+
+	memcpy(w, rig.waiters, sizeof(w));
+	rig.nwaiters = 0;
+	sched_timer_stop(&rig.waiter_timer);
+	for (unsigned int i = 0; i < n; i++)
+		w[i].fn(w[i].data);
+}
+
+/* Open the sensor if it is configured and not open or opening. */
+static void power_open(void)
+{
+	if (rig.power || rig.power_opening || !rig_has_power())
+		return;
+	rig.power_opening = true;
+	power_submit(PJ_OPEN, NULL);
+}
+
+/* Close the sensor (the worker frees it once what is queued has run). */
 static void power_close(void)
 {
 	if (!rig.power)
 		return;
 	sched_fd_del(sbrig_power_fd(rig.power));
-	sbrig_power_free(rig.power);
+	power_submit(PJ_FREE, rig.power);
 	rig.power = NULL;
-	rig.power_capturing = false;
+	rig.power_state = POWER_IDLE;
+	rig.have_reading = false;
 }
 
-static void power_failed(int err)
+/* The capture is over: tell the one who stopped it (@err: why not all). */
+static void power_stopped(int err, const char *why)
+{
+	rig_stopped_fn fn = rig.power_stop_fn;
+	void *data = rig.power_stop_data;
+
+	rig.power_stop_fn = NULL;
+	rig.power_stop_data = NULL;
+	if (fn)
+		fn(data, err, why);
+}
+
+static void power_failed(const char *msg, int err)
 {
 	char why[300];
 
-	log_err("power: capture stopped: %s", sbrig_errmsg());
-	snprintf(rig.power_err, sizeof(rig.power_err), "%s", sbrig_errmsg());
+	log_err("power: capture stopped: %s", msg);
+	snprintf(rig.power_err, sizeof(rig.power_err), "%s", msg);
 	snprintf(why, sizeof(why), "sensor: %s", rig.power_err);
 	/* the sensor is gone: reopen it next time */
 	power_close();
+	power_stopped(err, why);
 	NOTIFY(sensor_failed, err, why);
 }
 
@@ -312,8 +476,9 @@ static void power_drain(void)
 		size_t from = 0;
 
 		if (n < 0) {
-			power_failed((int)n);
-			return;
+			if (rig.power_state == POWER_CAPTURING)
+				power_failed(sbrig_errmsg(), (int)n);
+			return;	/* PJ_STOP's done says it */
 		}
 		/* keep gaps in time order with the samples around them */
 		for (ssize_t i = 0; i < n; i++) {
@@ -342,44 +507,198 @@ static void power_readable(int fd, short revents, void *data)
 	power_drain();
 }
 
+static void power_work_done(struct work *w)
+{
+	struct power_work *pw = (struct power_work *)w;
+
+	switch (pw->job) {
+	case PJ_OPEN:
+		rig.power_opening = false;
+		if (pw->ret) {
+			snprintf(rig.power_err, sizeof(rig.power_err), "%s",
+				 pw->msg);
+		} else if (!rig.power) {
+			rig.power_err[0] = '\0';
+			rig.power = pw->pwr;
+			rig.power_info = pw->info;
+			if (sched_fd_add(sbrig_power_fd(rig.power), POLLIN,
+					 power_readable, NULL) < 0) {
+				snprintf(rig.power_err, sizeof(rig.power_err),
+					 "too many open files");
+				power_submit(PJ_FREE, rig.power);
+				rig.power = NULL;
+			}
+		}
+		if (!rig.power_reading)
+			power_wake_waiters();
+		break;
+	case PJ_READ:
+		rig.power_reading = false;
+		if (pw->ret) {
+			rig.have_reading = false;
+			snprintf(rig.reading_err, sizeof(rig.reading_err), "%s",
+				 pw->msg);
+		} else {
+			rig.have_reading = true;
+			rig.reading = pw->reading;
+			rig.reading_err[0] = '\0';
+		}
+		if (!rig.power_opening)
+			power_wake_waiters();
+		break;
+	case PJ_START:
+		if (rig.power_state != POWER_STARTING) {
+			/* stopped before it started: the stop says it */
+			if (pw->ret && !rig.power_start_err)
+				snprintf(rig.power_err, sizeof(rig.power_err),
+					 "%s", pw->msg);
+			if (pw->ret && !rig.power_start_err)
+				rig.power_start_err = pw->ret;
+			break;
+		}
+		if (pw->ret) {
+			rig.power_state = POWER_IDLE;
+			power_failed(pw->msg, pw->ret);
+			break;
+		}
+		rig.power_state = POWER_CAPTURING;
+		rig.power_info = pw->info;
+		if (pw->info.stale_buffer_cleared && !rig.power_stale_logged) {
+			rig.power_stale_logged = true;
+			log_warn("power: %s: the device's buffer was left enabled by a capture that was killed: disabled",
+				 pw->info.device);
+		}
+		break;
+	case PJ_STOP:
+		if (rig.power_state != POWER_STOPPING)
+			break;
+		rig.power_state = POWER_IDLE;
+		if (pw->ret)
+			log_warn("power: %s", pw->msg);
+		else if (pw->stats.tail_lost)
+			log_warn("power: the sensor did not deliver the samples up to the stop in time: the capture ends early");
+		power_drain();	/* the last samples reach the observers */
+		if (rig.power_start_err) {
+			char why[300];
+
+			snprintf(why, sizeof(why), "sensor: %s", rig.power_err);
+			power_stopped(rig.power_start_err, why);
+		} else {
+			power_stopped(0, "");
+		}
+		break;
+	case PJ_FREE:
+		break;
+	}
+	free(pw);
+}
+
 int rig_power_start(void)
 {
-	struct sbrig_power_info info;
-	int ret = power_open();
-
-	if (ret < 0)
-		return ret;
-	ret = sbrig_power_start(rig.power);
-	if (ret < 0) {
-		snprintf(rig.power_err, sizeof(rig.power_err), "%s",
-			 sbrig_errmsg());
-		power_close();
-		return ret;
-	}
-	rig.power_capturing = true;
-	if (!sbrig_power_get_info(rig.power, &info) &&
-	    info.stale_buffer_cleared && !rig.power_stale_logged) {
-		rig.power_stale_logged = true;
-		log_warn("power: %s: the device's buffer was left enabled by a capture that was killed: disabled",
-			 info.device);
-	}
+	if (!rig_has_power())
+		return sbrig_set_error(-ENODEV, "no power sensor on rig %s",
+				       rig.cfg.name);
+	if (rig.power_state != POWER_IDLE)
+		return sbrig_set_error(-EBUSY, "the sensor is %s",
+				       rig.power_state == POWER_STOPPING ?
+				       "still stopping the last capture" :
+				       "capturing");
+	power_open();		/* queued before the start, if needed */
+	rig.power_state = POWER_STARTING;
+	rig.power_start_err = 0;
+	rig.last_sample = (struct sbrig_sample){ 0 };
+	power_submit(PJ_START, NULL);
 	return 0;
 }
 
-void rig_power_stop(void)
+bool rig_power_stop(rig_stopped_fn fn, void *data)
 {
-	struct sbrig_power_stats st;
-	int ret;
+	if (rig.power_state != POWER_STARTING &&
+	    rig.power_state != POWER_CAPTURING)
+		return false;
+	rig.power_state = POWER_STOPPING;
+	rig.power_stop_fn = fn;
+	rig.power_stop_data = data;
+	power_submit(PJ_STOP, NULL);
+	return true;
+}
 
-	if (!rig.power || !rig.power_capturing)
+void rig_power_forget_stop(void)
+{
+	rig.power_stop_fn = NULL;
+	rig.power_stop_data = NULL;
+}
+
+/* Ask for a reading if the last one is not fresh and none is on its way. */
+static void power_refresh(int64_t now)
+{
+	if (!rig_has_power() || rig.power_state != POWER_IDLE)
 		return;
-	ret = sbrig_power_stop(rig.power);
-	rig.power_capturing = false;
-	if (ret < 0)
-		log_warn("power: %s", sbrig_errmsg());
-	else if (!sbrig_power_get_stats(rig.power, &st) && st.tail_lost)
-		log_warn("power: the sensor did not deliver the samples up to the stop in time: the capture ends early");
-	power_drain();
+	power_open();
+	if (rig.power_reading || (rig.have_reading &&
+	    time_sub(now, rig.reading.t_ns) < RIG_READING_FRESH_NS))
+		return;
+	rig.power_reading = true;
+	power_submit(PJ_READ, NULL);
+}
+
+void rig_sensor_drain(int64_t timeout_ns)
+{
+	if (rig.power_wk && !worker_drain(rig.power_wk, timeout_ns))
+		log_warn("power: the sensor does not answer (still %s)",
+			 worker_busy(rig.power_wk, &timeout_ns) ?: "busy");
+}
+
+/* The loop has ended: stop the sampling, close the sensor, end the worker. */
+static void rig_sensor_fini(void)
+{
+	if (!rig.power_wk)
+		return;
+	rig_power_stop(NULL, NULL);
+	power_close();
+	rig_sensor_drain(10 * NS_PER_S);
+	power_wake_waiters();
+	worker_free(rig.power_wk);
+	rig.power_wk = NULL;
+}
+
+static void waiter_timeout(void *data)
+{
+	power_wake_waiters();
+}
+
+bool rig_sensor_settle(void (*fn)(void *data), void *data)
+{
+	int64_t now = sbrig_now_ns(), since;
+
+	power_refresh(now);
+	if ((!rig.power_opening && !rig.power_reading) ||
+	    rig.nwaiters == RIG_MAX_WAITERS)
+		return true;
+	/* stuck for a while already: say so now rather than wait again */
+	if (worker_busy(rig.power_wk, &since) &&
+	    time_sub(now, since) >= RIG_SENSOR_WAIT_NS)
+		return true;
+	rig.waiters[rig.nwaiters++] = (struct rig_waiter){ fn, data };
+	if (rig.nwaiters == 1)
+		sched_timer_start(&rig.waiter_timer,
+				  time_after(RIG_SENSOR_WAIT_NS),
+				  waiter_timeout, NULL);
+	return false;
+}
+
+void rig_sensor_forget(void *data)
+{
+	for (unsigned int i = 0; i < rig.nwaiters; i++) {
+		if (rig.waiters[i].data != data)
+			continue;
+		memmove(&rig.waiters[i], &rig.waiters[i + 1],
+			(rig.nwaiters - i - 1) * sizeof(rig.waiters[0]));
+		rig.nwaiters--;
+		i--;
+	}
+	if (!rig.nwaiters)
+		sched_timer_stop(&rig.waiter_timer);
 }
 
 /* ---- marker line -------------------------------------------------------- */
@@ -886,21 +1205,27 @@ static int witness_machine(int64_t now, struct rig_asleep *w)
 	return !strcmp(st, "suspended");
 }
 
-/* The supply: 1 at or below asleep_uA, 0 above, -1 no reading. */
+/*
+ * The supply: 1 at or below asleep_uA, 0 above, -1 no reading (the
+ * capture's last sample, else the last reading if fresh: a new one is
+ * asked for, the next poll sees it).
+ */
 static int witness_power(int64_t now, struct rig_asleep *w)
 {
 	struct sbrig_sample s;
 
 	if (!rig.cfg.asleep_uA || !rig_has_power())
 		return -1;
-	if (rig.power_capturing) {
+	if (rig.power_state != POWER_IDLE) {
 		s = rig.last_sample;
-		if (!s.t_ns || time_sub(now, s.t_ns) > RIG_SAMPLE_STALE_NS)
+	} else {
+		power_refresh(now);
+		if (!rig.have_reading)
 			return -1;
-	} else if (power_open() < 0 ||
-		   sbrig_power_read_now(rig.power, &s) < 0) {
-		return -1;
+		s = rig.reading;
 	}
+	if (!s.t_ns || time_sub(now, s.t_ns) > RIG_SAMPLE_STALE_NS)
+		return -1;
 	snprintf(w->detail, sizeof(w->detail), "the supply draws %.3f mA, "
 		 "%s the %.3f mA of its sleep", s.current_uA / 1000.0,
 		 s.current_uA <= (int64_t)rig.cfg.asleep_uA ? "within" :
@@ -1028,20 +1353,28 @@ void rig_get_status(struct rig_status *st)
 	status_line(st, &rig.cfg.marker);
 
 	st->has_power = rig_has_power();
-	if (st->has_power && power_open() == 0) {
-		st->sensor_ok = sbrig_power_get_info(rig.power,
-						     &st->sensor) == 0;
-		st->capturing = rig.power_capturing;
-		if (!st->capturing) {
-			if (sbrig_power_read_now(rig.power, &st->reading) == 0)
-				st->have_reading = true;
-			else
-				snprintf(st->sensor_err, sizeof(st->sensor_err),
-					 "%s", sbrig_errmsg());
+	if (st->has_power) {
+		const char *busy = worker_busy(rig.power_wk, &st->sensor_busy_ns);
+
+		if (busy) {
+			snprintf(st->sensor_busy, sizeof(st->sensor_busy), "%s",
+				 busy);
+			st->sensor_busy_ns = time_sub(sbrig_now_ns(),
+						      st->sensor_busy_ns);
 		}
-	} else if (st->has_power) {
+		st->sensor_ok = rig.power != NULL;
+		if (st->sensor_ok)
+			st->sensor = rig.power_info;
+		st->capturing = rig.power_state != POWER_IDLE;
+		if (!st->capturing && rig.have_reading) {
+			st->reading = rig.reading;
+			st->have_reading = true;
+		}
 		snprintf(st->sensor_err, sizeof(st->sensor_err), "%s",
-			 rig.power_err);
+			 !st->sensor_ok ? rig.power_err : rig.reading_err);
+		if (!st->sensor_ok && !st->sensor_err[0])
+			snprintf(st->sensor_err, sizeof(st->sensor_err),
+				 "opening it");
 	}
 
 	st->has_link = rig.link != NULL;
@@ -1092,8 +1425,14 @@ int rig_init(const char *conf_path, char **overrides, int noverrides)
 			return errno ? -errno : -EIO;	/* message is set */
 		gpio_rearm();
 	}
-	if (rig_has_power() && power_open() < 0)
-		log_warn("power: %s (will retry when needed)", rig.power_err);
+	if (rig_has_power()) {
+		rig.power_wk = worker_new("sbrigd-sensor");
+		if (!rig.power_wk) {
+			ret = -ENOMEM;	/* message is set */
+			goto close_power;
+		}
+		power_refresh(sbrig_now_ns());	/* open it, read it */
+	}
 	if (rig.cfg.target_uri[0]) {
 		lo.ping_interval_ms = rig.cfg.ping_interval_ms;
 		lo.timeout_ms = rig.cfg.link_timeout_ms;
@@ -1145,7 +1484,7 @@ free_link:
 	sbrig_link_free(rig.link);
 	rig.link = NULL;
 close_power:
-	power_close();
+	rig_sensor_fini();
 	gpio_close();
 	return ret;
 }
@@ -1171,7 +1510,6 @@ void rig_fini(void)
 	sbrig_marker_free(rig.marker);
 	rig.marker = NULL;
 	machine_close();
-	rig_power_stop();
-	power_close();
+	rig_sensor_fini();
 	gpio_close();
 }

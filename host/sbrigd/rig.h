@@ -138,13 +138,17 @@ struct rig_line_status {
  * @lines: the configured GPIO lines (keys, charger, marker)
  * @nlines: entries in @lines
  * @has_power: a sensor is configured
+ * @sensor_busy: what the sensor's thread has been waiting for
+ *	@sensor_busy_ns ("" idle: "opening the sensor", ...)
+ * @sensor_busy_ns: for how long
  * @sensor_ok: it is open; @sensor is valid
  * @sensor_err: why it is not (when @has_power && !@sensor_ok, or a
  *	reading failed)
  * @sensor: its description
  * @capturing: it samples for a capture (no @reading then)
  * @have_reading: @reading is valid
- * @reading: one reading, taken now
+ * @reading: the last reading (at most 0.5 s old when the status waited
+ *	for it: rig_sensor_settle())
  * @has_link: a target link is configured
  * @link: its counters
  * @asleep: the target is asleep (rig_asleep_poll(); @why says who saw it)
@@ -157,6 +161,8 @@ struct rig_status {
 	struct rig_line_status lines[SBRIG_MAX_KEYS + 2];
 	unsigned int nlines;
 	bool has_power;
+	char sensor_busy[64];
+	int64_t sensor_busy_ns;
 	bool sensor_ok;
 	char sensor_err[256];
 	struct sbrig_power_info sensor;
@@ -215,10 +221,38 @@ void rig_release(void *data);
 /* Presses started with @data call their @done no more. */
 void rig_forget(void *data);
 
-/* Sample the sensor into the observers (a capture runs). 0 or -errno. */
+/*
+ * Sample the sensor into the observers (a capture runs): the sensor is
+ * opened and its buffer set up on the sensor's own thread, so this only
+ * queues the start; a failure reaches the observers' sensor_failed.
+ * Return: 0, or -errno (no sensor, or it has not finished the last stop).
+ */
 int rig_power_start(void);
-/* Stop sampling; the last samples reach the observers first. */
-void rig_power_stop(void);
+/* rig_power_stop()'s callback: @err 0, or -errno and @why ("sensor: ..."). */
+typedef void (*rig_stopped_fn)(void *data, int err, const char *why);
+/*
+ * Stop sampling: the buffer's tear-down runs on the sensor's thread, then
+ * the last samples reach the observers and @fn(@data, ...) runs on the
+ * loop, with an error if the sensor never started or failed meanwhile.
+ * Return: false if the sensor was not sampling (@fn is not called).
+ */
+bool rig_power_stop(rig_stopped_fn fn, void *data);
+/* rig_power_stop()'s @fn is not to be called any more. */
+void rig_power_forget_stop(void);
+
+/*
+ * A status wants a fresh reading: one is asked for if needed. Return:
+ * true if the sensor has settled (rig_get_status() has it all), false if
+ * @fn(@data) will run once it has, at most 1 s later.
+ */
+bool rig_sensor_settle(void (*fn)(void *data), void *data);
+/* A waiter of rig_sensor_settle() has gone away. */
+void rig_sensor_forget(void *data);
+/*
+ * The loop has ended: wait up to @timeout_ns for the sensor's queued jobs
+ * and run what they call back here (rig_power_stop()'s @fn).
+ */
+void rig_sensor_drain(int64_t timeout_ns);
 
 /*
  * Queue an agent command; @fn gets its REPLY/DONE/STATS until

@@ -151,7 +151,7 @@ static void finish(int err, const char *status)
 	sleepwatch_stop(&run.sw);
 	run.wait = W_NONE;
 	rig_release(&run);	/* a key the run holds goes up now */
-	rec_stop(status);	/* capture_end() runs from here */
+	rec_stop(status);	/* capture_end() follows, once the sensor stopped */
 }
 
 static void fail(int err, const char *fmt, ...)

@@ -101,6 +101,7 @@ _Static_assert(SRV_MAX_CLIENTS - SRV_MAX_LASTING >= SRV_RESERVED,
  * @out_size: allocated size of @out
  * @pending: a coalesced progress line waiting for room ("" = none)
  * @busy: a request is in progress (its final answer is still due)
+ * @status_wait: a status waits for the sensor (rig_sensor_settle())
  * @op: the handle of that request, if it takes time
  * @press_h: the handle of a press request (stop releases the key)
  * @follow_h: the handle of a "target events follow=yes" request
@@ -135,6 +136,7 @@ struct client {
 	size_t nout, out_size;
 	char pending[SRV_ANSWER_MAX];
 	bool busy;
+	bool status_wait;
 	struct op_handle *op;
 	struct op_handle press_h;
 	struct op_handle follow_h;
@@ -505,6 +507,9 @@ static void status_sensor(struct client *c, const struct rig_status *st)
 		return;
 	}
 	client_sendf(c, "data sensor.uri: %s", st->cfg->power_uri);
+	if (st->sensor_busy[0])
+		client_sendf(c, "data sensor.busy: %s for %" PRId64 " ms",
+			     st->sensor_busy, st->sensor_busy_ns / NS_PER_MS);
 	if (st->sensor_ok) {
 		client_sendf(c, "data sensor.device: %s", st->sensor.device);
 		client_sendf(c, "data sensor.rate_hz: %.1f",
@@ -561,17 +566,16 @@ static void status_link(struct client *c, const struct rig_status *st)
 	}
 }
 
-static void req_status(struct client *c, int argc, char **argv)
+/* The status, now that the sensor has settled (rig_sensor_settle()). */
+static void status_answer(void *data)
 {
+	struct client *c = data;
 	struct rig_status st;
 	struct rec_result r;
 	struct line l = { .len = 0 };
 	struct op_handle *op = op_current();
 
-	if (argc != 1) {
-		client_final(c, -EINVAL, "usage: status");
-		return;
-	}
+	c->status_wait = false;
 	rig_get_status(&st);
 	status_rig(c, &st);
 	status_sensor(c, &st);
@@ -585,6 +589,23 @@ static void req_status(struct client *c, int argc, char **argv)
 	client_sendf(c, "data operation: %s%s%s", op ? "running (" : "none",
 		     op ? op->ops->kind : "", op ? ")" : "");
 	client_final(c, 0, "");
+}
+
+/*
+ * A fresh reading of the sensor is taken on its own thread: the answer
+ * waits for it (at most a second), other clients do not.
+ */
+static void req_status(struct client *c, int argc, char **argv)
+{
+	if (argc != 1) {
+		client_final(c, -EINVAL, "usage: status");
+		return;
+	}
+	if (rig_sensor_settle(status_answer, c)) {
+		status_answer(c);
+		return;
+	}
+	c->status_wait = true;
 }
 
 /* ---- press and plug ----------------------------------------------------- */
@@ -1574,6 +1595,8 @@ static void client_free(struct client *c)
 		if (srv.clients[i] == c)
 			srv.clients[i] = NULL;
 	/* nobody reports to this client any more */
+	if (c->status_wait)
+		rig_sensor_forget(c);
 	if (c->op)
 		c->op->ops->detach(c->op);
 	c->op = NULL;
@@ -1874,9 +1897,13 @@ void srv_fini(void)
 
 		if (!c)
 			continue;
-		/* say goodbye to whoever still waits for an answer */
-		if (c->busy && !c->dead)
+		/* say goodbye to whoever still waits for an answer (an
+		 * operation that has not ended reports to it no more) */
+		if (c->busy && !c->dead) {
+			if (c->op)
+				c->op->ops->detach(c->op);
 			client_final(c, -ESHUTDOWN, "sbrigd is shutting down");
+		}
 		client_flush(c);
 		client_free(c);
 	}
