@@ -494,6 +494,44 @@ def test_sbrig_capture_survives_vanished_ina226(hostif, sbrigd, tmp_path):
         vm.run_ok(f"echo ina226 {INA_ADDR:#x} > {bus}/new_device")
 
 
+def test_loop_serves_while_the_buffer_teardown_hangs(hostif, agent, sbrigd,
+                                                     tmp_path):
+    """An INA226 whose conversion-ready flag never comes (CVRF cleared on
+    the i2c-stub: a chip that stopped converting) keeps ina2xx-adc's
+    kthread polling the flag, so the buffer's tear-down waits in
+    kthread_stop(). sbrigd does that on its sensor thread: its loop
+    answers status meanwhile (saying what the sensor waits for), the
+    capture's client waits for the end, and once the flag comes back
+    the capture ends complete with the samples taken before."""
+    from tests.capture import read_rows
+
+    vm = hostif.vm
+    cap = "/tmp/cap-hang"
+    c = vm.start_bg(_sbrig(f"capture -d 3s -o {cap}"))
+    _wait_guest(vm, f"[ $(wc -c < {cap}/samples.bin) -ge 96 ]", 15)
+    hostif.set_reg(REG_MASK, 0)         # no conversion is ever ready
+    try:
+        # the duration is over: the stop waits on the kernel
+        _wait_guest(vm, f"{_sbrig('status --json')} | "
+                    "grep -q tearing.down.the.sensor", 20)
+        t0 = time.monotonic()
+        out = vm.run_ok(_sbrig("status"), timeout=30)
+        took = time.monotonic() - t0
+        assert "tearing down the sensor's buffer for " in out, out
+        assert c.running, c.output()     # the capture's end waits
+        # one vm.run round trip is ~0.1-0.5 s under TCG: the loop did not
+        # wait for the kernel (which would be forever)
+        assert took < 5, took
+    finally:
+        hostif.set_reg(REG_MASK, CVRF)
+    assert c.wait(30) == 0, c.output()
+    assert "status: complete" in c.output(), c.output()
+    samples = read_rows(_fetch_capture(vm, cap, tmp_path / "cap"), "samples",
+                        typed=True)
+    assert len(samples) >= 2
+    assert sbrigd.running, sbrigd.output()
+
+
 # ------------------------------------------------------- sbrig latency --
 
 LAT_DELAY_NS = 300_000_000      # the fake target's wakeup latency D

@@ -816,7 +816,15 @@ def test_hung_sensor_host_does_not_stall_the_loop(tmp_path):
         st = status_json(r.sock)
         print(f"worst status round trip {worst * 1000:.0f} ms, sensor hung")
         assert worst < 1.5, worst
-        assert st["sensor"]["busy"].startswith("opening the sensor for "), st
+        assert st["sensor"]["busy"] == "opening the sensor", st
+        assert st["sensor"]["busy_ms"] >= 1000, st
+        # for a person: the stuck sensor is the first problem (or the
+        # error of the last attempt, which libiio ends after a few s)
+        res = sbrig(r.sock, "status")
+        assert res.returncode == 0
+        assert res.stdout.startswith((
+            "problems:  sensor: opening the sensor for ",
+            f"problems:  sensor: ip:127.0.0.1:{port}: ")), res.stdout
         assert st["link"]["connected"] is True and \
             st["link"]["reconnects"] == 0, st
         t = time.monotonic()

@@ -64,6 +64,7 @@ static const struct {
 	{ "line.", V_LINE },
 	{ "daemon.clients", V_INT },
 	{ "daemon.followers", V_INT },
+	{ "sensor.busy_ms", V_INT },
 	{ "sensor.rate_hz", V_FLOAT },
 	{ "sensor.shunt_uohm", V_INT },
 	{ "sensor.current_mA", V_FLOAT },
@@ -282,11 +283,19 @@ static void add_problem(jobj *problems, const char *fmt, ...)
 	json_object_array_add(problems, json_object_new_string(buf));
 }
 
+/* the sensor's thread waiting this long on the device is a problem */
+#define SENSOR_STUCK_MS 2000
+
 static void check_sensor(jobj *root, jobj *problems)
 {
 	if (has(root, "sensor", "error"))
 		add_problem(problems, "sensor: %s", str(root, "sensor",
 							 "error"));
+	if (has(root, "sensor", "busy") &&
+	    num(root, "sensor", "busy_ms") >= SENSOR_STUCK_MS)
+		add_problem(problems, "sensor: %s for %.1f s (the device does not answer)",
+			    str(root, "sensor", "busy"),
+			    num(root, "sensor", "busy_ms") / 1000.0);
 }
 
 static void check_lines(jobj *root, jobj *problems)
@@ -425,6 +434,9 @@ static void print_sensor(jobj *root)
 		print_group("", "%.1f samples/s, shunt %.3f mOhm",
 			    dbl(root, "sensor", "rate_hz"),
 			    num(root, "sensor", "shunt_uohm") / 1000.0);
+	if (has(root, "sensor", "busy"))
+		print_group("", "%s for %.1f s", str(root, "sensor", "busy"),
+			    num(root, "sensor", "busy_ms") / 1000.0);
 }
 
 static void print_target(jobj *root)

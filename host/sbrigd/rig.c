@@ -519,6 +519,7 @@ static void power_work_done(struct work *w)
 				 pw->msg);
 		} else if (!rig.power) {
 			rig.power_err[0] = '\0';
+			rig.reading_err[0] = '\0';
 			rig.power = pw->pwr;
 			rig.power_info = pw->info;
 			if (sched_fd_add(sbrig_power_fd(rig.power), POLLIN,
@@ -1371,7 +1372,9 @@ void rig_get_status(struct rig_status *st)
 			st->have_reading = true;
 		}
 		snprintf(st->sensor_err, sizeof(st->sensor_err), "%s",
-			 !st->sensor_ok ? rig.power_err : rig.reading_err);
+			 !st->sensor_ok ? rig.power_err :
+			 st->capturing || st->have_reading ? "" :
+			 rig.reading_err);
 		if (!st->sensor_ok && !st->sensor_err[0])
 			snprintf(st->sensor_err, sizeof(st->sensor_err),
 				 "opening it");

@@ -507,9 +507,11 @@ static void status_sensor(struct client *c, const struct rig_status *st)
 		return;
 	}
 	client_sendf(c, "data sensor.uri: %s", st->cfg->power_uri);
-	if (st->sensor_busy[0])
-		client_sendf(c, "data sensor.busy: %s for %" PRId64 " ms",
-			     st->sensor_busy, st->sensor_busy_ns / NS_PER_MS);
+	if (st->sensor_busy[0]) {
+		client_sendf(c, "data sensor.busy: %s", st->sensor_busy);
+		client_sendf(c, "data sensor.busy_ms: %" PRId64,
+			     st->sensor_busy_ns / NS_PER_MS);
+	}
 	if (st->sensor_ok) {
 		client_sendf(c, "data sensor.device: %s", st->sensor.device);
 		client_sendf(c, "data sensor.rate_hz: %.1f",
