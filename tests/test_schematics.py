@@ -135,12 +135,15 @@ def test_links_the_rig_needs(nets):
     assert two_pin_between(nets, "+3V3_RIG", "GND", "C")
     for line in (by["rig", "ina226:scl"], by["rig", "ina226:sda"], by["rig", "ina226:alert"]):
         assert two_pin_between(nets, line, "+3V3_RIG", "R"), line
-    # the charger: a P-MOSFET from the supply to the charger rail, whose
-    # gate a driver pulls down, and a divider from the rail to the detect pin
-    assert ("Q5", "2") in nets["+5V_IN"] and ("Q5", "3") in nets["CHG_5V"]
+    # the charger: a P-MOSFET from the supply to the charger rail (J4),
+    # whose gate a driver pulls down, and a divider from the rail to the
+    # detect pin
+    assert ("Q5", "2") in nets["+5V_IN"]
+    rail = next(n for n, nodes in nets.items() if ("Q5", "3") in nodes)
+    assert ("J4", "1") in nets[rail]
     gate = next(n for n, nodes in nets.items() if ("Q5", "1") in nodes)
     assert ("Q4", "3") in nets[gate] and ("Q4", "2") in nets["GND"]
-    assert two_pin_between(nets, "CHG_5V", by["target", "charger-detect"], "R")
+    assert two_pin_between(nets, rail, by["target", "charger-detect"], "R")
     assert two_pin_between(nets, by["target", "charger-detect"], "GND", "R")
     # test points on the nets worth probing
     tps = {n for n, nodes in nets.items() if any(r.startswith("TP") for r, _ in nodes)}
