@@ -5,15 +5,16 @@
   pin on the table's net, the links the rig needs (key transistors across
   the keys, the UART crossover, the shunt between the supply and the
   target, the INA226's address straps), and only nets it should;
-* the committed project, exports (SVG, PDF, BOM, the block diagram) and
-  README wiring table are what ``make -C schematics`` produces from the
-  current sources;
+* the committed project, exports (SVG, PDF, BOM, the PDF's page as PNG,
+  the block diagram) and README wiring table are what
+  ``make -C schematics`` produces from the current sources;
 * the drawing is one a person can read (read from the .kicad_sch, not from
   the generator): every part inside its functional block's frame, each
   block's connections drawn as wires (counted against the netlist), global
   labels only for nets between blocks and power symbols for the rails, and
   no two texts overlapping (KiCad's stroke font approximated: see
-  text_extent).
+  text_extent);
+* the READMEs show the rendered page and the block diagram.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ import pins  # noqa: E402
 
 GENERATED = ["sbrig-rig.kicad_sch", "sbrig.kicad_sym", "sbrig-rig.kicad_pro",
              "sym-lib-table", "exports/sbrig-rig.svg", "exports/sbrig-rig.pdf",
-             "exports/sbrig-rig-bom.csv", "exports/sbrig-rig-blocks.svg"]
+             "exports/sbrig-rig-bom.csv", "exports/sbrig-rig.png",
+             "exports/sbrig-rig-blocks.svg"]
 
 
 def kicad_cli():
@@ -169,6 +171,8 @@ def test_shunt_value_is_the_overlays_and_the_confs():
 def test_committed_files_are_not_stale(tmp_path):
     """make -C schematics into a scratch dir gives the committed bytes."""
     kicad_cli()
+    if not shutil.which("pdftoppm"):
+        pytest.fail("pdftoppm is missing: run .ci/install-deps (poppler-utils)")
     out = tmp_path / "out"
     r = subprocess.run(["make", "-s", "-C", str(SCH), f"OUT={out}", f"B={tmp_path / 'b'}",
                         "project", "exports"], capture_output=True, text=True, timeout=300)
@@ -536,3 +540,11 @@ def test_each_block_has_its_design_note(drawing):
     for figure in ("2.048 A", "62.5 µA", "0.55 mA", "2.97 V", "0x40"):
         assert figure in text, figure
 
+
+def test_readmes_show_the_rendered_page_and_the_block_diagram():
+    png = SCH / "exports/sbrig-rig.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "](schematics/exports/sbrig-rig.png)" in (REPO / "README.md").read_text()
+    readme = (SCH / "README.md").read_text()
+    diagram = readme.find("](exports/sbrig-rig-blocks.svg)")
+    assert 0 <= diagram < readme.index("## Wiring table")
