@@ -434,8 +434,9 @@ def on_interior(p, a, b):
 def test_blocks_are_wired_and_labels_join_blocks(drawing, nets):
     """Each block's connections are wires: every pin has a wire, the pins a
     block has on one net are one wired group (counted against the netlist),
-    a wired group is named only by a power symbol or a global label, and a
-    global label only names a net that leaves its block."""
+    a wired group is named only by a power symbol or a global label, a
+    global label only names a net that leaves its block, and rails are
+    drawn above the pins they feed, ground below."""
     assert drawing.local_labels == [], "net labels inside a block: draw wires"
     frames = {words: block_of(drawing.frames(), words) for words in BLOCKS}
     block = {ref: words for words, refs in BLOCKS.items() for ref in refs}
@@ -475,15 +476,18 @@ def test_blocks_are_wired_and_labels_join_blocks(drawing, nets):
                     continue
                 assert s["value"] in RAILS, f"power symbol {s['value']} for a net that is no rail"
                 assert at in wired, f"power symbol {s['value']} at {at} has no wire"
-                groups.setdefault(root(at), {"names": set(), "pins": set()})["names"].add(s["value"])
+                g = groups.setdefault(root(at), {"names": set(), "pins": set(), "ys": []})
+                g["names"].add(s["value"])
+                g.setdefault("power", []).append((s["value"], at[1]))
                 continue
             assert at in wired, f"{s['ref']} pin {p['number']} has no wire"
-            groups.setdefault(root(at), {"names": set(), "pins": set()})["pins"].add(
-                (s["ref"], p["number"]))
+            g = groups.setdefault(root(at), {"names": set(), "pins": set(), "ys": []})
+            g["pins"].add((s["ref"], p["number"]))
+            g["ys"].append(at[1])
     for text, x, y, *_ in drawing.glabels:
         at = (round(x, 3), round(y, 3))
         assert at in wired, f"label {text} at {at} has no wire"
-        groups.setdefault(root(at), {"names": set(), "pins": set()})["names"].add(text)
+        groups.setdefault(root(at), {"names": set(), "pins": set(), "ys": []})["names"].add(text)
     for g in groups.values():
         on = {pin_net[p] for p in g["pins"]}
         assert len(on) == 1, f"one wired group, several nets: {sorted(g['pins'])}"
@@ -494,6 +498,13 @@ def test_blocks_are_wired_and_labels_join_blocks(drawing, nets):
         else:
             assert g["pins"] == nets[net], \
                 f"net {net} is drawn as unnamed pieces: {sorted(g['pins'])} of {sorted(nets[net])}"
+        # power at the top, ground at the bottom: a rail's symbol is at or
+        # above the pins it feeds, a ground symbol at or below them
+        for name, y in g.get("power", []):
+            if name == "GND":
+                assert y >= max(g["ys"]), f"a GND symbol above its pins {sorted(g['pins'])}"
+            else:
+                assert y <= min(g["ys"]), f"a {name} symbol below its pins {sorted(g['pins'])}"
     # count: a block's pins on one net (the netlist's) are one wired group
     # (rails excepted: they are joined by power symbols), and every net
     # that leaves a block has a global label there
