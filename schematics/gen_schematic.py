@@ -427,30 +427,30 @@ def header_parts(rows):
     return out
 
 
-def ohms(v: str) -> float:
-    """'4.7k' -> 4700.0, '40m 1% 1W' -> 0.04, '100' -> 100.0"""
+def si(v: str) -> float:
+    """A part value's number: '4.7k' -> 4700.0, '40m 1% 1W' -> 0.04, '100n' -> 1e-07"""
     v = v.split()[0]
-    mult = {"k": 1e3, "M": 1e6, "m": 1e-3}
+    mult = {"M": 1e6, "k": 1e3, "m": 1e-3, "u": 1e-6, "n": 1e-9, "p": 1e-12}
     return float(v[:-1]) * mult[v[-1]] if v[-1] in mult else float(v)
 
 
 def notes(parts: dict[str, Part]) -> dict[str, str]:
     """Each block's design note, its figures computed from the parts' values."""
-    shunt = ohms(parts["R1"].value)
+    v = {ref: p.value for ref, p in parts.items()}
+    shunt = si(v["R1"])
     fs, lsb = 81.92e-3 / shunt, 2.5e-6 / shunt
-    rb, rpu = ohms(R_BASE), ohms(R_KEY_PULLUP)
-    ib, ic = (3.3 - 0.7) / rb, 3.3 / rpu
-    top, bot = ohms(parts["R8"].value), ohms(parts["R9"].value)
-    ratio = bot / (top + bot)
-    tau = top * bot / (top + bot) * 100e-9
+    ib, ic = (3.3 - 0.7) / si(R_BASE), 3.3 / si(R_KEY_PULLUP)
+    top, bot = si(v["R8"]), si(v["R9"])
+    ratio, par = bot / (top + bot), top * bot / (top + bot)
+    tau = par * si(v["C2"])
     return {
         "supply": (f"Shunt R1 {parts['R1'].value}: the INA226 reads ±81.92 mV with a 2.5 µV LSB, so "
                    f"full scale is 81.92 mV / {shunt * 1e3:g} mΩ = {fs:.3f} A (the supply path is "
                    f"rated 2 A) and one LSB is {lsb * 1e6:.1f} µA. Drop at 2 A: "
                    f"{2 * shunt * 1e3:.0f} mV, {4 * shunt * 1e3:.0f} mW. Route VIN+/VIN- as a "
                    "Kelvin pair to R1's pads. A0 = A1 = GND: address 0x40. C1 at the VS pin. "
-                   "I2C1 has no pull-ups on the BeagleBone: 4.7k keeps the rise time under "
-                   "300 ns at 100 pF. ALERT is open drain (10k)."),
+                   f"I2C1 has no pull-ups on the BeagleBone: {v['R2']} keeps the rise time under "
+                   f"300 ns at 100 pF. ALERT is open drain ({v['R4']})."),
         "keys": (f"Per key: an NPN across the target's switch. Base resistor: "
                  f"(3.3 V - 0.7 V) / {R_BASE} = {ib * 1e3:.2f} mA for "
                  f"3.3 V / {R_KEY_PULLUP} = {ic * 1e3:.2f} mA of collector current: "
@@ -458,15 +458,16 @@ def notes(parts: dict[str, Part]) -> dict[str, str]:
                  "while the rig host boots. Rig GPIO high = pressed; the target reads low."),
         "charger": (f"Q5 switches the bench 5 V onto CHG_5V (< 0.25 V at 2 A); R7 holds it off, "
                     "Q4 (on at 3.3 V) turns it on: GPIO high = plugged in. CHG_5V does not "
-                    f"feed the target. Detect divider: 5 V x {parts['R9'].value} / "
-                    f"({parts['R8'].value} + {parts['R9'].value}) = {5 * ratio:.2f} V "
+                    f"feed the target. Detect divider: 5 V x {v['R9']} / "
+                    f"({v['R8']} + {v['R9']}) = {5 * ratio:.2f} V "
                     f"(5.5 V -> {5.5 * ratio:.2f} V), above the AM335x's 2.0 V V_IH, below "
-                    f"3.3 V; {top * bot / (top + bot) / 1e3:.1f}k x 100n = {tau * 1e3:.1f} ms "
+                    f"3.3 V; {par / 1e3:.1f}k x {v['C2']} = {tau * 1e3:.1f} ms "
                     "filters bounce."),
-        "marker": ("1k in series: < 3.3 mA into an unpowered pad. 100k: the rig reads low "
-                   "while the target is off."),
-        "uart": ("Crossed over: each TXD drives the other board's RXD through 1k (< 3.3 mA "
-                 "into an unpowered board, no effect at 115200 baud)."),
+        "marker": (f"{v['R30']} in series: < {3.3 / si(v['R30']) * 1e3:.1f} mA into an "
+                   f"unpowered pad. {v['R31']}: the rig reads low while the target is off."),
+        "uart": (f"Crossed over: each TXD drives the other board's RXD through {v['R32']} "
+                 f"(< {3.3 / si(v['R32']) * 1e3:.1f} mA into an unpowered board, no effect at "
+                 "115200 baud)."),
         "rig": ("Rig host BeagleBone: only the P8/P9 pins the rig uses (firmware/pins.tsv). "
                 "Its outputs are pulled down at boot: keys released, charger off."),
         "target": ("Target BeagleBone: powered only through P9_5/P9_6 (after the shunt); "
@@ -830,14 +831,16 @@ def draw_blocks(sh: Sheet, rows: list[pins.Pin]):
     sh.note(N["charger"], 340.36, 22.86, 403.86)
 
     # -- the rig host's header (left)
-    ref_rig = {"rig": "J2", "target": "J1"}
 
     def header(board, x, y1, y2, title):
+        """A header subset at x (its centre), its pins facing the circuits:
+        a wire and a global label per signal, the rails' power symbols on
+        short wires above their pins, ground below."""
         if board == "rig":
             sh.begin(board, title, 15.24, y1, x + 45.72, y2)
         else:
             sh.begin(board, title, x - 60.96, y1, x + 27.94, y2)
-        ref = ref_rig[board]
+        ref = {"rig": "J2", "target": "J1"}[board]
         s = sh.syms[sh.parts[ref].sym]
         top = y1 + 12.7 + s.bbox[1]
         sh.place(ref, x, snap(top))
@@ -852,8 +855,10 @@ def draw_blocks(sh: Sheet, rows: list[pins.Pin]):
                 continue
             end = sh.route(pt, (pt[0] + sgn * 10.16, None))
             sh.glabel(p.net, end, left=(board == "target"), shape=shape(p.net, True))
-        for i, (net, pts) in enumerate(groups.items()):
-            cx = pts[0][0] + sgn * (5.08 if net in ("GND", "+3V3_RIG", "+3V3_TGT") else 15.24)
+        for net, pts in groups.items():
+            # a rail on several pins is joined further out, so its symbol
+            # and name stay clear of the rail above it
+            cx = pts[0][0] + sgn * (15.24 if len(pts) > 1 and net != "GND" else 5.08)
             for pt in pts:
                 sh.route(pt, (cx, None))
             if net == "GND":
