@@ -44,11 +44,13 @@ PROJECT = "sbrig-rig"
 LIB = "sbrig"
 NS = uuid.UUID("6b1f6d8e-2f55-4f0e-9c55-5b7c1d3a0e12")
 
-# KiCad's stroke font, approximated: a character's advance is at most
-# FONT_W x its size (newstroke's widest capitals, M and W, are ~0.9), a
-# line is FONT_H x size tall, a text box's lines are LINE_PITCH x size apart.
-FONT_W = 0.92
-FONT_H = 1.2
+# KiCad's stroke font, approximated: a line of text is at most FONT_W x
+# size per character long and FONT_H x size tall, ink included (kicad-cli's
+# SVG of this sheet: "40m 1% 1W" is 0.97 per character, parentheses make a
+# line 1.64 tall; tests/test_schematics.py checks every text against it),
+# a text box's lines are LINE_PITCH x size apart.
+FONT_W = 1.0
+FONT_H = 1.75
 LINE_PITCH = 1.62
 TS = 1.27           # the size of every text but the titles
 TITLE_TS = 2.0

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import xml.etree.ElementTree as ET
 import sys
 from pathlib import Path
 
@@ -214,16 +215,18 @@ BLOCKS = {
 }
 RAILS = {"GND", "+5V_IN", "VDD_5V_TGT", "+3V3_RIG", "+3V3_TGT"}
 
-# KiCad's stroke font (newstroke), approximated: a character advances at
-# most CHAR_W x the text size (its widest capitals, M and W, are ~0.9; the
-# pin number "P8_13" at 1.27 mm measures 5.3 mm in a 200 dpi render of the
-# PDF, 0.84 per character), a line is LINE_H x size tall. A global label's
+# KiCad's stroke font (newstroke), approximated: a line of text is at most
+# CHAR_W x the text size per character long and LINE_H x size tall, the
+# pen's ink included (measured on kicad-cli's SVG of this sheet, where the
+# widest, "40m 1% 1W", is 0.97 per character, and parentheses make a line
+# 1.64 tall; test_font_approximation_bounds_what_kicad_draws checks every
+# text the export draws against these). A global label's
 # outline adds 0.375 x size of margin round the text and the arrow's point
 # (KiCad's label box expansion). A pin's number is centred on the pin beside
 # its line (above a horizontal pin, left of a vertical one); its name starts
 # 0.508 mm (the pin_names offset) inside the body from the pin's inner end.
-CHAR_W = 0.92
-LINE_H = 1.2
+CHAR_W = 1.0
+LINE_H = 1.75
 
 
 def text_extent(text, x, y, size, just="left", vertical=False):
@@ -559,3 +562,54 @@ def test_readmes_show_the_rendered_page_and_the_block_diagram():
     readme = (SCH / "README.md").read_text()
     diagram = readme.find("](exports/sbrig-rig-blocks.svg)")
     assert 0 <= diagram < readme.index("## Wiring table")
+
+
+def drawn_texts(svg: Path, ink=True):
+    """[(text, size, (x1, y1, x2, y2))] of every text kicad-cli's SVG export
+    draws, from KiCad's own strokes: it plots its stroke font as paths in a
+    <g class="stroked-text"> whose <desc> is the text, after an invisible
+    <text> with the font size (in SVG px: 4/3 x the size in mm). ink: the
+    box includes the pen's width (else it is the strokes' centre lines)."""
+    out, size = set(), None
+    for el in ET.parse(svg).getroot().iter():      # document order
+        tag = el.tag.rsplit("}", 1)[-1]
+        if tag == "text":
+            size = float(el.get("font-size")) * 3 / 4
+        elif tag == "g" and el.get("class") == "stroked-text":
+            desc = next(c.text for c in el if c.tag.endswith("desc"))
+            xy = [float(v) for p in el if p.tag.endswith("path")
+                  for v in re.findall(r"-?\d+(?:\.\d+)?", p.get("d"))]
+            xs, ys = xy[0::2], xy[1::2]
+            if not xs:          # a blank text draws nothing
+                continue
+            pen = size / 8.33 if ink else 0     # KiCad's default pen: 0.1524 at 1.27
+            out.add((desc, size, (min(xs) - pen / 2, min(ys) - pen / 2,
+                                  max(xs) + pen / 2, max(ys) + pen / 2)))
+    return sorted(out)     # (some texts are plotted twice, in the same place)
+
+
+def test_font_approximation_bounds_what_kicad_draws():
+    """The approximation the other checks use (CHAR_W, LINE_H) is no
+    smaller than any text kicad-cli actually draws on this sheet."""
+    texts = drawn_texts(SCH / "exports/sbrig-rig.svg")
+    assert len(texts) > 300
+    for text, size, (x1, y1, x2, y2) in texts:
+        w, h = len(text) * CHAR_W * size, LINE_H * size
+        dx, dy = x2 - x1, y2 - y1
+        assert (dx <= w and dy <= h) or (dy <= w and dx <= h), \
+            f"{text!r} ({size} mm) is drawn {dx:.2f} x {dy:.2f} mm, more than {w:.2f} x {h:.2f}"
+
+
+def test_no_drawn_text_overlaps_another():
+    """The same check on KiCad's own drawing of the texts (its SVG export),
+    so a text KiCad places elsewhere than text_items() thinks is caught.
+    The boxes are the strokes' centre lines: with the pen's width, two
+    lines of one note (KiCad's own line pitch) touch where parentheses
+    meet."""
+    texts = drawn_texts(SCH / "exports/sbrig-rig.svg", ink=False)
+    # the drawing sheet's frame and title block: not ours
+    texts = [t for t in texts if not (t[2][0] > 300 and t[2][1] > 250) and
+             not t[2][1] < 12 and not t[2][1] > 285 and not t[2][0] < 12 and not t[2][0] > 408]
+    bad = [f"{a} {ea} / {b} {eb}" for i, (a, _, ea) in enumerate(texts)
+           for b, _, eb in texts[i + 1:] if overlaps(ea, eb)]
+    assert bad == [], "drawn texts overlap:\n" + "\n".join(bad)
