@@ -458,9 +458,9 @@ def notes(parts: dict[str, Part]) -> dict[str, str]:
                  f"3.3 V / {R_KEY_PULLUP} = {ic * 1e3:.2f} mA of collector current: "
                  f"forced beta {ic / ib:.1f}, deep saturation. {R_BE} base-emitter: released "
                  "while the rig host boots. Rig GPIO high = pressed; the target reads low."),
-        "charger": (f"Q5 switches the bench 5 V onto CHG_5V (< 0.25 V at 2 A); R7 holds it off, "
-                    "Q4 (on at 3.3 V) turns it on: GPIO high = plugged in. CHG_5V does not "
-                    f"feed the target. Detect divider: 5 V x {v['R9']} / "
+        "charger": (f"Q5 switches the bench 5 V onto the charger rail (J4 and the divider; "
+                    "< 0.25 V drop at 2 A); R7 holds it off, Q4 (on at 3.3 V) turns it on: "
+                    f"GPIO high = plugged in. The rail does not feed the target. Detect divider: 5 V x {v['R9']} / "
                     f"({v['R8']} + {v['R9']}) = {5 * ratio:.2f} V "
                     f"(5.5 V -> {5.5 * ratio:.2f} V), above the AM335x's 2.0 V V_IH, below "
                     f"3.3 V; {par / 1e3:.1f}k x {v['C2']} = {tau * 1e3:.1f} ms "
