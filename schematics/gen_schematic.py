@@ -743,6 +743,13 @@ def pin_texts(s: Symbol, sp: SymPin, x, y):
 
 
 def draw_blocks(sh: Sheet, rows: list[pins.Pin]):
+    """The sheet's layout (A3, mm from the top left, on KiCad's 1.27 mm
+    connection grid): the supply path and the charger along the top, then
+    left to right the rig host's header (with the test points below it),
+    the key drivers, the marker and UART blocks, the target's header. A
+    global label's shape says which way the signal goes, from the pin
+    table's direction at the header (an output there is an input in the
+    circuit block)."""
     N = notes(sh.parts)
     board_of = {p.net: p for p in rows}
 
