@@ -443,8 +443,8 @@ def test_blocks_are_wired_and_labels_join_blocks(drawing, nets):
     assert drawing.local_labels == [], "net labels inside a block: draw wires"
     frames = {words: block_of(drawing.frames(), words) for words in BLOCKS}
     block = {ref: words for words, refs in BLOCKS.items() for ref in refs}
-    where = lambda p: next(w for w, f in frames.items()  # noqa: E731
-                           if f[0] <= p[0] <= f[2] and f[1] <= p[1] <= f[3])
+    where = lambda p: next((w for w, f in frames.items()  # noqa: E731
+                            if f[0] <= p[0] <= f[2] and f[1] <= p[1] <= f[3]), "no block")
     pin_net = {node: n for n, nodes in nets.items() for node in nodes}
     assert drawing.wires, "no wire in the schematic"
     # every connection point is a wire's end, never the middle of a wire
