@@ -63,7 +63,8 @@ a TCP port the target connects to over the lab's network, the scenarios
 wait for the target to sleep themselves (``wait asleep``), and the key is
 held down through sbrigd (a ``press KEY`` request) while the target takes the
 answer. Only one sbrigd may own the rig's lines: the rig host starts its
-own for each request (with SBRIG_GIT_SHA), so no other may run then.
+own for each request (with SBRIG_GIT_SHA), so no other may run then. A
+board's rig host does not load the virtual rig's modules (no QEMU there).
 
 Runs are kept in DIR/runs/SCENARIO/COMMIT/STAMP-N/{capture,report}/ and a
 comparison in DIR/runs/SCENARIO/COMMIT/STAMP-compare/; DIR/session.json
@@ -94,17 +95,28 @@ REPO = HERE.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from tests.vm.qmp import QmpClient  # noqa: E402
+# The virtual rig's modules (rig/virtual/vrig.py and its ina226_iiod,
+# tests/vm/qmp.py) are loaded by `attach` only (_load_virtual): a board's
+# rig host (`attach-board`) has no QEMU and need not have them.
+vrig = None
+ina226_iiod = None
+QmpClient = None
 
-_VRIG = REPO / "rig" / "virtual" / "vrig.py"
-_spec = importlib.util.spec_from_file_location("vrig", _VRIG)
-vrig = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(vrig)
-ina226_iiod = vrig.ina226_iiod
+
+def _load_virtual() -> None:
+    global vrig, ina226_iiod, QmpClient
+    if vrig is not None:
+        return
+    from tests.vm.qmp import QmpClient as qmp_client
+    path = REPO / "rig" / "virtual" / "vrig.py"
+    spec = importlib.util.spec_from_file_location("vrig", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    vrig, ina226_iiod, QmpClient = mod, mod.ina226_iiod, qmp_client
+
 
 DEFAULT_SCENARIOS = REPO / "rig" / "scenarios"
 DEFAULT_BIN = REPO / "build" / "host" / "release"
-KEY_POWER = vrig.KEY_POWER
 NAME = re.compile(r"^[A-Za-z0-9_.-]{1,31}$")
 SHA = re.compile(r"^[0-9a-f]{7,40}$")
 LAVA_LINE = re.compile(r"^lava-test-case [A-Za-z0-9_.-]{1,100} --result (pass|fail|skip)"
@@ -186,6 +198,7 @@ class VirtualRig:
     rig channel is QEMU's org.sbrig.rig port."""
 
     def __init__(self, d: Path, target_port: int, power_port: int) -> None:
+        _load_virtual()
         self.dir = d
         self.target_port = target_port
         self.power_port = power_port
@@ -243,7 +256,7 @@ class VirtualRig:
 
     def hold_key(self, host: "RigHost", down: bool) -> None:
         """The key's interrupt: a key down wakes S3 first (vrig)."""
-        self.keys.key(KEY_POWER, down)
+        self.keys.key(vrig.KEY_POWER, down)
 
     def _thread(self, fn, name, *args, **kwargs) -> None:
         t = threading.Thread(target=fn, args=args, kwargs=kwargs,

@@ -497,6 +497,25 @@ def test_a_boards_rig_host_serves_the_rig_channel_on_tcp():
     assert "the target took the answer" in log and "sbrigd: ok pressed_ns=" in log
 
 
+def test_attach_board_needs_no_virtual_rig_modules(tmp_path):
+    """A board's rig host has no QEMU: rig_host.py attach-board, run from a
+    copy of the script alone (no rig/virtual/, no tests/vm/), gets as far
+    as the rig's config (here missing) instead of failing at an import."""
+    tree = tmp_path / "board-host"
+    (tree / "lava-jobs").mkdir(parents=True)
+    shutil.copy2(LAVA_JOBS / "rig_host.py", tree / "lava-jobs")
+    BIN.mkdir(parents=True, exist_ok=True)
+    p = subprocess.run([sys.executable, str(tree / "lava-jobs" / "rig_host.py"),
+                        "attach-board", "--dir", str(tmp_path / "host"),
+                        "--rig-conf", str(tmp_path / "missing.conf"),
+                        "--listen", "127.0.0.1:0", "--scenarios", str(SCENARIOS),
+                        "--sbrig-bin", str(BIN)],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert p.returncode == 1 and "Error" not in p.stderr, p.stderr
+    assert "attach failed" in p.stderr, p.stderr
+    assert not (tree / "rig").exists() and not (tree / "tests").exists()
+
+
 def local_free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
