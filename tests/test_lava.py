@@ -19,8 +19,14 @@ real lava-run (lava-dispatcher from Debian), with no lab.
   the device dictionary's user command): the first files its runs under
   a base commit, the second compares with them; every figure LAVA
   recorded is the one of the report.json (or compare.json) the rig wrote;
+* a board's rig host (rig_host.py attach-board) from a copy of the
+  script alone (no QEMU or virtual rig modules): its TCP rig channel
+  wants the shared secret of a file nobody else may read, serves a
+  second client while a first stays silent, tells a fifth it is busy and
+  drops the silent one after the read timeout;
 * the renderer's bad input: a template variable nobody sets, an artifact
-  URL that does not resolve, a LAVA name with a space.
+  URL that does not resolve, a LAVA name with a space, a tcp: power job
+  without the secret's token.
 """
 
 from __future__ import annotations
