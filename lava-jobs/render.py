@@ -78,7 +78,7 @@ class RenderError(Exception):
 
 @dataclass(frozen=True)
 class Var:
-    kind: str           # sha | url | lava-name | int | suites
+    kind: str           # sha | url | lava-name | token | int | channel | suites
     required: bool
     default: object
     help: str
@@ -103,6 +103,11 @@ VARIABLES: dict[str, Var] = {
     "rig_channel": Var("channel", False, "",
                        "the power suite's rig channel: virtio:PORT or tcp:HOST:PORT "
                        "(default: the device type's; beaglebone-black has none)"),
+    "rig_secret_token": Var("token", False, "",
+                            "a tcp: rig channel's shared secret: the name of the "
+                            "submitter's LAVA remote artifact token that holds it (the job "
+                            "names the token, never the secret; LAVA gives the target its "
+                            "value as SBRIG_RIG_SECRET)"),
 }
 
 
@@ -124,6 +129,9 @@ def check_variable(name: str, value):
         value = str(value).rstrip("/")
     elif var.kind == "lava-name":
         check_lava_name(where, value)
+    elif var.kind == "token":
+        if value:
+            check_lava_name(where, value)
     elif var.kind == "int":
         try:
             value = int(value)
@@ -292,6 +300,7 @@ def render_template(template: Path, context: dict) -> str:
 def render_job(device_type: str, *, commit: str, artifacts: str,
                suites: list[str] | None = None, baseline: str = "",
                scenario: str = "keypad-wake", runs: int = 5, rig_channel: str = "",
+               rig_secret_token: str = "",
                template: Path | None = None, extra: dict | None = None,
                check_urls: bool = True) -> tuple[str, dict]:
     """Render, parse and check a job; return (YAML text, parsed job).
@@ -299,7 +308,7 @@ def render_job(device_type: str, *, commit: str, artifacts: str,
     values = {"commit": commit, "artifacts": artifacts,
               "suites": list(suites or VARIABLES["suites"].default),
               "baseline": baseline, "scenario": scenario, "runs": runs,
-              "rig_channel": rig_channel}
+              "rig_channel": rig_channel, "rig_secret_token": rig_secret_token}
     for name, value in values.items():
         if value is None and VARIABLES[name].required:
             raise RenderError(f"--{name}: missing ({VARIABLES[name].help})")
@@ -314,6 +323,11 @@ def render_job(device_type: str, *, commit: str, artifacts: str,
     if "power" in values["suites"] and not power.get("RIG", "virtio:org.sbrig.rig"):
         raise RenderError(f"--rig-channel: a {device_type} power job needs the rig "
                           f"channel, tcp:HOST:PORT of the rig host's request server")
+    if ("power" in values["suites"] and power.get("RIG", "").startswith("tcp:")
+            and not values["rig_secret_token"]):
+        raise RenderError(f"--rig-secret-token: a power job on the rig channel {power['RIG']} "
+                          f"needs the name of the LAVA token that holds the channel's "
+                          f"shared secret (lava-jobs/README.md)")
     params = {"power": dict(power, SCENARIO=values["scenario"], RUNS=values["runs"],
                             COMMIT=values["commit"], BASELINE=values["baseline"])}
     if check_urls:
@@ -392,6 +406,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scenario", default="keypad-wake", help=VARIABLES["scenario"].help)
     ap.add_argument("--runs", default=5, help=VARIABLES["runs"].help)
     ap.add_argument("--rig-channel", default="", help=VARIABLES["rig_channel"].help)
+    ap.add_argument("--rig-secret-token", default="", help=VARIABLES["rig_secret_token"].help)
     ap.add_argument("--template", type=Path, help="render this template instead")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                     help="another template variable (a string)")
@@ -410,7 +425,9 @@ def main(argv: list[str] | None = None) -> int:
         text, _ = render_job(args.device_type, commit=args.commit, artifacts=args.artifacts,
                              suites=args.suites, baseline=args.baseline,
                              scenario=args.scenario, runs=args.runs,
-                             rig_channel=args.rig_channel, template=args.template, extra=extra,
+                             rig_channel=args.rig_channel,
+                             rig_secret_token=args.rig_secret_token,
+                             template=args.template, extra=extra,
                              check_urls=not args.no_url_check)
     except RenderError as e:
         print(f"render.py: {e}", file=sys.stderr)

@@ -6,8 +6,9 @@ attached to the QEMU that LAVA boots (``attach``) or on a board's rig
 
     rig_host.py attach --dir DIR --target-port P --power-port Q
                        [--scenarios DIR] [--sbrig-bin DIR] [--history DB]
-    rig_host.py attach-board --dir DIR --rig-conf FILE [--listen HOST:PORT]
-                       [--key KEY] [--scenarios DIR] [--sbrig-bin DIR] [--history DB]
+    rig_host.py attach-board --dir DIR --rig-conf FILE --listen HOST:PORT
+                       --secret-file FILE [--read-timeout S] [--key KEY]
+                       [--scenarios DIR] [--sbrig-bin DIR] [--history DB]
     rig_host.py detach --dir DIR
 
 A LAVA qemu job boots QEMU itself, so the virtual rig cannot boot its own
@@ -59,11 +60,23 @@ The rig channel (one request per job; lines of text):
 
 ``attach-board`` is the same request server for a board (a BeagleBone
 with rig/beaglebone.conf's GPIO keys, INA226 and UART): the rig channel is
-a TCP port the target connects to over the lab's network, the scenarios
-wait for the target to sleep themselves (``wait asleep``), and the key is
-held down through sbrigd (a ``press KEY`` request) while the target takes the
-answer. Only one sbrigd may own the rig's lines: the rig host starts its
-own for each request (with SBRIG_GIT_SHA), so no other may run then.
+a TCP port on the lab address --listen names (there is no default), the
+scenarios wait for the target to sleep themselves (``wait asleep``), and
+the key is held down through sbrigd (a ``press KEY`` request) while the
+target takes the answer. As it presses the board's keys and files runs in
+the history, the TCP channel wants the shared secret of --secret-file
+(mode 0600, the rig host's user's) first:
+
+    target: auth SECRET              compared in constant time; else
+    rig:    error auth: wrong secret, then end, and the connection closes
+
+Each connection has its own thread (MAX_CLIENTS at once, more are
+answered ``error busy: ...``), and a target silent for --read-timeout
+seconds before its request is dropped (``error silent for S s: dropped``).
+Only one sbrigd may own the rig's lines: the rig host starts its own for
+each request (with SBRIG_GIT_SHA), so one request runs at a time; a
+second is answered ``error busy: ...`` and ``end``. A board's rig host
+does not load the virtual rig's modules (no QEMU there).
 
 Runs are kept in DIR/runs/SCENARIO/COMMIT/STAMP-N/{capture,report}/ and a
 comparison in DIR/runs/SCENARIO/COMMIT/STAMP-compare/; DIR/session.json
@@ -76,12 +89,14 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import hmac
 import importlib.util
 import json
 import os
 import re
 import signal
 import socket
+import stat
 import struct
 import subprocess
 import sys
@@ -94,21 +109,38 @@ REPO = HERE.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from tests.vm.qmp import QmpClient  # noqa: E402
+# The virtual rig's modules (rig/virtual/vrig.py and its ina226_iiod,
+# tests/vm/qmp.py) are loaded by `attach` only (_load_virtual): a board's
+# rig host (`attach-board`) has no QEMU and need not have them.
+vrig = None
+ina226_iiod = None
+QmpClient = None
 
-_VRIG = REPO / "rig" / "virtual" / "vrig.py"
-_spec = importlib.util.spec_from_file_location("vrig", _VRIG)
-vrig = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(vrig)
-ina226_iiod = vrig.ina226_iiod
+
+def _load_virtual() -> None:
+    global vrig, ina226_iiod, QmpClient
+    if vrig is not None:
+        return
+    from tests.vm.qmp import QmpClient as qmp_client
+    path = REPO / "rig" / "virtual" / "vrig.py"
+    spec = importlib.util.spec_from_file_location("vrig", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    vrig, ina226_iiod, QmpClient = mod, mod.ina226_iiod, qmp_client
+
 
 DEFAULT_SCENARIOS = REPO / "rig" / "scenarios"
 DEFAULT_BIN = REPO / "build" / "host" / "release"
-KEY_POWER = vrig.KEY_POWER
 NAME = re.compile(r"^[A-Za-z0-9_.-]{1,31}$")
 SHA = re.compile(r"^[0-9a-f]{7,40}$")
 LAVA_LINE = re.compile(r"^lava-test-case [A-Za-z0-9_.-]{1,100} --result (pass|fail|skip)"
                        r"( --measurement -?[0-9]+(\.[0-9]+)? --units [A-Za-z0-9_%/.-]+)?$")
+
+SECRET_MIN, SECRET_MAX = 16, 256
+SECRET = re.compile(rb"[A-Za-z0-9+/=_.-]{%d,%d}" % (SECRET_MIN, SECRET_MAX))
+MAX_CLIENTS = 4            # a board's rig channel: connections at once
+MAX_LINE = 512             # bytes of one line of the rig channel
+READ_TIMEOUT_S = 30        # default --read-timeout of a board's rig channel
 
 ATTACH_TIMEOUT_S = 30      # QEMU's sockets must be there: it booted
 LINK_TIMEOUT_S = 60        # sbrigd hears the agent
@@ -186,6 +218,7 @@ class VirtualRig:
     rig channel is QEMU's org.sbrig.rig port."""
 
     def __init__(self, d: Path, target_port: int, power_port: int) -> None:
+        _load_virtual()
         self.dir = d
         self.target_port = target_port
         self.power_port = power_port
@@ -223,9 +256,13 @@ class VirtualRig:
         vrig.write_rig_conf(self.conf, self.power_port, self.target_port,
                             str(self.keys_path), charger=False)
 
+    #: QEMU's port is the guest's alone: no secret, no read timeout (the
+    #: guest asks when its test shell gets there)
+    secret = None
+
     def channels(self):
         """The rig channel: QEMU's port, once."""
-        yield connect_unix(self.dir / "rig.sock", ATTACH_TIMEOUT_S)
+        yield connect_unix(self.dir / "rig.sock", ATTACH_TIMEOUT_S), "org.sbrig.rig"
 
     def describe(self) -> list[str]:
         return [f"virtual rig attached to QEMU pid {self.vm.pid}",
@@ -243,7 +280,7 @@ class VirtualRig:
 
     def hold_key(self, host: "RigHost", down: bool) -> None:
         """The key's interrupt: a key down wakes S3 first (vrig)."""
-        self.keys.key(KEY_POWER, down)
+        self.keys.key(vrig.KEY_POWER, down)
 
     def _thread(self, fn, name, *args, **kwargs) -> None:
         t = threading.Thread(target=fn, args=args, kwargs=kwargs,
@@ -270,17 +307,57 @@ class VirtualRig:
             self.truth.close()
 
 
+class ChannelRefused(RuntimeError):
+    """A rig channel connection refused; the message is its error line."""
+
+
+def read_secret(path: Path) -> bytes:
+    """The rig channel's shared secret from @path: a regular file of the
+    user running the rig host, readable by nobody else, holding one line
+    of 16..256 characters of A-Z a-z 0-9 + / = _ . -."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as e:
+        raise RigError(f"--secret-file {path}: {e.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise RigError(f"--secret-file {path}: not a regular file")
+        if st.st_uid != os.geteuid():
+            raise RigError(f"--secret-file {path}: owned by uid {st.st_uid}, not by "
+                           f"the rig host's user (uid {os.geteuid()})")
+        if st.st_mode & 0o077:
+            raise RigError(f"--secret-file {path}: mode {stat.S_IMODE(st.st_mode):04o}: "
+                           f"others may read it (chmod 600)")
+        data = os.read(fd, SECRET_MAX + 2)
+    finally:
+        os.close(fd)
+    secret = data[:-1] if data.endswith(b"\n") else data
+    if not SECRET.fullmatch(secret):
+        raise RigError(f"--secret-file {path}: want one line of {SECRET_MIN}..{SECRET_MAX} "
+                       f"characters A-Z a-z 0-9 + / = _ . - (e.g. head -c 32 /dev/urandom "
+                       f"| sha256sum | cut -d' ' -f1)")
+    return secret
+
+
 class BoardRig:
     """A board's rig (``attach-board``): its own rig config (GPIO keys,
     INA226, the agent's UART; rig/beaglebone.conf), the rig channel a TCP
-    port the target connects to over the lab's network. The scenarios wait
-    for the target to sleep themselves (``wait asleep``); the key is held
-    down through sbrigd."""
+    port on the lab's network that targets connect to. Each connection is
+    served by its own thread (at most MAX_CLIENTS at once; more are told
+    "busy"): it must name the shared secret first (``auth SECRET``) and
+    send each line within the read timeout. The scenarios wait for the
+    target to sleep themselves (``wait asleep``); the key is held down
+    through sbrigd."""
 
-    def __init__(self, conf: Path, listen: tuple[str, int], key: str) -> None:
+    def __init__(self, conf: Path, listen: tuple[str, int], key: str,
+                 secret_file: Path, read_timeout: float) -> None:
         self.conf = conf
         self.listen = listen
         self.key = key
+        self.secret_file = secret_file
+        self.secret: bytes | None = None
+        self.read_timeout = read_timeout
         self.listener: socket.socket | None = None
         self.press: socket.socket | None = None
         self.stop_event = threading.Event()
@@ -288,11 +365,15 @@ class BoardRig:
     def attach(self) -> None:
         if not self.conf.is_file():
             raise RigError(f"--rig-conf {self.conf}: no such file")
-        self.listener = socket.create_server(self.listen, reuse_port=False)
+        self.secret = read_secret(self.secret_file)
+        try:
+            self.listener = socket.create_server(self.listen, reuse_port=False)
+        except OSError as e:
+            raise RigError(f"--listen {self.listen[0]}:{self.listen[1]}: {e.strerror}") from None
         self.listener.settimeout(0.5)
 
     def channels(self):
-        """Each connection of a target, in turn."""
+        """Each connection of a target, with its peer's address."""
         while not self.stop_event.is_set():
             try:
                 conn, peer = self.listener.accept()
@@ -300,14 +381,23 @@ class BoardRig:
                 continue
             except OSError:
                 return
-            conn.settimeout(None)
-            log(f"rig channel: a target connected from {peer[0]}")
-            yield conn
+            conn.settimeout(self.read_timeout)
+            yield conn, f"{peer[0]}:{peer[1]}"
+
+    def authenticate(self, line: str) -> None:
+        """The first line of a connection: ``auth SECRET``, compared in
+        constant time."""
+        words = line.split(" ")
+        if len(words) != 2 or words[0] != "auth":
+            raise ChannelRefused("error auth: the rig channel wants 'auth SECRET' first")
+        if not hmac.compare_digest(words[1].encode(errors="replace"), self.secret):
+            raise ChannelRefused("error auth: wrong secret")
 
     def describe(self) -> list[str]:
         host, port = self.listener.getsockname()[:2]
         return [f"board rig of {self.conf}",
-                f"  rig channel  tcp:{host}:{port}",
+                f"  rig channel  tcp:{host}:{port} (secret {self.secret_file}, "
+                f"read timeout {self.read_timeout:g} s, {MAX_CLIENTS} connections)",
                 f"  key          {self.key} (held down while the target takes the answer)"]
 
     def alive(self) -> bool:
@@ -353,7 +443,14 @@ class RigHost:
         self.history = history
         self.sbrigd_sock = d / "sbrigd.sock"
         self.stop_event = threading.Event()
+        # the connection whose request runs (one at a time: one sbrigd
+        # owns the rig's lines), and its peer; run_lock is held meanwhile
+        self.run_lock = threading.Lock()
         self.channel: socket.socket | None = None
+        self.channel_peer = ""
+        # every open connection of the rig channel, shut down by stop()
+        self.conns_lock = threading.Lock()
+        self.conns: set[socket.socket] = set()
         self.sbrigd: subprocess.Popen | None = None
         self.thread: threading.Thread | None = None
 
@@ -383,9 +480,11 @@ class RigHost:
     def stop(self) -> None:
         self.stop_event.set()
         self._stop_sbrigd()
-        if self.channel:
+        with self.conns_lock:
+            conns = list(self.conns)
+        for conn in conns:
             try:
-                self.channel.shutdown(socket.SHUT_RDWR)
+                conn.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
         self.rig.stop()
@@ -451,34 +550,98 @@ class RigHost:
 
     # --- the rig channel ---------------------------------------------------
     def _serve(self) -> None:
+        """Each connection of the rig's channels(): the virtual rig's one
+        port served here; a board's TCP connections each in its own
+        thread, at most MAX_CLIENTS at once (more are told "busy")."""
+        slots = threading.BoundedSemaphore(MAX_CLIENTS)
         try:
-            for conn in self.rig.channels():
-                self.channel = conn
-                self._serve_channel(conn)
-                conn.close()
+            for conn, peer in self.rig.channels():
+                if self.rig.secret is None:
+                    self._serve_channel(conn, peer)
+                elif not slots.acquire(blocking=False):
+                    log(f"rig channel {peer}: busy: {MAX_CLIENTS} connections open")
+                    self._refuse(conn, f"error busy: the rig host serves {MAX_CLIENTS} "
+                                       f"connections already; try again later")
+                else:
+                    threading.Thread(target=self._serve_channel, args=(conn, peer, slots),
+                                     name=f"rig-host-{peer}", daemon=True).start()
                 if self.stop_event.is_set():
                     return
         except Exception as e:  # noqa: BLE001 - the session must end, not hang
             log(f"channel: {type(e).__name__}: {e}")
 
-    def _serve_channel(self, conn: socket.socket) -> None:
-        f = conn.makefile("rb", buffering=0)
+
+    @staticmethod
+    def _refuse(conn: socket.socket, line: str) -> None:
         try:
-            while True:
-                raw = f.readline()
+            conn.sendall(f"{line}\nend\n".encode())
+        except OSError:
+            pass
+        conn.close()
+
+    def _serve_channel(self, conn: socket.socket, peer: str,
+                       slot: threading.BoundedSemaphore | None = None) -> None:
+        """The requests of one connection, until it closes; a rig with a
+        secret first wants ``auth SECRET``, and every line within its
+        read timeout (the socket's). @slot, if any, is released before the
+        connection closes (its peer sees the end after the slot is free)."""
+        with self.conns_lock:
+            self.conns.add(conn)
+        f = conn.makefile("rb", buffering=0)
+        authed = self.rig.secret is None
+        if not authed:
+            log(f"rig channel {peer}: connected")
+        try:
+            while not self.stop_event.is_set():
+                raw = f.readline(MAX_LINE + 1)
                 if not raw:
                     return
+                if len(raw) > MAX_LINE:
+                    raise ChannelRefused(f"error a line longer than {MAX_LINE} bytes")
                 line = raw.decode(errors="replace").strip()
+                if not authed:
+                    self.rig.authenticate(line)     # never logged: the secret
+                    authed = True
+                    log(f"rig channel {peer}: authenticated")
+                    continue
                 if not line or line == "ack":
                     continue
-                log(f"target: {line}")
+                log(f"target {peer}: {ascii(line)[1:-1]}")
                 words = line.split()
                 if words[0] != "run":
-                    self._send(f"error unknown request {words[0]!r}", "end")
+                    self._reply(conn, f"error unknown request {ascii(words[0])}", "end")
                     continue
-                self._run(words[1:])
+                if not self.run_lock.acquire(blocking=False):
+                    raise ChannelRefused(f"error busy: the rig is running the request of "
+                                         f"{self.channel_peer}; try again later")
+                try:
+                    self.channel, self.channel_peer = conn, peer
+                    self._run(words[1:])
+                finally:
+                    self.channel = None
+                    self.run_lock.release()
+        except ChannelRefused as e:
+            log(f"rig channel {peer}: refused: {e}")
+            self._reply(conn, str(e), "end")
+        except socket.timeout:
+            log(f"rig channel {peer}: silent for {conn.gettimeout():g} s: dropped")
+            self._reply(conn, f"error silent for {conn.gettimeout():g} s: dropped", "end")
         except OSError as e:
-            log(f"channel: {e}")
+            log(f"rig channel {peer}: {e}")
+        finally:
+            with self.conns_lock:
+                self.conns.discard(conn)
+            f.close()
+            if slot:
+                slot.release()
+            conn.close()
+
+    @staticmethod
+    def _reply(conn: socket.socket, *lines: str) -> None:
+        try:
+            conn.sendall("".join(f"{ln}\n" for ln in lines).encode())
+        except OSError:
+            pass
 
     def _send(self, *lines: str) -> None:
         self.channel.sendall("".join(f"{ln}\n" for ln in lines).encode())
@@ -503,11 +666,13 @@ class RigHost:
     def _run(self, args: list[str]) -> None:
         lines: list[str] = []
         session: dict = {"request": args, "runs": [], "compare": None}
+        ready = False
         try:
             scn, runs, commit, base = self._check_request(args)
             session.update(scenario=scn.stem, commit=commit, baseline=base)
             self._start_sbrigd(commit)
             self._send("ready")
+            ready = True
             stamp = datetime.datetime.utcnow().strftime("%Y%m%dT%H%M%SZ")
             store = self.dir / "runs" / scn.stem / commit
             reports = []
@@ -554,7 +719,9 @@ class RigHost:
         tmp.write_text(json.dumps(session, indent=2) + "\n")
         os.replace(tmp, self.dir / "session.json")
         try:
-            self._answer(lines)         # a board's key goes through sbrigd
+            # a board's key goes through sbrigd; a target that got no
+            # "ready" did not go to sleep: no key
+            self._answer(lines, hold_key=ready)
         finally:
             self._stop_sbrigd()
 
@@ -575,9 +742,13 @@ class RigHost:
             out.append(ln)
         return out
 
-    def _answer(self, lines: list[str]) -> None:
+    def _answer(self, lines: list[str], hold_key: bool) -> None:
         """Wake the target and keep it up with its key held down while it
-        takes the lines."""
+        takes the lines (@hold_key: it was told "ready", so it sleeps)."""
+        if not hold_key:
+            self._send(*lines, "end")
+            return
+        timeout = self.channel.gettimeout()
         self.rig.hold_key(self, True)
         try:
             self._send(*lines, "end")
@@ -593,7 +764,7 @@ class RigHost:
         except (OSError, RigError) as e:
             log(f"no ack: {e}")
         finally:
-            self.channel.settimeout(None)
+            self.channel.settimeout(timeout)
             self.rig.hold_key(self, False)
 
 
@@ -615,7 +786,8 @@ def _daemon(args, ready_w: int) -> None:
     if args.cmd == "attach":
         target = VirtualRig(d, args.target_port, args.power_port)
     else:
-        target = BoardRig(args.rig_conf, args.listen, args.key)
+        target = BoardRig(args.rig_conf, args.listen, args.key, args.secret_file,
+                          args.read_timeout)
     rig = RigHost(d, target, scenarios=args.scenarios, bindir=args.sbrig_bin,
                   history=args.history)
     signal.signal(signal.SIGTERM, lambda *_: rig.stop_event.set())
@@ -699,7 +871,21 @@ def _listen(text: str) -> tuple[str, int]:
     host, sep, port = text.rpartition(":")
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise argparse.ArgumentTypeError(f"{text!r}: want HOST:PORT")
-    return host or "0.0.0.0", int(port)
+    if not host:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: name the address of the lab network the targets reach "
+            f"(e.g. 192.0.2.10:30432), not every interface")
+    return host.strip("[]"), int(port)
+
+
+def _seconds(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        v = 0
+    if not 0.1 <= v <= 3600:
+        raise argparse.ArgumentTypeError(f"{text!r}: want seconds, 0.1..3600")
+    return v
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -711,8 +897,15 @@ def main(argv: list[str] | None = None) -> int:
     b = sub.add_parser("attach-board", help="serve a board's rig channel on TCP")
     b.add_argument("--rig-conf", type=Path, required=True,
                    help="the rig's config (e.g. rig/beaglebone.conf; sbrig.conf(5))")
-    b.add_argument("--listen", type=_listen, default=("0.0.0.0", 30432),
-                   help="HOST:PORT of the rig channel (default 0.0.0.0:30432)")
+    b.add_argument("--listen", type=_listen, required=True,
+                   help="HOST:PORT of the rig channel: the rig host's address on the "
+                        "lab network (no default: never every interface by accident)")
+    b.add_argument("--secret-file", type=Path, required=True,
+                   help="the rig channel's shared secret: a file of the rig host's user, "
+                        "mode 0600, one line; a target sends 'auth SECRET' first")
+    b.add_argument("--read-timeout", type=_seconds, default=READ_TIMEOUT_S,
+                   help="seconds a target may stay silent before its request "
+                        f"(default {READ_TIMEOUT_S}); a silent connection is dropped")
     b.add_argument("--key", default="power",
                    help="the rig's key that wakes the target (default power)")
     for x in (a, b):
@@ -734,6 +927,7 @@ def main(argv: list[str] | None = None) -> int:
         args.history = args.history.resolve() if args.history else None
         if args.cmd == "attach-board":
             args.rig_conf = args.rig_conf.resolve()
+            args.secret_file = args.secret_file.absolute()
         return attach(args)
     return detach(args)
 

@@ -19,8 +19,14 @@ real lava-run (lava-dispatcher from Debian), with no lab.
   the device dictionary's user command): the first files its runs under
   a base commit, the second compares with them; every figure LAVA
   recorded is the one of the report.json (or compare.json) the rig wrote;
+* a board's rig host (rig_host.py attach-board) from a copy of the
+  script alone (no QEMU or virtual rig modules): its TCP rig channel
+  wants the shared secret of a file nobody else may read, serves a
+  second client while a first stays silent, tells a fifth it is busy and
+  drops the silent one after the read timeout;
 * the renderer's bad input: a template variable nobody sets, an artifact
-  URL that does not resolve, a LAVA name with a space.
+  URL that does not resolve, a LAVA name with a space, a tcp: power job
+  without the secret's token.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -172,7 +179,8 @@ def functional_checks() -> list[str]:
 def test_every_job_passes_lavas_schema(device_type, suites, amd64, armhf):
     from lava_common.schemas import validate
     art = amd64 if device_type == "qemu" else armhf
-    kw = {"rig_channel": "tcp:sbrig-rig:30432"} if device_type != "qemu" else {}
+    kw = ({"rig_channel": "tcp:sbrig-rig:30432", "rig_secret_token": "sbrig-rig-01"}
+          if device_type != "qemu" else {})
     job = render_job(device_type, url(art), suites, baseline=BASE, **kw)
     validate(job, strict=True, extra_context_variables=[])
     names = [d["name"] for a in job["actions"] if "test" in a
@@ -195,6 +203,11 @@ def test_every_job_passes_lavas_schema(device_type, suites, amd64, armhf):
         assert power["COMMIT"] == NEW and power["BASELINE"] == BASE
         assert power["RIG"] == ("virtio:org.sbrig.rig" if device_type == "qemu"
                                 else "tcp:sbrig-rig:30432")
+    # a tcp: rig channel's secret: the job names LAVA's token, the target
+    # gets its value as SBRIG_RIG_SECRET; a virtio channel has none
+    want = ({"SBRIG_RIG_SECRET": "sbrig-rig-01"}
+            if "power" in suites and device_type != "qemu" else None)
+    assert job.get("secrets") == want
 
 
 def test_test_definitions_pass_lavas_testdef_schema():
@@ -243,6 +256,10 @@ def test_device_dictionaries_render_from_lava_servers_templates(device_types, am
         assert opt in attach[1:attach.index("sbrig@bbb-rig-01")], attach
     conf = attach[attach.index("--rig-conf") + 1]
     assert conf != "/etc/sbrig/rig.conf", conf
+    # the rig channel on the lab address, with a secret
+    host = attach[attach.index("--listen") + 1].rpartition(":")[0]
+    assert host not in ("", "0.0.0.0", "::", "[::]"), attach
+    assert attach[attach.index("--secret-file") + 1].startswith("/etc/sbrig/"), attach
 
 
 def test_beaglebone_jobs_pass_the_dispatchers_pipeline_validation(armhf, http_artifacts):
@@ -251,7 +268,8 @@ def test_beaglebone_jobs_pass_the_dispatchers_pipeline_validation(armhf, http_ar
     dictionary = LAVA_JOBS / "devices" / "beaglebone-black-sbrig.jinja2"
     for suites in SUITES:
         job = render_job("beaglebone-black", f"{http_artifacts}/armhf", suites,
-                         rig_channel="tcp:192.0.2.7:30432", baseline=BASE)
+                         rig_channel="tcp:192.0.2.7:30432", rig_secret_token="bbb-01",
+                         baseline=BASE)
         name = "validate-bbb-" + "-".join(suites)
         out = WORK / name
         shutil.rmtree(out, ignore_errors=True)
@@ -277,7 +295,7 @@ def test_beaglebone_jobs_pass_the_dispatchers_pipeline_validation(armhf, http_ar
                      "{% set connection_command = 'telnet ser2net-host 7001' %}\n"
                      "{% set hard_reset_command = 'pduclient --command reboot' %}\n")
     job = render_job("beaglebone-black", f"{http_artifacts}/armhf", ["power"],
-                     rig_channel="tcp:192.0.2.7:30432")
+                     rig_channel="tcp:192.0.2.7:30432", rig_secret_token="bbb-01")
     (WORK / "bbb-power.yaml").write_text(yaml.safe_dump(job, sort_keys=False))
     p = subprocess.run([sys.executable, str(LAVA_JOBS / "local.py"), "validate",
                         str(WORK / "bbb-power.yaml"), "--device", str(plain),
@@ -453,11 +471,16 @@ def test_a_boards_rig_host_serves_the_rig_channel_on_tcp():
 
     d = WORK / "rig-board"
     shutil.rmtree(d, ignore_errors=True)
+    d.mkdir(parents=True)
+    secret = hashlib.sha256(b"the lab's rig channel").hexdigest()
+    (d / "secret").write_text(secret + "\n")
+    (d / "secret").chmod(0o600)
     port = local_free_port()
     with VirtualRig(d / "vrig", name="lava-board") as vr:
         p = subprocess.run([sys.executable, str(LAVA_JOBS / "rig_host.py"), "attach-board",
                             "--dir", str(d / "host"), "--rig-conf", str(vr.conf),
-                            "--listen", f"127.0.0.1:{port}", "--scenarios", str(SCENARIOS),
+                            "--listen", f"127.0.0.1:{port}", "--secret-file", str(d / "secret"),
+                            "--scenarios", str(SCENARIOS),
                             "--sbrig-bin", str(BIN)], capture_output=True, text=True,
                            timeout=60)
         assert p.returncode == 0, p.stderr
@@ -466,7 +489,7 @@ def test_a_boards_rig_host_serves_the_rig_channel_on_tcp():
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
                 f = s.makefile("rb")
-                s.sendall(f"run lava-press 1 {NEW} -\n".encode())
+                s.sendall(f"auth {secret}\nrun lava-press 1 {NEW} -\n".encode())
                 assert f.readline() == b"ready\n"
                 # the target's part: suspend opportunistically (in the
                 # background: the shell may be frozen before it answers)
@@ -495,6 +518,102 @@ def test_a_boards_rig_host_serves_the_rig_channel_on_tcp():
                      "lava-test-case compare_verdict --result skip", "lava-test-set stop"]
     log = (d / "host" / "rig-host.log").read_text()
     assert "the target took the answer" in log and "sbrigd: ok pressed_ns=" in log
+
+
+def read_to_end(s: socket.socket) -> bytes:
+    buf = b""
+    while data := s.recv(4096):
+        buf += data
+    return buf
+
+
+def test_a_boards_rig_channel_wants_the_secret_and_drops_the_silent(tmp_path):
+    """attach-board's TCP rig channel (it presses a board's keys and files
+    runs), run from a copy of rig_host.py alone: a board's rig host has no
+    QEMU, so neither rig/virtual/ nor tests/vm/ are there. A secret file
+    others may read is refused; with the right one: a wrong secret is
+    refused, a second client is served while a first stays silent, a
+    fifth connection at once is told busy, and the silent one is dropped
+    after the read timeout."""
+    subprocess.run(["make", "-C", str(REPO / "host"), "-j2", f"O={BIN.parent}"],
+                   check=True, capture_output=True)
+    tree = tmp_path / "board-host"
+    (tree / "lava-jobs").mkdir(parents=True)
+    shutil.copy2(LAVA_JOBS / "rig_host.py", tree / "lava-jobs")
+    conf = tmp_path / "lava-rig.conf"
+    conf.write_text("[rig]\nname = board\n")
+    secret = "0123456789abcdef" * 4
+    secret_file = tmp_path / "lava-rig.secret"
+    secret_file.write_text(secret + "\n")
+    secret_file.chmod(0o644)
+    d = tmp_path / "host"
+    port = local_free_port()
+    timeout_s = 3
+    argv = [sys.executable, str(tree / "lava-jobs" / "rig_host.py"), "attach-board",
+            "--dir", str(d), "--rig-conf", str(conf), "--listen", f"127.0.0.1:{port}",
+            "--secret-file", str(secret_file), "--read-timeout", str(timeout_s),
+            "--scenarios", str(SCENARIOS), "--sbrig-bin", str(BIN)]
+
+    # every interface is no default, and an explicit host is wanted
+    p = subprocess.run([*argv[:8], ":30432", *argv[9:]], capture_output=True, text=True,
+                       cwd=tmp_path, timeout=30)
+    assert p.returncode == 2 and "--listen: ':30432': name the address" in p.stderr, p.stderr
+    # a secret others may read is refused, naming the file and its mode
+    p = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert p.returncode == 1, p.stdout
+    assert f"--secret-file {secret_file}: mode 0644: others may read it" in p.stderr, p.stderr
+
+    secret_file.chmod(0o600)
+    p = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert f"rig channel  tcp:127.0.0.1:{port}" in p.stdout
+    conns = []
+    try:
+        def connect() -> socket.socket:
+            s = socket.create_connection(("127.0.0.1", port), timeout=30)
+            conns.append(s)
+            return s
+
+        silent = connect()
+        t0 = time.monotonic()
+        wrong = connect()
+        wrong.sendall(b"auth " + secret.replace("0", "1").encode() + b"\n")
+        assert read_to_end(wrong) == b"error auth: wrong secret\nend\n"
+        noauth = connect()
+        noauth.sendall(f"run lava-press 1 {NEW} -\n".encode())
+        assert read_to_end(noauth) == \
+            b"error auth: the rig channel wants 'auth SECRET' first\nend\n"
+        # the second client is served while the first stays silent (a
+        # request the rig can answer without a target: a scenario it lacks)
+        good = connect()
+        good.sendall(f"auth {secret}\nrun no-such-scenario 1 {NEW} -\n".encode())
+        f = good.makefile("rb")
+        assert f.readline().startswith(b"error run: no scenario 'no-such-scenario'")
+        assert f.readline() == b"end\n"
+        good.shutdown(socket.SHUT_WR)
+        assert f.read() == b""
+        # four connections at once (the silent one and three more): the
+        # fifth is told busy
+        others = [connect() for _ in range(3)]
+        fifth = connect()
+        assert read_to_end(fifth).startswith(b"error busy: the rig host serves 4 connections")
+        # the silent one is dropped after the read timeout
+        assert read_to_end(silent) == f"error silent for {timeout_s} s: dropped\nend\n".encode()
+        elapsed = time.monotonic() - t0
+        print(f"the silent client was dropped after {elapsed:.2f} s")
+        assert timeout_s - 0.5 <= elapsed <= timeout_s + 5, elapsed
+        for o in others:
+            assert read_to_end(o).startswith(b"error silent")
+    finally:
+        for s in conns:
+            s.close()
+        subprocess.run([sys.executable, str(tree / "lava-jobs" / "rig_host.py"), "detach",
+                        "--dir", str(d)], check=True, timeout=60)
+    log = (d / "rig-host.log").read_text()
+    assert "refused: error auth: wrong secret" in log and "dropped" in log, log
+    assert secret not in log
+    # the board's rig host never needed the virtual rig's modules
+    assert not (tree / "rig").exists() and not (tree / "tests").exists()
 
 
 def local_free_port() -> int:
@@ -565,6 +684,13 @@ def test_a_lava_name_with_a_space_is_refused(amd64, tmp_path):
     with pytest.raises(render.RenderError, match="--rig-channel: a beaglebone-black power "
                        "job needs the rig channel"):
         render_job("beaglebone-black", url(amd64), ["power"])
+    # a tcp: rig channel presses a board's keys: its secret's token is wanted
+    with pytest.raises(render.RenderError, match="--rig-secret-token: a power job on the rig "
+                       "channel tcp:192.0.2.7:30432 needs the name of the LAVA token"):
+        render_job("beaglebone-black", url(amd64), ["power"], rig_channel="tcp:192.0.2.7:30432")
+    with pytest.raises(render.RenderError, match="--rig-secret-token 'my token': not a LAVA name"):
+        render_job("beaglebone-black", url(amd64), ["power"], rig_channel="tcp:192.0.2.7:30432",
+                   rig_secret_token="my token")
 
 
 def test_the_readme_shows_the_device_dictionaries_as_they_are():

@@ -140,6 +140,8 @@ def test_packages_build(debs):
               "/usr/lib/sysusers.d/sbrig.conf",
               "/usr/lib/tmpfiles.d/sbrig.conf",
               "/usr/share/bash-completion/completions/sbrig",
+              "/lib/udev/rules.d/60-sbrig.rules",
+              "/usr/libexec/sbrig/sbrig-iio-access",
               "/usr/share/doc/sbrig/examples/virtual.conf"):
         assert f in files, f"{f} not in sbrig: {sorted(files)}"
     # the module and DKMS belong to sbrig-dkms only
@@ -325,6 +327,84 @@ def test_sbrig_installs_and_its_daemon_answers(installed):
     assert VERSION in v, v
 
 
+def udev_rules(path: Path) -> list[dict[str, tuple[str, str]]]:
+    """The rules of a udev rules file: each a dict KEY -> (operator,
+    value), KEY with its {attribute} if it has one."""
+    rules = []
+    for line in path.read_text().splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        pairs = re.findall(r'([A-Z]+(?:\{[^}]*\})?)\s*(==|!=|\+=|:=|=)\s*"([^"]*)"', line)
+        assert pairs, f"{path}: {line!r}"
+        rules.append({k: (op, v) for k, op, v in pairs})
+    return rules
+
+
+#: an ina226 of Linux 6.1's ina2xx-adc in sysfs, as the kernel makes it
+#: (tests/fixtures/iio-ina226-sysfs.txt, listed in a guest): each file's
+#: path in the device's directory and its mode
+def ina226_sysfs_fixture() -> list[tuple[str, int]]:
+    out = []
+    for line in (REPO / "tests/fixtures/iio-ina226-sysfs.txt").read_text().splitlines():
+        if line and not line.startswith("#"):
+            mode, path = line.split()
+            out.append((path, int(mode, 8)))
+    return out
+
+
+#: what sbrigd (host/lib/power.c) and libiio write of such a device (and
+#: the sampling frequency, which other drivers set directly)
+WRITTEN = {"current_timestamp_clock", "in_oversampling_ratio", "in_sampling_frequency",
+           "in_voltage0_integration_time", "in_voltage1_integration_time",
+           "in_shunt_resistor", "buffer/enable", "buffer/length",
+           "buffer/watermark", "buffer0/enable", "buffer0/length",
+           "buffer0/watermark"}
+
+
+def test_udev_rules_give_the_sbrig_group_the_rigs_devices(installed, tmp_path):
+    """The packaged 60-sbrig.rules give the group the postinst made the
+    GPIO chips and IIO devices, and its RUN helper (run here as udev runs
+    it, on a copy of an ina226's sysfs directory with the kernel's modes)
+    gives that group exactly the attributes sbrigd and libiio write."""
+    i = installed
+    rules = udev_rules(i.root / "lib/udev/rules.d/60-sbrig.rules")
+    gpio = [r for r in rules if r.get("SUBSYSTEM") == ("==", "gpio")]
+    iio = [r for r in rules if r.get("SUBSYSTEM") == ("==", "iio")]
+    assert len(gpio) == 1 and len(iio) == 1, rules
+    assert gpio[0]["KERNEL"] == ("==", "gpiochip[0-9]*")
+    assert iio[0]["KERNEL"] == ("==", "iio:device[0-9]*")
+    for r in (gpio[0], iio[0]):
+        # every event but remove: a change event would reset the node
+        assert r["ACTION"] == ("!=", "remove")
+        assert r["GROUP"] == ("=", "sbrig") and r["MODE"] == ("=", "0660")
+    assert "sbrig" in i.groups          # the group the postinst made
+    argv = iio[0]["RUN"][1].split()
+    assert argv[0] == "/usr/libexec/sbrig/sbrig-iio-access" and argv[1:] == ["sbrig", "%S%p"]
+    helper = i.root / argv[0].lstrip("/")
+    assert os.access(helper, os.X_OK)
+
+    dev = tmp_path / "sys/devices/platform/i2c/i2c-0/0-0040/iio:device0"
+    files = ina226_sysfs_fixture()
+    for rel, mode in files:
+        (dev / rel).parent.mkdir(parents=True, exist_ok=True)
+        (dev / rel).write_text("0\n")
+        (dev / rel).chmod(mode)
+    gid = i.groups["sbrig"]
+    # %S%p is the device's directory; the group by number: this machine
+    # has no "sbrig" group, the throwaway root has
+    run([str(helper), str(gid), str(dev)])
+    for rel, mode in files:
+        st = (dev / rel).stat()
+        if rel in WRITTEN or rel.startswith(("scan_elements/", "buffer0/")) \
+                and rel.endswith("_en"):
+            assert (st.st_gid, stat.S_IMODE(st.st_mode)) == (gid, mode | 0o020), rel
+        else:
+            assert (st.st_gid, stat.S_IMODE(st.st_mode)) == (0, mode), rel
+    # the helper names a device directory it cannot use
+    p = run([str(helper), str(gid), str(tmp_path / "nonexistent")], check=False)
+    assert p.returncode == 2 and "DEVICE_DIR" in p.stderr
+
+
 def complete(sbrig: Path, words: list[str], env: dict,
              completion: Path) -> list[str]:
     """COMPREPLY of _sbrig for the command line sbrig WORDS... (the last
@@ -448,8 +528,13 @@ def test_make_install_destdir_prefix(tmp_path):
               "opt/sbrig/share/bash-completion/completions/sbrig",
               "lib/systemd/system/sbrigd.service",
               "usr/lib/sysusers.d/sbrig.conf",
-              "usr/lib/tmpfiles.d/sbrig.conf"):
+              "usr/lib/tmpfiles.d/sbrig.conf",
+              "lib/udev/rules.d/60-sbrig.rules",
+              "opt/sbrig/libexec/sbrig/sbrig-iio-access"):
         assert (dest / f).is_file(), f
+    # the udev rule's helper where PREFIX put it
+    rule = (dest / "lib/udev/rules.d/60-sbrig.rules").read_text()
+    assert 'RUN+="/opt/sbrig/libexec/sbrig/sbrig-iio-access sbrig %S%p"' in rule
     assert os.access(dest / "opt/sbrig/sbin/sbrigd", os.X_OK)
     unit = dest / "lib/systemd/system/sbrigd.service"
     assert unit_value(unit, "ExecStart") == \
