@@ -228,6 +228,28 @@ def test_capture_records_samples_and_events(rig):
     assert prov["rig_sha256"] == status_json(rig.sock)["rig"]["config_sha256"]
 
 
+def test_capture_says_how_the_sensor_clock_was_mapped(rig):
+    """An ip: sensor stamps samples with its host's clock: the capture's
+    meta.ini [sensor] says so with the mapping's uncertainty (the drift
+    needs 20 s of samples), and the report carries it next to the
+    target's clock."""
+    cap = rig.tmp / "sclock"
+    res = sbrig(rig.sock, "capture", "-d", "2s", "-o", str(cap))
+    assert res.returncode == 0, res.stderr
+    sec = meta_section(cap, "sensor")
+    assert sec["clock"] == "remote" and sec["clock_drift_known"] == "0", sec
+    assert 0 <= int(sec["clock_uncert_ns"]) < 1_000_000_000, sec
+    out = rig.tmp / "sclock-report"
+    res = subprocess.run([str(SBRIG), "analyze", str(cap), "-o", str(out)],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert "sensor_clock: remote, drift not known" in res.stdout, res.stdout
+    rep = json.loads((out / "report.json").read_text())
+    assert rep["capture"]["clock"]["sensor"] == {
+        "clock": "remote", "drift_ppb": None,
+        "uncert_ns": int(sec["clock_uncert_ns"])}
+
+
 def test_daemon_writes_capture_format_version2(rig):
     """sbrigd writes format version 2 by default: the samples are records
     in samples.bin (no samples.tsv), counted in meta.ini, and `sbrig export`

@@ -242,6 +242,17 @@ static jobj *capture(const struct sbrig_analysis *a)
 					     a->clk.marker_rows)));
 	put(ck, "marker_pairs_from", js(a->mk.edges ? "edges" :
 				       a->clk.marker_rows ? "clock" : "none"));
+	/* the sensor's clock, next to the target's (meta.ini [sensor]) */
+	if (!strcmp(m->sensor_clock, "local") ||
+	    !strcmp(m->sensor_clock, "remote")) {
+		jobj *sc = json_object_new_object();
+
+		put(sc, "clock", js(m->sensor_clock));
+		put(sc, "drift_ppb", m->sensor_drift_known ?
+		    ji(m->sensor_drift_ppb) : NULL);
+		put(sc, "uncert_ns", ji(m->sensor_uncert_ns));
+		put(ck, "sensor", sc);
+	}
 	put(c, "clock", ck);
 	return c;
 }

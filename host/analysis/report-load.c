@@ -42,9 +42,16 @@ const struct jfield an_je_num[] = { { "", J_NUM, 0, 0, NULL } };
 const struct jfield an_je_num_null[] = { { "", J_NUM, J_NULL, 0, NULL } };
 static const struct jfield e_span[] = { { "", J_ARR, 0, 2, an_je_int } };
 
+static const struct jfield f_sensor_clock[] = {
+	{ "clock", J_STR, 0, 0, NULL },
+	{ "drift_ppb", J_INT, J_NULL, 0, NULL },
+	{ "uncert_ns", J_INT, 0, 0, NULL },
+	{ NULL, 0, 0, 0, NULL },
+};
 static const struct jfield f_clock[] = {
 	{ "segments", J_INT, J_OPT, 0, NULL },
 	{ "max_uncert_ns", J_INT, J_OPT | J_NULL, 0, NULL },
+	{ "sensor", J_OBJ, J_OPT, 0, f_sensor_clock },
 	{ NULL, 0, 0, 0, NULL },
 };
 static const struct jfield e_target[] = { { "", J_MAP, 0, 0, an_je_str_null } };

@@ -60,6 +60,20 @@ static jobj *load(const char *path)
 	return r;
 }
 
+/* An ip: sensor's clock mapped to ours: how well (report-format.md). */
+static void sensor_clock(FILE *out, jobj *sc)
+{
+	if (!sc || strcmp(str(sc, "clock"), "remote"))
+		return;
+	fprintf(out, "sensor_clock: remote, ");
+	if (get(sc, "drift_ppb"))
+		fprintf(out, "drift %+.3f ppm", (double)i64(sc, "drift_ppb") / 1000);
+	else
+		fprintf(out, "drift not known (under 20 s of samples)");
+	fprintf(out, ", uncertainty %.3f ms\n",
+		(double)i64(sc, "uncert_ns") / 1e6);
+}
+
 int sbrig_report_render_text(const char *json_path, FILE *out)
 {
 	jobj *r = load(json_path), *c, *e, *bl, *f, *lat, *un;
@@ -73,6 +87,7 @@ int sbrig_report_render_text(const char *json_path, FILE *out)
 	fprintf(out, "capture: %s (%s, %.3f s, %" PRId64 " samples, %" PRId64
 		" gaps)\n", str(c, "path"), str(c, "status"), dur_s,
 		i64(c, "samples"), i64(c, "gaps"));
+	sensor_clock(out, get(get(c, "clock"), "sensor"));
 	f = get(r, "findings");
 	for (size_t i = 0; i < json_object_array_length(f); i++) {
 		jobj *x = json_object_array_get_idx(f, i);

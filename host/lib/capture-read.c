@@ -1064,7 +1064,8 @@ const char *sbrig_capread_file_name(const struct sbrig_capread *cr,
 
 /* ---- meta.ini ------------------------------------------------------------ */
 
-enum meta_sec { MS_CAPTURE, MS_PROVENANCE, MS_TARGET, MS_END, MS_OTHER };
+enum meta_sec { MS_CAPTURE, MS_PROVENANCE, MS_TARGET, MS_END, MS_SENSOR,
+		MS_OTHER };
 
 enum meta_type { M_STR, M_I64, M_U64, M_UINT, M_INT, M_ROWS };
 
@@ -1111,11 +1112,15 @@ static const struct meta_key meta_keys[] = {
 	RK("edges", SBRIG_CAPFILE_EDGES), RK("stimuli", SBRIG_CAPFILE_STIMULI),
 	RK("events", SBRIG_CAPFILE_EVENTS), RK("stats", SBRIG_CAPFILE_STATS),
 	RK("clock", SBRIG_CAPFILE_CLOCK),
+	MK(MS_SENSOR, "clock", M_STR, sensor_clock),
+	MK(MS_SENSOR, "clock_drift_known", M_INT, sensor_drift_known),
+	MK(MS_SENSOR, "clock_drift_ppb", M_I64, sensor_drift_ppb),
+	MK(MS_SENSOR, "clock_uncert_ns", M_I64, sensor_uncert_ns),
 };
 
 static const char *const meta_sections[] = {
 	[MS_CAPTURE] = "capture", [MS_PROVENANCE] = "provenance",
-	[MS_TARGET] = "target", [MS_END] = "end",
+	[MS_TARGET] = "target", [MS_END] = "end", [MS_SENSOR] = "sensor",
 };
 
 /**

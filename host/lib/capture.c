@@ -165,6 +165,7 @@ struct cap_syncer {
  * @ntargets: entries in @targets
  * @targets_dropped: new identities seen after @targets was full
  * @syncer: the fdatasync thread
+ * @sensor: the [sensor] section close writes ("" none)
  */
 struct sbrig_capture {
 	char dir[PATH_MAX];
@@ -180,6 +181,7 @@ struct sbrig_capture {
 	unsigned int ntargets;
 	uint64_t targets_dropped;
 	struct cap_syncer syncer;
+	char sensor[256];
 };
 
 /* ---- errors -------------------------------------------------------------- */
@@ -751,6 +753,22 @@ int sbrig_capture_set_target(struct sbrig_capture *cap, const char *boot_id,
 	return write_meta_later(cap);
 }
 
+int sbrig_capture_set_sensor_clock(struct sbrig_capture *cap, bool remote,
+				   bool drift_known, int64_t drift_ppb,
+				   int64_t uncert_ns)
+{
+	int ret = cap_check(cap);
+
+	if (ret)
+		return ret;
+	snprintf(cap->sensor, sizeof(cap->sensor),
+		 "\n[sensor]\nclock = %s\nclock_drift_known = %d\n"
+		 "clock_drift_ppb = %" PRId64 "\nclock_uncert_ns = %" PRId64 "\n",
+		 remote ? "remote" : "local", drift_known ? 1 : 0,
+		 drift_known ? drift_ppb : 0, uncert_ns);
+	return 0;
+}
+
 /*
  * Writes v in decimal at p (no NUL) and returns the end: the samples file
  * takes thousands of rows a second, and printf was most of its cost.
@@ -1100,6 +1118,7 @@ int sbrig_capture_close(struct sbrig_capture *cap, const char *status)
 	tail = malloc(size);
 	esc = malloc(4 * (strlen(status) + sizeof(cap->errmsg)) + 1);
 	if (tail && esc) {
+		off += snprintf(tail + off, size - off, "%s", cap->sensor);
 		off += snprintf(tail + off, size - off,
 				"\n[end]\nstatus = %s\nclosed_monotonic_ns = %" PRId64
 				"\n", ESC(esc, status), sbrig_now_ns());

@@ -194,16 +194,54 @@ static inline uint64_t sbrig_power_field_get(const struct sbrig_power_field *f,
 void sbrig_power_pick_timing(double rate_hz, unsigned int *ct_us,
 			     unsigned int *avg);
 
+/* the remote clock's windows: their length and how many are fitted */
+#define SBRIG_CLOCKMAP_WIN_NS	(10LL * 1000000000)
+#define SBRIG_CLOCKMAP_WINDOWS	30
+/* a fitted drift beyond this (a crystal is within 100 ppm) is not used */
+#define SBRIG_CLOCKMAP_MAX_DRIFT 0.0005
+
+/**
+ * struct sbrig_clockmap_point - one buffer's arrival: remote time and
+ *	local - remote (offset plus that buffer's delay)
+ */
+struct sbrig_clockmap_point {
+	int64_t t_ns;
+	int64_t off_ns;
+};
+
 /**
  * struct sbrig_clockmap - remote sample clock -> local CLOCK_MONOTONIC
- * @offset_ns: local - remote estimate (valid once @valid)
  * @valid: at least one buffer seen
+ * @min_off_ns: the smallest local - remote seen (offset + least delay)
+ * @win: the closed windows' least-delay points, a ring of @nwin from @head
+ * @nwin: closed windows kept
+ * @head: the oldest one
+ * @last: the newest point
+ * @cur: the least-delay point of the window under way
+ * @cur_start_ns: remote time its window began
+ * @have_drift: @line_* and @drift are fitted (two windows closed)
+ * @line_t_ns: the fitted line's reference time (remote)
+ * @line_off_ns: its offset there, moved down to the lowest point
+ * @drift: its slope (d offset / d remote time: ppb = 1e9 x)
+ * @uncert_ns: the spread of the windows' points about the line (what the
+ *	delay's jitter lets us know of the offset; the least delay itself is
+ *	not measurable from here)
  *
  * See the comment in power.c on how (and how well) this works.
  */
 struct sbrig_clockmap {
-	int64_t offset_ns;
 	bool valid;
+	int64_t min_off_ns;
+	struct sbrig_clockmap_point win[SBRIG_CLOCKMAP_WINDOWS];
+	unsigned int nwin, head;
+	struct sbrig_clockmap_point last;
+	struct sbrig_clockmap_point cur;
+	int64_t cur_start_ns;
+	bool have_drift;
+	int64_t line_t_ns;
+	int64_t line_off_ns;
+	double drift;
+	int64_t uncert_ns;
 };
 
 /**
@@ -212,9 +250,24 @@ struct sbrig_clockmap {
  * @arrival_ns: local CLOCK_MONOTONIC when the buffer arrived
  * @last_ts_ns: remote timestamp of its last sample
  *
- * Keeps the minimum of arrival - last sample over all buffers.
+ * Keeps the least-delay point of each SBRIG_CLOCKMAP_WIN_NS window of
+ * remote time and, once two windows have closed, fits a line through
+ * the last SBRIG_CLOCKMAP_WINDOWS of them (least squares), moved down so
+ * that no point lies below it: the remote clock's drift, never a mapped
+ * time after its arrival.
  */
 void sbrig_clockmap_update(struct sbrig_clockmap *map, int64_t arrival_ns,
 			   int64_t last_ts_ns);
+
+/**
+ * sbrig_clockmap_offset() - local - remote to apply at remote time @ts_ns
+ * @map: the mapping (valid)
+ * @ts_ns: a remote timestamp (at or after the points seen)
+ *
+ * Return: the least local - remote seen until a drift is fitted; then the
+ * fitted line at @ts_ns, no later than the window under way allows.
+ */
+int64_t sbrig_clockmap_offset(const struct sbrig_clockmap *map,
+			      int64_t ts_ns);
 
 #endif /* SBRIG_POWER_INTERNAL_H */

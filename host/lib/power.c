@@ -56,17 +56,23 @@
  * contexts (ip:) the timestamps are on the remote host's clock (we still
  * ask for its monotonic clock, which does not step): each buffer's arrival
  * time A (local, after refill returns) and its last sample's timestamp T
- * give A - T = offset + d, where d >= 0 is the delay from the remote's
- * timestamp to our wake-up (buffer hand-over, network, scheduling). The
- * offset used is the minimum of A - T over all buffers so far, so mapped
- * times are late by the smallest delay seen (typically well under a
- * millisecond on a LAN, it cannot be measured from here) and never early;
- * drift between the two clocks is not modelled (tens of ppm: ~50 us per
- * minute). The estimate can only move earlier, by the first buffers'
- * extra delay (milliseconds when the host is busy at start); such a step
- * is slewed in at a quarter period per sample so that mapped times never
- * run backwards (slew_offset()). Gap detection uses the raw remote timestamps,
- * which the mapping does not disturb.
+ * give A - T = offset(T) + d, where d >= 0 is the delay from the remote's
+ * timestamp to our wake-up (buffer hand-over, network, scheduling) and
+ * offset(T) drifts: two crystals differ by tens of ppm (20 ppm is 1.2 ms
+ * a minute, 72 ms an hour), and a board without RTC or NTP is not
+ * disciplined at all. struct sbrig_clockmap keeps the least-delay point
+ * of every 10 s window of remote time and, from the second window on,
+ * fits a line through the last 30 (five minutes) by least squares, moved
+ * down so that no point lies below it: its slope is the drift, the
+ * points' spread about it the uncertainty (sbrig_power_get_stats():
+ * clock_drift_ppb, clock_uncert_ns; the least delay itself cannot be
+ * measured from here, typically well under a millisecond on a LAN).
+ * Mapped times are therefore never after the arrival of their buffer.
+ * Until the fit exists the offset is the least A - T seen. The offset
+ * applied moves towards the estimate by at most a quarter period per
+ * sample so that mapped times never run backwards (slew_offset()). Gap
+ * detection uses the raw remote timestamps, which the mapping does not
+ * disturb.
  *
  * Gaps: a sample more than 1.5 nominal periods after the previous one
  * closes a gap (sbrig_power_gap()); it is queued in order between the two
@@ -169,7 +175,8 @@ struct sbrig_power {
 
 	/* capture-thread-only state */
 	struct sbrig_clockmap clock;
-	int64_t applied_off_ns;		/* slewed towards clock.offset_ns */
+	int64_t target_off_ns;		/* the clock map's offset, per buffer */
+	int64_t applied_off_ns;		/* slewed towards target_off_ns */
 	int64_t slew_step_ns;		/* at most this per sample: period / 4 */
 	int64_t last_wake_ns;		/* host time the caller was last woken */
 	bool have_applied_off;
@@ -360,15 +367,109 @@ void sbrig_power_pick_timing(double rate_hz, unsigned int *ct_us,
 	}
 }
 
+/* Fit the closed windows' points (see sbrig_clockmap_update()). */
+static void clockmap_fit(struct sbrig_clockmap *map)
+{
+	const struct sbrig_clockmap_point *ref =
+		&map->win[(map->head + map->nwin - 1) % SBRIG_CLOCKMAP_WINDOWS];
+	double st = 0, so = 0, stt = 0, sto = 0, n = map->nwin, b, a;
+	double lo = 0, hi = 0;
+	unsigned int i;
+
+	/* relative to the newest point: small numbers, exact in a double */
+	for (i = 0; i < map->nwin; i++) {
+		const struct sbrig_clockmap_point *p =
+			&map->win[(map->head + i) % SBRIG_CLOCKMAP_WINDOWS];
+		double t = (double)(p->t_ns - ref->t_ns);
+		double o = (double)(p->off_ns - ref->off_ns);
+
+		st += t;
+		so += o;
+		stt += t * t;
+		sto += t * o;
+	}
+	if (n * stt - st * st <= 0)
+		return;
+	b = (n * sto - st * so) / (n * stt - st * st);
+	if (fabs(b) > SBRIG_CLOCKMAP_MAX_DRIFT) {
+		map->have_drift = false;	/* not a clock's drift */
+		return;
+	}
+	a = (so - b * st) / n;
+	for (i = 0; i < map->nwin; i++) {
+		const struct sbrig_clockmap_point *p =
+			&map->win[(map->head + i) % SBRIG_CLOCKMAP_WINDOWS];
+		double r = (double)(p->off_ns - ref->off_ns) -
+			   (a + b * (double)(p->t_ns - ref->t_ns));
+
+		if (i == 0 || r < lo)
+			lo = r;
+		if (i == 0 || r > hi)
+			hi = r;
+	}
+	map->drift = b;
+	map->line_t_ns = ref->t_ns;
+	map->line_off_ns = ref->off_ns + llround(a + lo);
+	map->uncert_ns = llround(hi - lo);
+	map->have_drift = true;
+}
+
 void sbrig_clockmap_update(struct sbrig_clockmap *map, int64_t arrival_ns,
 			   int64_t last_ts_ns)
 {
-	int64_t off = arrival_ns - last_ts_ns;
+	struct sbrig_clockmap_point p = { last_ts_ns, arrival_ns - last_ts_ns };
 
-	if (!map->valid || off < map->offset_ns) {
-		map->offset_ns = off;
+	if (!map->valid) {
+		memset(map, 0, sizeof(*map));
 		map->valid = true;
+		map->min_off_ns = p.off_ns;
+		map->cur = p;
+		map->cur_start_ns = p.t_ns;
+		return;
 	}
+	if (p.off_ns < map->min_off_ns)
+		map->min_off_ns = p.off_ns;
+	map->last = p;
+	if (p.t_ns - map->cur_start_ns < SBRIG_CLOCKMAP_WIN_NS) {
+		/* the least delay: the lowest point once the drift is out */
+		double dt = (double)(p.t_ns - map->cur.t_ns);
+
+		if ((double)(p.off_ns - map->cur.off_ns) <
+		    (map->have_drift ? map->drift * dt : 0))
+			map->cur = p;
+		return;
+	}
+	/* the window under way is over: keep its point, fit, start anew */
+	if (map->nwin == SBRIG_CLOCKMAP_WINDOWS) {
+		map->head = (map->head + 1) % SBRIG_CLOCKMAP_WINDOWS;
+		map->nwin--;
+	}
+	map->win[(map->head + map->nwin++) % SBRIG_CLOCKMAP_WINDOWS] =
+		map->cur;
+	map->cur = p;
+	map->cur_start_ns = p.t_ns;
+	if (map->nwin >= 2)
+		clockmap_fit(map);
+}
+
+int64_t sbrig_clockmap_offset(const struct sbrig_clockmap *map,
+			      int64_t ts_ns)
+{
+	int64_t line, bound;
+
+	if (!map->have_drift)
+		return map->min_off_ns;
+	line = map->line_off_ns +
+	       llround(map->drift * (double)(ts_ns - map->line_t_ns));
+	/* a point of the window under way below the line moves it down */
+	bound = map->cur.off_ns +
+		llround(map->drift * (double)(ts_ns - map->cur.t_ns));
+	if (bound < line)
+		line = bound;
+	/* and the newest buffer's samples are not mapped after its arrival */
+	bound = map->last.off_ns +
+		llround(map->drift * (double)(ts_ns - map->last.t_ns));
+	return line < bound ? line : bound;
 }
 
 /* ---- libiio edge: errors become -errno + a message once ---------------- */
@@ -959,22 +1060,26 @@ static void thread_end(struct sbrig_power *pwr, int err)
 }
 
 /*
- * Move the offset applied to remote timestamps towards the estimate. It
- * only ever decreases (the estimate is a running minimum); a step would
- * make mapped times run backwards, so it is slewed by at most a quarter
- * period per sample: mapped sample intervals stay >= 3/4 of a period.
+ * Move the offset applied to remote timestamps towards the estimate. A
+ * step down would make mapped times run backwards, a step up would open
+ * a hole between two samples, so it is slewed by at most a quarter
+ * period per sample: mapped sample intervals stay within 3/4 and 5/4 of
+ * the remote ones.
  */
 static inline void slew_offset(struct sbrig_power *pwr)
 {
 	int64_t max_step = pwr->slew_step_ns;
+	int64_t d = pwr->target_off_ns - pwr->applied_off_ns;
 
 	if (!pwr->have_applied_off) {
-		pwr->applied_off_ns = pwr->clock.offset_ns;
+		pwr->applied_off_ns = pwr->target_off_ns;
 		pwr->have_applied_off = true;
-	} else if (pwr->applied_off_ns - pwr->clock.offset_ns > max_step) {
+	} else if (d < -max_step) {
 		pwr->applied_off_ns -= max_step;
+	} else if (d > max_step) {
+		pwr->applied_off_ns += max_step;
 	} else {
-		pwr->applied_off_ns = pwr->clock.offset_ns;
+		pwr->applied_off_ns = pwr->target_off_ns;
 	}
 }
 
@@ -1090,9 +1195,16 @@ static void take_buffer(struct sbrig_power *pwr, const char *start,
 					&pwr->field[CH_TS], end - step);
 
 		sbrig_clockmap_update(&pwr->clock, arrival, ts);
+		pwr->target_off_ns = sbrig_clockmap_offset(&pwr->clock, ts);
 	}
 
 	pthread_mutex_lock(&pwr->lock);
+	if (pwr->remote) {
+		pwr->stats.clock_drift_known = pwr->clock.have_drift;
+		pwr->stats.clock_drift_ppb = pwr->clock.have_drift ?
+			llround(pwr->clock.drift * 1e9) : 0;
+		pwr->stats.clock_uncert_ns = pwr->clock.uncert_ns;
+	}
 	overruns = pwr->stats.overruns;
 	if (pwr->plain)
 		queue_scans(pwr, start, end, step, true);
@@ -1327,6 +1439,7 @@ int sbrig_power_start(struct sbrig_power *pwr)
 	pthread_mutex_unlock(&pwr->lock);
 	pwr->have_prev = false;
 	pwr->clock.valid = false;
+	pwr->stats.remote_clock = pwr->remote;
 	pwr->have_applied_off = false;
 	pwr->applied_off_ns = 0;
 	pwr->slew_step_ns = pwr->period_ns / 4;

@@ -95,6 +95,7 @@ static void finish_close(void *data, int serr, const char *why)
 {
 	const struct rec_client_ops *ops = rec.ops;
 	void *ctx = rec.ctx;
+	struct sbrig_power_stats pst;
 	struct rec_result res;
 	int err = rec.end_err;
 	int ret;
@@ -112,6 +113,11 @@ static void finish_close(void *data, int serr, const char *why)
 	sched_timer_stop(&rec.stats_timer);
 	fill_result(&res);
 	snprintf(res.status, sizeof(res.status), "%s", rec.end_status);
+	if (rig_power_last_stats(&pst))	/* how the sample times were mapped */
+		sbrig_capture_set_sensor_clock(rec.cap, pst.remote_clock,
+					       pst.clock_drift_known,
+					       pst.clock_drift_ppb,
+					       pst.clock_uncert_ns);
 	ret = sbrig_capture_close(rec.cap, res.status);
 	rec.cap = NULL;
 	if (ret < 0 && !err) {

@@ -109,6 +109,8 @@ static struct {
 	enum { POWER_IDLE, POWER_STARTING, POWER_CAPTURING,
 	       POWER_STOPPING } power_state;
 	rig_stopped_fn power_stop_fn;	/* rig_power_stop()'s */
+	struct sbrig_power_stats power_stats;	/* of the last capture */
+	bool have_power_stats;
 	int power_start_err;		/* the start failed after a stop */
 	void *power_stop_data;
 	struct sbrig_power_info power_info;	/* when rig.power is open */
@@ -574,6 +576,8 @@ static void power_work_done(struct work *w)
 		if (rig.power_state != POWER_STOPPING)
 			break;
 		rig.power_state = POWER_IDLE;
+		rig.power_stats = pw->stats;
+		rig.have_power_stats = true;
 		if (pw->ret)
 			log_warn("power: %s", pw->msg);
 		else if (pw->stats.tail_lost)
@@ -607,6 +611,7 @@ int rig_power_start(void)
 	power_open();		/* queued before the start, if needed */
 	rig.power_state = POWER_STARTING;
 	rig.power_start_err = 0;
+	rig.have_power_stats = false;
 	rig.last_sample = (struct sbrig_sample){ 0 };
 	power_submit(PJ_START, NULL);
 	return 0;
@@ -621,6 +626,14 @@ bool rig_power_stop(rig_stopped_fn fn, void *data)
 	rig.power_stop_fn = fn;
 	rig.power_stop_data = data;
 	power_submit(PJ_STOP, NULL);
+	return true;
+}
+
+bool rig_power_last_stats(struct sbrig_power_stats *st)
+{
+	if (!rig.have_power_stats)
+		return false;
+	*st = rig.power_stats;
 	return true;
 }
 

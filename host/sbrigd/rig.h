@@ -237,6 +237,8 @@ typedef void (*rig_stopped_fn)(void *data, int err, const char *why);
  * Return: false if the sensor was not sampling (@fn is not called).
  */
 bool rig_power_stop(rig_stopped_fn fn, void *data);
+/* The counters of the last capture's sensor, once it stopped; false: none. */
+bool rig_power_last_stats(struct sbrig_power_stats *st);
 /* rig_power_stop()'s @fn is not to be called any more. */
 void rig_power_forget_stop(void);
 

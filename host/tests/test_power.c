@@ -10,6 +10,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -298,15 +299,57 @@ static void clockmap_keeps_minimum_delay(void **state)
 	assert_false(map.valid);
 	sbrig_clockmap_update(&map, 5000, 1000);	/* delay + offset 4000 */
 	assert_true(map.valid);
-	assert_int_equal(map.offset_ns, 4000);
+	assert_int_equal(map.min_off_ns, 4000);
 	sbrig_clockmap_update(&map, 9000, 6000);	/* faster: 3000 */
-	assert_int_equal(map.offset_ns, 3000);
+	assert_int_equal(map.min_off_ns, 3000);
 	sbrig_clockmap_update(&map, 20000, 10000);	/* slower: ignored */
-	assert_int_equal(map.offset_ns, 3000);
+	assert_int_equal(map.min_off_ns, 3000);
 	/* remote clock ahead of ours: negative offsets work too */
 	map.valid = false;
 	sbrig_clockmap_update(&map, 1000, 1000000);
-	assert_int_equal(map.offset_ns, 1000 - 1000000);
+	assert_int_equal(map.min_off_ns, 1000 - 1000000);
+}
+
+/*
+ * A remote clock 20 ppm slow against ours (the offset grows 20 us a
+ * second) for five minutes, buffers every 72 ms whose delay is 0.2 to
+ * 3 ms (a jittery LAN), with the least delay 0.2 ms now and then: the
+ * running minimum of before stays at the start's offset (6 ms early
+ * after five minutes); the fit finds the drift within 1 ppm and maps the
+ * last buffer within the least delay plus the jitter's spread, never
+ * after its arrival.
+ */
+static void clockmap_follows_a_drifting_clock(void **state)
+{
+	struct sbrig_clockmap map = { 0 };
+	const int64_t off0 = 123456789, min_delay = 200000;
+	const double drift = 20e-6;
+	uint32_t rnd = 1;
+	int64_t t, true_off = 0, last_a = 0, last_t = 0, got;
+
+	for (t = 0; t <= 300LL * 1000000000; t += 72000000) {
+		int64_t delay;
+
+		rnd = rnd * 1103515245u + 12345u;
+		delay = min_delay + (int64_t)((rnd >> 8) % 2800000);
+		if ((rnd >> 4) % 16 == 0)
+			delay = min_delay;
+		true_off = off0 + (int64_t)(drift * (double)t);
+		last_t = t;
+		last_a = t + true_off + delay;
+		sbrig_clockmap_update(&map, last_a, last_t);
+		if (map.have_drift)	/* never after the arrival */
+			assert_true(last_t + sbrig_clockmap_offset(&map, last_t) <=
+				    last_a);
+	}
+	assert_true(map.have_drift);
+	assert_true(fabs(map.drift - drift) < 1e-6);
+	got = sbrig_clockmap_offset(&map, last_t);
+	assert_true(got >= true_off + min_delay - map.uncert_ns - 50000);
+	assert_true(got <= true_off + min_delay + 50000);
+	assert_true(map.uncert_ns < 1000000);
+	/* what the running minimum alone would have mapped: ~6 ms early */
+	assert_true(true_off + min_delay - map.min_off_ns > 5500000);
 }
 
 static void new_rejects_bad_uri(void **state)
@@ -340,6 +383,7 @@ int main(void)
 		cmocka_unit_test(field_rejects_other_formats),
 		cmocka_unit_test(timing_picks_nearest_ina226_setting),
 		cmocka_unit_test(clockmap_keeps_minimum_delay),
+		cmocka_unit_test(clockmap_follows_a_drifting_clock),
 		cmocka_unit_test(new_rejects_bad_uri),
 	};
 

@@ -90,6 +90,10 @@ struct sbrig_capture_target {
  * @errno_value: [end] errno (0 if none)
  * @rows: [end] rows per file as the writer counted them (-1: not given)
  * @targets_not_listed: [end] targets_not_listed (0 if absent)
+ * @sensor_clock: [sensor] clock: "local" or "remote" ("" no section)
+ * @sensor_drift_known: [sensor] clock_drift_known
+ * @sensor_drift_ppb: [sensor] clock_drift_ppb
+ * @sensor_uncert_ns: [sensor] clock_uncert_ns
  */
 struct sbrig_capture_meta {
 	unsigned int version;
@@ -106,6 +110,10 @@ struct sbrig_capture_meta {
 	int errno_value;
 	int64_t rows[SBRIG_CAPFILE_NR];
 	uint64_t targets_not_listed;
+	char sensor_clock[16];
+	int sensor_drift_known;
+	int64_t sensor_drift_ppb;
+	int64_t sensor_uncert_ns;
 };
 
 /**

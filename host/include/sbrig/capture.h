@@ -122,6 +122,21 @@ int sbrig_capture_set_target(struct sbrig_capture *cap, const char *boot_id,
 			     const char *agent);
 
 /**
+ * sbrig_capture_set_sensor_clock() - how the samples' times were mapped
+ * @cap: the capture
+ * @remote: stamped by another host's clock (an ip: sensor), mapped to ours
+ * @drift_known: @drift_ppb was fitted (power.c)
+ * @drift_ppb: the remote clock's rate against ours, minus one
+ * @uncert_ns: how far the mapping may be off (beyond the least delay)
+ *
+ * Written at close as a [sensor] section of meta.ini (capture-format.md);
+ * a later call replaces an earlier one. Return: 0 or -errno.
+ */
+int sbrig_capture_set_sensor_clock(struct sbrig_capture *cap, bool remote,
+				   bool drift_known, int64_t drift_ppb,
+				   int64_t uncert_ns);
+
+/**
  * sbrig_capture_add_samples() - append @n samples
  * @cap: the capture
  * @s: the samples (copied)

@@ -72,6 +72,13 @@ struct sbrig_power_info {
  * @tail_lost: at the stop, the sensor did not deliver the samples up to
  *	the stop in time (an ip: server a second later than a buffer's
  *	duration): they are lost, their number unknown
+ * @remote_clock: the samples are stamped by another host's clock (ip:)
+ *	and mapped to ours (power.c); the rest is about that mapping
+ * @clock_drift_known: a drift has been fitted (20 s of samples at least)
+ * @clock_drift_ppb: the remote clock's rate against ours, minus one
+ *	(ppb; positive: ours runs faster)
+ * @clock_uncert_ns: how far the mapping may be off beyond the least
+ *	network delay (the spread of the delays' minima about the fit)
  */
 struct sbrig_power_stats {
 	uint64_t samples;
@@ -79,6 +86,10 @@ struct sbrig_power_stats {
 	uint64_t missing;
 	uint64_t overruns;
 	bool tail_lost;
+	bool remote_clock;
+	bool clock_drift_known;
+	int64_t clock_drift_ppb;
+	int64_t clock_uncert_ns;
 };
 
 /**
