@@ -61,10 +61,10 @@ def build():
                         f"{r.stderr[-3000:]}", pytrace=False)
 
 
-def history(db, *args, sbrig=SBRIG, env=None, **kw) -> subprocess.CompletedProcess:
+def history(db, *args, sbrig=SBRIG, env=None, timeout=600, **kw) -> subprocess.CompletedProcess:
     cmd = [str(sbrig), "history"] + (["--db", str(db)] if db else []) + list(map(str, args))
-    return subprocess.run(cmd, capture_output=True, text=True, env=env or ENV, timeout=600,
-                          **kw)
+    return subprocess.run(cmd, capture_output=True, text=True, env=env or ENV,
+                          timeout=timeout, **kw)
 
 
 def series(d: Path, commits: int = 30, per_commit: int = 3, step_at: int | None = None,
@@ -301,32 +301,42 @@ def test_a_writer_killed_mid_transaction_loses_nothing_committed(tmp_path):
 
 # ---- schema versions ------------------------------------------------------
 
-def test_a_version_1_database_is_migrated(tmp_path):
+def test_a_version_1_database_is_read_as_it_is_and_migrated_by_add(tmp_path):
     db = tmp_path / "old.db"
     with sqlite3.connect(db) as c:
         c.executescript((REPO / "tests" / "fixtures" / "history" / "v1.sql").read_text())
+    before = db.read_bytes()
     r = history(db, "show", "old")
     assert r.returncode == EXIT_OK, r.stderr
-    assert f"{db}: migrated from schema version 1 to 2" in r.stderr
+    assert f"{db}: schema version 1, read as 2 (not migrated" in r.stderr
     # the commit order of version 1 (by first run) is kept
     assert [line.split()[:2] for line in r.stdout.splitlines()[3:]] == \
         [["1", "zz-first"], ["2", "aa-second"], ["3", "mm-third"]]
-    with sqlite3.connect(db) as c:
-        assert c.execute("PRAGMA user_version").fetchone() == (2,)
-        assert c.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-        assert c.execute("SELECT COUNT(*) FROM runs WHERE report = ''").fetchone() == (6,)
     r = history(db, "trend", "old", "energy_per_wakeup_uJ", "--window", "1",
                 "--t-threshold", "1")
     assert r.returncode == EXIT_OK, r.stderr
     assert "step: aa-second: +20000 uJ (+20.00 %)" in r.stdout
-    # a second open migrates nothing; a new run joins the old ones
+    assert history(db, "export").returncode == EXIT_OK
+    # the readers wrote nothing
+    assert db.read_bytes() == before
+    assert not Path(f"{db}-wal").exists()
+    # add migrates it; the old commit order is kept, a new run joins it
     reps = series(tmp_path / "r", commits=1, per_commit=1)
     r = history(db, "add", reps[0])
     assert r.returncode == EXIT_OK, r.stderr
-    assert "migrated" not in r.stderr
+    assert f"{db}: migrated from schema version 1 to 2" in r.stderr
     with sqlite3.connect(db) as c:
-        assert c.execute("SELECT sha, seq FROM commits ORDER BY seq DESC LIMIT 1"
-                         ).fetchone() == ("c00", 4)
+        assert c.execute("PRAGMA user_version").fetchone() == (2,)
+        assert c.execute("PRAGMA application_id").fetchone() == (0x53425247,)
+        assert c.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        assert c.execute("SELECT COUNT(*) FROM runs WHERE report = ''").fetchone() == (6,)
+        assert c.execute("SELECT sha, seq FROM commits ORDER BY seq").fetchall() == \
+            [("zz-first", 1), ("aa-second", 2), ("mm-third", 3), ("c00", 4)]
+    r = history(db, "show", "old")
+    assert r.returncode == EXIT_OK and r.stderr == ""
+    # a second add migrates nothing
+    r = history(db, "add", reps[0])
+    assert r.returncode == EXIT_OK and "migrated" not in r.stderr
 
 
 def test_a_newer_or_foreign_database_is_refused_naming_the_file(tmp_path):
@@ -350,7 +360,147 @@ def test_a_newer_or_foreign_database_is_refused_naming_the_file(tmp_path):
         c.execute("PRAGMA user_version = 1")
     r = history(other, "show")
     assert r.returncode == EXIT_DB
-    assert f"{other}: schema version 1 but no runs table" in r.stderr
+    assert f"{other}: not an sbrig history database (schema version 1 but no runs " \
+        "table)" in r.stderr
+
+
+def test_a_foreign_sqlite_file_is_refused_and_left_byte_identical(tmp_path):
+    """Someone else's SQLite file (another program's tables, or another
+    application_id) is not turned into ours by add, nor touched by a
+    reader: refused with a clear error, left as it was (no WAL either)."""
+    reps = series(tmp_path / "r", commits=1, per_commit=1)
+    theirs = tmp_path / "theirs.db"
+    with sqlite3.connect(theirs) as c:
+        c.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
+        c.execute("INSERT INTO notes (body) VALUES ('mine')")
+    marked = tmp_path / "marked.db"
+    with sqlite3.connect(marked) as c:
+        c.execute("PRAGMA application_id = 1234")
+        c.execute("PRAGMA user_version = 2")
+        c.execute("CREATE TABLE runs (id INTEGER)")
+    for f, why in ((theirs, "an SQLite database of another program"),
+                   (marked, "its application_id is 0x4d2, sbrig's is 0x53425247")):
+        before = f.read_bytes()
+        for args in (("add", reps[0]), ("show",), ("export",),
+                     ("trend", "keypress", "energy_per_wakeup_uJ")):
+            r = history(f, *args)
+            assert r.returncode == EXIT_DB, (args, r.stderr)
+            assert f"{f}: not an sbrig history database ({why}" in r.stderr, r.stderr
+            assert "refused, left as it is" in r.stderr
+        assert f.read_bytes() == before
+        assert not Path(f"{f}-wal").exists() and not Path(f"{f}-journal").exists()
+    # ours are marked as ours
+    db = tmp_path / "ours.db"
+    assert history(db, "add", reps[0]).returncode == EXIT_OK
+    with sqlite3.connect(db) as c:
+        assert c.execute("PRAGMA application_id").fetchone() == (0x53425247,)
+
+
+def test_readers_take_no_lock_and_write_nothing(tmp_path):
+    """show, trend, html and export while another process holds the write
+    lock inside a transaction: they answer at once (the old reader waited
+    out the 60 s busy timeout) and see what was committed."""
+    import time
+
+    db = tmp_path / "h.db"
+    assert history(db, "add", *series(tmp_path / "r", commits=6, per_commit=2)).returncode == 0
+    w = sqlite3.connect(db, isolation_level=None)
+    try:
+        w.execute("BEGIN IMMEDIATE")
+        w.execute("DELETE FROM metrics")
+        for args in (("show",), ("show", "keypress"), ("export",),
+                     ("trend", "keypress", "energy_per_wakeup_uJ"),
+                     ("html", "keypress", "-o", tmp_path / "t.html")):
+            t = time.monotonic()
+            r = history(db, *args, sbrig=RELEASE, timeout=30)
+            took = time.monotonic() - t
+            assert r.returncode == EXIT_OK, (args, r.stderr)
+            assert took < 5, (args, took)
+        assert "6 commits, 12 runs" in history(db, "trend", "keypress",
+                                               "energy_per_wakeup_uJ").stdout
+    finally:
+        w.execute("ROLLBACK")
+        w.close()
+
+
+def test_readers_read_a_database_in_a_read_only_directory(tmp_path):
+    """The database's directory mounted read-only (a bind mount in a
+    mount namespace of its own: root ignores a directory's mode): the
+    readers read it; add says why it cannot write."""
+    if subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode:
+        pytest.skip("no mount namespace here (unshare -m)")
+    d = tmp_path / "ro"
+    d.mkdir()
+    db = d / "h.db"
+    reps = series(tmp_path / "r", commits=6, per_commit=2)
+    assert history(db, "add", *reps[:-1]).returncode == EXIT_OK
+    assert not Path(f"{db}-wal").exists()     # the last writer cleaned up
+    before = db.read_bytes()
+    script = (f'mount --bind -o ro "{d}" "{d}" || exit 99\n'
+              f'S="{SBRIG}"; DB="{db}"\n'
+              '"$S" history --db "$DB" show keypress || exit 1\n'
+              '"$S" history --db "$DB" trend keypress energy_per_wakeup_uJ || exit 2\n'
+              f'"$S" history --db "$DB" html -o "{tmp_path / "t.html"}" keypress || exit 3\n'
+              '"$S" history --db "$DB" export >/dev/null || exit 4\n'
+              f'"$S" history --db "$DB" add "{reps[-1]}"; echo "add: $?"\n')
+    r = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True,
+                       text=True, env=ENV, timeout=300)
+    if r.returncode == 99:
+        pytest.skip(f"cannot bind-mount read-only: {r.stderr}")
+    assert r.returncode == 0, r.stderr
+    assert "6 commits, 11 runs" in r.stdout
+    assert (tmp_path / "t.html").is_file()
+    assert f"add: {EXIT_DB}" in r.stdout
+    assert f"{db}: cannot add to it: Read-only file system" in r.stderr, r.stderr
+    assert db.read_bytes() == before
+
+
+def test_a_database_with_null_columns_or_corrupt_pages(tmp_path):
+    """A schema-2 file made by another program, with NULL where sbrig
+    writes none, is read (no crash: it was strlen(NULL)); a corrupt one
+    exits 7 as documented, naming the file."""
+    db = tmp_path / "nulls.db"
+    with sqlite3.connect(db) as c:
+        c.executescript("""
+            CREATE TABLE runs (id INTEGER PRIMARY KEY, commit_sha, scenario, scenario_sha256,
+                rig_name, rig_sha256, capture_path, start_ns, end_ns, samples, added_utc,
+                report, host_version);
+            CREATE TABLE metrics (run_id, metric, blocker, value);
+            CREATE TABLE commits (sha, seq);
+            INSERT INTO runs (id, commit_sha) VALUES (1, 'c1');
+            INSERT INTO runs (id, commit_sha, scenario, rig_sha256) VALUES (2, 'c1', 's', 'r');
+            INSERT INTO runs (id, scenario, rig_sha256) VALUES (3, 's', 'r');
+            INSERT INTO commits VALUES ('c1', 1), (NULL, 2), ('c2', NULL);
+            INSERT INTO metrics VALUES (1, 'energy_per_wakeup_uJ', NULL, NULL),
+                (2, 'energy_per_wakeup_uJ', '', 10), (2, 'energy_total_uJ', '', NULL),
+                (2, 'blocker_activations', NULL, 3), (NULL, NULL, NULL, NULL);
+            PRAGMA user_version = 2;
+        """)
+    r = history(db, "show")
+    assert r.returncode == EXIT_OK, r.stderr
+    assert "(no scenario)" in r.stdout
+    r = history(db, "show", "s")
+    assert r.returncode == EXIT_OK, r.stderr
+    r = history(db, "trend", "s", "energy_per_wakeup_uJ")
+    assert r.returncode == EXIT_OK, r.stderr
+    assert "1 commits, 1 runs" in r.stdout
+    r = history(db, "html", "s", "-o", tmp_path / "n.html")
+    assert r.returncode == EXIT_OK, r.stderr
+    r = history(db, "export")
+    assert r.returncode == EXIT_OK, r.stderr
+    assert ",energy_total_uJ,,," in r.stdout        # a NULL value is no value
+    # corrupt: a real database whose pages after the first are overwritten
+    bad = tmp_path / "corrupt.db"
+    assert history(bad, "add", *series(tmp_path / "r", commits=30, per_commit=2)).returncode == 0
+    data = bytearray(bad.read_bytes())
+    assert len(data) > 8 * 4096
+    data[4096:] = bytes(range(256)) * ((len(data) - 4096) // 256) + bytes(len(data) % 256)
+    bad.write_bytes(bytes(data))
+    for args in (("show",), ("show", "keypress"), ("export",),
+                 ("trend", "keypress", "energy_per_wakeup_uJ")):
+        r = history(bad, *args)
+        assert r.returncode == EXIT_DB, (args, r.returncode, r.stderr)
+        assert str(bad) in r.stderr and "malformed" in r.stderr, r.stderr
 
 
 # ---- bad input ------------------------------------------------------------

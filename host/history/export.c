@@ -13,13 +13,6 @@
 #include "csv.h"
 #include "internal.h"
 
-static const char *col(sqlite3_stmt *st, int i)
-{
-	const char *s = (const char *)sqlite3_column_text(st, i);
-
-	return s ? s : "";
-}
-
 int sbrig_history_show(struct sbrig_history *h, const char *scenario,
 		       FILE *out)
 {
@@ -63,18 +56,18 @@ int sbrig_history_show(struct sbrig_history *h, const char *scenario,
 		if (scenario)
 			fprintf(out, "%6lld  %-40s %-12s %5lld  %s%s%s\n",
 				(long long)sqlite3_column_int64(st, 0),
-				col(st, 1), col(st, 2),
+				hi_text(st, 1), hi_text(st, 2),
 				(long long)sqlite3_column_int64(st, 3),
-				col(st, 4), strcmp(col(st, 4), col(st, 5)) ?
-				" .. " : "", strcmp(col(st, 4), col(st, 5)) ?
-				col(st, 5) : "");
+				hi_text(st, 4), strcmp(hi_text(st, 4), hi_text(st, 5)) ?
+				" .. " : "", strcmp(hi_text(st, 4), hi_text(st, 5)) ?
+				hi_text(st, 5) : "");
 		else
 			fprintf(out, "%-40s %-12s %7lld %6lld  %s\n",
-				*col(st, 0) ? col(st, 0) : "(no scenario)",
-				col(st, 1),
+				*hi_text(st, 0) ? hi_text(st, 0) : "(no scenario)",
+				hi_text(st, 1),
 				(long long)sqlite3_column_int64(st, 2),
 				(long long)sqlite3_column_int64(st, 3),
-				col(st, 4));
+				hi_text(st, 4));
 	}
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)
@@ -128,11 +121,15 @@ int sbrig_history_export_csv(struct sbrig_history *h, const char *scenario,
 		fprintf(out, "%lld,%lld,", (long long)sqlite3_column_int64(st, 0),
 			(long long)sqlite3_column_int64(st, 1));
 		for (int i = 2; i <= 10; i++)
-			csv(out, col(st, i), ',');
+			csv(out, hi_text(st, i), ',');
 		/* a number, not text: "-5" stays "-5" */
-		snprintf(num, sizeof(num), "%.10g", sqlite3_column_double(st, 11));
+		if (sqlite3_column_type(st, 11) == SQLITE_NULL)
+			*num = '\0';
+		else
+			snprintf(num, sizeof(num), "%.10g",
+				 sqlite3_column_double(st, 11));
 		fprintf(out, "%s,", num);
-		csv(out, unit_of(col(st, 9)), '\n');
+		csv(out, unit_of(hi_text(st, 9)), '\n');
 	}
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)

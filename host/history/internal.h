@@ -19,15 +19,18 @@
 /* how long a writer waits for another one's transaction (ms) */
 #define HI_BUSY_TIMEOUT_MS 60000
 
+/* PRAGMA application_id of sbrig's history databases: "SBRG" */
+#define HI_APPLICATION_ID 0x53425247
+
 struct sbrig_history {
 	sqlite3 *db;
 	char path[4096];
-	int migrated_from;
+	int migrated_from, read_as_from;
 };
 
 /*
  * Record "PATH: @what: SQLite's message" for the result code @rc and
- * return it as -errno: -EBUSY (locked), -EINVAL (not a database, corrupt),
+ * return it as -errno: -EBUSY (locked), -EBADMSG (not a database, corrupt),
  * -EACCES, -ENOSPC, -ENOMEM, -ENOENT (cannot open), else -EIO. The one
  * place SQLite's errors are translated.
  */
@@ -40,6 +43,13 @@ int hi_exec(struct sbrig_history *h, const char *sql, const char *what);
  * A prepared statement of @sql, or NULL after hi_err() (*@ret set).
  */
 sqlite3_stmt *hi_prepare(struct sbrig_history *h, const char *sql, int *ret);
+
+/*
+ * Column @i of @st's row as text: "" for NULL (a database is what someone
+ * else may have written: a column declared NOT NULL by us can be NULL in
+ * a file made by another program), never NULL.
+ */
+const char *hi_text(sqlite3_stmt *st, int i);
 
 /**
  * struct hi_scenario - the runs a user's SCENARIO names

@@ -63,13 +63,13 @@ static int commits_json(struct sbrig_history *h, const struct hi_scenario *sc,
 			reps = json_object_new_array();
 			json_object_object_add(c, "seq", json_object_new_int64(seq));
 			json_object_object_add(c, "commit", json_object_new_string(
-				(const char *)sqlite3_column_text(st, 1)));
+				hi_text(st, 1)));
 			json_object_object_add(c, "reports", reps);
 			json_object_array_add(out, c);
 			last = seq;
 		}
 		json_object_array_add(reps, json_object_new_string(link_of(
-			(const char *)sqlite3_column_text(st, 2), lbuf,
+			hi_text(st, 2), lbuf,
 			sizeof(lbuf))));
 	}
 	sqlite3_finalize(st);
@@ -93,7 +93,7 @@ static int blockers_of(struct sbrig_history *h, const struct hi_scenario *sc,
 	sqlite3_bind_text(st, 1, sc->param, -1, SQLITE_TRANSIENT);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
 		json_object_array_add(out, json_object_new_string(
-			(const char *)sqlite3_column_text(st, 0)));
+			hi_text(st, 0)));
 	sqlite3_finalize(st);
 	return rc == SQLITE_DONE ? 0 : hi_err(h, rc, "listing the blockers");
 }

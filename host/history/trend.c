@@ -83,8 +83,8 @@ static int pick_rig(struct sbrig_history *h, const struct hi_scenario *sc,
 		return ret;
 	sqlite3_bind_text(st, 1, sc->param, -1, SQLITE_TRANSIENT);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *s = (const char *)sqlite3_column_text(st, 0);
-		const char *nm = (const char *)sqlite3_column_text(st, 1);
+		const char *s = hi_text(st, 0);
+		const char *nm = hi_text(st, 1);
 
 		n++;
 		len = strlen(list);
@@ -225,10 +225,12 @@ struct sbrig_trend *sbrig_history_trend(struct sbrig_history *h,
 	sqlite3_bind_text(st, 3, metric, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(st, 4, t->blocker, -1, SQLITE_TRANSIENT);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (sqlite3_column_type(st, 2) == SQLITE_NULL)
+			continue;	/* not ours: a value is never NULL */
 		if (add_value(t, sqlite3_column_int64(st, 0),
-			      (const char *)sqlite3_column_text(st, 1),
+			      hi_text(st, 1),
 			      sqlite3_column_double(st, 2),
-			      (const char *)sqlite3_column_text(st, 3))) {
+			      hi_text(st, 3))) {
 			ret = -ENOMEM;
 			goto fail;
 		}

@@ -28,7 +28,10 @@ const char history_help[] =
 "$XDG_DATA_HOME/sbrig/history.db ($HOME/.local/share/sbrig/history.db);\n"
 "'add' creates it (and its directory). Several sbrig history add may run at\n"
 "once (WAL mode, they wait for each other's transactions); one killed loses\n"
-"only the run it was adding. An older database is migrated when opened.\n"
+"only the run it was adding. Only add writes: show, trend, html and export\n"
+"open the database read-only (no lock, no migration; an older version is\n"
+"read as it is, add migrates it). A file that is not sbrig's (its SQLite\n"
+"application_id, or another program's tables) is refused, left as it is.\n"
 "Layout, commit order and the change-point rule: host/doc/history-format.md.\n"
 "\n"
 "  add [--commit SHA] RUN...\n"
@@ -64,12 +67,13 @@ const char history_help[] =
 "metric), 2 usage error (also a thresholds file that does not parse),\n"
 "5 the scenario ran on several rigs and no --rig was given, 6 a run cannot\n"
 "be read (the others are still added; the error names the file and the\n"
-"field), 7 the database cannot be opened, migrated or written, or an\n"
-"output file cannot be written (the error names the file).\n";
+"field), 7 the database cannot be opened or read (not a database, corrupt,\n"
+"not sbrig's), migrated or written, or an output file cannot be written\n"
+"(the error names the file).\n";
 
 #define CMD "history"
 
-static int open_db(const char *db, bool create, struct sbrig_history **h)
+static int open_db(const char *db, bool write, struct sbrig_history **h)
 {
 	char path[PATH_MAX];
 
@@ -80,15 +84,20 @@ static int open_db(const char *db, bool create, struct sbrig_history **h)
 		}
 		db = path;
 	}
-	*h = sbrig_history_open(db, create);
+	*h = sbrig_history_open(db, write);
 	if (!*h) {
 		fprintf(stderr, "sbrig history: %s\n", sbrig_errmsg());
 		return EXIT_WRITE;
 	}
-	if (sbrig_history_migrated_from(*h) &&
+	if (write && sbrig_history_migrated_from(*h) &&
 	    sbrig_history_migrated_from(*h) != SBRIG_HISTORY_VERSION)
 		fprintf(stderr, "sbrig history: %s: migrated from schema "
 			"version %d to %d\n", db, sbrig_history_migrated_from(*h),
+			SBRIG_HISTORY_VERSION);
+	if (!write && sbrig_history_read_as_from(*h) != SBRIG_HISTORY_VERSION)
+		fprintf(stderr, "sbrig history: %s: schema version %d, read as "
+			"%d (not migrated: the next 'sbrig history add' "
+			"migrates it)\n", db, sbrig_history_read_as_from(*h),
 			SBRIG_HISTORY_VERSION);
 	return 0;
 }

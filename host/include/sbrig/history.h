@@ -62,19 +62,27 @@ struct sbrig_history;
 int sbrig_history_default_path(char *buf, size_t size);
 
 /**
- * sbrig_history_open() - open (or create) a history database
- * @path: the database file; its directory is created when @create
- * @create: create the file when it does not exist (else -ENOENT)
+ * sbrig_history_open() - open a history database to read it, or to write it
+ * @path: the database file
+ * @write: false: to read it (sbrig_history_show(), _trend(), _render_html(),
+ *	_export_csv()): opened read-only, it takes no lock and writes nothing
+ *	(a file of an older schema version is read as the current one
+ *	without being migrated; one in a directory the reader cannot write
+ *	is read as it is); it must exist. true: to add runs: created (with
+ *	its directory) when it does not exist, switched to WAL mode, migrated
+ *	to SBRIG_HISTORY_VERSION in one transaction (all steps or none) and
+ *	marked as sbrig's (PRAGMA application_id).
  *
- * An existing database of an older schema version is migrated to
- * SBRIG_HISTORY_VERSION in one transaction (all steps or none); one of a
- * newer version is refused (-EPROTO); a file that is no SQLite database
- * is refused (-EINVAL).
+ * Refused, before anything is written to it: a file of a newer schema
+ * version (-EPROTO), one that is no SQLite database, is corrupt, or is an
+ * SQLite database of another program (another application_id, or tables
+ * of its own and none of ours) (-EBADMSG); to read: an empty file
+ * (-ENOENT).
  *
  * Return: the handle, closed with sbrig_history_close(); or NULL with
  * errno and sbrig_errmsg() naming @path.
  */
-struct sbrig_history *sbrig_history_open(const char *path, bool create);
+struct sbrig_history *sbrig_history_open(const char *path, bool write);
 
 /** sbrig_history_close() - close the database; NULL ok */
 void sbrig_history_close(struct sbrig_history *h);
@@ -88,6 +96,13 @@ const char *sbrig_history_path(const struct sbrig_history *h);
  * @h: the database
  */
 int sbrig_history_migrated_from(const struct sbrig_history *h);
+
+/**
+ * sbrig_history_read_as_from() - for a handle opened to read, the schema
+ * version of the file (read as SBRIG_HISTORY_VERSION, not migrated)
+ * @h: the database
+ */
+int sbrig_history_read_as_from(const struct sbrig_history *h);
 
 /**
  * struct sbrig_history_added - what sbrig_history_add() did
