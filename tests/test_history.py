@@ -202,6 +202,39 @@ def test_a_blocker_whose_energy_doubles_steps_at_its_commit(tmp_path):
     assert "steps: none" in r.stdout
 
 
+def test_a_blocker_that_comes_and_goes_steps_where_it_does(tmp_path):
+    """A blocker the scenario has had counts as 0 in the runs without
+    it, before it appears and after it goes (as compare counts it): its
+    steps are seen at the commits where it came (c10) and went (c20)."""
+    rng = random.Random(5)
+    reports = []
+    for k in range(30):
+        bl = {"wifi": 50_000.0}
+        if 10 <= k < 20:
+            bl["gps"] = 20_000.0
+        for _ in range(3):
+            reports.append(runs.fake_report(rng, git_sha=f"c{k:02d}", blockers=bl))
+    db = tmp_path / "h.db"
+    assert history(db, "add", *runs.write_reports(reports, tmp_path / "r")).returncode == 0
+    tj = tmp_path / "t.json"
+    r = history(db, "trend", "keypress", "blocker_energy_per_wakeup_uJ", "--blocker", "gps",
+                "--json", tj)
+    assert r.returncode == EXIT_OK, r.stderr
+    assert "30 commits, 90 runs" in r.stdout
+    doc = json.loads(tj.read_text())
+    assert [p["median"] == 0 for p in doc["points"]] == [not 10 <= k < 20 for k in range(30)]
+    assert [(s["commit"], s["direction"], s["before"]) for s in doc["steps"]] == \
+        [("c10", "regressed", 0), ("c20", "improved", pytest.approx(20_000, rel=0.05))]
+    assert "step: c10: +" in r.stdout and "(from 0)" in r.stdout
+    r = history(db, "trend", "keypress", "blocker_activations", "--blocker", "gps")
+    assert r.returncode == EXIT_OK, r.stderr
+    assert [line.split(":")[1] for line in r.stdout.splitlines()
+            if line.startswith("step: ")] == [" c10", " c20"]
+    # a blocker the scenario never had has no values, not zeros
+    r = history(db, "trend", "keypress", "blocker_activations", "--blocker", "nfc")
+    assert r.returncode == EXIT_FAIL and "no run of scenario" in r.stderr
+
+
 def test_series_without_a_step_are_not_flagged(tmp_path):
     flagged = 0
     for seed in range(8):

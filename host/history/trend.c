@@ -6,7 +6,10 @@
  *
  * The points are the commits (in the commits table's sequence) that have
  * a run of the scenario with a value of the metric; each holds its runs'
- * values and reports. The change points are searched over the points.
+ * values and reports. A per-blocker metric of a blocker the scenario has
+ * had is 0 in its runs without the blocker (before it appeared and after
+ * it went), so the step where a blocker comes or goes is seen. The change
+ * points are searched over the points.
  */
 #include <errno.h>
 #include <math.h>
@@ -157,6 +160,18 @@ static int add_value(struct sbrig_trend *t, int64_t seq, const char *commit,
 	return 0;
 }
 
+/*
+ * A blocker the scenario has had counts as 0 in a run without it, as in
+ * compare (compare-format.md, "The metrics"), when the run has what the
+ * metric needs: a blocker's energy per wakeup needs a wakeup (the run's
+ * own energy_per_wakeup_uJ); "" for nothing.
+ */
+static const char *absent_needs(int m)
+{
+	return m == SBRIG_M_BLOCKER_ENERGY ?
+	       sbrig_metric_name(SBRIG_M_ENERGY_PER_WAKEUP) : "";
+}
+
 struct sbrig_trend *sbrig_history_trend(struct sbrig_history *h,
 					const char *scenario,
 					const char *metric,
@@ -169,6 +184,7 @@ struct sbrig_trend *sbrig_history_trend(struct sbrig_history *h,
 	struct sbrig_trend *t = NULL;
 	sqlite3_stmt *st = NULL;
 	char sql[1024], rig_sha[128] = "";
+	size_t nvalues = 0;
 	int m, ret = 0, rc;
 	long ns;
 
@@ -212,11 +228,20 @@ struct sbrig_trend *sbrig_history_trend(struct sbrig_history *h,
 	if (ret)
 		goto fail;
 	snprintf(t->rig_sha, sizeof(t->rig_sha), "%s", rig_sha);
+	/*
+	 * Every run of the scenario on the rig, with its value, whether it
+	 * has the blocker at all, and whether it has what a per-blocker
+	 * value needs (absent_needs())
+	 */
 	snprintf(sql, sizeof(sql), "SELECT c.seq, r.commit_sha, m.value, "
-		 "r.report FROM runs r JOIN metrics m ON m.run_id = r.id "
-		 "JOIN commits c ON c.sha = r.commit_sha WHERE %s AND "
-		 "r.rig_sha256 = ?2 AND m.metric = ?3 AND m.blocker = ?4 "
-		 "ORDER BY c.seq, r.id", sc.where);
+		 "r.report, EXISTS (SELECT 1 FROM metrics x WHERE x.run_id = "
+		 "r.id AND x.blocker = ?4 AND ?4 != ''), ?5 = '' OR EXISTS "
+		 "(SELECT 1 FROM metrics y WHERE y.run_id = r.id AND "
+		 "y.metric = ?5 AND y.blocker = '' AND y.value IS NOT NULL) "
+		 "FROM runs r JOIN commits c ON c.sha = r.commit_sha %s JOIN "
+		 "metrics m ON m.run_id = r.id AND m.metric = ?3 AND "
+		 "m.blocker = ?4 WHERE %s AND r.rig_sha256 = ?2 "
+		 "ORDER BY c.seq, r.id", o.blocker ? "LEFT" : "", sc.where);
 	st = hi_prepare(h, sql, &ret);
 	if (!st)
 		goto fail;
@@ -224,12 +249,18 @@ struct sbrig_trend *sbrig_history_trend(struct sbrig_history *h,
 	sqlite3_bind_text(st, 2, rig_sha, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(st, 3, metric, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(st, 4, t->blocker, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 5, absent_needs(m), -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (sqlite3_column_type(st, 2) == SQLITE_NULL)
-			continue;	/* not ours: a value is never NULL */
-		if (add_value(t, sqlite3_column_int64(st, 0),
-			      hi_text(st, 1),
-			      sqlite3_column_double(st, 2),
+		double v = sqlite3_column_double(st, 2);
+
+		if (sqlite3_column_type(st, 2) != SQLITE_NULL)
+			nvalues++;
+		else if (o.blocker && !sqlite3_column_int(st, 4) &&
+			 sqlite3_column_int(st, 5))
+			v = 0;	/* a run without the blocker */
+		else
+			continue;	/* no value (a NULL is not ours) */
+		if (add_value(t, sqlite3_column_int64(st, 0), hi_text(st, 1), v,
 			      hi_text(st, 3))) {
 			ret = -ENOMEM;
 			goto fail;
@@ -241,7 +272,7 @@ struct sbrig_trend *sbrig_history_trend(struct sbrig_history *h,
 	}
 	sqlite3_finalize(st);
 	st = NULL;
-	if (!t->npts) {
+	if (!nvalues) {	/* (a blocker the scenario never had: no zeros) */
 		ret = sbrig_set_error(-ENOENT, "%s: no run of scenario '%s' has "
 				      "a value of %s%s%s", h->path, sc.name,
 				      metric, o.blocker ? " of blocker " : "",
@@ -327,17 +358,23 @@ int sbrig_trend_render_text(const struct sbrig_trend *t, FILE *out)
 			(long long)p->seq, p->commit, p->p.n,
 			hi_median(p->p.values, p->p.n), p->p.values[0],
 			p->p.values[p->p.n - 1]);
-		if (s)
+		if (s && isfinite(rel(s)))
 			fprintf(out, "  <- step %+.2f %%", 100 * rel(s));
+		else if (s)
+			fprintf(out, "  <- step from 0");
 		fputc('\n', out);
 	}
 	for (size_t k = 0; k < t->nsteps; k++) {
 		const struct hi_step *s = &t->steps[k];
 
-		fprintf(out, "step: %s: %+.6g %s (%+.2f %%), median %.6g -> "
+		char pc[32] = "from 0";
+
+		if (isfinite(rel(s)))
+			snprintf(pc, sizeof(pc), "%+.2f %%", 100 * rel(s));
+		fprintf(out, "step: %s: %+.6g %s (%s), median %.6g -> "
 			"%.6g %s (after %s; %zu commits before, %zu after, "
 			"t %.1f): %s\n", t->pts[s->at].commit,
-			s->after - s->before, t->unit, 100 * rel(s), s->before,
+			s->after - s->before, t->unit, pc, s->before,
 			s->after, t->unit, t->pts[s->at - 1].commit, s->nbefore,
 			s->nafter, s->t, direction(s));
 	}
