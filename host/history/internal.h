@@ -87,16 +87,19 @@ struct hi_point {
 /**
  * struct hi_step - a change point
  * @at: the index of the first commit after the step
- * @t: Welch's t of the windows before and after it
- * @before: the median of the runs in the window before
- * @after: the median of the runs in the window after
+ * @t: Welch's t of the commits' medians in the windows before and after it
+ * @before: the median of the commits' medians in the window before
+ * @after: the median of the commits' medians in the window after
  * @nbefore: commits in the window before
  * @nafter: commits in the window after
+ * @provisional: a window has fewer commits than the rule's (at the start
+ *	or the end of the sequence): more commits may move or drop it
  */
 struct hi_step {
 	size_t at;
 	double t, before, after;
 	size_t nbefore, nafter;
+	bool provisional;
 };
 
 /**
@@ -111,13 +114,16 @@ struct hi_step_rule {
 	double t_threshold, min_change, min_abs;
 };
 
+/* the fewest commits a side a t is computed from, for a window of @w */
+#define HI_MIN_SIDE(w) ((w) >= 3 ? 3u : 2u)
+
 /* the median of the sorted @v[@n]; NaN for none */
 double hi_median(const double *v, size_t n);
 
 /*
- * The change points of @pts[@n] under @rule into *@out (malloc'd, the
- * caller frees it; NULL when none), in sequence. Return how many, or
- * -ENOMEM.
+ * The change points of @pts[@n] (each commit's runs, sorted) under @rule
+ * into *@out (malloc'd, the caller frees it; NULL when none), in
+ * sequence. Return how many, or -ENOMEM.
  */
 long hi_find_steps(const struct hi_point *pts, size_t n,
 		   const struct hi_step_rule *rule, struct hi_step **out);

@@ -359,9 +359,11 @@ int sbrig_trend_render_text(const struct sbrig_trend *t, FILE *out)
 			hi_median(p->p.values, p->p.n), p->p.values[0],
 			p->p.values[p->p.n - 1]);
 		if (s && isfinite(rel(s)))
-			fprintf(out, "  <- step %+.2f %%", 100 * rel(s));
+			fprintf(out, "  <- step %+.2f %%%s", 100 * rel(s),
+				s->provisional ? " (provisional)" : "");
 		else if (s)
-			fprintf(out, "  <- step from 0");
+			fprintf(out, "  <- step from 0%s",
+				s->provisional ? " (provisional)" : "");
 		fputc('\n', out);
 	}
 	for (size_t k = 0; k < t->nsteps; k++) {
@@ -373,10 +375,11 @@ int sbrig_trend_render_text(const struct sbrig_trend *t, FILE *out)
 			snprintf(pc, sizeof(pc), "%+.2f %%", 100 * rel(s));
 		fprintf(out, "step: %s: %+.6g %s (%s), median %.6g -> "
 			"%.6g %s (after %s; %zu commits before, %zu after, "
-			"t %.1f): %s\n", t->pts[s->at].commit,
+			"t %.1f): %s%s\n", t->pts[s->at].commit,
 			s->after - s->before, t->unit, pc, s->before,
 			s->after, t->unit, t->pts[s->at - 1].commit, s->nbefore,
-			s->nafter, s->t, direction(s));
+			s->nafter, s->t, direction(s), s->provisional ?
+			" (provisional: a window is not full yet)" : "");
 	}
 	if (!t->nsteps)
 		fprintf(out, "steps: none\n");
@@ -453,6 +456,7 @@ struct json_object *hi_trend_json(const struct sbrig_trend *t,
 		json_object_object_add(o, "commits_before", json_object_new_int64((int64_t)s->nbefore));
 		json_object_object_add(o, "commits_after", json_object_new_int64((int64_t)s->nafter));
 		json_object_object_add(o, "direction", json_object_new_string(direction(s)));
+		json_object_object_add(o, "provisional", json_object_new_boolean(s->provisional));
 		json_object_array_add(steps, o);
 	}
 	json_object_object_add(d, "steps", steps);

@@ -59,7 +59,8 @@
       ul.appendChild(el('li', { 'class': 'step-' + s.direction },
         s.direction + ' at ' + s.commit + ' (after ' + s.after_commit + '): ' +
         (s.change >= 0 ? '+' : '') + fmt(s.change) + ' ' + t.unit + pct(s.change_rel) +
-        ', median ' + fmt(s.before) + ' \u2192 ' + fmt(s.after)));
+        ', median ' + fmt(s.before) + ' \u2192 ' + fmt(s.after) +
+        (s.provisional ? ' (provisional: a window is not full yet)' : '')));
     });
     sec.appendChild(ul);
     main.appendChild(sec);

@@ -44,7 +44,7 @@ extern "C" {
 #define SBRIG_HISTORY_VERSION 2
 /* trend.json's "schema" and "version" */
 #define SBRIG_TREND_SCHEMA "sbrig-trend"
-#define SBRIG_TREND_VERSION 1
+#define SBRIG_TREND_VERSION 2
 
 struct sbrig_history;
 
