@@ -176,25 +176,6 @@ int sbrig_history_default_path(char *buf, size_t size)
 
 /* ---- opening ------------------------------------------------------------ */
 
-/* one integer PRAGMA's value into *@v */
-static int pragma_int(struct sbrig_history *h, const char *sql, int *v,
-		      const char *what)
-{
-	sqlite3_stmt *st;
-	int ret = 0, rc;
-
-	st = hi_prepare(h, sql, &ret);
-	if (!st)
-		return ret;
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
-		*v = sqlite3_column_int(st, 0);
-	else
-		ret = hi_err(h, rc, what);
-	sqlite3_finalize(st);
-	return ret;
-}
-
 static int newer(struct sbrig_history *h, int v)
 {
 	return sbrig_set_error(-EPROTO, "%s: schema version %d is newer than "
@@ -219,27 +200,27 @@ static int foreign(struct sbrig_history *h, const char *why)
 static int identify(struct sbrig_history *h, int *v, bool *empty)
 {
 	sqlite3_stmt *st;
-	int app = 0, ret, rc, objects = 0, runs = 0;
+	int app = 0, ret = 0, rc, objects = 0, runs = 0;
 	char why[96];
 
 	*empty = false;
-	ret = pragma_int(h, "PRAGMA application_id", &app,
-			 "reading its application id");
-	if (!ret)
-		ret = pragma_int(h, "PRAGMA user_version", v,
-				 "reading its schema version");
-	if (ret)
-		return ret;
-	st = hi_prepare(h, "SELECT COUNT(*), COUNT(*) FILTER (WHERE type = "
-			"'table' AND name = 'runs') FROM sqlite_schema", &ret);
+	/* one statement: one snapshot (another process may be creating it) */
+	st = hi_prepare(h, "SELECT (SELECT application_id FROM "
+			"pragma_application_id), (SELECT user_version FROM "
+			"pragma_user_version), COUNT(*), COUNT(*) FILTER (WHERE "
+			"type = 'table' AND name = 'runs') FROM sqlite_schema",
+			&ret);
 	if (!st)
 		return ret;
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
-		objects = sqlite3_column_int(st, 0);
-		runs = sqlite3_column_int(st, 1);
+		app = sqlite3_column_int(st, 0);
+		*v = sqlite3_column_int(st, 1);
+		objects = sqlite3_column_int(st, 2);
+		runs = sqlite3_column_int(st, 3);
 	} else {
-		ret = hi_err(h, rc, "reading its tables");
+		ret = hi_err(h, rc, "reading its application id, schema "
+			     "version and tables");
 	}
 	sqlite3_finalize(st);
 	if (ret)
@@ -379,6 +360,26 @@ static int open_reader(struct sbrig_history *h)
 }
 
 /*
+ * Switch a writer's file to WAL mode. Two adders creating one new file at
+ * once can find it locked by the other's switch without SQLite's busy
+ * handler being asked (seen: "database is locked" at once): retried, for
+ * up to the busy timeout, until one of them has switched it.
+ */
+static int to_wal(struct sbrig_history *h)
+{
+	for (int waited_ms = 0;; waited_ms += 10) {
+		int rc = sqlite3_exec(h->db, "PRAGMA journal_mode = WAL", NULL,
+				      NULL, NULL);
+
+		if (rc == SQLITE_OK)
+			return 0;
+		if ((rc & 0xff) != SQLITE_BUSY || waited_ms >= HI_BUSY_TIMEOUT_MS)
+			return hi_err(h, rc, "switching to WAL mode");
+		sqlite3_sleep(10);
+	}
+}
+
+/*
  * A writer writes the file and, beside it, its -wal and -shm files: say
  * so when it cannot, rather than SQLite's "unable to open database file"
  */
@@ -472,7 +473,7 @@ struct sbrig_history *sbrig_history_open(const char *path, bool write)
 		h->read_as_from = v;
 		return h;
 	}
-	ret = hi_exec(h, "PRAGMA journal_mode = WAL", "switching to WAL mode");
+	ret = to_wal(h);
 	if (!ret)
 		ret = hi_exec(h, "PRAGMA synchronous = FULL; "
 			      "PRAGMA foreign_keys = ON", "setting it up");
