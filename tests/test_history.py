@@ -307,6 +307,86 @@ def test_an_improvement_is_a_step_too(tmp_path):
     assert "step: c10: -" in r.stdout and "improved" in r.stdout
 
 
+# ---- the commit order from git --------------------------------------------
+
+def git_repo(d: Path, n: int) -> list[str]:
+    """A repository at @d with a linear history of @n commits; their
+    SHAs, oldest first."""
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.org",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.org")
+    subprocess.run(["git", "init", "-q", str(d)], check=True)
+    shas = []
+    for k in range(n):
+        # the commit times go backwards: only the parents give the order
+        env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = f"{2_000_000_000 - k * 60} +0000"
+        subprocess.run(["git", "-C", str(d), "commit", "-q", "--allow-empty", "-m", f"{d.name} c{k}"],
+                       check=True, env=env)
+        shas.append(subprocess.run(["git", "-C", str(d), "rev-parse", "HEAD"], check=True,
+                                   capture_output=True, text=True).stdout.strip())
+    return shas
+
+
+def test_commit_order_from_git(tmp_path):
+    """--git-dir orders the commits by their parents, not by when their
+    runs were added: commits added out of order, and an old commit
+    backfilled last, land where they belong, and the step is found at its
+    commit; a commit the repository lacks is left out and counted."""
+    shas = git_repo(tmp_path / "repo", 24)
+    rng = random.Random(3)
+    order = list(range(24))
+    rng.shuffle(order)
+    order.remove(2)
+    order.append(2)             # an old commit, backfilled last
+    reports = []
+    for k in order:
+        for _ in range(3):
+            reports.append(runs.fake_report(rng, energy_uJ=100_000 * (1.1 if k >= 12 else 1),
+                                            git_sha=shas[k][:12] if k % 2 else shas[k]))
+    reports.append(runs.fake_report(rng, git_sha="--output=/tmp/x"))   # not a commit
+    reports.append(runs.fake_report(rng, git_sha="c0ffee00"))          # not in the repository
+    db = tmp_path / "h.db"
+    assert history(db, "add", *runs.write_reports(reports, tmp_path / "r")).returncode == 0
+    name = [s[:12] if k % 2 else s for k, s in enumerate(shas)]
+
+    # without --git-dir: the order of adds
+    r = history(db, "show", "keypress")
+    assert r.returncode == EXIT_OK, r.stderr
+    assert [line.split()[1] for line in r.stdout.splitlines()[3:]][:24] == \
+        [name[k] for k in order]
+    # with it: git's
+    for git_dir in (tmp_path / "repo", tmp_path / "repo" / ".git"):
+        r = history(db, "show", "keypress", "--git-dir", git_dir)
+        assert r.returncode == EXIT_OK, r.stderr
+        assert [line.split()[:2] for line in r.stdout.splitlines()[3:]] == \
+            [[str(k + 1), name[k]] for k in range(24)]
+        assert f"{git_dir}: 2 commits of {db} not in this repository: left out" in r.stderr
+    tj = tmp_path / "t.json"
+    r = history(db, "trend", "keypress", "energy_per_wakeup_uJ", "--git-dir", tmp_path / "repo",
+                "--json", tj)
+    assert r.returncode == EXIT_OK, r.stderr
+    doc = json.loads(tj.read_text())
+    assert [p["commit"] for p in doc["points"]] == name
+    assert [(s["commit"], s["provisional"]) for s in doc["steps"]] == [(name[12], False)]
+    r = history(db, "export", "--git-dir", tmp_path / "repo")
+    assert r.returncode == EXIT_OK, r.stderr
+    rows = list(csv.DictReader(io.StringIO(r.stdout)))
+    assert [int(x["seq"]) for x in rows] == sorted(int(x["seq"]) for x in rows)
+    assert {x["commit"]: int(x["seq"]) for x in rows} == {n: k + 1 for k, n in enumerate(name)}
+    r = history(db, "html", "keypress", "-o", tmp_path / "t.html", "--git-dir", tmp_path / "repo")
+    assert r.returncode == EXIT_OK, r.stderr
+    # the database was only read
+    assert "the next 'sbrig history add'" not in r.stderr
+    # not a repository; a repository without any of the commits
+    r = history(db, "show", "--git-dir", tmp_path / "r")
+    assert r.returncode == EXIT_USAGE
+    assert f"--git-dir: {tmp_path / 'r'}: not a git repository" in r.stderr
+    git_repo(tmp_path / "other", 1)
+    r = history(db, "trend", "keypress", "energy_per_wakeup_uJ", "--git-dir", tmp_path / "other")
+    assert r.returncode == EXIT_FAIL
+    assert f"{tmp_path / 'other'}: none of the 26 commits of {db} is in this repository" \
+        in r.stderr
+
+
 # ---- concurrency and a killed writer --------------------------------------
 
 def test_concurrent_adders_lose_nothing(tmp_path):

@@ -39,11 +39,11 @@ const char history_help[] =
 "      (analysed on the fly), filed under their provenance git_sha (or SHA)\n"
 "      with their scenario, rig and the metrics sbrig compare takes. The\n"
 "      same capture added again is the same run (reported as 'present').\n"
-"  show [SCENARIO]\n"
+"  show [--git-dir DIR] [SCENARIO]\n"
 "      the scenarios with their rigs, commits and runs; with SCENARIO its\n"
 "      commits in sequence with their runs\n"
 "  trend [--blocker NAME] [--rig RIG] [--window N] [--t-threshold T]\n"
-"        [-c FILE] [--json FILE] SCENARIO METRIC\n"
+"        [-c FILE] [--json FILE] [--git-dir DIR] SCENARIO METRIC\n"
 "      METRIC (as sbrig compare names it) over the commits: per commit its\n"
 "      runs' median, min and max, and the change points: the commit where\n"
 "      the metric stepped, with the change (Welch's t of the medians of the\n"
@@ -56,15 +56,21 @@ const char history_help[] =
 "      .scn, or a scenario_sha256 prefix; RIG (rig_name or a rig_sha256\n"
 "      prefix) when the scenario ran on several rigs. --json writes\n"
 "      trend.json (replaced atomically).\n"
-"  html [--rig RIG] [--window N] [--t-threshold T] [-c FILE] -o FILE SCENARIO\n"
+"  html [--rig RIG] [--window N] [--t-threshold T] [-c FILE]\n"
+"       [--git-dir DIR] -o FILE SCENARIO\n"
 "      the trend page of SCENARIO: one self-contained HTML file (opens from\n"
 "      disk, no network), a chart per metric (per blocker too) over the\n"
 "      commits with its change points marked, and the commits with a link\n"
 "      to each run's report (its report.html when one is beside it)\n"
-"  export [--scenario SCENARIO] [-o FILE]\n"
+"  export [--scenario SCENARIO] [--git-dir DIR] [-o FILE]\n"
 "      every metric of every run as CSV (stdout, or FILE)\n"
 "\n"
 "  --db FILE   the database (before or after the subcommand)\n"
+"  --git-dir DIR\n"
+"              the commits in the order of the history of the git\n"
+"              repository DIR (parents before children, whatever order the\n"
+"              runs were added in; commits it lacks are left out, counted on\n"
+"              stderr); without it, the order in which commits were added\n"
 "\n"
 "Exit status: 0 ok, 1 nothing to show (no such scenario, no value of the\n"
 "metric), 2 usage error (also a thresholds file that does not parse),\n"
@@ -102,6 +108,27 @@ static int open_db(const char *db, bool write, struct sbrig_history **h)
 			"%d (not migrated: the next 'sbrig history add' "
 			"migrates it)\n", db, sbrig_history_read_as_from(*h),
 			SBRIG_HISTORY_VERSION);
+	return 0;
+}
+
+/* --git-dir: the commits in DIR's order; 0 or an exit status */
+static int git_order(struct sbrig_history *h, const char *git_dir)
+{
+	size_t unknown;
+	int ret;
+
+	if (!git_dir)
+		return 0;
+	ret = sbrig_history_order_by_git(h, git_dir, &unknown);
+	if (ret) {
+		fprintf(stderr, "sbrig history: --git-dir: %s\n", sbrig_errmsg());
+		return ret == -EINVAL ? EXIT_USAGE : ret == -ENOENT ?
+		       EXIT_FAIL : EXIT_WRITE;
+	}
+	if (unknown)
+		fprintf(stderr, "sbrig history: %s: %zu commit%s of %s not in "
+			"this repository: left out\n", git_dir, unknown,
+			unknown == 1 ? "" : "s", sbrig_history_path(h));
 	return 0;
 }
 
@@ -187,9 +214,11 @@ static int h_show(const char *db, int argc, char **argv)
 {
 	static const struct option o[] = {
 		{ "db", required_argument, NULL, 'D' },
+		{ "git-dir", required_argument, NULL, 'g' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	const char *git_dir = NULL;
 	struct sbrig_history *h;
 	int opt, ret;
 
@@ -197,6 +226,10 @@ static int h_show(const char *db, int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "h", o, NULL)) != -1) {
 		if (opt == 'D') {
 			db = optarg;
+			continue;
+		}
+		if (opt == 'g') {
+			git_dir = optarg;
 			continue;
 		}
 		if (opt == 'h') {
@@ -210,6 +243,11 @@ static int h_show(const char *db, int argc, char **argv)
 	ret = open_db(db, false, &h);
 	if (ret)
 		return ret;
+	ret = git_order(h, git_dir);
+	if (ret) {
+		sbrig_history_close(h);
+		return ret;
+	}
 	ret = sbrig_history_show(h, optind < argc ? argv[optind] : NULL, stdout);
 	if (ret)
 		fprintf(stderr, "sbrig history: %s\n", sbrig_errmsg());
@@ -228,12 +266,13 @@ static int trend_or_html(const char *db, int argc, char **argv, bool html)
 		{ "json", required_argument, NULL, 'j' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "db", required_argument, NULL, 'D' },
+		{ "git-dir", required_argument, NULL, 'g' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct sbrig_compare_config cfg;
 	struct sbrig_trend_opts to = { .cfg = &cfg };
-	const char *json = NULL;
+	const char *json = NULL, *git_dir = NULL;
 	struct sbrig_history *h;
 	struct sbrig_trend *t;
 	int opt, ret;
@@ -285,6 +324,9 @@ static int trend_or_html(const char *db, int argc, char **argv, bool html)
 		case 'D':
 			db = optarg;
 			break;
+		case 'g':
+			git_dir = optarg;
+			break;
 		case 'h':
 			fputs(history_help, stdout);
 			return EXIT_OK;
@@ -300,6 +342,11 @@ static int trend_or_html(const char *db, int argc, char **argv, bool html)
 		ret = open_db(db, false, &h);
 		if (ret)
 			return ret;
+		ret = git_order(h, git_dir);
+		if (ret) {
+			sbrig_history_close(h);
+			return ret;
+		}
 		ret = sbrig_history_render_html(h, argv[optind], &to, json);
 		if (ret)
 			fprintf(stderr, "sbrig history: %s\n", sbrig_errmsg());
@@ -314,6 +361,11 @@ static int trend_or_html(const char *db, int argc, char **argv, bool html)
 	ret = open_db(db, false, &h);
 	if (ret)
 		return ret;
+	ret = git_order(h, git_dir);
+	if (ret) {
+		sbrig_history_close(h);
+		return ret;
+	}
 	t = sbrig_history_trend(h, argv[optind], argv[optind + 1], &to);
 	if (!t) {
 		ret = errno;
@@ -351,10 +403,11 @@ static int h_export(const char *db, int argc, char **argv)
 		{ "scenario", required_argument, NULL, 's' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "db", required_argument, NULL, 'D' },
+		{ "git-dir", required_argument, NULL, 'g' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *scenario = NULL, *out = NULL;
+	const char *scenario = NULL, *out = NULL, *git_dir = NULL;
 	struct sbrig_history *h;
 	FILE *f = stdout;
 	int opt, ret;
@@ -371,6 +424,9 @@ static int h_export(const char *db, int argc, char **argv)
 		case 'D':
 			db = optarg;
 			break;
+		case 'g':
+			git_dir = optarg;
+			break;
 		case 'h':
 			fputs(history_help, stdout);
 			return EXIT_OK;
@@ -384,6 +440,11 @@ static int h_export(const char *db, int argc, char **argv)
 	ret = open_db(db, false, &h);
 	if (ret)
 		return ret;
+	ret = git_order(h, git_dir);
+	if (ret) {
+		sbrig_history_close(h);
+		return ret;
+	}
 	if (out && sbrig_mkdir_parent(out, 0755) < 0) {
 		fprintf(stderr, "sbrig history: %s\n", sbrig_errmsg());
 		sbrig_history_close(h);

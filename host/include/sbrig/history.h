@@ -11,10 +11,11 @@
  * The database's layout, the commit order and the change-point rule are
  * documented in host/doc/history-format.md (the contract).
  *
- * Layers: host/history/ stands on libsbrig-analysis (to read runs) and
- * libsqlite3; db.c opens and migrates the database, add.c adds runs,
- * trend.c queries a trend, steps.c finds its change points (pure
- * functions, no database), export.c writes the database out. The CLI
+ * Layers: host/history/ stands on libsbrig-analysis (to read runs),
+ * libsqlite3 and libgit2; db.c opens and migrates the database, add.c
+ * adds runs, trend.c queries a trend, steps.c finds its change points
+ * (pure functions, no database), git-order.c orders the commits as a git
+ * repository's history does, export.c writes the database out. The CLI
  * (sbrig history) only parses arguments and prints what this returns.
  *
  * Concurrency: the database is in WAL mode with a busy timeout, every
@@ -103,6 +104,28 @@ int sbrig_history_migrated_from(const struct sbrig_history *h);
  * @h: the database
  */
 int sbrig_history_read_as_from(const struct sbrig_history *h);
+
+/**
+ * sbrig_history_order_by_git() - order the commits as a git repository's
+ *	history does, for what is read through @h from now on
+ * @h: the database, opened to read
+ * @git_dir: the repository (its .git directory, a bare repository, or a
+ *	work tree holding .git; not searched for upwards)
+ * @unknown: if not NULL, set to how many of the history's commits the
+ *	repository does not have (they are left out)
+ *
+ * Parents come before their children (topological order, ties by commit
+ * time), whatever the order the runs were added in: a commit added late
+ * (backfilled) takes its place. Only commit names of 4 to 40 hex digits
+ * are looked up. The order lives in @h's connection only: nothing is
+ * written to the database.
+ *
+ * Return: 0; -EINVAL when @git_dir is no repository, -ENOENT when it has
+ * none of the history's commits, -ENOMEM, -EIO (libgit2 or SQLite
+ * failed); sbrig_errmsg() names @git_dir.
+ */
+int sbrig_history_order_by_git(struct sbrig_history *h, const char *git_dir,
+			       size_t *unknown);
 
 /**
  * struct sbrig_history_added - what sbrig_history_add() did
