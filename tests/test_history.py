@@ -669,6 +669,47 @@ def test_a_database_with_null_columns_or_corrupt_pages(tmp_path):
         assert str(bad) in r.stderr and "malformed" in r.stderr, r.stderr
 
 
+def test_names_with_control_bytes_cannot_drive_the_terminal(tmp_path):
+    """A commit, scenario or rig name with escape sequences (a report's
+    git_sha, a capture's meta.ini) is printed with its control bytes as
+    \\xNN by add, show, trend and the errors that list names: nothing it
+    holds reaches the terminal as a control byte."""
+    evil = "\x1b]0;pwned\x07\x1b[2J\r"
+    reps = series(tmp_path / "r", commits=12, per_commit=2, step_at=6, rise=0.2)
+    for p in reps:
+        doc = json.loads(p.read_text())
+        prov = doc["capture"]["provenance"]
+        prov["git_sha"] += evil
+        prov["scenario"] = f"rig/scenarios/k{evil}.scn"
+        prov["rig_name"] = f"v{evil}"
+        p.write_text(json.dumps(doc))
+    other = json.loads(reps[0].read_text())
+    other["capture"]["provenance"].update(rig_name=f"b{evil}", rig_sha256="cd" * 32)
+    other["capture"]["path"] = "/elsewhere"
+    (tmp_path / "o.json").write_text(json.dumps(other))
+    db = tmp_path / "h.db"
+    scen = f"rig/scenarios/k{evil}.scn"
+    outs = [history(db, "add", *reps, tmp_path / "o.json")]
+    outs.append(history(db, "show"))
+    outs.append(history(db, "show", scen))
+    outs.append(history(db, "trend", scen, "energy_per_wakeup_uJ", "--rig", "cdcdcdcd"))
+    outs.append(history(db, "trend", scen, "energy_per_wakeup_uJ"))         # several rigs
+    outs.append(history(db, "trend", "nosuch", "energy_per_wakeup_uJ"))     # lists them
+    virtual = json.loads(reps[1].read_text())["capture"]["provenance"]["rig_sha256"][:8]
+    outs.append(history(db, "trend", scen, "energy_per_wakeup_uJ", "--rig", virtual))
+    assert [r.returncode for r in outs] == [EXIT_OK, EXIT_OK, EXIT_OK, EXIT_OK,
+                                            EXIT_NOT_COMPARABLE, EXIT_FAIL, EXIT_OK]
+    for r in outs:
+        for text in (r.stdout, r.stderr):
+            assert not any(ord(c) < 0x20 and c != "\n" or ord(c) == 0x7f for c in text), text
+    shown = "\\x1b]0;pwned\\x07\\x1b[2J\\x0d"
+    assert f"commit c00{shown}, scenario rig/scenarios/k{shown}.scn" in outs[0].stdout
+    assert f"rig/scenarios/k{shown}.scn" in outs[1].stdout
+    assert f"c05{shown}" in outs[2].stdout
+    assert f"step: c06{shown}: +" in outs[6].stdout
+    assert f"b{shown}" in outs[4].stderr and f"k{shown}" in outs[5].stderr
+
+
 # ---- bad input ------------------------------------------------------------
 
 def test_bad_runs_are_named_and_the_others_added(tmp_path):

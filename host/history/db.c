@@ -539,7 +539,7 @@ int hi_scenario_resolve(struct sbrig_history *h, const char *arg,
 			struct hi_scenario *out)
 {
 	sqlite3_stmt *st;
-	char known[2048] = "", s[1024];
+	char known[2048] = "", s[1024], e[1100];
 	const char *found = NULL;
 	char *first = NULL;
 	size_t nfound = 0, len;
@@ -556,10 +556,10 @@ int hi_scenario_resolve(struct sbrig_history *h, const char *arg,
 		const char *hash = hi_text(st, 1);
 
 		len = strlen(known);
-		if (len + strlen(name) + 8 < sizeof(known) &&
-		    !strstr(known, name))
+		sbrig_term(name, e, sizeof(e));	/* for a terminal */
+		if (len + strlen(e) + 8 < sizeof(known) && !strstr(known, e))
 			snprintf(known + len, sizeof(known) - len, "%s'%s'",
-				 len ? ", " : "", *name ? name : "");
+				 len ? ", " : "", e);
 		if (!strcmp(name, arg) || !strcmp(stem(name, s, sizeof(s)), arg))
 			found = name;
 		else if (sha && !strncasecmp(hash, arg, strlen(arg)))
@@ -585,7 +585,8 @@ int hi_scenario_resolve(struct sbrig_history *h, const char *arg,
 	if (nfound > 1) {
 		ret = sbrig_set_error(-EINVAL, "%s: '%s' names several "
 				      "scenarios (%s, ...): give the scenario's "
-				      "path as recorded", h->path, arg, first);
+				      "path as recorded", h->path, arg,
+				      sbrig_term(first, e, sizeof(e)));
 		free(first);
 		return ret;
 	}

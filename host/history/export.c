@@ -4,6 +4,7 @@
  * every value as CSV (sbrig history export; history-format.md, "Export").
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -18,7 +19,7 @@ int sbrig_history_show(struct sbrig_history *h, const char *scenario,
 {
 	struct hi_scenario sc;
 	sqlite3_stmt *st;
-	char sql[1024];
+	char sql[1024], name[3100];
 	int ret = 0, rc;
 
 	if (scenario) {
@@ -47,27 +48,35 @@ int sbrig_history_show(struct sbrig_history *h, const char *scenario,
 	fprintf(out, "history: %s (schema version %d)\n", h->path,
 		SBRIG_HISTORY_VERSION);
 	if (scenario)
-		fprintf(out, "scenario: %s\n%6s  %-40s %-12s %5s  %s\n", sc.name,
+		fprintf(out, "scenario: %s\n%6s  %-40s %-12s %5s  %s\n",
+			sbrig_term(sc.name, name, sizeof(name)),
 			"seq", "commit", "rig", "runs", "added (UTC)");
 	else
 		fprintf(out, "%-40s %-12s %7s %6s  %s\n", "scenario", "rig",
 			"commits", "runs", "last commit");
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		/* what another program wrote, printed on a terminal */
+		char a[1100], b[300], c[300], d[300];
+		bool span = strcmp(hi_text(st, 4), hi_text(st, 5));
+
 		if (scenario)
 			fprintf(out, "%6lld  %-40s %-12s %5lld  %s%s%s\n",
 				(long long)sqlite3_column_int64(st, 0),
-				hi_text(st, 1), hi_text(st, 2),
+				sbrig_term(hi_text(st, 1), a, sizeof(a)),
+				sbrig_term(hi_text(st, 2), b, sizeof(b)),
 				(long long)sqlite3_column_int64(st, 3),
-				hi_text(st, 4), strcmp(hi_text(st, 4), hi_text(st, 5)) ?
-				" .. " : "", strcmp(hi_text(st, 4), hi_text(st, 5)) ?
-				hi_text(st, 5) : "");
+				sbrig_term(hi_text(st, 4), c, sizeof(c)),
+				span ? " .. " : "", span ?
+				sbrig_term(hi_text(st, 5), d, sizeof(d)) : "");
 		else
 			fprintf(out, "%-40s %-12s %7lld %6lld  %s\n",
-				*hi_text(st, 0) ? hi_text(st, 0) : "(no scenario)",
-				hi_text(st, 1),
+				*hi_text(st, 0) ? sbrig_term(hi_text(st, 0), a,
+							     sizeof(a)) :
+				"(no scenario)",
+				sbrig_term(hi_text(st, 1), b, sizeof(b)),
 				(long long)sqlite3_column_int64(st, 2),
 				(long long)sqlite3_column_int64(st, 3),
-				hi_text(st, 4));
+				sbrig_term(hi_text(st, 4), c, sizeof(c)));
 	}
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)

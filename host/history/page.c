@@ -125,7 +125,7 @@ int sbrig_history_render_html(struct sbrig_history *h, const char *scenario,
 	struct json_object *trends = json_object_new_array();
 	struct json_object *commits = json_object_new_array();
 	struct json_object *blockers = json_object_new_array();
-	char rig[256] = "", rig_sha[128] = "", title[1200];
+	char rig[256] = "", rig_sha[128] = "", title[1200], e[3100];
 	struct hi_scenario sc;
 	int ret;
 
@@ -148,7 +148,8 @@ int sbrig_history_render_html(struct sbrig_history *h, const char *scenario,
 		goto out;
 	if (!json_object_array_length(trends)) {
 		ret = sbrig_set_error(-ENOENT, "%s: scenario '%s' has no metric "
-				      "value on the rig", h->path, sc.name);
+				      "value on the rig", h->path,
+				      sbrig_term(sc.name, e, sizeof(e)));
 		goto out;
 	}
 	ret = commits_json(h, &sc, rig_sha, commits);

@@ -73,7 +73,7 @@ static int pick_rig(struct sbrig_history *h, const struct hi_scenario *sc,
 		    const char *want, char *sha, size_t ssize, char *name,
 		    size_t nsize)
 {
-	char sql[512], list[1024] = "";
+	char sql[512], list[1024] = "", e1[300], e2[60], e3[3100];
 	sqlite3_stmt *st;
 	size_t n = 0, match = 0, len;
 	int ret = 0, rc;
@@ -92,7 +92,8 @@ static int pick_rig(struct sbrig_history *h, const struct hi_scenario *sc,
 		n++;
 		len = strlen(list);
 		snprintf(list + len, sizeof(list) - len, "%s%s (%.12s)",
-			 len ? ", " : "", nm, s);
+			 len ? ", " : "", sbrig_term(nm, e1, sizeof(e1)),
+			 sbrig_term(s, e2, sizeof(e2)));
 		if (want && strcmp(nm, want) &&
 		    (strlen(want) < 8 || strncasecmp(s, want, strlen(want))))
 			continue;
@@ -107,12 +108,13 @@ static int pick_rig(struct sbrig_history *h, const struct hi_scenario *sc,
 	if (want && !match)
 		return sbrig_set_error(-ENOENT, "%s: scenario '%s' has no run "
 				       "on rig '%s' (it has runs on: %s)",
-				       h->path, sc->name, want, list);
+				       h->path, sbrig_term(sc->name, e3, sizeof(e3)),
+				       want, list);
 	if (match > 1)
 		return sbrig_set_error(-EXDEV, "%s: scenario '%s' has runs on "
 				       "several rigs (%s): choose one with "
-				       "--rig NAME|SHA256", h->path, sc->name,
-				       list);
+				       "--rig NAME|SHA256", h->path,
+				       sbrig_term(sc->name, e3, sizeof(e3)), list);
 	return 0;
 }
 
@@ -184,6 +186,7 @@ struct sbrig_trend *sbrig_history_trend(struct sbrig_history *h,
 	struct sbrig_trend *t = NULL;
 	sqlite3_stmt *st = NULL;
 	char sql[1024], rig_sha[128] = "";
+	char e[3100], eb[3100];
 	size_t nvalues = 0;
 	int m, ret = 0, rc;
 	long ns;
@@ -274,9 +277,11 @@ struct sbrig_trend *sbrig_history_trend(struct sbrig_history *h,
 	st = NULL;
 	if (!nvalues) {	/* (a blocker the scenario never had: no zeros) */
 		ret = sbrig_set_error(-ENOENT, "%s: no run of scenario '%s' has "
-				      "a value of %s%s%s", h->path, sc.name,
+				      "a value of %s%s%s", h->path,
+				      sbrig_term(sc.name, e, sizeof(e)),
 				      metric, o.blocker ? " of blocker " : "",
-				      o.blocker ? o.blocker : "");
+				      o.blocker ? sbrig_term(o.blocker, eb,
+							     sizeof(eb)) : "");
 		goto fail;
 	}
 	for (size_t i = 0; i < t->npts; i++) {
@@ -345,9 +350,14 @@ static const char *direction(const struct hi_step *s)
 
 int sbrig_trend_render_text(const struct sbrig_trend *t, FILE *out)
 {
+	/* names from the database (someone else's), printed on a terminal */
+	char bl[3100], sc[3100], rig[800], c1[600], c2[600];
+
 	fprintf(out, "trend: %s%s%s of %s on rig %s: %zu commits, %zu runs\n",
-		t->metric, *t->blocker ? " of blocker " : "", t->blocker,
-		t->scenario, t->rig, t->npts, t->nruns);
+		t->metric, *t->blocker ? " of blocker " : "",
+		sbrig_term(t->blocker, bl, sizeof(bl)),
+		sbrig_term(t->scenario, sc, sizeof(sc)),
+		sbrig_term(t->rig, rig, sizeof(rig)), t->npts, t->nruns);
 	fprintf(out, "%6s  %-16s %5s %14s %14s %14s\n", "seq", "commit", "runs",
 		"median", "min", "max");
 	for (size_t i = 0; i < t->npts; i++) {
@@ -355,8 +365,8 @@ int sbrig_trend_render_text(const struct sbrig_trend *t, FILE *out)
 		const struct hi_step *s = step_at(t, i);
 
 		fprintf(out, "%6lld  %-16.16s %5zu %14.6g %14.6g %14.6g",
-			(long long)p->seq, p->commit, p->p.n,
-			hi_median(p->p.values, p->p.n), p->p.values[0],
+			(long long)p->seq, sbrig_term(p->commit, c1, sizeof(c1)),
+			p->p.n, hi_median(p->p.values, p->p.n), p->p.values[0],
 			p->p.values[p->p.n - 1]);
 		if (s && isfinite(rel(s)))
 			fprintf(out, "  <- step %+.2f %%%s", 100 * rel(s),
@@ -368,17 +378,19 @@ int sbrig_trend_render_text(const struct sbrig_trend *t, FILE *out)
 	}
 	for (size_t k = 0; k < t->nsteps; k++) {
 		const struct hi_step *s = &t->steps[k];
-
 		char pc[32] = "from 0";
 
 		if (isfinite(rel(s)))
 			snprintf(pc, sizeof(pc), "%+.2f %%", 100 * rel(s));
 		fprintf(out, "step: %s: %+.6g %s (%s), median %.6g -> "
 			"%.6g %s (after %s; %zu commits before, %zu after, "
-			"t %.1f): %s%s\n", t->pts[s->at].commit,
+			"t %.1f): %s%s\n",
+			sbrig_term(t->pts[s->at].commit, c1, sizeof(c1)),
 			s->after - s->before, t->unit, pc, s->before,
-			s->after, t->unit, t->pts[s->at - 1].commit, s->nbefore,
-			s->nafter, s->t, direction(s), s->provisional ?
+			s->after, t->unit,
+			sbrig_term(t->pts[s->at - 1].commit, c2, sizeof(c2)),
+			s->nbefore, s->nafter, s->t, direction(s),
+			s->provisional ?
 			" (provisional: a window is not full yet)" : "");
 	}
 	if (!t->nsteps)

@@ -185,6 +185,7 @@ static int h_add(const char *db, int argc, char **argv)
 	if (ret)
 		return ret;
 	for (int i = optind; i < argc; i++) {
+		char tc[600], ts[4200];
 		struct sbrig_history_added a;
 		int err = sbrig_history_add(h, argv[i], NULL, commit, &a);
 
@@ -198,9 +199,11 @@ static int h_add(const char *db, int argc, char **argv)
 			sbrig_history_close(h);
 			return EXIT_WRITE;
 		}
+		/* the commit and scenario are the run's (someone else's) */
 		printf("%s: %s: run %lld, commit %s, scenario %s\n",
 		       a.added ? "added" : "present", argv[i], (long long)a.id,
-		       a.commit, *a.scenario ? a.scenario : "(none)");
+		       sbrig_term(a.commit, tc, sizeof(tc)), *a.scenario ?
+		       sbrig_term(a.scenario, ts, sizeof(ts)) : "(none)");
 		a.added ? added++ : present++;
 	}
 	printf("history: %s: %zu added, %zu present%s\n",
