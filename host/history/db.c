@@ -194,10 +194,11 @@ static int foreign(struct sbrig_history *h, const char *why)
  * (our application_id; or, from before it was set, none with a schema
  * version of ours and our runs table), empty (no application_id, no
  * version, no table: a new file), or someone else's. Its schema version
- * into *@v; *@empty when it is empty. 0, -EBADMSG (not ours), -EPROTO
- * (newer), or an SQLite error.
+ * into *@v; *@marked when it carries our application_id, *@empty when it
+ * is empty. 0, -EBADMSG (not ours), -EPROTO (newer), or an SQLite error.
  */
-static int identify(struct sbrig_history *h, int *v, bool *empty)
+static int identify(struct sbrig_history *h, int *v, bool *marked,
+		    bool *empty)
 {
 	sqlite3_stmt *st;
 	int app = 0, ret = 0, rc, objects = 0, runs = 0;
@@ -225,6 +226,7 @@ static int identify(struct sbrig_history *h, int *v, bool *empty)
 	sqlite3_finalize(st);
 	if (ret)
 		return ret;
+	*marked = app == HI_APPLICATION_ID;
 	if (app && app != HI_APPLICATION_ID) {
 		snprintf(why, sizeof(why), "its application_id is %#x, sbrig's "
 			 "is %#x", (unsigned int)app, HI_APPLICATION_ID);
@@ -257,15 +259,19 @@ static int identify(struct sbrig_history *h, int *v, bool *empty)
 static int migrate(struct sbrig_history *h)
 {
 	char sql[96], what[64];
-	bool empty;
+	bool marked, empty;
 	int v = 0, ret;
 
 	ret = hi_exec(h, "BEGIN IMMEDIATE", "locking it to check its schema");
 	if (ret)
 		return ret;
-	ret = identify(h, &v, &empty);
+	ret = identify(h, &v, &marked, &empty);
 	if (ret)
 		goto rollback;
+	if (marked && v == SBRIG_HISTORY_VERSION) {
+		h->migrated_from = v;
+		return hi_exec(h, "COMMIT", "committing its schema");
+	}
 	h->migrated_from = v;
 	for (int i = v; i < SBRIG_HISTORY_VERSION; i++) {
 		snprintf(what, sizeof(what), "migrating schema version %d to "
@@ -407,7 +413,7 @@ struct sbrig_history *sbrig_history_open(const char *path, bool write)
 {
 	struct sbrig_history *h = calloc(1, sizeof(*h));
 	struct stat st;
-	bool empty;
+	bool marked, empty;
 	int ret, rc, v = 0;
 
 	if (!h) {
@@ -453,7 +459,7 @@ struct sbrig_history *sbrig_history_open(const char *path, bool write)
 		goto fail;
 	sqlite3_busy_timeout(h->db, HI_BUSY_TIMEOUT_MS);
 	/* a file that is not ours, or too new, is refused before any write */
-	ret = identify(h, &v, &empty);
+	ret = identify(h, &v, &marked, &empty);
 	if (ret)
 		goto fail;
 	h->migrated_from = SBRIG_HISTORY_VERSION;
