@@ -172,7 +172,8 @@ int sbrig_history_add(struct sbrig_history *h, const char *arg,
  *	commits of that scenario in sequence, with their runs
  * @out: where to write it (text)
  *
- * Return: 0, -ENOENT (no such scenario), -EIO.
+ * Return: 0, -ENOENT (no such scenario), -EBADMSG (the database is
+ * corrupt), -EIO.
  */
 int sbrig_history_show(struct sbrig_history *h, const char *scenario,
 		       FILE *out);
@@ -212,7 +213,8 @@ struct sbrig_trend;
  * points), freed with sbrig_trend_free(); or NULL with errno ENOENT (no
  * such scenario or no value of @metric), EINVAL (an unknown metric, a
  * blocker missing or not wanted), EXDEV (runs of several rigs and no
- * @opts->rig; the message names them), ENOMEM, EIO.
+ * @opts->rig; the message names them), EBADMSG (the database is corrupt),
+ * ENOMEM, EIO.
  */
 struct sbrig_trend *sbrig_history_trend(struct sbrig_history *h,
 					const char *scenario,
@@ -272,7 +274,8 @@ int sbrig_history_render_html(struct sbrig_history *h, const char *scenario,
  * @out: where to write it: a header line, then one row per run and metric
  *	(history-format.md, "Export")
  *
- * Return: 0, -ENOENT (no such scenario), -EIO.
+ * Return: 0, -ENOENT (no such scenario), -EBADMSG (the database is
+ * corrupt), -EIO.
  */
 int sbrig_history_export_csv(struct sbrig_history *h, const char *scenario,
 			     FILE *out);
