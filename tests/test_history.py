@@ -474,6 +474,7 @@ def test_a_version_1_database_is_read_as_it_is_and_migrated_by_add(tmp_path):
     r = history(db, "show", "old")
     assert r.returncode == EXIT_OK, r.stderr
     assert f"{db}: schema version 1, read as 2 (not migrated" in r.stderr
+    assert f"history: {db} (schema version 1)" in r.stdout
     # the commit order of version 1 (by first run) is kept
     assert [line.split()[:2] for line in r.stdout.splitlines()[3:]] == \
         [["1", "zz-first"], ["2", "aa-second"], ["3", "mm-third"]]

@@ -45,8 +45,9 @@ int sbrig_history_show(struct sbrig_history *h, const char *scenario,
 		return ret;
 	if (scenario)
 		sqlite3_bind_text(st, 1, sc.param, -1, SQLITE_TRANSIENT);
+	/* the file's version (a reader reads an older one as it is) */
 	fprintf(out, "history: %s (schema version %d)\n", h->path,
-		SBRIG_HISTORY_VERSION);
+		h->read_as_from ? h->read_as_from : SBRIG_HISTORY_VERSION);
 	if (scenario)
 		fprintf(out, "scenario: %s\n%6s  %-40s %-12s %5s  %s\n",
 			sbrig_term(sc.name, name, sizeof(name)),
