@@ -61,10 +61,10 @@ def build():
                         f"{r.stderr[-3000:]}", pytrace=False)
 
 
-def history(db, *args, sbrig=SBRIG, env=None, **kw) -> subprocess.CompletedProcess:
+def history(db, *args, sbrig=SBRIG, env=None, timeout=600, **kw) -> subprocess.CompletedProcess:
     cmd = [str(sbrig), "history"] + (["--db", str(db)] if db else []) + list(map(str, args))
-    return subprocess.run(cmd, capture_output=True, text=True, env=env or ENV, timeout=600,
-                          **kw)
+    return subprocess.run(cmd, capture_output=True, text=True, env=env or ENV,
+                          timeout=timeout, **kw)
 
 
 def series(d: Path, commits: int = 30, per_commit: int = 3, step_at: int | None = None,
@@ -163,7 +163,7 @@ def test_default_database_location(tmp_path):
 
 # ---- change points --------------------------------------------------------
 
-@pytest.mark.parametrize("k", [4, 17, 26])
+@pytest.mark.parametrize("k", [5, 17, 25])
 def test_a_step_at_commit_k_of_30_is_found_at_k(tmp_path, k):
     db = tmp_path / "h.db"
     r = history(db, "add", *series(tmp_path / "r", step_at=k, seed=k))
@@ -173,14 +173,16 @@ def test_a_step_at_commit_k_of_30_is_found_at_k(tmp_path, k):
     assert r.returncode == EXIT_OK, r.stderr
     steps = [line for line in r.stdout.splitlines() if line.startswith("step: ")]
     assert len(steps) == 1, r.stdout
-    assert steps[0].startswith(f"step: c{k:02d}: +") and "regressed" in steps[0]
+    assert steps[0].startswith(f"step: c{k:02d}: +") and steps[0].endswith("regressed")
     doc = json.loads(tj.read_text())
-    assert doc["schema"] == "sbrig-trend" and doc["version"] == 1
+    assert doc["schema"] == "sbrig-trend" and doc["version"] == 2
     assert len(doc["points"]) == 30
     assert sum(p["n"] for p in doc["points"]) == 90
     (s,) = doc["steps"]
     assert s["commit"] == f"c{k:02d}" and s["after_commit"] == f"c{k - 1:02d}"
     assert s["seq"] == k + 1 and s["direction"] == "regressed"
+    assert s["provisional"] is False
+    assert s["commits_before"] == s["commits_after"] == 5
     assert s["change_rel"] == pytest.approx(0.05, abs=0.015)
     assert s["change"] == pytest.approx(5000, rel=0.3)
     # each point links its runs' reports
@@ -189,6 +191,56 @@ def test_a_step_at_commit_k_of_30_is_found_at_k(tmp_path, k):
     r = history(db, "trend", "keypress", "latency_median_ns")
     assert r.returncode == EXIT_OK, r.stderr
     assert "steps: none" in r.stdout
+
+
+@pytest.mark.parametrize("k", [3, 27])
+def test_a_step_without_full_windows_is_provisional(tmp_path, k):
+    """A step 3 commits from either end (window 5) is found, marked
+    provisional: the windows it was judged on are not full."""
+    db = tmp_path / "h.db"
+    assert history(db, "add", *series(tmp_path / "r", step_at=k, rise=0.15,
+                                      seed=k)).returncode == 0
+    tj = tmp_path / "trend.json"
+    r = history(db, "trend", "keypress", "energy_per_wakeup_uJ", "--json", tj)
+    assert r.returncode == EXIT_OK, r.stderr
+    (line,) = [x for x in r.stdout.splitlines() if x.startswith("step: ")]
+    assert line.startswith(f"step: c{k:02d}: +")
+    assert line.endswith("regressed (provisional: a window is not full yet)")
+    (s,) = json.loads(tj.read_text())["steps"]
+    assert s["commit"] == f"c{k:02d}" and s["provisional"] is True
+    assert (s["commits_before"], s["commits_after"]) == ((3, 5) if k == 3 else (5, 3))
+
+
+def test_a_25_percent_step_is_named_and_nothing_else_flagged(tmp_path):
+    """The detection figure of issue 24: runs with realistic noise (a
+    run-to-run CV of 5 %, 3 runs a commit, 40 commits), one blocker's energy per
+    wakeup +25 % from commit c23 on: every metric of every blocker
+    looked at (the trend page's data), the step is named at c23 and
+    nothing else anywhere is flagged."""
+    rng = random.Random(24)
+    reports = []
+    for k in range(40):
+        for _ in range(3):
+            # the blocker's energy per wakeup: CV sqrt(2) x noise
+            reports.append(runs.fake_report(rng, noise=0.035, git_sha=f"c{k:02d}", blockers={
+                "wifi": 50_000 * (1.25 if k >= 23 else 1), "gps": 20_000}))
+    db = tmp_path / "h.db"
+    r = history(db, "add", *runs.write_reports(reports, tmp_path / "r"), sbrig=RELEASE)
+    assert r.returncode == EXIT_OK, r.stderr
+    page = tmp_path / "t.html"
+    r = history(db, "html", "keypress", "-o", page, sbrig=RELEASE)
+    assert r.returncode == EXIT_OK, r.stderr
+    text = page.read_text()
+    start = text.index('id="sbrig-trend">') + len('id="sbrig-trend">')
+    doc = json.loads(text[start:text.index("</script>", start)])
+    assert len(doc["trends"]) >= 12
+    flagged = {(t["metric"], t["blocker"]): [(s["commit"], s["direction"], s["provisional"])
+                                             for s in t["steps"]]
+               for t in doc["trends"] if t["steps"]}
+    assert flagged == {("blocker_energy_per_wakeup_uJ", "wifi"): [("c23", "regressed", False)]}
+    (s,) = next(t for t in doc["trends"] if t["blocker"] == "wifi" and
+                t["metric"] == "blocker_energy_per_wakeup_uJ")["steps"]
+    assert 0.15 < s["change_rel"] < 0.35     # 5 commits a side, 5 % noise per run
 
 
 def test_a_blocker_whose_energy_doubles_steps_at_its_commit(tmp_path):
@@ -200,6 +252,39 @@ def test_a_blocker_whose_energy_doubles_steps_at_its_commit(tmp_path):
     assert step.startswith("step: c12: +") and "(+100" in step or "(+9" in step, step
     r = history(db, "trend", "keypress", "energy_per_wakeup_uJ")
     assert "steps: none" in r.stdout
+
+
+def test_a_blocker_that_comes_and_goes_steps_where_it_does(tmp_path):
+    """A blocker the scenario has had counts as 0 in the runs without
+    it, before it appears and after it goes (as compare counts it): its
+    steps are seen at the commits where it came (c10) and went (c20)."""
+    rng = random.Random(5)
+    reports = []
+    for k in range(30):
+        bl = {"wifi": 50_000.0}
+        if 10 <= k < 20:
+            bl["gps"] = 20_000.0
+        for _ in range(3):
+            reports.append(runs.fake_report(rng, git_sha=f"c{k:02d}", blockers=bl))
+    db = tmp_path / "h.db"
+    assert history(db, "add", *runs.write_reports(reports, tmp_path / "r")).returncode == 0
+    tj = tmp_path / "t.json"
+    r = history(db, "trend", "keypress", "blocker_energy_per_wakeup_uJ", "--blocker", "gps",
+                "--json", tj)
+    assert r.returncode == EXIT_OK, r.stderr
+    assert "30 commits, 90 runs" in r.stdout
+    doc = json.loads(tj.read_text())
+    assert [p["median"] == 0 for p in doc["points"]] == [not 10 <= k < 20 for k in range(30)]
+    assert [(s["commit"], s["direction"], s["before"]) for s in doc["steps"]] == \
+        [("c10", "regressed", 0), ("c20", "improved", pytest.approx(20_000, rel=0.05))]
+    assert "step: c10: +" in r.stdout and "(from 0)" in r.stdout
+    r = history(db, "trend", "keypress", "blocker_activations", "--blocker", "gps")
+    assert r.returncode == EXIT_OK, r.stderr
+    assert [line.split(":")[1] for line in r.stdout.splitlines()
+            if line.startswith("step: ")] == [" c10", " c20"]
+    # a blocker the scenario never had has no values, not zeros
+    r = history(db, "trend", "keypress", "blocker_activations", "--blocker", "nfc")
+    assert r.returncode == EXIT_FAIL and "no run of scenario" in r.stderr
 
 
 def test_series_without_a_step_are_not_flagged(tmp_path):
@@ -220,6 +305,86 @@ def test_an_improvement_is_a_step_too(tmp_path):
     r = history(db, "trend", "keypress", "energy_per_wakeup_uJ")
     assert r.returncode == EXIT_OK, r.stderr
     assert "step: c10: -" in r.stdout and "improved" in r.stdout
+
+
+# ---- the commit order from git --------------------------------------------
+
+def git_repo(d: Path, n: int) -> list[str]:
+    """A repository at @d with a linear history of @n commits; their
+    SHAs, oldest first."""
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.org",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.org")
+    subprocess.run(["git", "init", "-q", str(d)], check=True)
+    shas = []
+    for k in range(n):
+        # the commit times go backwards: only the parents give the order
+        env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = f"{2_000_000_000 - k * 60} +0000"
+        subprocess.run(["git", "-C", str(d), "commit", "-q", "--allow-empty", "-m", f"{d.name} c{k}"],
+                       check=True, env=env)
+        shas.append(subprocess.run(["git", "-C", str(d), "rev-parse", "HEAD"], check=True,
+                                   capture_output=True, text=True).stdout.strip())
+    return shas
+
+
+def test_commit_order_from_git(tmp_path):
+    """--git-dir orders the commits by their parents, not by when their
+    runs were added: commits added out of order, and an old commit
+    backfilled last, land where they belong, and the step is found at its
+    commit; a commit the repository lacks is left out and counted."""
+    shas = git_repo(tmp_path / "repo", 24)
+    rng = random.Random(3)
+    order = list(range(24))
+    rng.shuffle(order)
+    order.remove(2)
+    order.append(2)             # an old commit, backfilled last
+    reports = []
+    for k in order:
+        for _ in range(3):
+            reports.append(runs.fake_report(rng, energy_uJ=100_000 * (1.1 if k >= 12 else 1),
+                                            git_sha=shas[k][:12] if k % 2 else shas[k]))
+    reports.append(runs.fake_report(rng, git_sha="--output=/tmp/x"))   # not a commit
+    reports.append(runs.fake_report(rng, git_sha="c0ffee00"))          # not in the repository
+    db = tmp_path / "h.db"
+    assert history(db, "add", *runs.write_reports(reports, tmp_path / "r")).returncode == 0
+    name = [s[:12] if k % 2 else s for k, s in enumerate(shas)]
+
+    # without --git-dir: the order of adds
+    r = history(db, "show", "keypress")
+    assert r.returncode == EXIT_OK, r.stderr
+    assert [line.split()[1] for line in r.stdout.splitlines()[3:]][:24] == \
+        [name[k] for k in order]
+    # with it: git's
+    for git_dir in (tmp_path / "repo", tmp_path / "repo" / ".git"):
+        r = history(db, "show", "keypress", "--git-dir", git_dir)
+        assert r.returncode == EXIT_OK, r.stderr
+        assert [line.split()[:2] for line in r.stdout.splitlines()[3:]] == \
+            [[str(k + 1), name[k]] for k in range(24)]
+        assert f"{git_dir}: 2 commits of {db} not in this repository: left out" in r.stderr
+    tj = tmp_path / "t.json"
+    r = history(db, "trend", "keypress", "energy_per_wakeup_uJ", "--git-dir", tmp_path / "repo",
+                "--json", tj)
+    assert r.returncode == EXIT_OK, r.stderr
+    doc = json.loads(tj.read_text())
+    assert [p["commit"] for p in doc["points"]] == name
+    assert [(s["commit"], s["provisional"]) for s in doc["steps"]] == [(name[12], False)]
+    r = history(db, "export", "--git-dir", tmp_path / "repo")
+    assert r.returncode == EXIT_OK, r.stderr
+    rows = list(csv.DictReader(io.StringIO(r.stdout)))
+    assert [int(x["seq"]) for x in rows] == sorted(int(x["seq"]) for x in rows)
+    assert {x["commit"]: int(x["seq"]) for x in rows} == {n: k + 1 for k, n in enumerate(name)}
+    r = history(db, "html", "keypress", "-o", tmp_path / "t.html", "--git-dir", tmp_path / "repo")
+    assert r.returncode == EXIT_OK, r.stderr
+    # the database was only read
+    assert "the next 'sbrig history add'" not in r.stderr
+    # not a repository; a repository without any of the commits
+    r = history(db, "show", "--git-dir", tmp_path / "r")
+    assert r.returncode == EXIT_USAGE
+    assert f"--git-dir: {tmp_path / 'r'}: not a git repository" in r.stderr
+    git_repo(tmp_path / "other", 1)
+    r = history(db, "trend", "keypress", "energy_per_wakeup_uJ", "--git-dir", tmp_path / "other")
+    assert r.returncode == EXIT_FAIL
+    assert f"{tmp_path / 'other'}: none of the 26 commits of {db} is in this repository" \
+        in r.stderr
 
 
 # ---- concurrency and a killed writer --------------------------------------
@@ -301,32 +466,44 @@ def test_a_writer_killed_mid_transaction_loses_nothing_committed(tmp_path):
 
 # ---- schema versions ------------------------------------------------------
 
-def test_a_version_1_database_is_migrated(tmp_path):
+def test_a_version_1_database_is_read_as_it_is_and_migrated_by_add(tmp_path):
     db = tmp_path / "old.db"
     with sqlite3.connect(db) as c:
         c.executescript((REPO / "tests" / "fixtures" / "history" / "v1.sql").read_text())
+    before = db.read_bytes()
     r = history(db, "show", "old")
     assert r.returncode == EXIT_OK, r.stderr
-    assert f"{db}: migrated from schema version 1 to 2" in r.stderr
+    assert f"{db}: schema version 1, read as 2 (not migrated" in r.stderr
+    assert f"history: {db} (schema version 1)" in r.stdout
     # the commit order of version 1 (by first run) is kept
     assert [line.split()[:2] for line in r.stdout.splitlines()[3:]] == \
         [["1", "zz-first"], ["2", "aa-second"], ["3", "mm-third"]]
-    with sqlite3.connect(db) as c:
-        assert c.execute("PRAGMA user_version").fetchone() == (2,)
-        assert c.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-        assert c.execute("SELECT COUNT(*) FROM runs WHERE report = ''").fetchone() == (6,)
-    r = history(db, "trend", "old", "energy_per_wakeup_uJ", "--window", "1",
-                "--t-threshold", "1")
+    r = history(db, "trend", "old", "energy_per_wakeup_uJ")
     assert r.returncode == EXIT_OK, r.stderr
-    assert "step: aa-second: +20000 uJ (+20.00 %)" in r.stdout
-    # a second open migrates nothing; a new run joins the old ones
+    assert [line.split()[1:4] for line in r.stdout.splitlines()[2:5]] == \
+        [["zz-first", "2", "100000"], ["aa-second", "2", "120000"],
+         ["mm-third", "2", "120000"]]
+    assert history(db, "export").returncode == EXIT_OK
+    # the readers wrote nothing
+    assert db.read_bytes() == before
+    assert not Path(f"{db}-wal").exists()
+    # add migrates it; the old commit order is kept, a new run joins it
     reps = series(tmp_path / "r", commits=1, per_commit=1)
     r = history(db, "add", reps[0])
     assert r.returncode == EXIT_OK, r.stderr
-    assert "migrated" not in r.stderr
+    assert f"{db}: migrated from schema version 1 to 2" in r.stderr
     with sqlite3.connect(db) as c:
-        assert c.execute("SELECT sha, seq FROM commits ORDER BY seq DESC LIMIT 1"
-                         ).fetchone() == ("c00", 4)
+        assert c.execute("PRAGMA user_version").fetchone() == (2,)
+        assert c.execute("PRAGMA application_id").fetchone() == (0x53425247,)
+        assert c.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        assert c.execute("SELECT COUNT(*) FROM runs WHERE report = ''").fetchone() == (6,)
+        assert c.execute("SELECT sha, seq FROM commits ORDER BY seq").fetchall() == \
+            [("zz-first", 1), ("aa-second", 2), ("mm-third", 3), ("c00", 4)]
+    r = history(db, "show", "old")
+    assert r.returncode == EXIT_OK and r.stderr == ""
+    # a second add migrates nothing
+    r = history(db, "add", reps[0])
+    assert r.returncode == EXIT_OK and "migrated" not in r.stderr
 
 
 def test_a_newer_or_foreign_database_is_refused_naming_the_file(tmp_path):
@@ -350,7 +527,188 @@ def test_a_newer_or_foreign_database_is_refused_naming_the_file(tmp_path):
         c.execute("PRAGMA user_version = 1")
     r = history(other, "show")
     assert r.returncode == EXIT_DB
-    assert f"{other}: schema version 1 but no runs table" in r.stderr
+    assert f"{other}: not an sbrig history database (schema version 1 but no runs " \
+        "table)" in r.stderr
+
+
+def test_a_foreign_sqlite_file_is_refused_and_left_byte_identical(tmp_path):
+    """Someone else's SQLite file (another program's tables, or another
+    application_id) is not turned into ours by add, nor touched by a
+    reader: refused with a clear error, left as it was (no WAL either)."""
+    reps = series(tmp_path / "r", commits=1, per_commit=1)
+    theirs = tmp_path / "theirs.db"
+    with sqlite3.connect(theirs) as c:
+        c.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
+        c.execute("INSERT INTO notes (body) VALUES ('mine')")
+    marked = tmp_path / "marked.db"
+    with sqlite3.connect(marked) as c:
+        c.execute("PRAGMA application_id = 1234")
+        c.execute("PRAGMA user_version = 2")
+        c.execute("CREATE TABLE runs (id INTEGER)")
+    for f, why in ((theirs, "an SQLite database of another program"),
+                   (marked, "its application_id is 0x4d2, sbrig's is 0x53425247")):
+        before = f.read_bytes()
+        for args in (("add", reps[0]), ("show",), ("export",),
+                     ("trend", "keypress", "energy_per_wakeup_uJ")):
+            r = history(f, *args)
+            assert r.returncode == EXIT_DB, (args, r.stderr)
+            assert f"{f}: not an sbrig history database ({why}" in r.stderr, r.stderr
+            assert "refused, left as it is" in r.stderr
+        assert f.read_bytes() == before
+        assert not Path(f"{f}-wal").exists() and not Path(f"{f}-journal").exists()
+    # ours are marked as ours
+    db = tmp_path / "ours.db"
+    assert history(db, "add", reps[0]).returncode == EXIT_OK
+    with sqlite3.connect(db) as c:
+        assert c.execute("PRAGMA application_id").fetchone() == (0x53425247,)
+
+
+def test_readers_take_no_lock_and_write_nothing(tmp_path):
+    """show, trend, html and export while another process holds the write
+    lock inside a transaction: they answer at once (the old reader waited
+    out the 60 s busy timeout) and see what was committed."""
+    import time
+
+    db = tmp_path / "h.db"
+    assert history(db, "add", *series(tmp_path / "r", commits=6, per_commit=2)).returncode == 0
+    w = sqlite3.connect(db, isolation_level=None)
+    try:
+        w.execute("BEGIN IMMEDIATE")
+        w.execute("DELETE FROM metrics")
+        for args in (("show",), ("show", "keypress"), ("export",),
+                     ("trend", "keypress", "energy_per_wakeup_uJ"),
+                     ("html", "keypress", "-o", tmp_path / "t.html")):
+            t = time.monotonic()
+            r = history(db, *args, sbrig=RELEASE, timeout=30)
+            took = time.monotonic() - t
+            assert r.returncode == EXIT_OK, (args, r.stderr)
+            assert took < 5, (args, took)
+        assert "6 commits, 12 runs" in history(db, "trend", "keypress",
+                                               "energy_per_wakeup_uJ").stdout
+    finally:
+        w.execute("ROLLBACK")
+        w.close()
+
+
+def test_readers_read_a_database_in_a_read_only_directory(tmp_path):
+    """The database's directory mounted read-only (a bind mount in a
+    mount namespace of its own: root ignores a directory's mode): the
+    readers read it; add says why it cannot write."""
+    if subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode:
+        pytest.skip("no mount namespace here (unshare -m)")
+    d = tmp_path / "ro"
+    d.mkdir()
+    db = d / "h.db"
+    reps = series(tmp_path / "r", commits=6, per_commit=2)
+    assert history(db, "add", *reps[:-1]).returncode == EXIT_OK
+    assert not Path(f"{db}-wal").exists()     # the last writer cleaned up
+    before = db.read_bytes()
+    script = (f'mount --bind -o ro "{d}" "{d}" || exit 99\n'
+              f'S="{SBRIG}"; DB="{db}"\n'
+              '"$S" history --db "$DB" show keypress || exit 1\n'
+              '"$S" history --db "$DB" trend keypress energy_per_wakeup_uJ || exit 2\n'
+              f'"$S" history --db "$DB" html -o "{tmp_path / "t.html"}" keypress || exit 3\n'
+              '"$S" history --db "$DB" export >/dev/null || exit 4\n'
+              f'"$S" history --db "$DB" add "{reps[-1]}"; echo "add: $?"\n')
+    r = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True,
+                       text=True, env=ENV, timeout=300)
+    if r.returncode == 99:
+        pytest.skip(f"cannot bind-mount read-only: {r.stderr}")
+    assert r.returncode == 0, r.stderr
+    assert "6 commits, 11 runs" in r.stdout
+    assert (tmp_path / "t.html").is_file()
+    assert f"add: {EXIT_DB}" in r.stdout
+    assert f"{db}: cannot add to it: Read-only file system" in r.stderr, r.stderr
+    assert db.read_bytes() == before
+
+
+def test_a_database_with_null_columns_or_corrupt_pages(tmp_path):
+    """A schema-2 file made by another program, with NULL where sbrig
+    writes none, is read (no crash: it was strlen(NULL)); a corrupt one
+    exits 7 as documented, naming the file."""
+    db = tmp_path / "nulls.db"
+    with sqlite3.connect(db) as c:
+        c.executescript("""
+            CREATE TABLE runs (id INTEGER PRIMARY KEY, commit_sha, scenario, scenario_sha256,
+                rig_name, rig_sha256, capture_path, start_ns, end_ns, samples, added_utc,
+                report, host_version);
+            CREATE TABLE metrics (run_id, metric, blocker, value);
+            CREATE TABLE commits (sha, seq);
+            INSERT INTO runs (id, commit_sha) VALUES (1, 'c1');
+            INSERT INTO runs (id, commit_sha, scenario, rig_sha256) VALUES (2, 'c1', 's', 'r');
+            INSERT INTO runs (id, scenario, rig_sha256) VALUES (3, 's', 'r');
+            INSERT INTO commits VALUES ('c1', 1), (NULL, 2), ('c2', NULL);
+            INSERT INTO metrics VALUES (1, 'energy_per_wakeup_uJ', NULL, NULL),
+                (2, 'energy_per_wakeup_uJ', '', 10), (2, 'energy_total_uJ', '', NULL),
+                (2, 'blocker_activations', NULL, 3), (NULL, NULL, NULL, NULL);
+            PRAGMA user_version = 2;
+        """)
+    r = history(db, "show")
+    assert r.returncode == EXIT_OK, r.stderr
+    assert "(no scenario)" in r.stdout
+    r = history(db, "show", "s")
+    assert r.returncode == EXIT_OK, r.stderr
+    r = history(db, "trend", "s", "energy_per_wakeup_uJ")
+    assert r.returncode == EXIT_OK, r.stderr
+    assert "1 commits, 1 runs" in r.stdout
+    r = history(db, "html", "s", "-o", tmp_path / "n.html")
+    assert r.returncode == EXIT_OK, r.stderr
+    r = history(db, "export")
+    assert r.returncode == EXIT_OK, r.stderr
+    assert ",energy_total_uJ,,," in r.stdout        # a NULL value is no value
+    # corrupt: a real database whose pages after the first are overwritten
+    bad = tmp_path / "corrupt.db"
+    assert history(bad, "add", *series(tmp_path / "r", commits=30, per_commit=2)).returncode == 0
+    data = bytearray(bad.read_bytes())
+    assert len(data) > 8 * 4096
+    data[4096:] = bytes(range(256)) * ((len(data) - 4096) // 256) + bytes(len(data) % 256)
+    bad.write_bytes(bytes(data))
+    for args in (("show",), ("show", "keypress"), ("export",),
+                 ("trend", "keypress", "energy_per_wakeup_uJ")):
+        r = history(bad, *args)
+        assert r.returncode == EXIT_DB, (args, r.returncode, r.stderr)
+        assert str(bad) in r.stderr and "malformed" in r.stderr, r.stderr
+
+
+def test_names_with_control_bytes_cannot_drive_the_terminal(tmp_path):
+    """A commit, scenario or rig name with escape sequences (a report's
+    git_sha, a capture's meta.ini) is printed with its control bytes as
+    \\xNN by add, show, trend and the errors that list names: nothing it
+    holds reaches the terminal as a control byte."""
+    evil = "\x1b]0;pwned\x07\x1b[2J\r"
+    reps = series(tmp_path / "r", commits=12, per_commit=2, step_at=6, rise=0.2)
+    for p in reps:
+        doc = json.loads(p.read_text())
+        prov = doc["capture"]["provenance"]
+        prov["git_sha"] += evil
+        prov["scenario"] = f"rig/scenarios/k{evil}.scn"
+        prov["rig_name"] = f"v{evil}"
+        p.write_text(json.dumps(doc))
+    other = json.loads(reps[0].read_text())
+    other["capture"]["provenance"].update(rig_name=f"b{evil}", rig_sha256="cd" * 32)
+    other["capture"]["path"] = "/elsewhere"
+    (tmp_path / "o.json").write_text(json.dumps(other))
+    db = tmp_path / "h.db"
+    scen = f"rig/scenarios/k{evil}.scn"
+    outs = [history(db, "add", *reps, tmp_path / "o.json")]
+    outs.append(history(db, "show"))
+    outs.append(history(db, "show", scen))
+    outs.append(history(db, "trend", scen, "energy_per_wakeup_uJ", "--rig", "cdcdcdcd"))
+    outs.append(history(db, "trend", scen, "energy_per_wakeup_uJ"))         # several rigs
+    outs.append(history(db, "trend", "nosuch", "energy_per_wakeup_uJ"))     # lists them
+    virtual = json.loads(reps[1].read_text())["capture"]["provenance"]["rig_sha256"][:8]
+    outs.append(history(db, "trend", scen, "energy_per_wakeup_uJ", "--rig", virtual))
+    assert [r.returncode for r in outs] == [EXIT_OK, EXIT_OK, EXIT_OK, EXIT_OK,
+                                            EXIT_NOT_COMPARABLE, EXIT_FAIL, EXIT_OK]
+    for r in outs:
+        for text in (r.stdout, r.stderr):
+            assert not any(ord(c) < 0x20 and c != "\n" or ord(c) == 0x7f for c in text), text
+    shown = "\\x1b]0;pwned\\x07\\x1b[2J\\x0d"
+    assert f"commit c00{shown}, scenario rig/scenarios/k{shown}.scn" in outs[0].stdout
+    assert f"rig/scenarios/k{shown}.scn" in outs[1].stdout
+    assert f"c05{shown}" in outs[2].stdout
+    assert f"step: c06{shown}: +" in outs[6].stdout
+    assert f"b{shown}" in outs[4].stderr and f"k{shown}" in outs[5].stderr
 
 
 # ---- bad input ------------------------------------------------------------

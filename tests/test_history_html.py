@@ -116,3 +116,65 @@ def test_page_errors(page, tmp_path):
     r = history(db, "html", "keypress", "-o", tmp_path / "d.html",
                 env={"SBRIG_DYGRAPHS_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"})
     assert r.returncode == EXIT_DB and "dygraphs" in r.stderr
+
+
+# what a commit, a scenario or a blocker can be called (--commit, a
+# report's git_sha, a capture's meta.ini, SBRIG_GIT_SHA): each would run
+# as script, or ask for "x", if the page put it in as HTML
+HOSTILE = '<img src=x onerror="window.pwned=(window.pwned||0)+1">'
+
+
+@pytest.fixture(scope="module")
+def hostile_page(tmp_path_factory):
+    import json
+
+    d = tmp_path_factory.mktemp("hostile")
+    reps = series(d / "r", commits=12, per_commit=2, step_at=6, wifi=2)
+    for p in reps:
+        doc = json.loads(p.read_text())
+        prov = doc["capture"]["provenance"]
+        prov["git_sha"] = f"{prov['git_sha']}{HOSTILE}"
+        prov["scenario"] = f"rig/scenarios/{HOSTILE}.scn"
+        for b in doc["blockers"]:
+            b["name"] = f"wifi{HOSTILE}"
+        p.write_text(json.dumps(doc))
+    db = d / "h.db"
+    r = history(db, "add", *reps)
+    assert r.returncode == EXIT_OK, r.stderr
+    html = d / "trend.html"
+    r = history(db, "html", f"rig/scenarios/{HOSTILE}.scn", "-o", html)
+    assert r.returncode == EXIT_OK, r.stderr
+    return html
+
+
+def test_hostile_names_hovered_run_no_script(browser, hostile_page):
+    """Hover a point of every chart: dygraphs' legend shows the commit
+    (the x-axis formatter's output, taken as HTML) as text, and nothing
+    of it runs or asks for anything."""
+    html = hostile_page
+    p = browser.new_page()
+    p.goto(html.as_uri(), timeout=60)
+    assert p.eval(READY, timeout=60) is True
+    n = p.eval("sbrig.charts.length")
+    assert n >= 3
+    for i in range(n):
+        # the chart scrolled into view, then the mouse on its 4th point
+        xy = p.eval(f"(() => {{ var g = sbrig.charts[{i}], d = g.graphDiv;"
+                    " d.scrollIntoView({block: 'center'});"
+                    " var r = d.getBoundingClientRect(), pt = g.layout_.points[0][3];"
+                    " return [r.left + pt.canvasx, r.top + pt.canvasy]; })()")
+        p.mouse("mouseMoved", xy[0] - 3, xy[1])
+        p.mouse("mouseMoved", xy[0], xy[1])
+        legend = p.eval(f"sbrig.charts[{i}].graphDiv.querySelector('.dygraph-legend')"
+                        ".textContent")
+        assert f"c03{HOSTILE} (2 runs)" in legend, legend
+    assert p.eval("window.pwned === undefined") is True
+    assert p.eval("document.querySelectorAll('img').length") == 0
+    # the names are shown as they are, as text
+    assert p.eval("document.querySelector('h1').textContent") == \
+        f"Trend: rig/scenarios/{HOSTILE}.scn"
+    assert p.eval("document.title") == f"sbrig trend: rig/scenarios/{HOSTILE}.scn"
+    assert p.eval("Array.from(document.querySelectorAll('section.trend'))"
+                  ".some(s => s.dataset.blocker === 'wifi' + "
+                  f"{HOSTILE!r})") is True
+    assert_clean(p, html)

@@ -12,11 +12,21 @@
  * of a newer version than SBRIG_HISTORY_VERSION is refused, never
  * written.
  *
- * Every handle sets WAL mode (readers do not block the writer, nor it
- * them; a writer killed mid-transaction leaves only an uncommitted tail
- * in the WAL, which the next opener ignores), synchronous FULL (a commit
- * is on disk when it returns), foreign keys, and a busy timeout, so
- * concurrent writers queue for the write lock instead of failing.
+ * sbrig's files carry its PRAGMA application_id (HI_APPLICATION_ID); a
+ * file with another one, or an SQLite file of another program (no
+ * application_id, tables of its own), is refused before anything is
+ * written to it. Files made before the application_id was set (versions
+ * 1 and 2 with our runs table) are ours and get it at their next write.
+ *
+ * A reader (show, trend, html, export) opens the file read-only: it takes
+ * no lock and writes nothing, not even a migration; a file of an older
+ * version is read through views of its own connection (read_as_current).
+ * Only a writer (add) switches the file to WAL mode (readers do not block
+ * the writer, nor it them; a writer killed mid-transaction leaves only an
+ * uncommitted tail in the WAL, which the next opener ignores), synchronous
+ * FULL (a commit is on disk when it returns), foreign keys, and migrates
+ * it; with a busy timeout, concurrent writers queue for the write lock
+ * instead of failing.
  */
 #include <errno.h>
 #include <limits.h>
@@ -84,7 +94,7 @@ int hi_err(struct sbrig_history *h, int rc, const char *what)
 		break;
 	case SQLITE_NOTADB:
 	case SQLITE_CORRUPT:
-		err = -EINVAL;
+		err = -EBADMSG;
 		break;
 	case SQLITE_PERM:
 	case SQLITE_READONLY:
@@ -132,6 +142,13 @@ sqlite3_stmt *hi_prepare(struct sbrig_history *h, const char *sql, int *ret)
 	return st;
 }
 
+const char *hi_text(sqlite3_stmt *st, int i)
+{
+	const char *s = (const char *)sqlite3_column_text(st, i);
+
+	return s ? s : "";
+}
+
 /* ---- where it is -------------------------------------------------------- */
 
 int sbrig_history_default_path(char *buf, size_t size)
@@ -159,23 +176,6 @@ int sbrig_history_default_path(char *buf, size_t size)
 
 /* ---- opening ------------------------------------------------------------ */
 
-static int user_version(struct sbrig_history *h, int *v)
-{
-	sqlite3_stmt *st;
-	int ret = 0, rc;
-
-	st = hi_prepare(h, "PRAGMA user_version", &ret);
-	if (!st)
-		return ret;
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
-		*v = sqlite3_column_int(st, 0);
-	else
-		ret = hi_err(h, rc, "reading the schema version");
-	sqlite3_finalize(st);
-	return ret;
-}
-
 static int newer(struct sbrig_history *h, int v)
 {
 	return sbrig_set_error(-EPROTO, "%s: schema version %d is newer than "
@@ -183,44 +183,96 @@ static int newer(struct sbrig_history *h, int v)
 			       h->path, v, SBRIG_HISTORY_VERSION);
 }
 
-/* bring the schema to SBRIG_HISTORY_VERSION, in one transaction */
+static int foreign(struct sbrig_history *h, const char *why)
+{
+	return sbrig_set_error(-EBADMSG, "%s: not an sbrig history database "
+			       "(%s): refused, left as it is", h->path, why);
+}
+
+/*
+ * Whose file this is, from what it says without being written to: ours
+ * (our application_id; or, from before it was set, none with a schema
+ * version of ours and our runs table), empty (no application_id, no
+ * version, no table: a new file), or someone else's. Its schema version
+ * into *@v; *@marked when it carries our application_id, *@empty when it
+ * is empty. 0, -EBADMSG (not ours), -EPROTO (newer), or an SQLite error.
+ */
+static int identify(struct sbrig_history *h, int *v, bool *marked,
+		    bool *empty)
+{
+	sqlite3_stmt *st;
+	int app = 0, ret = 0, rc, objects = 0, runs = 0;
+	char why[96];
+
+	*empty = false;
+	/* one statement: one snapshot (another process may be creating it) */
+	st = hi_prepare(h, "SELECT (SELECT application_id FROM "
+			"pragma_application_id), (SELECT user_version FROM "
+			"pragma_user_version), COUNT(*), COUNT(*) FILTER (WHERE "
+			"type = 'table' AND name = 'runs') FROM sqlite_schema",
+			&ret);
+	if (!st)
+		return ret;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		app = sqlite3_column_int(st, 0);
+		*v = sqlite3_column_int(st, 1);
+		objects = sqlite3_column_int(st, 2);
+		runs = sqlite3_column_int(st, 3);
+	} else {
+		ret = hi_err(h, rc, "reading its application id, schema "
+			     "version and tables");
+	}
+	sqlite3_finalize(st);
+	if (ret)
+		return ret;
+	*marked = app == HI_APPLICATION_ID;
+	if (app && app != HI_APPLICATION_ID) {
+		snprintf(why, sizeof(why), "its application_id is %#x, sbrig's "
+			 "is %#x", (unsigned int)app, HI_APPLICATION_ID);
+		return foreign(h, why);
+	}
+	if (*v > SBRIG_HISTORY_VERSION)
+		return newer(h, *v);
+	if (!app && !*v && !objects) {
+		*empty = true;
+		return 0;
+	}
+	if (!app && !*v)
+		return foreign(h, "an SQLite database of another program: no "
+			       "application_id, no schema version, tables of "
+			       "its own");
+	if (*v < 1 || (*v < SBRIG_HISTORY_VERSION && !runs) ||
+	    (!app && !runs)) {
+		snprintf(why, sizeof(why), "schema version %d but no runs "
+			 "table", *v);
+		return foreign(h, why);
+	}
+	return 0;
+}
+
+/*
+ * Bring the schema to SBRIG_HISTORY_VERSION and mark the file as ours
+ * (application_id), in one transaction, identified again under the write
+ * lock (another process may have created or migrated it meanwhile).
+ */
 static int migrate(struct sbrig_history *h)
 {
-	char sql[64], what[64];
+	char sql[96], what[64];
+	bool marked, empty;
 	int v = 0, ret;
 
 	ret = hi_exec(h, "BEGIN IMMEDIATE", "locking it to check its schema");
 	if (ret)
 		return ret;
-	ret = user_version(h, &v);
+	ret = identify(h, &v, &marked, &empty);
 	if (ret)
 		goto rollback;
+	if (marked && v == SBRIG_HISTORY_VERSION) {
+		h->migrated_from = v;
+		return hi_exec(h, "COMMIT", "committing its schema");
+	}
 	h->migrated_from = v;
-	if (v > SBRIG_HISTORY_VERSION) {
-		ret = newer(h, v);
-		goto rollback;
-	}
-	if (v < 0) {
-		ret = sbrig_set_error(-EINVAL, "%s: schema version %d: not an "
-				      "sbrig history database", h->path, v);
-		goto rollback;
-	}
-	if (v > 0 && v < SBRIG_HISTORY_VERSION) {
-		/* a file of ours, not someone else's database */
-		sqlite3_stmt *st = hi_prepare(h, "SELECT 1 FROM sqlite_schema "
-					      "WHERE type = 'table' AND "
-					      "name = 'runs'", &ret);
-
-		if (!st)
-			goto rollback;
-		if (sqlite3_step(st) != SQLITE_ROW)
-			ret = sbrig_set_error(-EINVAL, "%s: schema version %d "
-					      "but no runs table: not an sbrig "
-					      "history database", h->path, v);
-		sqlite3_finalize(st);
-		if (ret)
-			goto rollback;
-	}
 	for (int i = v; i < SBRIG_HISTORY_VERSION; i++) {
 		snprintf(what, sizeof(what), "migrating schema version %d to "
 			 "%d", i, i + 1);
@@ -228,23 +280,140 @@ static int migrate(struct sbrig_history *h)
 		if (ret)
 			goto rollback;
 	}
-	if (v != SBRIG_HISTORY_VERSION) {
-		snprintf(sql, sizeof(sql), "PRAGMA user_version = %d",
-			 SBRIG_HISTORY_VERSION);
-		ret = hi_exec(h, sql, "setting the schema version");
-		if (ret)
-			goto rollback;
-	}
+	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d; "
+		 "PRAGMA application_id = %d", SBRIG_HISTORY_VERSION,
+		 HI_APPLICATION_ID);
+	ret = hi_exec(h, sql, "setting the schema version");
+	if (ret)
+		goto rollback;
 	return hi_exec(h, "COMMIT", "committing its schema");
 rollback:
 	sqlite3_exec(h->db, "ROLLBACK", NULL, NULL, NULL);
 	return ret;
 }
 
-struct sbrig_history *sbrig_history_open(const char *path, bool create)
+/*
+ * A reader of a file of an older schema version sees it as the current
+ * one, through objects of its own connection's TEMP schema (searched
+ * before the file's own for a name without a schema): nothing is written
+ * to the file. Version 1: the commit sequence of its runs' order, and
+ * runs without a report or host version.
+ */
+static const char *const read_as_current[SBRIG_HISTORY_VERSION] = {
+	NULL,
+	"CREATE TEMP TABLE commits AS SELECT commit_sha AS sha,"
+	" ROW_NUMBER() OVER (ORDER BY MIN(id)) AS seq"
+	" FROM main.runs GROUP BY commit_sha;"
+	"CREATE TEMP VIEW runs AS SELECT *, '' AS report,"
+	" '' AS host_version FROM main.runs;",
+};
+
+/* "file:" URI of @path (RFC 3986: what is not unreserved or '/' escaped) */
+static int uri_of(const char *path, const char *query, char *buf,
+		  size_t size)
+{
+	size_t k = 0;
+	int n;
+
+	n = snprintf(buf, size, "file:");
+	k = (size_t)n;
+	for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+		if (k + 4 >= size)
+			return -ENAMETOOLONG;
+		if (strchr("/-._~", *p) || (*p >= '0' && *p <= '9') ||
+		    ((*p | 0x20) >= 'a' && (*p | 0x20) <= 'z'))
+			buf[k++] = (char)*p;
+		else
+			k += (size_t)snprintf(buf + k, size - k, "%%%02X", *p);
+	}
+	n = snprintf(buf + k, size - k, "?%s", query);
+	return n < 0 || (size_t)n >= size - k ? -ENAMETOOLONG : 0;
+}
+
+/*
+ * Open @path read-only. A file in WAL mode needs its -shm file, which a
+ * reader cannot create in a directory it may not write: when there is no
+ * -wal file either (no writer is active, the last one checkpointed
+ * everything into the file), the file alone is the database, and it is
+ * opened as immutable.
+ */
+static int open_reader(struct sbrig_history *h)
+{
+	char wal[4200], uri[3 * 4096 + 64];
+	int rc, ret;
+
+	rc = sqlite3_open_v2(h->path, &h->db, SQLITE_OPEN_READONLY, NULL);
+	if (rc != SQLITE_OK)
+		return hi_err(h, rc, "opening it");
+	sqlite3_extended_result_codes(h->db, 1);
+	rc = sqlite3_exec(h->db, "SELECT COUNT(*) FROM sqlite_schema", NULL,
+			  NULL, NULL);
+	snprintf(wal, sizeof(wal), "%s-wal", h->path);
+	if (((rc & 0xff) != SQLITE_READONLY && (rc & 0xff) != SQLITE_CANTOPEN) ||
+	    !access(wal, F_OK))
+		return 0;	/* open, or an error the first read reports */
+	sqlite3_close(h->db);
+	h->db = NULL;
+	ret = uri_of(h->path, "immutable=1", uri, sizeof(uri));
+	if (ret)
+		return sbrig_set_error(ret, "%s: path too long", h->path);
+	rc = sqlite3_open_v2(uri, &h->db, SQLITE_OPEN_READONLY |
+			     SQLITE_OPEN_URI, NULL);
+	if (rc != SQLITE_OK)
+		return hi_err(h, rc, "opening it");
+	sqlite3_extended_result_codes(h->db, 1);
+	return 0;
+}
+
+/*
+ * Switch a writer's file to WAL mode. Two adders creating one new file at
+ * once can find it locked by the other's switch without SQLite's busy
+ * handler being asked (seen: "database is locked" at once): retried, for
+ * up to the busy timeout, until one of them has switched it.
+ */
+static int to_wal(struct sbrig_history *h)
+{
+	for (int waited_ms = 0;; waited_ms += 10) {
+		int rc = sqlite3_exec(h->db, "PRAGMA journal_mode = WAL", NULL,
+				      NULL, NULL);
+
+		if (rc == SQLITE_OK)
+			return 0;
+		if ((rc & 0xff) != SQLITE_BUSY || waited_ms >= HI_BUSY_TIMEOUT_MS)
+			return hi_err(h, rc, "switching to WAL mode");
+		sqlite3_sleep(10);
+	}
+}
+
+/*
+ * A writer writes the file and, beside it, its -wal and -shm files: say
+ * so when it cannot, rather than SQLite's "unable to open database file"
+ */
+static int writable(struct sbrig_history *h)
+{
+	char dir[sizeof(h->path)];
+	char *slash;
+
+	snprintf(dir, sizeof(dir), "%s", h->path);
+	slash = strrchr(dir, '/');
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		slash[slash == dir] = '\0';	/* "/h.db" -> "/" */
+	if ((access(h->path, F_OK) || !access(h->path, W_OK)) &&
+	    !access(dir, W_OK))
+		return 0;
+	return sbrig_set_error(-errno, "%s: cannot add to it: %s (sbrig "
+			       "history add writes the file and its -wal and "
+			       "-shm files beside it, in %s)", h->path,
+			       strerror(errno), dir);
+}
+
+struct sbrig_history *sbrig_history_open(const char *path, bool write)
 {
 	struct sbrig_history *h = calloc(1, sizeof(*h));
 	struct stat st;
+	bool marked, empty;
 	int ret, rc, v = 0;
 
 	if (!h) {
@@ -264,7 +433,7 @@ struct sbrig_history *sbrig_history_open(const char *path, bool create)
 					      path);
 			goto fail;
 		}
-	} else if (errno != ENOENT || !create) {
+	} else if (errno != ENOENT || !write) {
 		ret = sbrig_set_error(-errno, "%s: %s%s", path, strerror(errno),
 				      errno == ENOENT ? " (no history there "
 				      "yet: 'sbrig history add' creates it)" :
@@ -274,21 +443,43 @@ struct sbrig_history *sbrig_history_open(const char *path, bool create)
 		sbrig_prefix_error("%s: creating its directory", path);
 		goto fail;
 	}
-	rc = sqlite3_open_v2(path, &h->db, SQLITE_OPEN_READWRITE |
-			     (create ? SQLITE_OPEN_CREATE : 0), NULL);
-	if (rc != SQLITE_OK) {
-		ret = hi_err(h, rc, "opening it");
-		goto fail;
+	if (write) {
+		ret = writable(h);
+		if (ret)
+			goto fail;
+		rc = sqlite3_open_v2(path, &h->db, SQLITE_OPEN_READWRITE |
+				     SQLITE_OPEN_CREATE, NULL);
+		ret = rc == SQLITE_OK ? 0 : hi_err(h, rc, "opening it");
+		if (!ret)
+			sqlite3_extended_result_codes(h->db, 1);
+	} else {
+		ret = open_reader(h);
 	}
-	sqlite3_extended_result_codes(h->db, 1);
+	if (ret)
+		goto fail;
 	sqlite3_busy_timeout(h->db, HI_BUSY_TIMEOUT_MS);
-	/* a file this sbrig cannot read is refused before anything is written */
-	ret = user_version(h, &v);
-	if (!ret && v > SBRIG_HISTORY_VERSION)
-		ret = newer(h, v);
-	if (!ret)
-		ret = hi_exec(h, "PRAGMA journal_mode = WAL",
-			      "switching to WAL mode");
+	/* a file that is not ours, or too new, is refused before any write */
+	ret = identify(h, &v, &marked, &empty);
+	if (ret)
+		goto fail;
+	h->migrated_from = SBRIG_HISTORY_VERSION;
+	if (!write) {
+		if (empty) {
+			ret = sbrig_set_error(-ENOENT, "%s: an empty database "
+					      "(no history there yet: 'sbrig "
+					      "history add' makes one)", path);
+			goto fail;
+		}
+		for (int i = v; i < SBRIG_HISTORY_VERSION && !ret; i++)
+			if (read_as_current[i])
+				ret = hi_exec(h, read_as_current[i],
+					      "reading an older schema version");
+		if (ret)
+			goto fail;
+		h->read_as_from = v;
+		return h;
+	}
+	ret = to_wal(h);
 	if (!ret)
 		ret = hi_exec(h, "PRAGMA synchronous = FULL; "
 			      "PRAGMA foreign_keys = ON", "setting it up");
@@ -321,6 +512,11 @@ int sbrig_history_migrated_from(const struct sbrig_history *h)
 	return h->migrated_from;
 }
 
+int sbrig_history_read_as_from(const struct sbrig_history *h)
+{
+	return h->read_as_from;
+}
+
 /* ---- naming a scenario --------------------------------------------------- */
 
 static bool is_hex(const char *s)
@@ -349,7 +545,7 @@ int hi_scenario_resolve(struct sbrig_history *h, const char *arg,
 			struct hi_scenario *out)
 {
 	sqlite3_stmt *st;
-	char known[2048] = "", s[1024];
+	char known[2048] = "", s[1024], e[1100];
 	const char *found = NULL;
 	char *first = NULL;
 	size_t nfound = 0, len;
@@ -362,14 +558,14 @@ int hi_scenario_resolve(struct sbrig_history *h, const char *arg,
 	if (!st)
 		return ret;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *name = (const char *)sqlite3_column_text(st, 0);
-		const char *hash = (const char *)sqlite3_column_text(st, 1);
+		const char *name = hi_text(st, 0);
+		const char *hash = hi_text(st, 1);
 
 		len = strlen(known);
-		if (len + strlen(name) + 8 < sizeof(known) &&
-		    !strstr(known, name))
+		sbrig_term(name, e, sizeof(e));	/* for a terminal */
+		if (len + strlen(e) + 8 < sizeof(known) && !strstr(known, e))
 			snprintf(known + len, sizeof(known) - len, "%s'%s'",
-				 len ? ", " : "", *name ? name : "");
+				 len ? ", " : "", e);
 		if (!strcmp(name, arg) || !strcmp(stem(name, s, sizeof(s)), arg))
 			found = name;
 		else if (sha && !strncasecmp(hash, arg, strlen(arg)))
@@ -395,7 +591,8 @@ int hi_scenario_resolve(struct sbrig_history *h, const char *arg,
 	if (nfound > 1) {
 		ret = sbrig_set_error(-EINVAL, "%s: '%s' names several "
 				      "scenarios (%s, ...): give the scenario's "
-				      "path as recorded", h->path, arg, first);
+				      "path as recorded", h->path, arg,
+				      sbrig_term(first, e, sizeof(e)));
 		free(first);
 		return ret;
 	}

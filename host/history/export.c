@@ -4,6 +4,7 @@
  * every value as CSV (sbrig history export; history-format.md, "Export").
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -13,19 +14,12 @@
 #include "csv.h"
 #include "internal.h"
 
-static const char *col(sqlite3_stmt *st, int i)
-{
-	const char *s = (const char *)sqlite3_column_text(st, i);
-
-	return s ? s : "";
-}
-
 int sbrig_history_show(struct sbrig_history *h, const char *scenario,
 		       FILE *out)
 {
 	struct hi_scenario sc;
 	sqlite3_stmt *st;
-	char sql[1024];
+	char sql[1024], name[3100];
 	int ret = 0, rc;
 
 	if (scenario) {
@@ -51,30 +45,39 @@ int sbrig_history_show(struct sbrig_history *h, const char *scenario,
 		return ret;
 	if (scenario)
 		sqlite3_bind_text(st, 1, sc.param, -1, SQLITE_TRANSIENT);
+	/* the file's version (a reader reads an older one as it is) */
 	fprintf(out, "history: %s (schema version %d)\n", h->path,
-		SBRIG_HISTORY_VERSION);
+		h->read_as_from ? h->read_as_from : SBRIG_HISTORY_VERSION);
 	if (scenario)
-		fprintf(out, "scenario: %s\n%6s  %-40s %-12s %5s  %s\n", sc.name,
+		fprintf(out, "scenario: %s\n%6s  %-40s %-12s %5s  %s\n",
+			sbrig_term(sc.name, name, sizeof(name)),
 			"seq", "commit", "rig", "runs", "added (UTC)");
 	else
 		fprintf(out, "%-40s %-12s %7s %6s  %s\n", "scenario", "rig",
 			"commits", "runs", "last commit");
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		/* what another program wrote, printed on a terminal */
+		char a[1100], b[300], c[300], d[300];
+		bool span = strcmp(hi_text(st, 4), hi_text(st, 5));
+
 		if (scenario)
 			fprintf(out, "%6lld  %-40s %-12s %5lld  %s%s%s\n",
 				(long long)sqlite3_column_int64(st, 0),
-				col(st, 1), col(st, 2),
+				sbrig_term(hi_text(st, 1), a, sizeof(a)),
+				sbrig_term(hi_text(st, 2), b, sizeof(b)),
 				(long long)sqlite3_column_int64(st, 3),
-				col(st, 4), strcmp(col(st, 4), col(st, 5)) ?
-				" .. " : "", strcmp(col(st, 4), col(st, 5)) ?
-				col(st, 5) : "");
+				sbrig_term(hi_text(st, 4), c, sizeof(c)),
+				span ? " .. " : "", span ?
+				sbrig_term(hi_text(st, 5), d, sizeof(d)) : "");
 		else
 			fprintf(out, "%-40s %-12s %7lld %6lld  %s\n",
-				*col(st, 0) ? col(st, 0) : "(no scenario)",
-				col(st, 1),
+				*hi_text(st, 0) ? sbrig_term(hi_text(st, 0), a,
+							     sizeof(a)) :
+				"(no scenario)",
+				sbrig_term(hi_text(st, 1), b, sizeof(b)),
 				(long long)sqlite3_column_int64(st, 2),
 				(long long)sqlite3_column_int64(st, 3),
-				col(st, 4));
+				sbrig_term(hi_text(st, 4), c, sizeof(c)));
 	}
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)
@@ -128,11 +131,15 @@ int sbrig_history_export_csv(struct sbrig_history *h, const char *scenario,
 		fprintf(out, "%lld,%lld,", (long long)sqlite3_column_int64(st, 0),
 			(long long)sqlite3_column_int64(st, 1));
 		for (int i = 2; i <= 10; i++)
-			csv(out, col(st, i), ',');
+			csv(out, hi_text(st, i), ',');
 		/* a number, not text: "-5" stays "-5" */
-		snprintf(num, sizeof(num), "%.10g", sqlite3_column_double(st, 11));
+		if (sqlite3_column_type(st, 11) == SQLITE_NULL)
+			*num = '\0';
+		else
+			snprintf(num, sizeof(num), "%.10g",
+				 sqlite3_column_double(st, 11));
 		fprintf(out, "%s,", num);
-		csv(out, unit_of(col(st, 9)), '\n');
+		csv(out, unit_of(hi_text(st, 9)), '\n');
 	}
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)

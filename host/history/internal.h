@@ -19,15 +19,18 @@
 /* how long a writer waits for another one's transaction (ms) */
 #define HI_BUSY_TIMEOUT_MS 60000
 
+/* PRAGMA application_id of sbrig's history databases: "SBRG" */
+#define HI_APPLICATION_ID 0x53425247
+
 struct sbrig_history {
 	sqlite3 *db;
 	char path[4096];
-	int migrated_from;
+	int migrated_from, read_as_from;
 };
 
 /*
  * Record "PATH: @what: SQLite's message" for the result code @rc and
- * return it as -errno: -EBUSY (locked), -EINVAL (not a database, corrupt),
+ * return it as -errno: -EBUSY (locked), -EBADMSG (not a database, corrupt),
  * -EACCES, -ENOSPC, -ENOMEM, -ENOENT (cannot open), else -EIO. The one
  * place SQLite's errors are translated.
  */
@@ -40,6 +43,13 @@ int hi_exec(struct sbrig_history *h, const char *sql, const char *what);
  * A prepared statement of @sql, or NULL after hi_err() (*@ret set).
  */
 sqlite3_stmt *hi_prepare(struct sbrig_history *h, const char *sql, int *ret);
+
+/*
+ * Column @i of @st's row as text: "" for NULL (a database is what someone
+ * else may have written: a column declared NOT NULL by us can be NULL in
+ * a file made by another program), never NULL.
+ */
+const char *hi_text(sqlite3_stmt *st, int i);
 
 /**
  * struct hi_scenario - the runs a user's SCENARIO names
@@ -77,16 +87,19 @@ struct hi_point {
 /**
  * struct hi_step - a change point
  * @at: the index of the first commit after the step
- * @t: Welch's t of the windows before and after it
- * @before: the median of the runs in the window before
- * @after: the median of the runs in the window after
+ * @t: Welch's t of the commits' medians in the windows before and after it
+ * @before: the median of the commits' medians in the window before
+ * @after: the median of the commits' medians in the window after
  * @nbefore: commits in the window before
  * @nafter: commits in the window after
+ * @provisional: a window has fewer commits than the rule's (at the start
+ *	or the end of the sequence): more commits may move or drop it
  */
 struct hi_step {
 	size_t at;
 	double t, before, after;
 	size_t nbefore, nafter;
+	bool provisional;
 };
 
 /**
@@ -101,13 +114,16 @@ struct hi_step_rule {
 	double t_threshold, min_change, min_abs;
 };
 
+/* the fewest commits a side a t is computed from, for a window of @w */
+#define HI_MIN_SIDE(w) ((w) >= 3 ? 3u : 2u)
+
 /* the median of the sorted @v[@n]; NaN for none */
 double hi_median(const double *v, size_t n);
 
 /*
- * The change points of @pts[@n] under @rule into *@out (malloc'd, the
- * caller frees it; NULL when none), in sequence. Return how many, or
- * -ENOMEM.
+ * The change points of @pts[@n] (each commit's runs, sorted) under @rule
+ * into *@out (malloc'd, the caller frees it; NULL when none), in
+ * sequence. Return how many, or -ENOMEM.
  */
 long hi_find_steps(const struct hi_point *pts, size_t n,
 		   const struct hi_step_rule *rule, struct hi_step **out);

@@ -63,13 +63,13 @@ static int commits_json(struct sbrig_history *h, const struct hi_scenario *sc,
 			reps = json_object_new_array();
 			json_object_object_add(c, "seq", json_object_new_int64(seq));
 			json_object_object_add(c, "commit", json_object_new_string(
-				(const char *)sqlite3_column_text(st, 1)));
+				hi_text(st, 1)));
 			json_object_object_add(c, "reports", reps);
 			json_object_array_add(out, c);
 			last = seq;
 		}
 		json_object_array_add(reps, json_object_new_string(link_of(
-			(const char *)sqlite3_column_text(st, 2), lbuf,
+			hi_text(st, 2), lbuf,
 			sizeof(lbuf))));
 	}
 	sqlite3_finalize(st);
@@ -93,7 +93,7 @@ static int blockers_of(struct sbrig_history *h, const struct hi_scenario *sc,
 	sqlite3_bind_text(st, 1, sc->param, -1, SQLITE_TRANSIENT);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
 		json_object_array_add(out, json_object_new_string(
-			(const char *)sqlite3_column_text(st, 0)));
+			hi_text(st, 0)));
 	sqlite3_finalize(st);
 	return rc == SQLITE_DONE ? 0 : hi_err(h, rc, "listing the blockers");
 }
@@ -125,7 +125,7 @@ int sbrig_history_render_html(struct sbrig_history *h, const char *scenario,
 	struct json_object *trends = json_object_new_array();
 	struct json_object *commits = json_object_new_array();
 	struct json_object *blockers = json_object_new_array();
-	char rig[256] = "", rig_sha[128] = "", title[1200];
+	char rig[256] = "", rig_sha[128] = "", title[1200], e[3100];
 	struct hi_scenario sc;
 	int ret;
 
@@ -148,7 +148,8 @@ int sbrig_history_render_html(struct sbrig_history *h, const char *scenario,
 		goto out;
 	if (!json_object_array_length(trends)) {
 		ret = sbrig_set_error(-ENOENT, "%s: scenario '%s' has no metric "
-				      "value on the rig", h->path, sc.name);
+				      "value on the rig", h->path,
+				      sbrig_term(sc.name, e, sizeof(e)));
 		goto out;
 	}
 	ret = commits_json(h, &sc, rig_sha, commits);

@@ -6,7 +6,10 @@
  *
  * The points are the commits (in the commits table's sequence) that have
  * a run of the scenario with a value of the metric; each holds its runs'
- * values and reports. The change points are searched over the points.
+ * values and reports. A per-blocker metric of a blocker the scenario has
+ * had is 0 in its runs without the blocker (before it appeared and after
+ * it went), so the step where a blocker comes or goes is seen. The change
+ * points are searched over the points.
  */
 #include <errno.h>
 #include <math.h>
@@ -70,7 +73,7 @@ static int pick_rig(struct sbrig_history *h, const struct hi_scenario *sc,
 		    const char *want, char *sha, size_t ssize, char *name,
 		    size_t nsize)
 {
-	char sql[512], list[1024] = "";
+	char sql[512], list[1024] = "", e1[300], e2[60], e3[3100];
 	sqlite3_stmt *st;
 	size_t n = 0, match = 0, len;
 	int ret = 0, rc;
@@ -83,13 +86,14 @@ static int pick_rig(struct sbrig_history *h, const struct hi_scenario *sc,
 		return ret;
 	sqlite3_bind_text(st, 1, sc->param, -1, SQLITE_TRANSIENT);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *s = (const char *)sqlite3_column_text(st, 0);
-		const char *nm = (const char *)sqlite3_column_text(st, 1);
+		const char *s = hi_text(st, 0);
+		const char *nm = hi_text(st, 1);
 
 		n++;
 		len = strlen(list);
 		snprintf(list + len, sizeof(list) - len, "%s%s (%.12s)",
-			 len ? ", " : "", nm, s);
+			 len ? ", " : "", sbrig_term(nm, e1, sizeof(e1)),
+			 sbrig_term(s, e2, sizeof(e2)));
 		if (want && strcmp(nm, want) &&
 		    (strlen(want) < 8 || strncasecmp(s, want, strlen(want))))
 			continue;
@@ -104,12 +108,13 @@ static int pick_rig(struct sbrig_history *h, const struct hi_scenario *sc,
 	if (want && !match)
 		return sbrig_set_error(-ENOENT, "%s: scenario '%s' has no run "
 				       "on rig '%s' (it has runs on: %s)",
-				       h->path, sc->name, want, list);
+				       h->path, sbrig_term(sc->name, e3, sizeof(e3)),
+				       want, list);
 	if (match > 1)
 		return sbrig_set_error(-EXDEV, "%s: scenario '%s' has runs on "
 				       "several rigs (%s): choose one with "
-				       "--rig NAME|SHA256", h->path, sc->name,
-				       list);
+				       "--rig NAME|SHA256", h->path,
+				       sbrig_term(sc->name, e3, sizeof(e3)), list);
 	return 0;
 }
 
@@ -157,6 +162,18 @@ static int add_value(struct sbrig_trend *t, int64_t seq, const char *commit,
 	return 0;
 }
 
+/*
+ * A blocker the scenario has had counts as 0 in a run without it, as in
+ * compare (compare-format.md, "The metrics"), when the run has what the
+ * metric needs: a blocker's energy per wakeup needs a wakeup (the run's
+ * own energy_per_wakeup_uJ); "" for nothing.
+ */
+static const char *absent_needs(int m)
+{
+	return m == SBRIG_M_BLOCKER_ENERGY ?
+	       sbrig_metric_name(SBRIG_M_ENERGY_PER_WAKEUP) : "";
+}
+
 struct sbrig_trend *sbrig_history_trend(struct sbrig_history *h,
 					const char *scenario,
 					const char *metric,
@@ -169,6 +186,8 @@ struct sbrig_trend *sbrig_history_trend(struct sbrig_history *h,
 	struct sbrig_trend *t = NULL;
 	sqlite3_stmt *st = NULL;
 	char sql[1024], rig_sha[128] = "";
+	char e[3100], eb[3100];
+	size_t nvalues = 0;
 	int m, ret = 0, rc;
 	long ns;
 
@@ -212,11 +231,20 @@ struct sbrig_trend *sbrig_history_trend(struct sbrig_history *h,
 	if (ret)
 		goto fail;
 	snprintf(t->rig_sha, sizeof(t->rig_sha), "%s", rig_sha);
+	/*
+	 * Every run of the scenario on the rig, with its value, whether it
+	 * has the blocker at all, and whether it has what a per-blocker
+	 * value needs (absent_needs())
+	 */
 	snprintf(sql, sizeof(sql), "SELECT c.seq, r.commit_sha, m.value, "
-		 "r.report FROM runs r JOIN metrics m ON m.run_id = r.id "
-		 "JOIN commits c ON c.sha = r.commit_sha WHERE %s AND "
-		 "r.rig_sha256 = ?2 AND m.metric = ?3 AND m.blocker = ?4 "
-		 "ORDER BY c.seq, r.id", sc.where);
+		 "r.report, EXISTS (SELECT 1 FROM metrics x WHERE x.run_id = "
+		 "r.id AND x.blocker = ?4 AND ?4 != ''), ?5 = '' OR EXISTS "
+		 "(SELECT 1 FROM metrics y WHERE y.run_id = r.id AND "
+		 "y.metric = ?5 AND y.blocker = '' AND y.value IS NOT NULL) "
+		 "FROM runs r JOIN commits c ON c.sha = r.commit_sha %s JOIN "
+		 "metrics m ON m.run_id = r.id AND m.metric = ?3 AND "
+		 "m.blocker = ?4 WHERE %s AND r.rig_sha256 = ?2 "
+		 "ORDER BY c.seq, r.id", o.blocker ? "LEFT" : "", sc.where);
 	st = hi_prepare(h, sql, &ret);
 	if (!st)
 		goto fail;
@@ -224,11 +252,19 @@ struct sbrig_trend *sbrig_history_trend(struct sbrig_history *h,
 	sqlite3_bind_text(st, 2, rig_sha, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(st, 3, metric, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(st, 4, t->blocker, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 5, absent_needs(m), -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (add_value(t, sqlite3_column_int64(st, 0),
-			      (const char *)sqlite3_column_text(st, 1),
-			      sqlite3_column_double(st, 2),
-			      (const char *)sqlite3_column_text(st, 3))) {
+		double v = sqlite3_column_double(st, 2);
+
+		if (sqlite3_column_type(st, 2) != SQLITE_NULL)
+			nvalues++;
+		else if (o.blocker && !sqlite3_column_int(st, 4) &&
+			 sqlite3_column_int(st, 5))
+			v = 0;	/* a run without the blocker */
+		else
+			continue;	/* no value (a NULL is not ours) */
+		if (add_value(t, sqlite3_column_int64(st, 0), hi_text(st, 1), v,
+			      hi_text(st, 3))) {
 			ret = -ENOMEM;
 			goto fail;
 		}
@@ -239,11 +275,13 @@ struct sbrig_trend *sbrig_history_trend(struct sbrig_history *h,
 	}
 	sqlite3_finalize(st);
 	st = NULL;
-	if (!t->npts) {
+	if (!nvalues) {	/* (a blocker the scenario never had: no zeros) */
 		ret = sbrig_set_error(-ENOENT, "%s: no run of scenario '%s' has "
-				      "a value of %s%s%s", h->path, sc.name,
+				      "a value of %s%s%s", h->path,
+				      sbrig_term(sc.name, e, sizeof(e)),
 				      metric, o.blocker ? " of blocker " : "",
-				      o.blocker ? o.blocker : "");
+				      o.blocker ? sbrig_term(o.blocker, eb,
+							     sizeof(eb)) : "");
 		goto fail;
 	}
 	for (size_t i = 0; i < t->npts; i++) {
@@ -312,9 +350,14 @@ static const char *direction(const struct hi_step *s)
 
 int sbrig_trend_render_text(const struct sbrig_trend *t, FILE *out)
 {
+	/* names from the database (someone else's), printed on a terminal */
+	char bl[3100], sc[3100], rig[800], c1[600], c2[600];
+
 	fprintf(out, "trend: %s%s%s of %s on rig %s: %zu commits, %zu runs\n",
-		t->metric, *t->blocker ? " of blocker " : "", t->blocker,
-		t->scenario, t->rig, t->npts, t->nruns);
+		t->metric, *t->blocker ? " of blocker " : "",
+		sbrig_term(t->blocker, bl, sizeof(bl)),
+		sbrig_term(t->scenario, sc, sizeof(sc)),
+		sbrig_term(t->rig, rig, sizeof(rig)), t->npts, t->nruns);
 	fprintf(out, "%6s  %-16s %5s %14s %14s %14s\n", "seq", "commit", "runs",
 		"median", "min", "max");
 	for (size_t i = 0; i < t->npts; i++) {
@@ -322,22 +365,33 @@ int sbrig_trend_render_text(const struct sbrig_trend *t, FILE *out)
 		const struct hi_step *s = step_at(t, i);
 
 		fprintf(out, "%6lld  %-16.16s %5zu %14.6g %14.6g %14.6g",
-			(long long)p->seq, p->commit, p->p.n,
-			hi_median(p->p.values, p->p.n), p->p.values[0],
+			(long long)p->seq, sbrig_term(p->commit, c1, sizeof(c1)),
+			p->p.n, hi_median(p->p.values, p->p.n), p->p.values[0],
 			p->p.values[p->p.n - 1]);
-		if (s)
-			fprintf(out, "  <- step %+.2f %%", 100 * rel(s));
+		if (s && isfinite(rel(s)))
+			fprintf(out, "  <- step %+.2f %%%s", 100 * rel(s),
+				s->provisional ? " (provisional)" : "");
+		else if (s)
+			fprintf(out, "  <- step from 0%s",
+				s->provisional ? " (provisional)" : "");
 		fputc('\n', out);
 	}
 	for (size_t k = 0; k < t->nsteps; k++) {
 		const struct hi_step *s = &t->steps[k];
+		char pc[32] = "from 0";
 
-		fprintf(out, "step: %s: %+.6g %s (%+.2f %%), median %.6g -> "
+		if (isfinite(rel(s)))
+			snprintf(pc, sizeof(pc), "%+.2f %%", 100 * rel(s));
+		fprintf(out, "step: %s: %+.6g %s (%s), median %.6g -> "
 			"%.6g %s (after %s; %zu commits before, %zu after, "
-			"t %.1f): %s\n", t->pts[s->at].commit,
-			s->after - s->before, t->unit, 100 * rel(s), s->before,
-			s->after, t->unit, t->pts[s->at - 1].commit, s->nbefore,
-			s->nafter, s->t, direction(s));
+			"t %.1f): %s%s\n",
+			sbrig_term(t->pts[s->at].commit, c1, sizeof(c1)),
+			s->after - s->before, t->unit, pc, s->before,
+			s->after, t->unit,
+			sbrig_term(t->pts[s->at - 1].commit, c2, sizeof(c2)),
+			s->nbefore, s->nafter, s->t, direction(s),
+			s->provisional ?
+			" (provisional: a window is not full yet)" : "");
 	}
 	if (!t->nsteps)
 		fprintf(out, "steps: none\n");
@@ -414,6 +468,7 @@ struct json_object *hi_trend_json(const struct sbrig_trend *t,
 		json_object_object_add(o, "commits_before", json_object_new_int64((int64_t)s->nbefore));
 		json_object_object_add(o, "commits_after", json_object_new_int64((int64_t)s->nafter));
 		json_object_object_add(o, "direction", json_object_new_string(direction(s)));
+		json_object_object_add(o, "provisional", json_object_new_boolean(s->provisional));
 		json_object_array_add(steps, o);
 	}
 	json_object_object_add(d, "steps", steps);

@@ -66,6 +66,29 @@ int sbrig_mkdir_p(const char *dir, mode_t mode)
 	return mkdir_one(buf, mode);
 }
 
+const char *sbrig_term(const char *s, char *buf, size_t size)
+{
+	size_t k = 0;
+
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		size_t need = c < 0x20 || c == 0x7f ? 4 : c == '\\' ? 2 : 1;
+
+		if (k + need + 4 > size) {	/* room for "..." and NUL */
+			memcpy(buf + k, "...", 4);
+			return buf;
+		}
+		if (need == 4)
+			k += (size_t)snprintf(buf + k, size - k, "\\x%02x", c);
+		else if (need == 2)
+			k += (size_t)snprintf(buf + k, size - k, "\\\\");
+		else
+			buf[k++] = (char)c;
+	}
+	buf[k] = '\0';
+	return buf;
+}
+
 int sbrig_mkdir_parent(const char *path, mode_t mode)
 {
 	char buf[PATH_MAX];

@@ -28,7 +28,10 @@ const char history_help[] =
 "$XDG_DATA_HOME/sbrig/history.db ($HOME/.local/share/sbrig/history.db);\n"
 "'add' creates it (and its directory). Several sbrig history add may run at\n"
 "once (WAL mode, they wait for each other's transactions); one killed loses\n"
-"only the run it was adding. An older database is migrated when opened.\n"
+"only the run it was adding. Only add writes: show, trend, html and export\n"
+"open the database read-only (no lock, no migration; an older version is\n"
+"read as it is, add migrates it). A file that is not sbrig's (its SQLite\n"
+"application_id, or another program's tables) is refused, left as it is.\n"
 "Layout, commit order and the change-point rule: host/doc/history-format.md.\n"
 "\n"
 "  add [--commit SHA] RUN...\n"
@@ -36,40 +39,50 @@ const char history_help[] =
 "      (analysed on the fly), filed under their provenance git_sha (or SHA)\n"
 "      with their scenario, rig and the metrics sbrig compare takes. The\n"
 "      same capture added again is the same run (reported as 'present').\n"
-"  show [SCENARIO]\n"
+"  show [--git-dir DIR] [SCENARIO]\n"
 "      the scenarios with their rigs, commits and runs; with SCENARIO its\n"
 "      commits in sequence with their runs\n"
 "  trend [--blocker NAME] [--rig RIG] [--window N] [--t-threshold T]\n"
-"        [-c FILE] [--json FILE] SCENARIO METRIC\n"
+"        [-c FILE] [--json FILE] [--git-dir DIR] SCENARIO METRIC\n"
 "      METRIC (as sbrig compare names it) over the commits: per commit its\n"
 "      runs' median, min and max, and the change points: the commit where\n"
-"      the metric stepped, with the change (Welch's t of the N commits\n"
-"      before vs the N from it on, default 5, |t| >= T, default 7, and the\n"
-"      metric's minimum change of sbrig compare's thresholds, -c FILE).\n"
+"      the metric stepped, with the change (Welch's t of the medians of the\n"
+"      N commits before vs the N from it on, default 5, |t| >= T, default\n"
+"      7, a local maximum of |t|, and the metric's minimum change of sbrig\n"
+"      compare's thresholds, -c FILE); 'provisional' while a window has\n"
+"      fewer than N commits. A blocker's metric is 0 in the runs without\n"
+"      the blocker (a new blocker steps up from 0).\n"
 "      SCENARIO: the scenario path as recorded, its file name without\n"
 "      .scn, or a scenario_sha256 prefix; RIG (rig_name or a rig_sha256\n"
 "      prefix) when the scenario ran on several rigs. --json writes\n"
 "      trend.json (replaced atomically).\n"
-"  html [--rig RIG] [--window N] [--t-threshold T] [-c FILE] -o FILE SCENARIO\n"
+"  html [--rig RIG] [--window N] [--t-threshold T] [-c FILE]\n"
+"       [--git-dir DIR] -o FILE SCENARIO\n"
 "      the trend page of SCENARIO: one self-contained HTML file (opens from\n"
 "      disk, no network), a chart per metric (per blocker too) over the\n"
 "      commits with its change points marked, and the commits with a link\n"
 "      to each run's report (its report.html when one is beside it)\n"
-"  export [--scenario SCENARIO] [-o FILE]\n"
+"  export [--scenario SCENARIO] [--git-dir DIR] [-o FILE]\n"
 "      every metric of every run as CSV (stdout, or FILE)\n"
 "\n"
 "  --db FILE   the database (before or after the subcommand)\n"
+"  --git-dir DIR\n"
+"              the commits in the order of the history of the git\n"
+"              repository DIR (parents before children, whatever order the\n"
+"              runs were added in; commits it lacks are left out, counted on\n"
+"              stderr); without it, the order in which commits were added\n"
 "\n"
 "Exit status: 0 ok, 1 nothing to show (no such scenario, no value of the\n"
 "metric), 2 usage error (also a thresholds file that does not parse),\n"
 "5 the scenario ran on several rigs and no --rig was given, 6 a run cannot\n"
 "be read (the others are still added; the error names the file and the\n"
-"field), 7 the database cannot be opened, migrated or written, or an\n"
-"output file cannot be written (the error names the file).\n";
+"field), 7 the database cannot be opened or read (not a database, corrupt,\n"
+"not sbrig's), migrated or written, or an output file cannot be written\n"
+"(the error names the file).\n";
 
 #define CMD "history"
 
-static int open_db(const char *db, bool create, struct sbrig_history **h)
+static int open_db(const char *db, bool write, struct sbrig_history **h)
 {
 	char path[PATH_MAX];
 
@@ -80,16 +93,42 @@ static int open_db(const char *db, bool create, struct sbrig_history **h)
 		}
 		db = path;
 	}
-	*h = sbrig_history_open(db, create);
+	*h = sbrig_history_open(db, write);
 	if (!*h) {
 		fprintf(stderr, "sbrig history: %s\n", sbrig_errmsg());
 		return EXIT_WRITE;
 	}
-	if (sbrig_history_migrated_from(*h) &&
+	if (write && sbrig_history_migrated_from(*h) &&
 	    sbrig_history_migrated_from(*h) != SBRIG_HISTORY_VERSION)
 		fprintf(stderr, "sbrig history: %s: migrated from schema "
 			"version %d to %d\n", db, sbrig_history_migrated_from(*h),
 			SBRIG_HISTORY_VERSION);
+	if (!write && sbrig_history_read_as_from(*h) != SBRIG_HISTORY_VERSION)
+		fprintf(stderr, "sbrig history: %s: schema version %d, read as "
+			"%d (not migrated: the next 'sbrig history add' "
+			"migrates it)\n", db, sbrig_history_read_as_from(*h),
+			SBRIG_HISTORY_VERSION);
+	return 0;
+}
+
+/* --git-dir: the commits in DIR's order; 0 or an exit status */
+static int git_order(struct sbrig_history *h, const char *git_dir)
+{
+	size_t unknown;
+	int ret;
+
+	if (!git_dir)
+		return 0;
+	ret = sbrig_history_order_by_git(h, git_dir, &unknown);
+	if (ret) {
+		fprintf(stderr, "sbrig history: --git-dir: %s\n", sbrig_errmsg());
+		return ret == -EINVAL ? EXIT_USAGE : ret == -ENOENT ?
+		       EXIT_FAIL : EXIT_WRITE;
+	}
+	if (unknown)
+		fprintf(stderr, "sbrig history: %s: %zu commit%s of %s not in "
+			"this repository: left out\n", git_dir, unknown,
+			unknown == 1 ? "" : "s", sbrig_history_path(h));
 	return 0;
 }
 
@@ -146,6 +185,7 @@ static int h_add(const char *db, int argc, char **argv)
 	if (ret)
 		return ret;
 	for (int i = optind; i < argc; i++) {
+		char tc[600], ts[4200];
 		struct sbrig_history_added a;
 		int err = sbrig_history_add(h, argv[i], NULL, commit, &a);
 
@@ -159,9 +199,11 @@ static int h_add(const char *db, int argc, char **argv)
 			sbrig_history_close(h);
 			return EXIT_WRITE;
 		}
+		/* the commit and scenario are the run's (someone else's) */
 		printf("%s: %s: run %lld, commit %s, scenario %s\n",
 		       a.added ? "added" : "present", argv[i], (long long)a.id,
-		       a.commit, *a.scenario ? a.scenario : "(none)");
+		       sbrig_term(a.commit, tc, sizeof(tc)), *a.scenario ?
+		       sbrig_term(a.scenario, ts, sizeof(ts)) : "(none)");
 		a.added ? added++ : present++;
 	}
 	printf("history: %s: %zu added, %zu present%s\n",
@@ -175,9 +217,11 @@ static int h_show(const char *db, int argc, char **argv)
 {
 	static const struct option o[] = {
 		{ "db", required_argument, NULL, 'D' },
+		{ "git-dir", required_argument, NULL, 'g' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	const char *git_dir = NULL;
 	struct sbrig_history *h;
 	int opt, ret;
 
@@ -185,6 +229,10 @@ static int h_show(const char *db, int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "h", o, NULL)) != -1) {
 		if (opt == 'D') {
 			db = optarg;
+			continue;
+		}
+		if (opt == 'g') {
+			git_dir = optarg;
 			continue;
 		}
 		if (opt == 'h') {
@@ -198,6 +246,11 @@ static int h_show(const char *db, int argc, char **argv)
 	ret = open_db(db, false, &h);
 	if (ret)
 		return ret;
+	ret = git_order(h, git_dir);
+	if (ret) {
+		sbrig_history_close(h);
+		return ret;
+	}
 	ret = sbrig_history_show(h, optind < argc ? argv[optind] : NULL, stdout);
 	if (ret)
 		fprintf(stderr, "sbrig history: %s\n", sbrig_errmsg());
@@ -216,12 +269,13 @@ static int trend_or_html(const char *db, int argc, char **argv, bool html)
 		{ "json", required_argument, NULL, 'j' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "db", required_argument, NULL, 'D' },
+		{ "git-dir", required_argument, NULL, 'g' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct sbrig_compare_config cfg;
 	struct sbrig_trend_opts to = { .cfg = &cfg };
-	const char *json = NULL;
+	const char *json = NULL, *git_dir = NULL;
 	struct sbrig_history *h;
 	struct sbrig_trend *t;
 	int opt, ret;
@@ -273,6 +327,9 @@ static int trend_or_html(const char *db, int argc, char **argv, bool html)
 		case 'D':
 			db = optarg;
 			break;
+		case 'g':
+			git_dir = optarg;
+			break;
 		case 'h':
 			fputs(history_help, stdout);
 			return EXIT_OK;
@@ -288,6 +345,11 @@ static int trend_or_html(const char *db, int argc, char **argv, bool html)
 		ret = open_db(db, false, &h);
 		if (ret)
 			return ret;
+		ret = git_order(h, git_dir);
+		if (ret) {
+			sbrig_history_close(h);
+			return ret;
+		}
 		ret = sbrig_history_render_html(h, argv[optind], &to, json);
 		if (ret)
 			fprintf(stderr, "sbrig history: %s\n", sbrig_errmsg());
@@ -302,6 +364,11 @@ static int trend_or_html(const char *db, int argc, char **argv, bool html)
 	ret = open_db(db, false, &h);
 	if (ret)
 		return ret;
+	ret = git_order(h, git_dir);
+	if (ret) {
+		sbrig_history_close(h);
+		return ret;
+	}
 	t = sbrig_history_trend(h, argv[optind], argv[optind + 1], &to);
 	if (!t) {
 		ret = errno;
@@ -339,10 +406,11 @@ static int h_export(const char *db, int argc, char **argv)
 		{ "scenario", required_argument, NULL, 's' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "db", required_argument, NULL, 'D' },
+		{ "git-dir", required_argument, NULL, 'g' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *scenario = NULL, *out = NULL;
+	const char *scenario = NULL, *out = NULL, *git_dir = NULL;
 	struct sbrig_history *h;
 	FILE *f = stdout;
 	int opt, ret;
@@ -359,6 +427,9 @@ static int h_export(const char *db, int argc, char **argv)
 		case 'D':
 			db = optarg;
 			break;
+		case 'g':
+			git_dir = optarg;
+			break;
 		case 'h':
 			fputs(history_help, stdout);
 			return EXIT_OK;
@@ -372,6 +443,11 @@ static int h_export(const char *db, int argc, char **argv)
 	ret = open_db(db, false, &h);
 	if (ret)
 		return ret;
+	ret = git_order(h, git_dir);
+	if (ret) {
+		sbrig_history_close(h);
+		return ret;
+	}
 	if (out && sbrig_mkdir_parent(out, 0755) < 0) {
 		fprintf(stderr, "sbrig history: %s\n", sbrig_errmsg());
 		sbrig_history_close(h);

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Unit tests for the history's change points (history/steps.c): a clean
- * step is found at its commit with its medians, whatever the window; a
- * run of candidates gives one change point; noise-free series (zero
- * variance) and too few runs; the minimum change; two steps far apart.
+ * step is found at its commit with its medians, provisional while a
+ * window is not full; a run of candidates gives one change point (a local
+ * maximum of |t|); noise-free series (zero variance) and too few commits;
+ * the minimum change; two steps far apart, closer than two windows, closer than one;
+ * t over the commits' medians (one wild run does not make a step).
  */
 #include <errno.h>
 #include <math.h>
@@ -53,15 +55,103 @@ static void step_found_at_its_commit(void **state)
 		struct hi_step *s;
 		long n = hi_find_steps(p, N, &rule, &s);
 
+		free_series(p, N);
+		/* fewer than 3 commits a side: no t */
+		if (at < 3 || at > N - 3) {
+			assert_int_equal(n, 0);
+			continue;
+		}
 		assert_int_equal(n, 1);
 		assert_int_equal(s[0].at, at);
 		assert_true(s[0].before == 100 && s[0].after == 105);
 		assert_true(s[0].t > 7);
 		assert_int_equal(s[0].nbefore, at < 5 ? at : 5);
 		assert_int_equal(s[0].nafter, N - at < 5 ? N - at : 5);
+		/* full windows, or provisional */
+		assert_true(s[0].provisional == (at < 5 || at > N - 5));
+		free(s);
+	}
+}
+
+static void noisy_step_at_the_local_maximum(void **state)
+{
+	/* one step, noisy commits: candidates around it, one change point */
+	struct hi_point *p = series(N, 3, 13, 100, 110, 1);
+	struct hi_step *s;
+
+	for (size_t i = 0; i < N; i++)	/* commits' medians +-1 */
+		for (size_t j = 0; j < 3; j++)
+			p[i].values[j] += (double)((i * 7) % 3) - 1;
+	assert_int_equal(hi_find_steps(p, N, &rule, &s), 1);
+	assert_int_equal(s[0].at, 13);
+	assert_false(s[0].provisional);
+	free(s);
+	free_series(p, N);
+}
+
+static void two_steps_closer_than_two_windows(void **state)
+{
+	/*
+	 * up at 10, up again at 15 (window 5): every commit between them is
+	 * a candidate, one run of them; each step is a local maximum of |t|
+	 */
+	for (size_t gap = 5; gap <= 8; gap++) {
+		struct hi_point *p = series(N, 3, 10, 100, 110, 0.5);
+		struct hi_step *s;
+
+		for (size_t i = 0; i < N; i++)	/* a little noise */
+			for (size_t j = 0; j < 3; j++)
+				p[i].values[j] += (double)(i % 2) * 0.4 +
+						  (i >= 10 + gap ? 10 : 0);
+		assert_int_equal(hi_find_steps(p, N, &rule, &s), 2);
+		assert_int_equal(s[0].at, 10);
+		assert_int_equal(s[1].at, 10 + gap);
+		assert_true(s[0].t > 0 && s[1].t > 0);
 		free(s);
 		free_series(p, N);
 	}
+}
+
+static void two_steps_closer_than_a_window(void **state)
+{
+	/*
+	 * up at 10, again at 13 (window 5, |t| >= 4): the candidates 10..13
+	 * are one run, and both steps are local maxima of |t| (5.0 at 10,
+	 * 4.3 and 4.5 between, 6.6 at 13)
+	 */
+	struct hi_step_rule r4 = rule;
+	struct hi_point *p = series(N, 3, 10, 100, 110, 0.5);
+	struct hi_step *s;
+
+	r4.t_threshold = 4;
+	for (size_t i = 0; i < N; i++)
+		for (size_t j = 0; j < 3; j++)
+			p[i].values[j] += (double)(i % 2) * 0.4 +
+					  (i >= 13 ? 12 : 0);
+	assert_int_equal(hi_find_steps(p, N, &r4, &s), 2);
+	assert_int_equal(s[0].at, 10);
+	assert_int_equal(s[1].at, 13);
+	assert_true(fabs(s[0].t - 5.0) < 0.05 && fabs(s[1].t - 6.6) < 0.05);
+	free(s);
+	free_series(p, N);
+}
+
+static void one_wild_run_is_not_a_step(void **state)
+{
+	/*
+	 * flat commits of 3 runs; one run of each of commits 15..17 far
+	 * off: their medians do not move (t over all runs would see it)
+	 */
+	struct hi_point *p = series(N, 3, 0, 100, 100, 0.5);
+	struct hi_step *s = (void *)1;
+
+	for (size_t i = 0; i < N; i++)
+		p[i].values[1] += (double)(i % 3) * 0.1;
+	for (size_t i = 15; i < 18; i++)
+		p[i].values[2] = 1000;
+	assert_int_equal(hi_find_steps(p, N, &rule, &s), 0);
+	assert_null(s);
+	free_series(p, N);
 }
 
 static void zero_variance_and_a_step_down(void **state)
@@ -140,6 +230,10 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(step_found_at_its_commit),
+		cmocka_unit_test(noisy_step_at_the_local_maximum),
+		cmocka_unit_test(two_steps_closer_than_two_windows),
+		cmocka_unit_test(two_steps_closer_than_a_window),
+		cmocka_unit_test(one_wild_run_is_not_a_step),
 		cmocka_unit_test(zero_variance_and_a_step_down),
 		cmocka_unit_test(flat_and_small_changes_are_no_step),
 		cmocka_unit_test(one_run_per_commit_needs_two_per_window),

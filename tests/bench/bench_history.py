@@ -13,14 +13,15 @@ them to a history database with ``sbrig history add`` (timed: runs/s). Then:
     (build/host/release/sbrig): wall time, CPU time, peak RSS (GNU time's,
     of that child alone);
   * the reference (``--pandas-run DB OUT.json``, a child process of its
-    own): pandas.read_sql of the same database, a groupby per commit, and
-    the same rule (history-format.md, "Change points": windows of 5
-    commits, Welch's t >= 7, the metric's minimum change) with numpy.
+    own): pandas.read_sql of the same database, a groupby per commit (its
+    median), and the same rule (history-format.md, "Change points":
+    windows of 5 commits' medians, Welch's t >= 7, the metric's minimum
+    change, a local maximum of |t|) with numpy.
     Welch's t is written out with numpy (it is
     scipy.stats.ttest_ind(..., equal_var=False).statistic).
 
 and prints them side by side with the ratio; both must find the same
-change points (the commits of the two steps). A benchmark, not a test:
+change points (the commits of the two steps, neither provisional). A benchmark, not a test:
 exit 0 when it ran, 1 when the two disagree, 2 when sbrig is missing.
 """
 
@@ -82,28 +83,34 @@ def pandas_run(db: Path, out: Path) -> None:
                          "WHERE m.metric = ? AND m.blocker = ''", c, params=(METRIC,))
     groups = df.sort_values("seq").groupby("seq", sort=True)
     commits = [g["commit_sha"].iloc[0] for _, g in groups]
-    vals = [np.sort(g["value"].to_numpy()) for _, g in groups]
-    n, w = len(vals), rule["window"]
-    steps, best, in_run = [], None, False
-    for k in range(1, n + 1):
-        cand = None
-        if k < n:
-            b = np.concatenate(vals[max(0, k - w):k])
-            f = np.concatenate(vals[k:min(n, k + w)])
-            if len(b) >= 2 and len(f) >= 2:
-                se = np.sqrt(b.var(ddof=1) / len(b) + f.var(ddof=1) / len(f))
-                mb, mf = b.mean(), f.mean()
-                t = (mf - mb) / se if se > 0 else (0.0 if mf == mb else np.copysign(np.inf, mf - mb))
-                before, after = float(np.median(b)), float(np.median(f))
-                change = abs(after - before)
-                thr = max(rule["min_change"] * abs(before), rule["min_abs"])
-                if abs(t) >= rule["t_threshold"] and change >= thr and change > 0:
-                    cand = (abs(t), change, k, before, after)
-        if cand and (not in_run or cand[0] > best[0] or (cand[0] == best[0] and cand[1] > best[1])):
-            best = cand
-        if not cand and in_run:
-            steps.append({"commit": commits[best[2]], "before": best[3], "after": best[4]})
-        in_run = cand is not None
+    med = groups["value"].median().to_numpy()      # builds count once: their median
+    n, w = len(med), rule["window"]
+    side = 3 if w >= 3 else 2
+    ts, cands = np.zeros(n + 1), {}
+    for k in range(1, n):
+        b, f = med[max(0, k - w):k], med[k:min(n, k + w)]
+        if len(b) < side or len(f) < side:
+            continue
+        se = np.sqrt(b.var(ddof=1) / len(b) + f.var(ddof=1) / len(f))
+        mb, mf = b.mean(), f.mean()
+        t = (mf - mb) / se if se > 0 else (0.0 if mf == mb else np.copysign(np.inf, mf - mb))
+        ts[k] = t
+        before, after = float(np.median(b)), float(np.median(f))
+        change = abs(after - before)
+        thr = max(rule["min_change"] * abs(before), rule["min_abs"])
+        if abs(t) >= rule["t_threshold"] and change >= thr and change > 0:
+            cands[k] = (before, after, len(b) < w or len(f) < w)
+    steps, last = [], None
+    for k, (before, after, provisional) in cands.items():
+        # a local maximum of |t|, the first of a plateau (Perfherder)
+        t = abs(ts[k])
+        if abs(ts[k - 1]) > t or abs(ts[k + 1]) > t:
+            continue
+        if last == k - 1 and abs(ts[k - 1]) == t:
+            continue
+        steps.append({"commit": commits[k], "before": before, "after": after,
+                      "provisional": provisional})
+        last = k
     out.write_text(json.dumps({"steps": steps}))
 
 
@@ -126,8 +133,8 @@ def main() -> int:
     s = measure([str(a.sbrig), "history", "--db", str(db), "trend", "keypress", METRIC,
                  "--json", str(out)])
     p = measure([sys.executable, __file__, "--pandas-run", str(db), str(ref)])
-    mine = [st["commit"] for st in json.loads(out.read_text())["steps"]]
-    theirs = [st["commit"] for st in json.loads(ref.read_text())["steps"]]
+    mine = [(st["commit"], st["provisional"]) for st in json.loads(out.read_text())["steps"]]
+    theirs = [(st["commit"], st["provisional"]) for st in json.loads(ref.read_text())["steps"]]
     print(f"history trend: {a.commits} commits x {a.runs} runs "
           f"(history add: {add_rate:.0f} runs/s)")
     print(f"{'':18} {'wall s':>9} {'cpu s':>9} {'peak MB':>9}")

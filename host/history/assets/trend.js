@@ -29,6 +29,14 @@
     if (a >= 1e5) return Math.round(v).toString();
     return a < 1e-2 && a > 0 ? v.toPrecision(4) : (+v.toPrecision(6)).toString();
   }
+  // dygraphs puts what a formatter returns, the labels and the axis titles
+  // into the page as HTML (its legend's innerHTML): every string of the
+  // data that reaches it goes through esc()
+  function esc(s) {
+    return String(s).replace(/[&<>"']/g, function (c) {
+      return { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c];
+    });
+  }
   function pct(v) { return v === null ? '' : ' (' + (v >= 0 ? '+' : '') + (100 * v).toFixed(2) + ' %)'; }
   function href(path) { return 'file://' + path.split('/').map(encodeURIComponent).join('/'); }
 
@@ -51,7 +59,8 @@
       ul.appendChild(el('li', { 'class': 'step-' + s.direction },
         s.direction + ' at ' + s.commit + ' (after ' + s.after_commit + '): ' +
         (s.change >= 0 ? '+' : '') + fmt(s.change) + ' ' + t.unit + pct(s.change_rel) +
-        ', median ' + fmt(s.before) + ' \u2192 ' + fmt(s.after)));
+        ', median ' + fmt(s.before) + ' \u2192 ' + fmt(s.after) +
+        (s.provisional ? ' (provisional: a window is not full yet)' : '')));
     });
     sec.appendChild(ul);
     main.appendChild(sec);
@@ -62,11 +71,12 @@
     var bySeq = {};
     t.points.forEach(function (p) { bySeq[p.seq] = p; });
     var g = new Dygraph(div, rows, {
-      labels: ['commit', t.metric], customBars: true, drawPoints: true, pointSize: 3,
-      colors: ['#4a6fa5'], xlabel: 'commit (sequence)', ylabel: t.unit,
+      labels: ['commit', esc(t.metric)], customBars: true, drawPoints: true, pointSize: 3,
+      colors: ['#4a6fa5'], xlabel: 'commit (sequence)', ylabel: esc(t.unit),
       legend: 'follow', labelsKMB: true,
       axes: { x: { valueFormatter: function (x) {
-        var p = bySeq[x]; return p ? x + ' ' + p.commit + ' (' + p.n + ' runs)' : x; } } },
+        var p = bySeq[x];
+        return esc(p ? x + ' ' + p.commit + ' (' + p.n + ' runs)' : x); } } },
       underlayCallback: function (ctx, area, gr) {
         t.steps.forEach(function (s) {
           var x = gr.toDomXCoord(s.seq - 0.5);

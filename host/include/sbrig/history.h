@@ -11,10 +11,11 @@
  * The database's layout, the commit order and the change-point rule are
  * documented in host/doc/history-format.md (the contract).
  *
- * Layers: host/history/ stands on libsbrig-analysis (to read runs) and
- * libsqlite3; db.c opens and migrates the database, add.c adds runs,
- * trend.c queries a trend, steps.c finds its change points (pure
- * functions, no database), export.c writes the database out. The CLI
+ * Layers: host/history/ stands on libsbrig-analysis (to read runs),
+ * libsqlite3 and libgit2; db.c opens and migrates the database, add.c
+ * adds runs, trend.c queries a trend, steps.c finds its change points
+ * (pure functions, no database), git-order.c orders the commits as a git
+ * repository's history does, export.c writes the database out. The CLI
  * (sbrig history) only parses arguments and prints what this returns.
  *
  * Concurrency: the database is in WAL mode with a busy timeout, every
@@ -44,7 +45,7 @@ extern "C" {
 #define SBRIG_HISTORY_VERSION 2
 /* trend.json's "schema" and "version" */
 #define SBRIG_TREND_SCHEMA "sbrig-trend"
-#define SBRIG_TREND_VERSION 1
+#define SBRIG_TREND_VERSION 2
 
 struct sbrig_history;
 
@@ -62,19 +63,27 @@ struct sbrig_history;
 int sbrig_history_default_path(char *buf, size_t size);
 
 /**
- * sbrig_history_open() - open (or create) a history database
- * @path: the database file; its directory is created when @create
- * @create: create the file when it does not exist (else -ENOENT)
+ * sbrig_history_open() - open a history database to read it, or to write it
+ * @path: the database file
+ * @write: false: to read it (sbrig_history_show(), _trend(), _render_html(),
+ *	_export_csv()): opened read-only, it takes no lock and writes nothing
+ *	(a file of an older schema version is read as the current one
+ *	without being migrated; one in a directory the reader cannot write
+ *	is read as it is); it must exist. true: to add runs: created (with
+ *	its directory) when it does not exist, switched to WAL mode, migrated
+ *	to SBRIG_HISTORY_VERSION in one transaction (all steps or none) and
+ *	marked as sbrig's (PRAGMA application_id).
  *
- * An existing database of an older schema version is migrated to
- * SBRIG_HISTORY_VERSION in one transaction (all steps or none); one of a
- * newer version is refused (-EPROTO); a file that is no SQLite database
- * is refused (-EINVAL).
+ * Refused, before anything is written to it: a file of a newer schema
+ * version (-EPROTO), one that is no SQLite database, is corrupt, or is an
+ * SQLite database of another program (another application_id, or tables
+ * of its own and none of ours) (-EBADMSG); to read: an empty file
+ * (-ENOENT).
  *
  * Return: the handle, closed with sbrig_history_close(); or NULL with
  * errno and sbrig_errmsg() naming @path.
  */
-struct sbrig_history *sbrig_history_open(const char *path, bool create);
+struct sbrig_history *sbrig_history_open(const char *path, bool write);
 
 /** sbrig_history_close() - close the database; NULL ok */
 void sbrig_history_close(struct sbrig_history *h);
@@ -88,6 +97,35 @@ const char *sbrig_history_path(const struct sbrig_history *h);
  * @h: the database
  */
 int sbrig_history_migrated_from(const struct sbrig_history *h);
+
+/**
+ * sbrig_history_read_as_from() - for a handle opened to read, the schema
+ * version of the file (read as SBRIG_HISTORY_VERSION, not migrated)
+ * @h: the database
+ */
+int sbrig_history_read_as_from(const struct sbrig_history *h);
+
+/**
+ * sbrig_history_order_by_git() - order the commits as a git repository's
+ *	history does, for what is read through @h from now on
+ * @h: the database, opened to read
+ * @git_dir: the repository (its .git directory, a bare repository, or a
+ *	work tree holding .git; not searched for upwards)
+ * @unknown: if not NULL, set to how many of the history's commits the
+ *	repository does not have (they are left out)
+ *
+ * Parents come before their children (topological order, ties by commit
+ * time), whatever the order the runs were added in: a commit added late
+ * (backfilled) takes its place. Only commit names of 4 to 40 hex digits
+ * are looked up. The order lives in @h's connection only: nothing is
+ * written to the database.
+ *
+ * Return: 0; -EINVAL when @git_dir is no repository, -ENOENT when it has
+ * none of the history's commits, -ENOMEM, -EIO (libgit2 or SQLite
+ * failed); sbrig_errmsg() names @git_dir.
+ */
+int sbrig_history_order_by_git(struct sbrig_history *h, const char *git_dir,
+			       size_t *unknown);
 
 /**
  * struct sbrig_history_added - what sbrig_history_add() did
@@ -134,7 +172,8 @@ int sbrig_history_add(struct sbrig_history *h, const char *arg,
  *	commits of that scenario in sequence, with their runs
  * @out: where to write it (text)
  *
- * Return: 0, -ENOENT (no such scenario), -EIO.
+ * Return: 0, -ENOENT (no such scenario), -EBADMSG (the database is
+ * corrupt), -EIO.
  */
 int sbrig_history_show(struct sbrig_history *h, const char *scenario,
 		       FILE *out);
@@ -174,7 +213,8 @@ struct sbrig_trend;
  * points), freed with sbrig_trend_free(); or NULL with errno ENOENT (no
  * such scenario or no value of @metric), EINVAL (an unknown metric, a
  * blocker missing or not wanted), EXDEV (runs of several rigs and no
- * @opts->rig; the message names them), ENOMEM, EIO.
+ * @opts->rig; the message names them), EBADMSG (the database is corrupt),
+ * ENOMEM, EIO.
  */
 struct sbrig_trend *sbrig_history_trend(struct sbrig_history *h,
 					const char *scenario,
@@ -234,7 +274,8 @@ int sbrig_history_render_html(struct sbrig_history *h, const char *scenario,
  * @out: where to write it: a header line, then one row per run and metric
  *	(history-format.md, "Export")
  *
- * Return: 0, -ENOENT (no such scenario), -EIO.
+ * Return: 0, -ENOENT (no such scenario), -EBADMSG (the database is
+ * corrupt), -EIO.
  */
 int sbrig_history_export_csv(struct sbrig_history *h, const char *scenario,
 			     FILE *out);

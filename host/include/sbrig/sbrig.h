@@ -138,6 +138,21 @@ int sbrig_mkdir_p(const char *dir, mode_t mode);
  */
 int sbrig_mkdir_parent(const char *path, mode_t mode);
 
+/**
+ * sbrig_term() - a string someone else wrote, safe to print on a terminal
+ * @s: the string (a commit, a scenario, a blocker name, ...)
+ * @buf: where the copy goes
+ * @size: its size (at least 8)
+ *
+ * Control bytes (below 0x20, and 0x7f: escape sequences, carriage
+ * returns, bells) are written as \xNN, and a backslash as \\, so what
+ * is printed cannot move the cursor, retitle the window or hide text; a
+ * copy that does not fit ends in "...".
+ *
+ * Return: @buf.
+ */
+const char *sbrig_term(const char *s, char *buf, size_t size);
+
 #ifdef __cplusplus
 }
 #endif
