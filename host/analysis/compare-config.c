@@ -56,14 +56,14 @@ const struct cm_metric_def cm_metrics[SBRIG_METRIC_COUNT] = {
 		true, "a blocker's energy divided by the run's wakeups",
 		{ 0.05, 1000, 0 } },
 	[SBRIG_M_BLOCKER_ACTIVATIONS] = { "blocker_activations", "count", +1,
-		true, "a blocker's activations in the run", { 0, 1, 0 } },
+		true, "a blocker's activations in the run", { 0.5, 3, 0 } },
 	[SBRIG_M_ABORTED_SUSPENDS] = { "aborted_suspends", "count", +1, false,
 		"aborted_suspend findings of the run", { 0, 1, 0 } },
 	[SBRIG_M_UNKNOWN_WAKEUPS] = { "unknown_wakeups", "count", +1, false,
 		"resumes no stimulus explains", { 0, 1, 0 } },
 	[SBRIG_M_LEAK] = { "leak", "count", +1, true,
-		"runs with a leak finding of the blocker: one new leak is a "
-		"regression (no test, no threshold)", { 0, 0, 0 } },
+		"runs with a leak finding of the blocker: the share of runs "
+		"that leak, by Fisher's exact test", { 0, 0.3, 0 } },
 };
 
 const char *sbrig_metric_name(enum sbrig_metric m)
@@ -100,7 +100,7 @@ void sbrig_compare_config_init(struct sbrig_compare_config *cfg)
 {
 	*cfg = (struct sbrig_compare_config){
 		.alpha = 0.01, .confidence = 0.95, .power = 0.8,
-		.resamples = 2000, .min_runs = 5, .seed = 1,
+		.min_runs = 5,
 	};
 	for (int m = 0; m < SBRIG_METRIC_COUNT; m++)
 		cfg->metric[m] = cm_metrics[m].thr;
@@ -108,7 +108,7 @@ void sbrig_compare_config_init(struct sbrig_compare_config *cfg)
 
 /* ---- the key table ---------------------------------------------------- */
 
-enum key_type { K_DOUBLE, K_UINT, K_U64 };
+enum key_type { K_DOUBLE, K_UINT };
 
 /**
  * struct cfg_key - one key of the thresholds file
@@ -133,15 +133,11 @@ static const struct cfg_key keys[] = {
 	{ "alpha", true, K_DOUBLE, 0, 0.5, true,
 	  "significance: the test's p at most this is a difference" },
 	{ "confidence", true, K_DOUBLE, 0.5, 0.999, false,
-	  "level of the change's bootstrap interval" },
+	  "level of the change's interval" },
 	{ "power", true, K_DOUBLE, 0.5, 0.99, false,
 	  "power the \"run N more\" estimate aims at" },
-	{ "resamples", true, K_UINT, 100, 1000000, false,
-	  "bootstrap resamples" },
 	{ "min_runs", true, K_UINT, 2, 10000, false,
 	  "fewer runs than this on a side: inconclusive" },
-	{ "seed", true, K_U64, 0, 18446744073709551615.0, false,
-	  "the bootstrap's seed" },
 	{ "min_change", false, K_DOUBLE, 0, 100, false,
 	  "smallest relative change of the median that matters" },
 	{ "min_abs", false, K_DOUBLE, 0, 1e18, false,
@@ -160,11 +156,7 @@ static void *key_field(struct sbrig_compare_config *cfg, int metric,
 			return &cfg->confidence;
 		if (!strcmp(k->name, "power"))
 			return &cfg->power;
-		if (!strcmp(k->name, "resamples"))
-			return &cfg->resamples;
-		if (!strcmp(k->name, "min_runs"))
-			return &cfg->min_runs;
-		return &cfg->seed;
+		return &cfg->min_runs;
 	}
 	if (!strcmp(k->name, "min_change"))
 		return &cfg->metric[metric].min_change;
@@ -182,17 +174,6 @@ static int store(struct sbrig_compare_config *cfg, int metric,
 	double d;
 
 	errno = 0;
-	if (k->type == K_U64) {
-		unsigned long long u;
-
-		if (!isdigit((unsigned char)*val))
-			goto not_number;
-		u = strtoull(val, &end, 10);
-		if (*end || errno)
-			goto not_number;
-		*(uint64_t *)key_field(cfg, metric, k) = u;
-		return 0;
-	}
 	d = strtod(val, &end);
 	if (end == val || *end || errno || !isfinite(d))
 		goto not_number;
@@ -312,7 +293,7 @@ int sbrig_compare_config_load(struct sbrig_compare_config *cfg,
 					      "'%s' (%s)", path, lineno,
 					      section, key, metric == -1 ?
 					      "alpha, confidence, power, "
-					      "resamples, min_runs, seed" :
+					      "min_runs" :
 					      "min_change, min_abs, alpha");
 			goto out;
 		}
@@ -345,13 +326,9 @@ int sbrig_compare_config_write(const struct sbrig_compare_config *cfg,
 			fprintf(out, "%-12s = %-8g # %s\n", k->name,
 				*(double *)key_field((void *)cfg, 0, k),
 				k->what);
-		else if (k->type == K_UINT)
+		else
 			fprintf(out, "%-12s = %-8u # %s\n", k->name,
 				*(unsigned int *)key_field((void *)cfg, 0, k),
-				k->what);
-		else
-			fprintf(out, "%-12s = %-8" PRIu64 " # %s\n", k->name,
-				*(uint64_t *)key_field((void *)cfg, 0, k),
 				k->what);
 	}
 	for (int m = 0; m < SBRIG_METRIC_COUNT; m++) {
@@ -360,8 +337,11 @@ int sbrig_compare_config_write(const struct sbrig_compare_config *cfg,
 		fprintf(out, "\n# %s (%s%s)\n[%s]\n", cm_metrics[m].what,
 			cm_metrics[m].unit, cm_metrics[m].per_blocker ?
 			", one per blocker" : "", cm_metrics[m].name);
-		if (m == SBRIG_M_LEAK)
+		if (m == SBRIG_M_LEAK) {
+			fprintf(out, "min_abs      = %g\nalpha        = %g\n",
+				t->min_abs, t->alpha);
 			continue;
+		}
 		fprintf(out, "min_change   = %g\nmin_abs      = %g\n"
 			"alpha        = %g\n", t->min_change, t->min_abs,
 			t->alpha);

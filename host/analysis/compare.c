@@ -11,13 +11,19 @@
  *    is checked against report.json's table (report-load.c), so a run of
  *    another schema version or with a field missing is refused, naming
  *    the file and the field.
- * 2. Check that the runs are comparable: one scenario (provenance
- *    scenario_sha256) on one rig (rig_sha256). Different ones are refused
- *    (EXDEV) unless forced, and then listed in compare.json's warnings.
+ * 2. Check that the runs can be compared: enough of them for the exact
+ *    test to reach alpha at all (else ERANGE, naming the smallest number
+ *    a side that can, unless forced), one scenario (provenance scenario_sha256) on one
+ *    rig (rig_sha256), every capture complete, without gaps and of like
+ *    duration. Others are refused (EXDEV) unless forced, and then listed
+ *    in compare.json's warnings.
  * 3. Extract each metric per run (cm_metrics[]; per blocker for the
- *    per-blocker ones, over every blocker any run has) and decide each
- *    with cs_decide() (compare-stats.c); the leak metric is the rule "a
- *    blocker that leaks in a new run and in no base run regressed".
+ *    per-blocker ones, over every blocker any run has) and measure it
+ *    (compare-stats.c: the Mann-Whitney U test with the Hodges-Lehmann
+ *    shift and its Moses interval; counts by an exact Poisson test;
+ *    leaks by Fisher's exact test on the runs that leak); adjust the
+ *    p-values over the comparison (Benjamini-Hochberg, the leaks a
+ *    family of their own); then judge each (cs_judge()).
  * 4. Build compare.json as a json-c document. The comparison object is
  *    that document: compare.json is written from it, and the summary is
  *    rendered from it (compare-text.c), so what is printed is what the
@@ -224,6 +230,90 @@ static int check_comparable(const struct cm_run *runs, size_t n, bool force,
 	return 0;
 }
 
+/* a run's duration differs "very" from the runs' median beyond this ratio */
+#define DURATION_RATIO 1.5
+
+/*
+ * Runs that cannot be read as like for like: a capture still open (its
+ * writer killed: its end is missing), one with gaps in its samples (energy
+ * left out reads as "improved"), one whose duration is off the runs'
+ * median by more than DURATION_RATIO. 0 when none; else -EXDEV naming the
+ * first, or with @force a warning per run in @warnings and 0.
+ */
+static int check_quality(const struct cm_run *runs, size_t n, bool force,
+			 jobj *warnings)
+{
+	double *d = calloc(n + 1, sizeof(*d)), med;
+	char why[1024];
+	int ret = 0;
+
+	if (!d)
+		return sbrig_set_error(-ENOMEM, "compare: out of memory");
+	for (size_t i = 0; i < n; i++)
+		d[i] = num(get(runs[i].report, "capture"), "duration_ns");
+	med = cs_median(d, n);	/* sorts d */
+	for (size_t i = 0; i < n && !ret; i++) {
+		jobj *cap = get(runs[i].report, "capture");
+		double dur = num(cap, "duration_ns"), gaps = num(cap, "gaps");
+		const char *status = str(cap, "status");
+
+		if (strcmp(status, "complete"))
+			snprintf(why, sizeof(why), "%s: capture status \"%s\" "
+				 "(not complete: its end is missing)",
+				 runs[i].arg, status);
+		else if (gaps > 0)
+			snprintf(why, sizeof(why), "%s: %.0f gap%s in its "
+				 "samples (their energy is not counted)",
+				 runs[i].arg, gaps, gaps == 1 ? "" : "s");
+		else if (med > 0 && (dur > med * DURATION_RATIO ||
+				     dur * DURATION_RATIO < med))
+			snprintf(why, sizeof(why), "%s: lasts %.3f s, the runs' "
+				 "median %.3f s (more than %.1fx apart)",
+				 runs[i].arg, dur / 1e9, med / 1e9,
+				 DURATION_RATIO);
+		else
+			continue;
+		if (!force)
+			ret = sbrig_set_error(-EXDEV, "%s; compare complete "
+					      "runs without gaps and of like "
+					      "durations, or force it", why);
+		else
+			json_object_array_add(warnings,
+					      json_object_new_string(why));
+	}
+	free(d);
+	return ret;
+}
+
+/*
+ * -ERANGE when @nb and @nn runs can never give a significant difference
+ * at the smallest alpha of @cfg (the exact test's smallest p, 2 / C(nb +
+ * nn, nb), is above it), naming the smallest number of runs a side that
+ * can; with @force a warning in @warnings instead. Else 0.
+ */
+static int check_sample_size(size_t nb, size_t nn,
+			     const struct sbrig_compare_config *cfg, bool force,
+			     jobj *warnings)
+{
+	double alpha = cfg->alpha, minp = cs_min_p(nb, nn);
+	char why[512];
+
+	for (int m = 0; m < SBRIG_METRIC_COUNT; m++)
+		if (m != SBRIG_M_LEAK && cfg->metric[m].alpha > 0)
+			alpha = fmin(alpha, cfg->metric[m].alpha);
+	if (minp <= alpha)
+		return 0;
+	snprintf(why, sizeof(why), "%zu base and %zu new runs can never show "
+		 "a significant difference at alpha %g (the smallest p of the "
+		 "exact test, 2 / C(%zu, %zu), is %.3g): give at least %u runs "
+		 "a side", nb, nn, alpha, nb + nn, nb, minp,
+		 cs_smallest_runs(alpha));
+	if (!force)
+		return sbrig_set_error(-ERANGE, "%s, or force it", why);
+	json_object_array_add(warnings, json_object_new_string(why));
+	return 0;
+}
+
 /* ---- 3. the metrics ----------------------------------------------------- */
 
 static double mean_of(jobj *arr, const char *key)
@@ -354,14 +444,6 @@ nomem:
 	return -ENOMEM;
 }
 
-/* FNV-1a of @s, to give each metric its own bootstrap stream */
-static uint64_t hash_str(uint64_t h, const char *s)
-{
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001B3ull;
-	return h;
-}
-
 /* {"n", "median", "min", "max", "values"} of one side */
 static jobj *side_json(const double *v, size_t n, double median)
 {
@@ -408,127 +490,266 @@ static size_t present(const double *v, size_t n, double *out)
 	return k;
 }
 
-/*
- * The leak rule: @kb of the base runs and @kn of the new ones have a leak
- * of the blocker.
+/**
+ * struct cm_entry - one metric (of one blocker) being decided
+ * @m: the metric
+ * @bl: its blocker, or NULL
+ * @vb: the base runs' values, one per run, NaN for a run without one
+ * @vn: the new runs' values
+ * @lb: for a leak: base runs that leak
+ * @ln: new runs that leak
+ * @tested: a test gave a p-value (it belongs to a family)
+ * @o: the outcome
  */
-static void leak_outcome(size_t kb, size_t kn, struct cs_outcome *o)
-{
-	*o = (struct cs_outcome){ .ci_lo = NAN, .ci_hi = NAN, .p_value = NAN,
-				  .change_rel = NAN };
-	if (kn && !kb) {
-		o->verdict = SBRIG_REGRESSED;
-		o->reason = "a new leak: it leaks in new runs and in no base "
-			    "run";
-	} else if (kb && !kn) {
-		o->verdict = SBRIG_IMPROVED;
-		o->reason = "the leak is gone: it leaks in base runs and in no "
-			    "new run";
-	} else {
-		o->verdict = SBRIG_UNCHANGED;
-		o->reason = "it leaks in base and in new runs";
-	}
-}
+struct cm_entry {
+	enum sbrig_metric m;
+	const char *bl;
+	double *vb, *vn;
+	size_t lb, ln;
+	bool tested;
+	struct cs_outcome o;
+};
 
 /*
- * Decide metric @m (of blocker @bl) over the runs and add its entry to
- * @metrics; count its verdict in @counts. 0 or -ENOMEM.
+ * Measure metric @m (of blocker @bl) over the runs into @e: its values,
+ * and its test and estimate. 1 when no run has it (not compared), 0, or
+ * -ENOMEM.
  */
-static int decide_metric(const struct cm_run *base, size_t nb,
-			 const struct cm_run *next, size_t nn,
-			 enum sbrig_metric m, const char *bl,
-			 const struct sbrig_compare_config *cfg, jobj *metrics,
-			 size_t *counts)
+static int measure_metric(const struct cm_run *base, size_t nb,
+			  const struct cm_run *next, size_t nn,
+			  enum sbrig_metric m, const char *bl,
+			  const struct sbrig_compare_config *cfg,
+			  struct cm_entry *e)
 {
-	const struct cm_metric_def *def = &cm_metrics[m];
 	const struct sbrig_compare_threshold *thr = &cfg->metric[m];
-	double *vb = calloc(nb * 2 + 1, sizeof(*vb));
-	double *vn = calloc(nn * 2 + 1, sizeof(*vn));
-	double *pb = vb ? vb + nb : NULL, *pn = vn ? vn + nn : NULL;
+	double *pb = calloc(nb + nn + 1, sizeof(*pb)), *pn;
 	size_t kb, kn, i;
-	struct cs_outcome o;
-	uint64_t seed;
-	jobj *e;
 	int ret = 0;
 
-	if (!vb || !vn) {
+	*e = (struct cm_entry){ .m = m, .bl = bl };
+	e->vb = calloc(nb + 1, sizeof(*e->vb));
+	e->vn = calloc(nn + 1, sizeof(*e->vn));
+	if (!pb || !e->vb || !e->vn) {
 		ret = -ENOMEM;
 		goto out;
 	}
+	pn = pb + nb;
 	for (i = 0; i < nb; i++)
-		vb[i] = run_metric(base[i].report, m, bl);
+		e->vb[i] = run_metric(base[i].report, m, bl);
 	for (i = 0; i < nn; i++)
-		vn[i] = run_metric(next[i].report, m, bl);
-	kb = present(vb, nb, pb);
-	kn = present(vn, nn, pn);
-	if (!kb && !kn)
-		goto out;	/* no run has it: not compared */
+		e->vn[i] = run_metric(next[i].report, m, bl);
+	kb = present(e->vb, nb, pb);
+	kn = present(e->vn, nn, pn);
+	if (!kb && !kn) {
+		ret = 1;	/* no run has it: not compared */
+		goto out;
+	}
 	if (m == SBRIG_M_LEAK) {
-		size_t lb = 0, ln = 0;
-
 		for (i = 0; i < kb; i++)
-			lb += pb[i] > 0;
+			e->lb += pb[i] > 0;
 		for (i = 0; i < kn; i++)
-			ln += pn[i] > 0;
-		if (!lb && !ln)
+			e->ln += pn[i] > 0;
+		if (!e->lb && !e->ln) {
+			ret = 1;
 			goto out;
-		leak_outcome(lb, ln, &o);
-		o.median_base = cs_median(pb, kb);
-		o.median_new = cs_median(pn, kn);
-		o.change = o.median_new - o.median_base;
+		}
+		e->o = (struct cs_outcome){ .ci_lo = NAN, .ci_hi = NAN,
+			.change_rel = NAN, .threshold = thr->min_abs,
+			.alpha = thr->alpha > 0 ? thr->alpha : cfg->alpha,
+			.median_base = cs_median(pb, kb),
+			.median_new = cs_median(pn, kn) };
+		/* one-sided, in the direction the share of leaks moved */
+		if ((double)e->ln * (double)kb >= (double)e->lb * (double)kn)
+			e->o.p_value = cs_fisher_greater(e->lb, kb, e->ln, kn);
+		else
+			e->o.p_value = cs_fisher_greater(e->ln, kn, e->lb, kb);
+		e->o.p_adjusted = e->o.p_value;
+		e->o.nb = kb;
+		e->o.nn = kn;
+		e->tested = true;
 	} else if (!kb || !kn) {
-		o = (struct cs_outcome){ .verdict = SBRIG_INCONCLUSIVE,
+		e->o = (struct cs_outcome){ .verdict = SBRIG_INCONCLUSIVE,
 			.ci_lo = NAN, .ci_hi = NAN, .p_value = NAN,
-			.change = NAN, .change_rel = NAN, .threshold = NAN,
+			.p_adjusted = NAN, .change = NAN, .change_rel = NAN,
+			.threshold = NAN,
 			.median_base = kb ? cs_median(pb, kb) : NAN,
 			.median_new = kn ? cs_median(pn, kn) : NAN,
 			.reason = !kb ? "no base run has a value (no wakeup?)" :
 					"no new run has a value (no wakeup?)" };
+	} else if (!strcmp(cm_metrics[m].unit, "count")) {
+		ret = cs_measure_counts(pb, kb, pn, kn, thr, cfg, &e->o);
+		e->tested = !ret;
 	} else {
-		seed = hash_str(hash_str(cfg->seed ^ 0xCBF29CE484222325ull,
-					 def->name), bl ? bl : "");
-		ret = cs_decide(pb, kb, pn, kn, def->worse, thr, cfg, seed, &o);
-		if (ret)
-			goto out;
+		ret = cs_measure(pb, kb, pn, kn, thr, cfg, &e->o);
+		e->tested = !ret;
 	}
-	counts[o.verdict]++;
-
-	e = json_object_new_object();
-	put(e, "metric", json_object_new_string(def->name));
-	put(e, "blocker", bl ? json_object_new_string(bl) : NULL);
-	put(e, "unit", json_object_new_string(def->unit));
-	put(e, "worse", json_object_new_string(def->worse > 0 ? "higher" :
-						"lower"));
-	put(e, "verdict", json_object_new_string(sbrig_verdict_name(o.verdict)));
-	put(e, "reason", json_object_new_string(o.reason));
-	put(e, "base", side_json(vb, nb, o.median_base));
-	put(e, "new", side_json(vn, nn, o.median_new));
-	put(e, "change", jg(o.change, 10));
-	put(e, "change_rel", jg(o.change_rel, 6));
-	put(e, "ci", pair(o.ci_lo, o.ci_hi, 10));
-	put(e, "ci_rel", o.median_base != 0 ?
-	    pair(o.ci_lo / fabs(o.median_base), o.ci_hi / fabs(o.median_base),
-		 6) : NULL);
-	put(e, "confidence", m == SBRIG_M_LEAK ? NULL :
-	    jg(cfg->confidence, 6));
-	put(e, "test", json_object_new_string(m == SBRIG_M_LEAK ? "new-leak" :
-					       "mann-whitney-u"));
-	put(e, "p_value", jg(o.p_value, 6));
-	put(e, "u", m == SBRIG_M_LEAK || isnan(o.p_value) ? NULL :
-	    jg(o.u, 10));
-	put(e, "alpha", m == SBRIG_M_LEAK ? NULL : jg(thr->alpha > 0 ?
-	    thr->alpha : cfg->alpha, 6));
-	put(e, "threshold", m == SBRIG_M_LEAK ? NULL : jg(o.threshold, 10));
-	put(e, "min_change", m == SBRIG_M_LEAK ? NULL : jg(thr->min_change, 6));
-	put(e, "min_abs", m == SBRIG_M_LEAK ? NULL : jg(thr->min_abs, 10));
-	put(e, "runs_needed", o.verdict == SBRIG_INCONCLUSIVE && o.runs_needed ?
-	    json_object_new_int64(o.runs_needed) : NULL);
-	put(e, "more_runs", o.verdict == SBRIG_INCONCLUSIVE && o.more_runs ?
-	    json_object_new_int64(o.more_runs) : NULL);
-	json_object_array_add(metrics, e);
 out:
-	free(vb);
-	free(vn);
+	free(pb);
+	if (ret) {
+		free(e->vb);
+		free(e->vn);
+		e->vb = e->vn = NULL;
+	}
+	return ret;
+}
+
+/*
+ * Adjust the p-values of the tested entries of one family (@leaks: the
+ * leak tests, else every other test) by Benjamini-Hochberg. 0 or -ENOMEM.
+ */
+static int adjust_family(struct cm_entry *e, size_t n, bool leaks)
+{
+	double *p = calloc(n + 1, sizeof(*p)), *adj = calloc(n + 1, sizeof(*adj));
+	size_t k = 0, j = 0;
+	int ret = -ENOMEM;
+
+	if (!p || !adj)
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		if (e[i].tested && (e[i].m == SBRIG_M_LEAK) == leaks)
+			p[k++] = e[i].o.p_value;
+	ret = cs_bh_adjust(p, k, adj);
+	if (ret)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		if (!e[i].tested || (e[i].m == SBRIG_M_LEAK) != leaks)
+			continue;
+		e[i].o.p_adjusted = adj[j++];
+		e[i].o.family = k;
+	}
+out:
+	free(p);
+	free(adj);
+	return ret;
+}
+
+/* the names of the entry's estimate, interval and test */
+static bool is_count(const struct cm_entry *e)
+{
+	return e->m != SBRIG_M_LEAK && !strcmp(cm_metrics[e->m].unit, "count");
+}
+
+static const char *estimate_name(const struct cm_entry *e)
+{
+	if (!e->tested)
+		return NULL;
+	if (e->m == SBRIG_M_LEAK)
+		return "share-difference";
+	return is_count(e) ? "mean-difference" : "hodges-lehmann";
+}
+
+static const char *interval_name(const struct cm_entry *e)
+{
+	if (!e->tested || e->m == SBRIG_M_LEAK || !isfinite(e->o.ci_lo))
+		return NULL;
+	if (is_count(e))
+		return "poisson-normal";
+	return e->o.nb * e->o.nn <= 2500 ? "moses-exact" : "moses-normal";
+}
+
+static const char *test_name(const struct cm_entry *e)
+{
+	if (e->m == SBRIG_M_LEAK)
+		return "fisher-exact-one-sided";
+	return is_count(e) ? "poisson-exact" : "mann-whitney-u";
+}
+
+/* The entry @e, judged, as compare.json's metric object; its verdict
+ * counted in @counts. */
+static jobj *entry_json(struct cm_entry *e, size_t nb, size_t nn,
+			const struct sbrig_compare_config *cfg, size_t *counts)
+{
+	const struct cm_metric_def *def = &cm_metrics[e->m];
+	const struct sbrig_compare_threshold *thr = &cfg->metric[e->m];
+	struct cs_outcome *o = &e->o;
+	bool leak = e->m == SBRIG_M_LEAK;
+	jobj *j = json_object_new_object();
+
+	if (leak)
+		cs_judge_leak(o, e->lb, o->nb, e->ln, o->nn, thr, cfg);
+	else if (e->tested)
+		cs_judge(o, def->worse, cfg);
+	counts[o->verdict]++;
+
+	put(j, "metric", json_object_new_string(def->name));
+	put(j, "blocker", e->bl ? json_object_new_string(e->bl) : NULL);
+	put(j, "unit", json_object_new_string(def->unit));
+	put(j, "worse", json_object_new_string(def->worse > 0 ? "higher" :
+						"lower"));
+	put(j, "verdict", json_object_new_string(sbrig_verdict_name(o->verdict)));
+	put(j, "reason", json_object_new_string(o->reason));
+	put(j, "base", side_json(e->vb, nb, o->median_base));
+	put(j, "new", side_json(e->vn, nn, o->median_new));
+	put(j, "estimate", js_or_null(estimate_name(e)));
+	put(j, "change", jg(o->change, 10));
+	put(j, "change_rel", jg(o->change_rel, 6));
+	put(j, "ci", pair(o->ci_lo, o->ci_hi, 10));
+	put(j, "ci_rel", o->median_base != 0 ?
+	    pair(o->ci_lo / fabs(o->median_base), o->ci_hi / fabs(o->median_base),
+		 6) : NULL);
+	put(j, "interval", js_or_null(interval_name(e)));
+	put(j, "confidence", leak || !isfinite(o->ci_lo) ? NULL :
+	    jg(cfg->confidence, 6));
+	put(j, "test", json_object_new_string(test_name(e)));
+	put(j, "p_value", jg(o->p_value, 6));
+	put(j, "p_adjusted", jg(o->p_adjusted, 6));
+	put(j, "adjustment", e->tested ?
+	    json_object_new_string("benjamini-hochberg") : NULL);
+	put(j, "family", e->tested ? json_object_new_int64((int64_t)o->family) :
+	    NULL);
+	put(j, "u", leak || is_count(e) || isnan(o->p_value) ? NULL :
+	    jg(o->u, 10));
+	put(j, "alpha", jg(thr->alpha > 0 ? thr->alpha : cfg->alpha, 6));
+	put(j, "threshold", jg(o->threshold, 10));
+	put(j, "min_change", jg(thr->min_change, 6));
+	put(j, "min_abs", jg(thr->min_abs, 10));
+	put(j, "runs_needed", o->verdict == SBRIG_INCONCLUSIVE && o->runs_needed ?
+	    json_object_new_int64(o->runs_needed) : NULL);
+	put(j, "more_runs", o->verdict == SBRIG_INCONCLUSIVE && o->more_runs ?
+	    json_object_new_int64(o->more_runs) : NULL);
+	return j;
+}
+
+/*
+ * Every metric over the runs: measured, adjusted per family, judged,
+ * added to @metrics. 0 or -ENOMEM.
+ */
+static int decide_all(const struct cm_run *runs, size_t nb, size_t nn,
+		      const char **bl, size_t nbl,
+		      const struct sbrig_compare_config *cfg, jobj *metrics,
+		      size_t *counts)
+{
+	size_t cap = SBRIG_METRIC_COUNT * (nbl + 1), n = 0;
+	struct cm_entry *e = calloc(cap, sizeof(*e));
+	int ret = 0;
+
+	if (!e)
+		return -ENOMEM;
+	for (int m = 0; !ret && m < SBRIG_METRIC_COUNT; m++) {
+		size_t k = cm_metrics[m].per_blocker ? nbl : 1;
+
+		for (size_t b = 0; !ret && b < k; b++) {
+			ret = measure_metric(runs, nb, runs + nb, nn, m,
+					     cm_metrics[m].per_blocker ? bl[b] :
+					     NULL, cfg, &e[n]);
+			if (!ret)
+				n++;
+			else if (ret == 1)
+				ret = 0;
+		}
+	}
+	if (!ret)
+		ret = adjust_family(e, n, false);
+	if (!ret)
+		ret = adjust_family(e, n, true);
+	for (size_t i = 0; !ret && i < n; i++)
+		json_object_array_add(metrics, entry_json(&e[i], nb, nn, cfg,
+							  counts));
+	for (size_t i = 0; i < n; i++) {
+		free(e[i].vb);
+		free(e[i].vn);
+	}
+	free(e);
 	return ret;
 }
 
@@ -564,16 +785,12 @@ static jobj *runs_json(const struct cm_run *runs, size_t n)
 static jobj *config_json(const struct sbrig_compare_config *cfg)
 {
 	jobj *o = json_object_new_object();
-	char seed[32];
 
-	snprintf(seed, sizeof(seed), "%" PRIu64, cfg->seed);
 	put(o, "path", js_or_null(cfg->path));
 	put(o, "alpha", jg(cfg->alpha, 6));
 	put(o, "confidence", jg(cfg->confidence, 6));
 	put(o, "power", jg(cfg->power, 6));
-	put(o, "resamples", json_object_new_int64(cfg->resamples));
 	put(o, "min_runs", json_object_new_int64(cfg->min_runs));
-	put(o, "seed", json_object_new_string(seed));
 	return o;
 }
 
@@ -685,23 +902,20 @@ struct sbrig_compare *sbrig_compare_run(const char *const *base, size_t nbase,
 	doc = json_object_new_object();
 	warnings = json_object_new_array();
 	metrics = json_object_new_array();
-	ret = check_comparable(runs, n, opts->force, warnings);
+	ret = check_sample_size(nbase, nnew, cfg, opts->force, warnings);
+	if (!ret)
+		ret = check_comparable(runs, n, opts->force, warnings);
+	if (!ret)
+		ret = check_quality(runs, n, opts->force, warnings);
 	if (ret) {
 		json_object_put(warnings);
 		json_object_put(metrics);
 		goto fail;
 	}
 	ret = blocker_names(runs, n, &bl, &nbl);
-	for (int m = 0; !ret && m < SBRIG_METRIC_COUNT; m++) {
-		if (!cm_metrics[m].per_blocker) {
-			ret = decide_metric(runs, nbase, runs + nbase, nnew, m,
-					    NULL, cfg, metrics, counts);
-			continue;
-		}
-		for (size_t b = 0; !ret && b < nbl; b++)
-			ret = decide_metric(runs, nbase, runs + nbase, nnew, m,
-					    bl[b], cfg, metrics, counts);
-	}
+	if (!ret)
+		ret = decide_all(runs, nbase, nnew, bl, nbl, cfg, metrics,
+				 counts);
 	free(bl);
 	if (ret) {
 		json_object_put(warnings);
