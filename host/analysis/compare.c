@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,9 +134,54 @@ static bool is_file(const char *dir, const char *name)
 	return !stat(p, &st) && S_ISREG(st.st_mode);
 }
 
-/* Read @arg into @r. 0 or -errno with the message naming @arg. */
+/*
+ * Keep of @report's trace only what compare uses: the coarsest envelope
+ * level, the timeline and the states (the comparison page's trace
+ * summary). The finer levels and the raw samples are most of a report
+ * (a one-hour run: MBs), and compare holds every run to the end.
+ */
+static void slim_trace(jobj *report)
+{
+	jobj *t = get(report, "trace"), *lv = get(t, "levels"), *best = NULL;
+	size_t nb = SIZE_MAX;
+
+	if (!t)
+		return;
+	json_object_object_del(t, "raw");
+	for (size_t i = 0; i < json_object_array_length(lv); i++) {
+		jobj *l = json_object_array_get_idx(lv, i);
+		size_t k = json_object_array_length(get(l, "mean"));
+
+		if (k && k < nb) {
+			nb = k;
+			best = l;
+		}
+	}
+	if (!lv || !best)
+		return;
+	json_object_get(best);
+	json_object_object_add(t, "levels", json_object_new_array());
+	json_object_array_add(get(t, "levels"), best);
+}
+
+static int load_report(const char *arg, const struct sbrig_compare_opts *o,
+			struct cm_run *r);
+
+/* Read @arg into @r, its trace slimmed. 0 or -errno with the message
+ * naming @arg. */
 static int load_run(const char *arg, const struct sbrig_compare_opts *o,
 		    struct cm_run *r)
+{
+	int ret = load_report(arg, o, r);
+
+	if (!ret)
+		slim_trace(r->report);
+	return ret;
+}
+
+/* Read @arg into @r. 0 or -errno with the message naming @arg. */
+static int load_report(const char *arg, const struct sbrig_compare_opts *o,
+		       struct cm_run *r)
 {
 	struct sbrig_analysis_opts ao = { .leak_ns = o->leak_ns };
 	struct sbrig_analysis *a;
