@@ -17,7 +17,7 @@
  *   the exact conditional Poisson test, and a blocker's leaks by Fisher's
  *   exact test on the number of runs that leak;
  * - the p-values of one comparison are adjusted together
- *   (Benjamini-Hochberg: compare.c), and a change counts only if it is
+ *   (Benjamini-Hochberg: compare-decide.c), and a change counts only if it is
  *   both significant and beyond the metric's minimum (Perfherder's minimum
  *   relative change, or an absolute one);
  * - what is neither is "inconclusive", with an estimate of the runs a

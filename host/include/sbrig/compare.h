@@ -14,9 +14,11 @@
  * thresholds can be read from a config file.
  *
  * Layers: compare-stats.c holds the statistics (pure functions),
- * compare-config.c the thresholds, compare.c reads the runs, extracts the
- * metrics and builds compare.json; compare-text.c renders the summary from
- * that JSON alone.
+ * compare-config.c the thresholds, compare-load.c reads and checks the
+ * runs, compare-metrics.c extracts a run's metrics, compare-decide.c
+ * decides them, compare.c builds compare.json; compare-text.c renders the
+ * summary from that JSON alone, compare-html.c the page from it and two
+ * runs; compare-run.c is the sbrig_run_* API below.
  *
  * Errors follow libsbrig's convention (sbrig.h): 0 / -errno, NULL + errno,
  * sbrig_errmsg() naming the file, line and field.
