@@ -90,6 +90,15 @@ def test_comparison_page_in_the_browser(browser, page):
         [(m["metric"], m["blocker"], m["verdict"]) for m in doc["metrics"]]
     assert all(r[3] == 1 for r in rows)
     assert ["blocker_energy_per_wakeup_uJ", "wifi", "regressed", 1] in rows
+    # the p shown is the one the verdict used: adjusted over the comparison
+    ps = p.eval("Array.from(document.querySelectorAll('#metric-table tbody tr'))"
+                ".map(r => r.children[5].textContent)")
+    assert len(ps) == len(doc["metrics"])
+    for shown, m in zip(ps, doc["metrics"]):
+        if m["p_adjusted"] is None:
+            assert shown == "-"
+        else:   # toPrecision(3)
+            assert float(shown) == pytest.approx(m["p_adjusted"], rel=5e-3), (shown, m)
     not_blank(p.screenshot(), "the comparison page")
     assert_clean(p, html)
 
