@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 import shutil
 import subprocess
@@ -59,7 +60,7 @@ LEAK_P = 0.10                      # runs where "flaky" leaks
 
 def poisson(rng: random.Random, lam: float) -> int:
     """Knuth's Poisson draw (lam small)."""
-    k, p, limit = 0, 1.0, pow(2.718281828459045, -lam)
+    k, p, limit = 0, 1.0, math.exp(-lam)
     while True:
         p *= rng.random()
         if p <= limit:
