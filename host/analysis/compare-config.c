@@ -15,10 +15,10 @@
  *
  * One key table (keys[]) names every key of a section with its range;
  * [compare] takes the global keys, a section named after a metric takes
- * min_change, min_abs and alpha. Errors are "file:line: [section]: why",
- * as the rig config's (host/lib/config.c); the analysis links no INI
- * library (libinih is a rig library), so the few lines of parsing are
- * here.
+ * min_change, min_abs and alpha. libinih splits the lines (as it does the
+ * rig config's, host/lib/config.c); a line source of ours counts them,
+ * cuts comments and checks what libinih would take quietly or refuse
+ * without saying why, so that errors are "file:line: [section]: why".
  */
 #include <ctype.h>
 #include <errno.h>
@@ -27,6 +27,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <ini.h>
 
 #include <sbrig/compare.h>
 #include <sbrig/sbrig.h>
@@ -210,105 +212,162 @@ static char *trim(char *s)
 	return s;
 }
 
+/**
+ * struct cm_parser - one sbrig_compare_config_load() through libinih
+ * @cfg: being filled in
+ * @path: for messages
+ * @f: the file
+ * @lineno: the line last handed to libinih
+ * @section: the current section's name ("" before any)
+ * @metric: its metric, -1 for [compare], -2 before any section
+ * @err: the first error (0: none); its message is in sbrig_errmsg()
+ */
+struct cm_parser {
+	struct sbrig_compare_config *cfg;
+	const char *path;
+	FILE *f;
+	unsigned int lineno;
+	char section[128];
+	int metric;
+	int err;
+};
+
+static void parser_fail(struct cm_parser *p, int err)
+{
+	if (!p->err)
+		p->err = err;
+}
+
+/*
+ * libinih's line source: one line at a time, counted, its comment (from
+ * '#' or ';') cut, indentation dropped (never a libinih continuation), and
+ * what libinih would take quietly or report without a reason checked
+ * here with one: a section header's form and name, a key before any
+ * section, a line that is no KEY = VALUE. Returning NULL ends the parse
+ * (at the first error).
+ */
+static char *cm_reader(char *str, int num, void *stream)
+{
+	struct cm_parser *p = stream;
+	char line[LINE_MAX_LEN + 2], *s, *hash;
+
+	if (p->err || !fgets(line, sizeof(line), p->f))
+		return NULL;
+	p->lineno++;
+	s = line;
+	if (p->lineno == 1 && !memcmp(s, "\xef\xbb\xbf", 3))
+		s += 3;		/* a UTF-8 BOM, as libinih would skip it */
+	if (!strchr(s, '\n') && !feof(p->f)) {
+		parser_fail(p, sbrig_set_error(-EINVAL, "%s:%u: line longer "
+					       "than %d characters", p->path,
+					       p->lineno, LINE_MAX_LEN));
+		return NULL;
+	}
+	hash = strpbrk(s, "#;");
+	if (hash)
+		*hash = '\0';
+	s = trim(s);
+	if (*s == '[') {
+		char *close = strchr(s, ']');
+
+		if (!close || *trim(close + 1)) {
+			parser_fail(p, sbrig_set_error(-EINVAL, "%s:%u: '%s': a "
+						       "section header is [NAME]",
+						       p->path, p->lineno, s));
+			return NULL;
+		}
+		*close = '\0';
+		snprintf(p->section, sizeof(p->section), "%s", trim(s + 1));
+		p->metric = -1;		/* [compare] */
+		if (strcmp(p->section, "compare"))
+			p->metric = cm_metric_by_name(p->section);
+		if (p->metric == -1 && strcmp(p->section, "compare")) {
+			parser_fail(p, sbrig_set_error(-EINVAL, "%s:%u: [%s]: no "
+				"such section (compare, or a metric: "
+				"energy_per_wakeup_uJ ...; sbrig compare "
+				"--print-config lists them)", p->path,
+				p->lineno, p->section));
+			return NULL;
+		}
+		snprintf(str, (size_t)num, "[%s]", p->section);
+		return str;
+	}
+	if (*s && p->metric == -2) {
+		parser_fail(p, sbrig_set_error(-EINVAL, "%s:%u: '%s': a key "
+					       "before any [section]", p->path,
+					       p->lineno, s));
+		return NULL;
+	}
+	if (*s && !strchr(s, '=')) {
+		parser_fail(p, sbrig_set_error(-EINVAL, "%s:%u: [%s]: '%s': "
+					       "expected KEY = VALUE", p->path,
+					       p->lineno, p->section, s));
+		return NULL;
+	}
+	if (strlen(s) + 2 > (size_t)num) {
+		parser_fail(p, sbrig_set_error(-EINVAL, "%s:%u: [%s]: line "
+					       "longer than %d characters",
+					       p->path, p->lineno, p->section,
+					       num - 2));
+		return NULL;
+	}
+	snprintf(str, (size_t)num, "%s\n", s);
+	return str;
+}
+
+/* libinih's handler: one KEY = VALUE of the current section. */
+static int cm_handler(void *user, const char *section, const char *name,
+		      const char *value)
+{
+	struct cm_parser *p = user;
+	const struct cfg_key *k = NULL;
+	char why[256];
+
+	if (p->err)
+		return 0;
+	for (size_t i = 0; i < CM_ARRAY_SIZE(keys); i++)
+		if (keys[i].global == (p->metric == -1) &&
+		    !strcmp(keys[i].name, name))
+			k = &keys[i];
+	if (!k) {
+		parser_fail(p, sbrig_set_error(-EINVAL, "%s:%u: [%s]: unknown "
+					       "key '%s' (%s)", p->path,
+					       p->lineno, section, name,
+					       p->metric == -1 ?
+					       "alpha, confidence, power, "
+					       "min_runs" :
+					       "min_change, min_abs, alpha"));
+		return 0;
+	}
+	if (store(p->cfg, p->metric, k, value, why, sizeof(why))) {
+		parser_fail(p, sbrig_set_error(-EINVAL, "%s:%u: [%s]: %s",
+					       p->path, p->lineno, section,
+					       why));
+		return 0;
+	}
+	return 1;
+}
+
 int sbrig_compare_config_load(struct sbrig_compare_config *cfg,
 			      const char *path)
 {
-	char line[LINE_MAX_LEN + 2], section[128] = "", why[256];
-	int metric = -2;	/* -2: before any section, -1: [compare] */
-	unsigned int lineno = 0;
-	FILE *f = fopen(path, "re");
-	int ret = 0;
+	struct cm_parser p = { .cfg = cfg, .path = path, .metric = -2 };
+	int ret;
 
-	if (!f)
+	p.f = fopen(path, "re");
+	if (!p.f)
 		return sbrig_set_error(-errno, "%s: %s", path, strerror(errno));
-	while (fgets(line, sizeof(line), f)) {
-		char *s, *eq, *key, *val, *hash;
-		const struct cfg_key *k = NULL;
-
-		lineno++;
-		if (!strchr(line, '\n') && !feof(f)) {
-			ret = sbrig_set_error(-EINVAL, "%s:%u: line longer than "
-					      "%d characters", path, lineno,
-					      LINE_MAX_LEN);
-			goto out;
-		}
-		hash = strpbrk(line, "#;");
-		if (hash)
-			*hash = '\0';
-		s = trim(line);
-		if (!*s)
-			continue;
-		if (*s == '[') {
-			char *close = strchr(s, ']');
-
-			if (!close || *trim(close + 1)) {
-				ret = sbrig_set_error(-EINVAL, "%s:%u: '%s': a "
-						      "section header is "
-						      "[NAME]", path, lineno,
-						      s);
-				goto out;
-			}
-			*close = '\0';
-			snprintf(section, sizeof(section), "%s", trim(s + 1));
-			if (!strcmp(section, "compare")) {
-				metric = -1;
-				continue;
-			}
-			metric = cm_metric_by_name(section);
-			if (metric < 0) {
-				ret = sbrig_set_error(-EINVAL, "%s:%u: [%s]: no "
-						      "such section (compare, "
-						      "or a metric: "
-						      "energy_per_wakeup_uJ "
-						      "...; sbrig compare "
-						      "--print-config lists "
-						      "them)", path, lineno,
-						      section);
-				goto out;
-			}
-			continue;
-		}
-		if (metric == -2) {
-			ret = sbrig_set_error(-EINVAL, "%s:%u: '%s': a key "
-					      "before any [section]", path,
-					      lineno, s);
-			goto out;
-		}
-		eq = strchr(s, '=');
-		if (!eq) {
-			ret = sbrig_set_error(-EINVAL, "%s:%u: [%s]: '%s': "
-					      "expected KEY = VALUE", path,
-					      lineno, section, s);
-			goto out;
-		}
-		*eq = '\0';
-		key = trim(s);
-		val = trim(eq + 1);
-		for (size_t i = 0; i < CM_ARRAY_SIZE(keys); i++)
-			if (keys[i].global == (metric == -1) &&
-			    !strcmp(keys[i].name, key))
-				k = &keys[i];
-		if (!k) {
-			ret = sbrig_set_error(-EINVAL, "%s:%u: [%s]: unknown key "
-					      "'%s' (%s)", path, lineno,
-					      section, key, metric == -1 ?
-					      "alpha, confidence, power, "
-					      "min_runs" :
-					      "min_change, min_abs, alpha");
-			goto out;
-		}
-		if (store(cfg, metric, k, val, why, sizeof(why))) {
-			ret = sbrig_set_error(-EINVAL, "%s:%u: [%s]: %s", path,
-					      lineno, section, why);
-			goto out;
-		}
-	}
-	if (ferror(f))
+	ret = ini_parse_stream(cm_reader, &p, cm_handler, &p);
+	if (p.err)
+		ret = p.err;
+	else if (ferror(p.f))
 		ret = sbrig_set_error(-EIO, "%s: read error", path);
+	else if (ret)	/* a line libinih refused that cm_reader let by */
+		ret = sbrig_set_error(-EINVAL, "%s:%d: [%s]: not KEY = VALUE",
+				      path, ret, p.section);
 	else
 		snprintf(cfg->path, sizeof(cfg->path), "%s", path);
-out:
-	fclose(f);
+	fclose(p.f);
 	return ret;
 }
 

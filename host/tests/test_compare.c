@@ -291,6 +291,15 @@ static void config_file(void **state)
 	write_file(path, "[compare]\nresamples = 2000\n");
 	assert_int_equal(sbrig_compare_config_load(&cfg, path), -EINVAL);
 	assert_non_null(strstr(sbrig_errmsg(), "unknown key 'resamples'"));
+	/* libinih splits the lines: comments after values, indented keys,
+	 * a UTF-8 BOM, the last of a key given twice */
+	write_file(path, "\xef\xbb\xbf[compare]\nalpha = 0.05 # looser\n"
+		   "  power = 0.9 ; indented\nalpha = 0.02\n[leak]\n"
+		   "min_abs=0.5\n");
+	sbrig_compare_config_init(&cfg);
+	assert_int_equal(sbrig_compare_config_load(&cfg, path), 0);
+	assert_true(cfg.alpha == 0.02 && cfg.power == 0.9);
+	assert_true(cfg.metric[SBRIG_M_LEAK].min_abs == 0.5);
 	write_file(path, "[compare\n");
 	assert_int_equal(sbrig_compare_config_load(&cfg, path), -EINVAL);
 	assert_non_null(strstr(sbrig_errmsg(), "thr.conf:1: '[compare': a section"));
