@@ -73,9 +73,10 @@ SCENARIO = json.loads(runs.MINIMAL.read_text())["capture"]["provenance"]["scenar
 # (name, the arguments with OUT standing for the output path, what OUT is)
 OUTPUTS = [
     ("analyze -o DIR", ["analyze", CAPTURE, "-o", "OUT", "-q"], "dir"),
-    ("compare -o DIR", ["compare", "-q", "-o", "OUT", "R0", "R1", "--", "R2", "R3"],
+    # -f: 2 + 2 runs can never be significant (refused without it)
+    ("compare -o DIR", ["compare", "-q", "-f", "-o", "OUT", "R0", "R1", "--", "R2", "R3"],
      "dir"),
-    ("compare --html FILE", ["compare", "-q", "--html", "OUT", "R0", "R1", "--", "R2",
+    ("compare --html FILE", ["compare", "-q", "-f", "--html", "OUT", "R0", "R1", "--", "R2",
                              "R3"], "file"),
     ("render -o FILE", ["render", "R0", "-o", "OUT"], "file"),
     ("export --csv -o FILE", ["export", "R0", "--csv", "blockers", "-o", "OUT"],

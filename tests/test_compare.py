@@ -6,12 +6,16 @@ truth is known exactly.
   itself: a 5 % rise in energy per press with 10 runs a side is
   ``regressed`` (and the change's interval holds the truth); no shift is
   not flagged; a blocker whose energy doubles is named in the summary;
-  3 runs a side are ``inconclusive`` with how many more to run.
+  3 runs a side, which can never be significant, are refused naming the
+  5 a side that can (forced: ``inconclusive`` with how many more to run).
 * The false-positive rate over 200 trials of 10 + 10 runs with no shift,
   on report.json-level synthetic runs (runs.fake_report, fast), is under
   the configured significance.
 * compare.json has its documented shape; thresholds from a config file
-  change the verdict; a new leak is a regression by itself; runs of
+  change the verdict; leaks are judged by Fisher's exact test (8 of 10
+  new runs regressed, 1 of 10 not); every estimate, interval and p of
+  compare.json matches scipy's; open runs, runs with gaps or of odd
+  durations are refused unless --force; runs of
   another scenario are refused (exit 5) unless --force; bad input (another
   schema version, a missing field, an empty set, a file that is no
   report, a bad thresholds file) is a clear error naming where, no crash.
@@ -133,15 +137,17 @@ def test_a_five_percent_rise_per_press_is_regressed(real, tmp_path):
     r = compare("-o", tmp_path, *real["base"], "--", *real["new"])
     assert r.returncode == EXIT_REGRESSED, r.stdout + r.stderr
     doc = json.loads((tmp_path / "compare.json").read_text())
-    assert doc["schema"] == "sbrig-compare" and doc["version"] == 1
+    assert doc["schema"] == "sbrig-compare" and doc["version"] == 2
     assert doc["verdict"] == "regressed"
     m = metric(doc, "energy_per_wakeup_uJ")
     assert m["verdict"] == "regressed", m
     assert m["base"]["n"] == 10 and m["new"]["n"] == 10
-    # the truth's own shift (the runs' noise included) is inside the interval
-    tb = sorted(true_energy(p) for p in real["base"])
-    tn = sorted(true_energy(p) for p in real["new"])
-    true_change = (tn[4] + tn[5]) / 2 - (tb[4] + tb[5]) / 2
+    assert m["estimate"] == "hodges-lehmann" and m["interval"] == "moses-exact"
+    # the truth's own shift (the runs' noise included: the Hodges-Lehmann
+    # shift of the true values) is inside the interval
+    tb = [true_energy(p) for p in real["base"]]
+    tn = [true_energy(p) for p in real["new"]]
+    true_change = median([y - x for x in tb for y in tn])
     lo, hi = m["ci"]
     assert lo <= true_change <= hi, (lo, true_change, hi)
     assert 0.03 < m["change_rel"] < 0.08
@@ -166,12 +172,15 @@ def test_no_shift_is_not_flagged(real, tmp_path):
 
 
 def test_a_blocker_whose_energy_doubles_is_named(real, tmp_path):
-    r = compare(*real["base"][:5], "--", *real["wifi"])
+    # 10 base runs and 5 new: 5 + 5 cannot show one metric's change once
+    # the p-values are adjusted over a dozen metrics (2 / C(10, 5) x 12 / 4
+    # = 0.024 for the four that double), 10 + 5 can (2 / C(15, 5) = 6.7e-4)
+    r = compare(*real["base"], "--", *real["wifi"])
     assert r.returncode == EXIT_REGRESSED, r.stdout + r.stderr
     worse = [x for x in r.stdout.splitlines() if x.startswith("worse_blocker:")]
     assert worse and worse[0].startswith("worse_blocker: wifi: +"), r.stdout
     pct = float(worse[0].split("(")[1].split()[0])
-    tb = median(true_blocker(p, "wifi") for p in real["base"][:5])
+    tb = median(true_blocker(p, "wifi") for p in real["base"])
     tw = median(true_blocker(p, "wifi") for p in real["wifi"])
     assert 1.9 < tw / tb < 2.1                  # the truth: wifi's energy doubled
     assert abs(pct - (tw / tb - 1) * 100) < 3, (worse[0], tw / tb)
@@ -182,13 +191,28 @@ def test_a_blocker_whose_energy_doubles_is_named(real, tmp_path):
     for line in worse:
         name = line.split(": ")[1]
         assert median(true_blocker(p, name) for p in real["wifi"]) > \
-            1.05 * median(true_blocker(p, name) for p in real["base"][:5]), line
+            1.05 * median(true_blocker(p, name) for p in real["base"]), line
 
 
-def test_too_few_runs_are_inconclusive(real, tmp_path):
+def test_too_few_runs_are_refused_with_the_smallest_that_can(real, tmp_path):
+    """3 + 3 runs: the exact test's smallest p is 2 / C(6, 3) = 0.1, above
+    alpha 0.01 whatever the runs say: refused, naming 5 a side (2 / C(10,
+    5) = 0.0079); forced, every metric is inconclusive with how many more
+    to run."""
     r = compare("-o", tmp_path, *real["base"][:3], "--", *real["new"][3:6])
+    assert r.returncode == EXIT_USAGE, r.stdout + r.stderr
+    assert "3 base and 3 new runs can never show a significant difference at " \
+        "alpha 0.01" in r.stderr
+    assert "give at least 5 runs a side" in r.stderr
+    assert not (tmp_path / "compare.json").exists()
+    # a stricter alpha needs more runs: 2 / C(12, 6) = 0.0022 > 0.001
+    (tmp_path / "thr.conf").write_text("[compare]\nalpha = 0.001\n")
+    r = compare("-c", tmp_path / "thr.conf", *real["base"][:6], "--", *real["new"][3:9])
+    assert r.returncode == EXIT_USAGE and "give at least 7 runs a side" in r.stderr, r.stderr
+    r = compare("-f", "-o", tmp_path, *real["base"][:3], "--", *real["new"][3:6])
     assert r.returncode == EXIT_INCONCLUSIVE, r.stdout + r.stderr
     doc = json.loads((tmp_path / "compare.json").read_text())
+    assert any("can never show a significant difference" in w for w in doc["warnings"])
     m = metric(doc, "energy_per_wakeup_uJ")
     assert m["verdict"] == "inconclusive" and m["reason"] == "too few runs"
     assert m["more_runs"] >= 2 and m["runs_needed"] == 3 + m["more_runs"]
@@ -239,20 +263,145 @@ def fake_set(tmp_path: Path, n: int, seed: int = 1, **kw) -> list[Path]:
                               tmp_path / f"set{seed}")
 
 
-def test_a_new_leak_is_a_regression_by_itself(sbrig, tmp_path):
-    base = fake_set(tmp_path, 5, seed=1)
-    new = fake_set(tmp_path, 5, seed=2)[:4] + fake_set(tmp_path, 1, seed=3, leak="wifi")
-    r = compare("-o", tmp_path, *base, "--", *new)
+def leak_set(tmp_path: Path, n: int, leaks: int, seed: int) -> list[Path]:
+    """@n runs, the first @leaks of them with a leak of wifi."""
+    rng = random.Random(seed)
+    return runs.write_reports([runs.fake_report(rng, leak="wifi" if i < leaks else None)
+                               for i in range(n)], tmp_path / f"leak{seed}")
+
+
+def test_leaks_are_judged_by_fishers_exact_test(sbrig, tmp_path):
+    """A blocker that leaks in 8 of 10 new runs and in none of the base
+    regressed (one-sided Fisher p = C(10, 8) / C(20, 8) = 3.57e-4); one
+    that leaks in 1 of 10 did not (the flaky blocker of issue 24: it was a
+    regression by itself before, a false alarm in ~25 % of comparisons)."""
+    from scipy import stats
+    base = leak_set(tmp_path, 10, 0, seed=1)
+    r = compare("-o", tmp_path / "eight", *base, "--", *leak_set(tmp_path, 10, 8, seed=2))
     assert r.returncode == EXIT_REGRESSED, r.stdout + r.stderr
-    doc = json.loads((tmp_path / "compare.json").read_text())
+    doc = json.loads((tmp_path / "eight" / "compare.json").read_text())
     m = metric(doc, "leak", "wifi")
-    assert m["verdict"] == "regressed" and m["test"] == "new-leak"
-    assert m["p_value"] is None and m["ci"] is None
+    assert m["verdict"] == "regressed" and m["test"] == "fisher-exact-one-sided"
+    assert m["p_value"] == pytest.approx(
+        stats.fisher_exact([[8, 2], [0, 10]], alternative="greater").pvalue, rel=1e-5)
+    assert m["change"] == pytest.approx(0.8) and m["ci"] is None
     assert "new_leak: wifi" in r.stdout
-    assert "regressed: blocker wifi: leak: in 1 of 5 new runs, 0 of 5 base runs" in r.stdout
-    # the same leak on both sides is no regression
-    r = compare(*new, "--", *new)
-    assert r.returncode == EXIT_OK, r.stdout
+    assert "regressed: blocker wifi: leak: in 8 of 10 new runs, 0 of 10 base runs " \
+        "(p = 0.00036)" in r.stdout
+
+    r = compare("-o", tmp_path / "one", *base, "--", *leak_set(tmp_path, 10, 1, seed=3))
+    assert r.returncode == EXIT_OK, r.stdout + r.stderr
+    doc = json.loads((tmp_path / "one" / "compare.json").read_text())
+    m = metric(doc, "leak", "wifi")
+    assert m["verdict"] == "unchanged" and m["p_value"] == 0.5, m
+    assert "new_leak" not in r.stdout
+    # 3 of 10: not significant (p = 0.105), but beyond the minimum change of
+    # the share that leaks (0.3): inconclusive, with more runs to settle it
+    r = compare("-o", tmp_path / "three", *base, "--", *leak_set(tmp_path, 10, 3, seed=4))
+    assert r.returncode == EXIT_INCONCLUSIVE, r.stdout + r.stderr
+    m = metric(json.loads((tmp_path / "three" / "compare.json").read_text()), "leak", "wifi")
+    assert m["verdict"] == "inconclusive" and m["more_runs"] >= 1, m
+    # leaks gone: improved
+    r = compare("-o", tmp_path / "gone", *leak_set(tmp_path, 10, 8, seed=2), "--", *base)
+    m = metric(json.loads((tmp_path / "gone" / "compare.json").read_text()), "leak", "wifi")
+    assert m["verdict"] == "improved", m
+
+
+def bh(ps: list[float]) -> list[float]:
+    """Benjamini-Hochberg adjusted p-values, as in R's p.adjust."""
+    n = len(ps)
+    order = sorted(range(n), key=lambda i: ps[i])
+    adj, run = [0.0] * n, 1.0
+    for rank in range(n, 0, -1):
+        i = order[rank - 1]
+        run = min(run, ps[i] * n / rank)
+        adj[i] = run
+    return adj
+
+
+def test_estimates_intervals_and_p_values_match_scipy(sbrig, tmp_path):
+    """Every figure of compare.json recomputed with scipy from the values
+    it lists: the Hodges-Lehmann shift and its exact Moses interval (the
+    rank k from scipy's exact Mann-Whitney distribution), the U test's p,
+    the exact Poisson test of counts, the Benjamini-Hochberg adjustment."""
+    from scipy import stats
+    rng = random.Random(11)
+
+    def rep(scale):
+        r = runs.fake_report(rng, energy_uJ=100_000 * scale, noise=0.03,
+                             blockers={"wifi": 50_000.0 * scale, "gps": 10_000.0})
+        for b in r["blockers"]:
+            b["activations"] = rng.randint(2, 9)
+        return r
+    base = runs.write_reports([rep(1.0) for _ in range(8)], tmp_path / "b")
+    new = runs.write_reports([rep(1.04) for _ in range(9)], tmp_path / "n")
+    r = compare("-o", tmp_path, *base, "--", *new)
+    assert r.returncode in (EXIT_OK, EXIT_REGRESSED, EXIT_INCONCLUSIVE), r.stderr
+    doc = json.loads((tmp_path / "compare.json").read_text())
+
+    def cdf_u(m, n, u):
+        """P(U <= u) for samples of m and n without ties, by scipy."""
+        y, x, rest = list(range(0, 2 * n, 2)), [], u
+        for _ in range(m):
+            c = min(n, rest)
+            rest -= c
+            x.append(2 * c - 1 if c else -1)
+        return stats.mannwhitneyu(x, y, alternative="less", method="exact").pvalue
+
+    checked = 0
+    for m in doc["metrics"]:
+        b = [v for v in m["base"]["values"] if v is not None]
+        n = [v for v in m["new"]["values"] if v is not None]
+        if m["test"] == "mann-whitney-u":
+            d = sorted(y - x for x in b for y in n)
+            # the values as compare.json keeps them: 10 significant digits
+            tol = 1e-8 * max(abs(v) for v in b + n)
+            assert m["change"] == pytest.approx(median(d), abs=tol), m
+            k = 0
+            while cdf_u(len(b), len(n), k) <= (1 - m["confidence"]) / 2:
+                k += 1
+            assert m["ci"] == pytest.approx([d[k - 1], d[len(d) - k]], abs=tol), m
+            ties = len(set(b + n)) < len(b + n)
+            p = stats.mannwhitneyu(n, b, alternative="two-sided",
+                                   method="asymptotic" if ties else "exact").pvalue
+            assert m["p_value"] == pytest.approx(p, rel=1e-5), m
+            checked += 1
+        elif m["test"] == "poisson-exact":
+            sb, sn = sum(b), sum(n)
+            q = len(n) / (len(b) + len(n))
+            p = min(1, 2 * min(stats.binom.cdf(sn, sb + sn, q),
+                               stats.binom.sf(sn - 1, sb + sn, q)))
+            assert m["p_value"] == pytest.approx(p, rel=1e-5, abs=1e-12), m
+            assert m["change"] == pytest.approx(sn / len(n) - sb / len(b)), m
+    assert checked >= 8
+    fam = [m for m in doc["metrics"] if m["test"] != "fisher-exact-one-sided"
+           and m["p_value"] is not None]
+    assert all(m["family"] == len(fam) and m["adjustment"] == "benjamini-hochberg"
+               for m in fam)
+    for m, adj in zip(fam, bh([m["p_value"] for m in fam])):
+        # from the rounded raw p: 6 significant digits
+        assert m["p_adjusted"] == pytest.approx(adj, rel=1e-4), m
+
+
+def test_open_runs_gaps_and_odd_durations_are_refused_unless_forced(sbrig, tmp_path):
+    """A run whose capture is still open, one with gaps, one much longer
+    than the others: each refused (exit 5) naming it, rather than read as
+    an improvement; --force compares anyway with a warning each."""
+    base = fake_set(tmp_path, 5, seed=1)
+    for change, what in ((("status", "open"), 'capture status "open"'),
+                         (("gaps", 2), "2 gaps in its samples"),
+                         (("duration_ns", 20_000_000_000), "lasts 20.000 s, the runs' median")):
+        new = fake_set(tmp_path, 5, seed=2)
+        rep = json.loads(new[2].read_text())
+        rep["capture"][change[0]] = change[1]
+        new[2].write_text(json.dumps(rep))
+        r = compare(*base, "--", *new)
+        assert r.returncode == EXIT_NOT_COMPARABLE, (what, r.stdout, r.stderr)
+        assert f"{new[2]}: {what}" in r.stderr and "or force it" in r.stderr, r.stderr
+        r = compare("-f", "-o", tmp_path / "forced", *base, "--", *new)
+        assert r.returncode in (EXIT_OK, EXIT_INCONCLUSIVE), r.stdout + r.stderr
+        doc = json.loads((tmp_path / "forced" / "compare.json").read_text())
+        assert doc["forced"] and any(what in w for w in doc["warnings"]), doc["warnings"]
 
 
 def test_compare_json_has_its_documented_shape(sbrig, tmp_path):
@@ -276,9 +425,10 @@ def test_compare_json_has_its_documented_shape(sbrig, tmp_path):
         assert m["verdict"] in ("regressed", "improved", "unchanged", "inconclusive")
         assert m["unit"] in ("uJ", "ns", "uW", "count")
         assert len(m["base"]["values"]) == 6 and len(m["new"]["values"]) == 6
-        assert m["test"] == "mann-whitney-u"
+        assert m["test"] == ("poisson-exact" if m["unit"] == "count" else "mann-whitney-u")
         assert m["ci"] is None or m["ci"][0] <= m["ci"][1]
-    # the same inputs give the same document (the bootstrap is seeded)
+        assert m["p_adjusted"] >= m["p_value"]
+    # the same inputs give the same document
     r = compare("-o", tmp_path / "again", *base, "--", *new)
     again = json.loads((tmp_path / "again" / "compare.json").read_text())
     assert again["metrics"] == doc["metrics"]
@@ -307,7 +457,7 @@ def test_thresholds_come_from_a_config_file(sbrig, tmp_path):
     doc = json.loads((tmp_path / "compare.json").read_text())
     m = metric(doc, "energy_per_wakeup_uJ")
     assert m["verdict"] == "unchanged" and m["min_change"] == 0.1
-    assert m["reason"] == "significant, but below the threshold"
+    assert m["reason"] == "significant, but the change and its interval are within the minimum"
     assert doc["config"]["path"] == str(cfg)
     # --print-config with -c prints what it read, which reads back the same
     r = compare("-c", cfg, "--print-config")
@@ -400,3 +550,27 @@ def test_help_lists_the_exit_codes(sbrig):
         assert code in text, code
     man = " ".join((REPO / "host" / "man" / "sbrig.1").read_text().split())
     assert "4 none regressed but one is inconclusive" in man
+
+
+def test_runs_are_held_without_their_traces(sbrig_release, tmp_path):
+    """compare holds every run to the end: of each run's trace it keeps
+    only the coarsest level, the timeline and the states (what the page
+    draws). 20 copies of a 0.5 MB report: 103 MB of peak RSS before,
+    under 10 MB now; the page still draws the representative runs."""
+    from tests.bench.gnutime import measure
+    demo = REPO / "tests" / "fixtures" / "report" / "demo.json"
+    paths = []
+    for i in range(20):
+        paths.append(tmp_path / f"r{i}.json")
+        paths[-1].write_bytes(demo.read_bytes())
+    page = tmp_path / "c.html"
+    # -f: demo.json's capture has a gap
+    m = measure([str(sbrig_release), "compare", "-q", "-f", "--html", str(page),
+                 *map(str, paths[:10]), "--", *map(str, paths[10:])], ok=(0, 4))
+    assert m["rss_MB"] < 25, m
+    text = page.read_text()
+    data = json.loads(text.split('id="sbrig-compare">', 1)[1].split("</script>", 1)[0])
+    coarsest = min((lv for lv in json.loads(demo.read_text())["trace"]["levels"]),
+                   key=lambda lv: len(lv["mean"]))
+    assert data["base_run"]["level"] == coarsest
+    assert data["new_run"]["timeline"] == json.loads(demo.read_text())["trace"]["timeline"]

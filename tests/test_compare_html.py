@@ -34,7 +34,9 @@ sbrig = test_compare.sbrig      # the module's fixture: the ASan build first
 @pytest.fixture(scope="module")
 def page(sbrig, tmp_path_factory):
     d = tmp_path_factory.mktemp("cmp")
-    base = [build_run(d / f"b{i}", 10 + i) for i in range(5)]
+    # 8 base runs: 5 + 5 cannot show a change of a few metrics among a
+    # dozen once their p-values are adjusted (compare-format.md)
+    base = [build_run(d / f"b{i}", 10 + i) for i in range(8)]
     new = [build_run(d / f"n{i}", 20 + i, wifi_scale=2, git_sha="new") for i in range(5)]
     html = d / "compare.html"
     r = subprocess.run([str(SBRIG), "compare", "-o", str(d / "out"), "--html", str(html),
@@ -88,6 +90,15 @@ def test_comparison_page_in_the_browser(browser, page):
         [(m["metric"], m["blocker"], m["verdict"]) for m in doc["metrics"]]
     assert all(r[3] == 1 for r in rows)
     assert ["blocker_energy_per_wakeup_uJ", "wifi", "regressed", 1] in rows
+    # the p shown is the one the verdict used: adjusted over the comparison
+    ps = p.eval("Array.from(document.querySelectorAll('#metric-table tbody tr'))"
+                ".map(r => r.children[5].textContent)")
+    assert len(ps) == len(doc["metrics"])
+    for shown, m in zip(ps, doc["metrics"]):
+        if m["p_adjusted"] is None:
+            assert shown == "-"
+        else:   # toPrecision(3)
+            assert float(shown) == pytest.approx(m["p_adjusted"], rel=5e-3), (shown, m)
     not_blank(p.screenshot(), "the comparison page")
     assert_clean(p, html)
 
@@ -98,7 +109,7 @@ def test_unwritable_page(page, tmp_path):
     # cannot be, and is named
     (tmp_path / "no").write_text("")
     out = tmp_path / "no" / "c.html"
-    r = subprocess.run([str(SBRIG), "compare", "--html", str(out), *map(str, base[:2]), "--",
+    r = subprocess.run([str(SBRIG), "compare", "-f", "--html", str(out), *map(str, base[:2]), "--",
                         *map(str, new[:2])], capture_output=True, text=True, env=ENV,
                        timeout=300)
     assert r.returncode == 7 and str(tmp_path / "no") in r.stderr

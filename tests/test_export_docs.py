@@ -12,8 +12,9 @@
 * JUnit: xmllint --noout and the schema (tests/exportrules.check_junit),
   one testcase per metric verdict, failures and skips counted, the
   provenance as testsuite properties.
-* LAVA: every line is "lava-test-case NAME --result pass|fail
+* LAVA: every line is "lava-test-case NAME --result pass|fail|skip
   --measurement X --units U" with NAME of [A-Za-z0-9_.-], <= 100 chars,
+  an inconclusive verdict a skip (never a fail), as in JUnit,
   named as export-formats.md says (tests/exportrules.lava_name);
   test_export_hostile.py runs them through LAVA's own code.
 * Bad input: the wrong document for the option, another schema version.
@@ -49,7 +50,7 @@ SBRIG = REPO / "build" / "host" / "asan" / "sbrig"
 ENV = dict(os.environ, ASAN_OPTIONS="detect_leaks=1",
            UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
 LAVA_LINE = re.compile(r"^lava-test-case (?P<name>[A-Za-z0-9_.-]{1,100}) "
-                       r"--result (?P<result>pass|fail)"
+                       r"--result (?P<result>pass|fail|skip)"
                        r"(?: --measurement (?P<x>-?[0-9]+(?:\.[0-9]+)?) --units (?P<u>\S+))?$")
 
 
@@ -70,16 +71,16 @@ def export(*args) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def comparison(sbrig, tmp_path_factory):
-    """compare.json of 6 base runs and 6 new runs: wifi 'sb report' costs
-    twice as much (regressed), a new leak, latency noisy (may be
-    inconclusive)."""
+    """compare.json of 8 base runs and 8 new runs: 'sb report' costs
+    twice as much (regressed), and leaks in 6 of the 8 new runs (regressed:
+    Fisher's p = C(8, 6) / C(16, 6) = 0.0035)."""
     d = tmp_path_factory.mktemp("cmp")
     rng = random.Random(3)
     base = [runs.fake_report(rng, blockers={"wifi": 50_000.0, "sb report": 10_000.0})
-            for _ in range(6)]
+            for _ in range(8)]
     new = [runs.fake_report(rng, blockers={"wifi": 50_000.0, "sb report": 20_000.0},
-                            leak="sb report" if i == 0 else None, git_sha="new")
-           for i in range(6)]
+                            leak="sb report" if i < 6 else None, git_sha="new")
+           for i in range(8)]
     pb = runs.write_reports(base, d / "base")
     pn = runs.write_reports(new, d / "new")
     r = subprocess.run([str(SBRIG), "compare", "-o", str(d), *map(str, pb), "--", *map(str, pn)],
@@ -315,7 +316,34 @@ def test_lava_lines_of_a_comparison(comparison):
     assert by[sb]["result"] == "fail"
     assert by["compare_verdict"]["result"] == "fail"
     for m, metric in zip(ms, doc["metrics"]):
-        assert (m["result"] == "pass") == (metric["verdict"] in ("unchanged", "improved"))
+        assert m["result"] == {"regressed": "fail", "inconclusive": "skip"}.get(
+            metric["verdict"], "pass"), (m["name"], metric["verdict"])
+
+
+def test_an_inconclusive_comparison_is_skipped_never_failed(comparison, tmp_path):
+    """Inconclusive means the runs cannot tell, not that the build is bad:
+    LAVA gets `skip` (issue 24: it got `fail`), JUnit a <skipped/>, for
+    each such metric and for the overall verdict."""
+    doc = json.loads(comparison.read_text())
+    for m in doc["metrics"]:
+        if m["verdict"] == "regressed":
+            m["verdict"] = "inconclusive"
+    doc["verdict"] = "inconclusive"
+    doc["counts"]["inconclusive"] += doc["counts"]["regressed"]
+    doc["counts"]["regressed"] = 0
+    (tmp_path / "c.json").write_text(json.dumps(doc))
+    r = export(tmp_path / "c.json", "--lava")
+    assert r.returncode == 0, r.stderr
+    ms = {m["name"]: m["result"] for m in lava_lines(r.stdout)}
+    assert ms["compare_verdict"] == "skip"
+    assert ms[exportrules.lava_name("compare_leak_sb report")] == "skip"
+    assert "fail" not in ms.values() and list(ms.values()).count("skip") == \
+        doc["counts"]["inconclusive"] + 1
+    r = export(tmp_path / "c.json", "--junit", "-o", tmp_path / "j.xml")
+    assert r.returncode == 0, r.stderr
+    suite = exportrules.check_junit(tmp_path / "j.xml").find("testsuite")
+    assert suite.get("failures") == "0"
+    assert int(suite.get("skipped")) == doc["counts"]["inconclusive"] > 0
 
 
 def test_lava_names_are_cut_to_100_characters(sbrig, tmp_path):
@@ -345,7 +373,7 @@ def test_the_wrong_document_is_refused(sbrig, comparison, tmp_path):
     r = export(tmp_path / "c9.json", "--lava")
     assert r.returncode == 1 and "field 'version': 9 is not supported" in r.stderr
     del doc["metrics"][0]["verdict"]
-    doc["version"] = 1
+    doc["version"] = 2
     (tmp_path / "c1.json").write_text(json.dumps(doc))
     r = export(tmp_path / "c1.json", "--junit", "-o", tmp_path / "out.xml")
     assert r.returncode == 1 and "field 'metrics[0].verdict': missing" in r.stderr

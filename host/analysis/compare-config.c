@@ -15,10 +15,10 @@
  *
  * One key table (keys[]) names every key of a section with its range;
  * [compare] takes the global keys, a section named after a metric takes
- * min_change, min_abs and alpha. Errors are "file:line: [section]: why",
- * as the rig config's (host/lib/config.c); the analysis links no INI
- * library (libinih is a rig library), so the few lines of parsing are
- * here.
+ * min_change, min_abs and alpha. libinih splits the lines (as it does the
+ * rig config's, host/lib/config.c); a line source of ours counts them,
+ * cuts comments and checks what libinih would take quietly or refuse
+ * without saying why, so that errors are "file:line: [section]: why".
  */
 #include <ctype.h>
 #include <errno.h>
@@ -27,6 +27,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <ini.h>
 
 #include <sbrig/compare.h>
 #include <sbrig/sbrig.h>
@@ -56,14 +58,14 @@ const struct cm_metric_def cm_metrics[SBRIG_METRIC_COUNT] = {
 		true, "a blocker's energy divided by the run's wakeups",
 		{ 0.05, 1000, 0 } },
 	[SBRIG_M_BLOCKER_ACTIVATIONS] = { "blocker_activations", "count", +1,
-		true, "a blocker's activations in the run", { 0, 1, 0 } },
+		true, "a blocker's activations in the run", { 0.5, 3, 0 } },
 	[SBRIG_M_ABORTED_SUSPENDS] = { "aborted_suspends", "count", +1, false,
 		"aborted_suspend findings of the run", { 0, 1, 0 } },
 	[SBRIG_M_UNKNOWN_WAKEUPS] = { "unknown_wakeups", "count", +1, false,
 		"resumes no stimulus explains", { 0, 1, 0 } },
 	[SBRIG_M_LEAK] = { "leak", "count", +1, true,
-		"runs with a leak finding of the blocker: one new leak is a "
-		"regression (no test, no threshold)", { 0, 0, 0 } },
+		"runs with a leak finding of the blocker: the share of runs "
+		"that leak, by Fisher's exact test", { 0, 0.3, 0 } },
 };
 
 const char *sbrig_metric_name(enum sbrig_metric m)
@@ -100,7 +102,7 @@ void sbrig_compare_config_init(struct sbrig_compare_config *cfg)
 {
 	*cfg = (struct sbrig_compare_config){
 		.alpha = 0.01, .confidence = 0.95, .power = 0.8,
-		.resamples = 2000, .min_runs = 5, .seed = 1,
+		.min_runs = 5,
 	};
 	for (int m = 0; m < SBRIG_METRIC_COUNT; m++)
 		cfg->metric[m] = cm_metrics[m].thr;
@@ -108,7 +110,7 @@ void sbrig_compare_config_init(struct sbrig_compare_config *cfg)
 
 /* ---- the key table ---------------------------------------------------- */
 
-enum key_type { K_DOUBLE, K_UINT, K_U64 };
+enum key_type { K_DOUBLE, K_UINT };
 
 /**
  * struct cfg_key - one key of the thresholds file
@@ -133,15 +135,11 @@ static const struct cfg_key keys[] = {
 	{ "alpha", true, K_DOUBLE, 0, 0.5, true,
 	  "significance: the test's p at most this is a difference" },
 	{ "confidence", true, K_DOUBLE, 0.5, 0.999, false,
-	  "level of the change's bootstrap interval" },
+	  "level of the change's interval" },
 	{ "power", true, K_DOUBLE, 0.5, 0.99, false,
 	  "power the \"run N more\" estimate aims at" },
-	{ "resamples", true, K_UINT, 100, 1000000, false,
-	  "bootstrap resamples" },
 	{ "min_runs", true, K_UINT, 2, 10000, false,
 	  "fewer runs than this on a side: inconclusive" },
-	{ "seed", true, K_U64, 0, 18446744073709551615.0, false,
-	  "the bootstrap's seed" },
 	{ "min_change", false, K_DOUBLE, 0, 100, false,
 	  "smallest relative change of the median that matters" },
 	{ "min_abs", false, K_DOUBLE, 0, 1e18, false,
@@ -160,11 +158,7 @@ static void *key_field(struct sbrig_compare_config *cfg, int metric,
 			return &cfg->confidence;
 		if (!strcmp(k->name, "power"))
 			return &cfg->power;
-		if (!strcmp(k->name, "resamples"))
-			return &cfg->resamples;
-		if (!strcmp(k->name, "min_runs"))
-			return &cfg->min_runs;
-		return &cfg->seed;
+		return &cfg->min_runs;
 	}
 	if (!strcmp(k->name, "min_change"))
 		return &cfg->metric[metric].min_change;
@@ -182,17 +176,6 @@ static int store(struct sbrig_compare_config *cfg, int metric,
 	double d;
 
 	errno = 0;
-	if (k->type == K_U64) {
-		unsigned long long u;
-
-		if (!isdigit((unsigned char)*val))
-			goto not_number;
-		u = strtoull(val, &end, 10);
-		if (*end || errno)
-			goto not_number;
-		*(uint64_t *)key_field(cfg, metric, k) = u;
-		return 0;
-	}
 	d = strtod(val, &end);
 	if (end == val || *end || errno || !isfinite(d))
 		goto not_number;
@@ -229,105 +212,162 @@ static char *trim(char *s)
 	return s;
 }
 
+/**
+ * struct cm_parser - one sbrig_compare_config_load() through libinih
+ * @cfg: being filled in
+ * @path: for messages
+ * @f: the file
+ * @lineno: the line last handed to libinih
+ * @section: the current section's name ("" before any)
+ * @metric: its metric, -1 for [compare], -2 before any section
+ * @err: the first error (0: none); its message is in sbrig_errmsg()
+ */
+struct cm_parser {
+	struct sbrig_compare_config *cfg;
+	const char *path;
+	FILE *f;
+	unsigned int lineno;
+	char section[128];
+	int metric;
+	int err;
+};
+
+static void parser_fail(struct cm_parser *p, int err)
+{
+	if (!p->err)
+		p->err = err;
+}
+
+/*
+ * libinih's line source: one line at a time, counted, its comment (from
+ * '#' or ';') cut, indentation dropped (never a libinih continuation), and
+ * what libinih would take quietly or report without a reason checked
+ * here with one: a section header's form and name, a key before any
+ * section, a line that is no KEY = VALUE. Returning NULL ends the parse
+ * (at the first error).
+ */
+static char *cm_reader(char *str, int num, void *stream)
+{
+	struct cm_parser *p = stream;
+	char line[LINE_MAX_LEN + 2], *s, *hash;
+
+	if (p->err || !fgets(line, sizeof(line), p->f))
+		return NULL;
+	p->lineno++;
+	s = line;
+	if (p->lineno == 1 && !memcmp(s, "\xef\xbb\xbf", 3))
+		s += 3;		/* a UTF-8 BOM, as libinih would skip it */
+	if (!strchr(s, '\n') && !feof(p->f)) {
+		parser_fail(p, sbrig_set_error(-EINVAL, "%s:%u: line longer "
+					       "than %d characters", p->path,
+					       p->lineno, LINE_MAX_LEN));
+		return NULL;
+	}
+	hash = strpbrk(s, "#;");
+	if (hash)
+		*hash = '\0';
+	s = trim(s);
+	if (*s == '[') {
+		char *close = strchr(s, ']');
+
+		if (!close || *trim(close + 1)) {
+			parser_fail(p, sbrig_set_error(-EINVAL, "%s:%u: '%s': a "
+						       "section header is [NAME]",
+						       p->path, p->lineno, s));
+			return NULL;
+		}
+		*close = '\0';
+		snprintf(p->section, sizeof(p->section), "%s", trim(s + 1));
+		p->metric = -1;		/* [compare] */
+		if (strcmp(p->section, "compare"))
+			p->metric = cm_metric_by_name(p->section);
+		if (p->metric == -1 && strcmp(p->section, "compare")) {
+			parser_fail(p, sbrig_set_error(-EINVAL, "%s:%u: [%s]: no "
+				"such section (compare, or a metric: "
+				"energy_per_wakeup_uJ ...; sbrig compare "
+				"--print-config lists them)", p->path,
+				p->lineno, p->section));
+			return NULL;
+		}
+		snprintf(str, (size_t)num, "[%s]", p->section);
+		return str;
+	}
+	if (*s && p->metric == -2) {
+		parser_fail(p, sbrig_set_error(-EINVAL, "%s:%u: '%s': a key "
+					       "before any [section]", p->path,
+					       p->lineno, s));
+		return NULL;
+	}
+	if (*s && !strchr(s, '=')) {
+		parser_fail(p, sbrig_set_error(-EINVAL, "%s:%u: [%s]: '%s': "
+					       "expected KEY = VALUE", p->path,
+					       p->lineno, p->section, s));
+		return NULL;
+	}
+	if (strlen(s) + 2 > (size_t)num) {
+		parser_fail(p, sbrig_set_error(-EINVAL, "%s:%u: [%s]: line "
+					       "longer than %d characters",
+					       p->path, p->lineno, p->section,
+					       num - 2));
+		return NULL;
+	}
+	snprintf(str, (size_t)num, "%s\n", s);
+	return str;
+}
+
+/* libinih's handler: one KEY = VALUE of the current section. */
+static int cm_handler(void *user, const char *section, const char *name,
+		      const char *value)
+{
+	struct cm_parser *p = user;
+	const struct cfg_key *k = NULL;
+	char why[256];
+
+	if (p->err)
+		return 0;
+	for (size_t i = 0; i < CM_ARRAY_SIZE(keys); i++)
+		if (keys[i].global == (p->metric == -1) &&
+		    !strcmp(keys[i].name, name))
+			k = &keys[i];
+	if (!k) {
+		parser_fail(p, sbrig_set_error(-EINVAL, "%s:%u: [%s]: unknown "
+					       "key '%s' (%s)", p->path,
+					       p->lineno, section, name,
+					       p->metric == -1 ?
+					       "alpha, confidence, power, "
+					       "min_runs" :
+					       "min_change, min_abs, alpha"));
+		return 0;
+	}
+	if (store(p->cfg, p->metric, k, value, why, sizeof(why))) {
+		parser_fail(p, sbrig_set_error(-EINVAL, "%s:%u: [%s]: %s",
+					       p->path, p->lineno, section,
+					       why));
+		return 0;
+	}
+	return 1;
+}
+
 int sbrig_compare_config_load(struct sbrig_compare_config *cfg,
 			      const char *path)
 {
-	char line[LINE_MAX_LEN + 2], section[128] = "", why[256];
-	int metric = -2;	/* -2: before any section, -1: [compare] */
-	unsigned int lineno = 0;
-	FILE *f = fopen(path, "re");
-	int ret = 0;
+	struct cm_parser p = { .cfg = cfg, .path = path, .metric = -2 };
+	int ret;
 
-	if (!f)
+	p.f = fopen(path, "re");
+	if (!p.f)
 		return sbrig_set_error(-errno, "%s: %s", path, strerror(errno));
-	while (fgets(line, sizeof(line), f)) {
-		char *s, *eq, *key, *val, *hash;
-		const struct cfg_key *k = NULL;
-
-		lineno++;
-		if (!strchr(line, '\n') && !feof(f)) {
-			ret = sbrig_set_error(-EINVAL, "%s:%u: line longer than "
-					      "%d characters", path, lineno,
-					      LINE_MAX_LEN);
-			goto out;
-		}
-		hash = strpbrk(line, "#;");
-		if (hash)
-			*hash = '\0';
-		s = trim(line);
-		if (!*s)
-			continue;
-		if (*s == '[') {
-			char *close = strchr(s, ']');
-
-			if (!close || *trim(close + 1)) {
-				ret = sbrig_set_error(-EINVAL, "%s:%u: '%s': a "
-						      "section header is "
-						      "[NAME]", path, lineno,
-						      s);
-				goto out;
-			}
-			*close = '\0';
-			snprintf(section, sizeof(section), "%s", trim(s + 1));
-			if (!strcmp(section, "compare")) {
-				metric = -1;
-				continue;
-			}
-			metric = cm_metric_by_name(section);
-			if (metric < 0) {
-				ret = sbrig_set_error(-EINVAL, "%s:%u: [%s]: no "
-						      "such section (compare, "
-						      "or a metric: "
-						      "energy_per_wakeup_uJ "
-						      "...; sbrig compare "
-						      "--print-config lists "
-						      "them)", path, lineno,
-						      section);
-				goto out;
-			}
-			continue;
-		}
-		if (metric == -2) {
-			ret = sbrig_set_error(-EINVAL, "%s:%u: '%s': a key "
-					      "before any [section]", path,
-					      lineno, s);
-			goto out;
-		}
-		eq = strchr(s, '=');
-		if (!eq) {
-			ret = sbrig_set_error(-EINVAL, "%s:%u: [%s]: '%s': "
-					      "expected KEY = VALUE", path,
-					      lineno, section, s);
-			goto out;
-		}
-		*eq = '\0';
-		key = trim(s);
-		val = trim(eq + 1);
-		for (size_t i = 0; i < CM_ARRAY_SIZE(keys); i++)
-			if (keys[i].global == (metric == -1) &&
-			    !strcmp(keys[i].name, key))
-				k = &keys[i];
-		if (!k) {
-			ret = sbrig_set_error(-EINVAL, "%s:%u: [%s]: unknown key "
-					      "'%s' (%s)", path, lineno,
-					      section, key, metric == -1 ?
-					      "alpha, confidence, power, "
-					      "resamples, min_runs, seed" :
-					      "min_change, min_abs, alpha");
-			goto out;
-		}
-		if (store(cfg, metric, k, val, why, sizeof(why))) {
-			ret = sbrig_set_error(-EINVAL, "%s:%u: [%s]: %s", path,
-					      lineno, section, why);
-			goto out;
-		}
-	}
-	if (ferror(f))
+	ret = ini_parse_stream(cm_reader, &p, cm_handler, &p);
+	if (p.err)
+		ret = p.err;
+	else if (ferror(p.f))
 		ret = sbrig_set_error(-EIO, "%s: read error", path);
+	else if (ret)	/* a line libinih refused that cm_reader let by */
+		ret = sbrig_set_error(-EINVAL, "%s:%d: [%s]: not KEY = VALUE",
+				      path, ret, p.section);
 	else
 		snprintf(cfg->path, sizeof(cfg->path), "%s", path);
-out:
-	fclose(f);
+	fclose(p.f);
 	return ret;
 }
 
@@ -345,13 +385,9 @@ int sbrig_compare_config_write(const struct sbrig_compare_config *cfg,
 			fprintf(out, "%-12s = %-8g # %s\n", k->name,
 				*(double *)key_field((void *)cfg, 0, k),
 				k->what);
-		else if (k->type == K_UINT)
+		else
 			fprintf(out, "%-12s = %-8u # %s\n", k->name,
 				*(unsigned int *)key_field((void *)cfg, 0, k),
-				k->what);
-		else
-			fprintf(out, "%-12s = %-8" PRIu64 " # %s\n", k->name,
-				*(uint64_t *)key_field((void *)cfg, 0, k),
 				k->what);
 	}
 	for (int m = 0; m < SBRIG_METRIC_COUNT; m++) {
@@ -360,8 +396,11 @@ int sbrig_compare_config_write(const struct sbrig_compare_config *cfg,
 		fprintf(out, "\n# %s (%s%s)\n[%s]\n", cm_metrics[m].what,
 			cm_metrics[m].unit, cm_metrics[m].per_blocker ?
 			", one per blocker" : "", cm_metrics[m].name);
-		if (m == SBRIG_M_LEAK)
+		if (m == SBRIG_M_LEAK) {
+			fprintf(out, "min_abs      = %g\nalpha        = %g\n",
+				t->min_abs, t->alpha);
 			continue;
+		}
 		fprintf(out, "min_change   = %g\nmin_abs      = %g\n"
 			"alpha        = %g\n", t->min_change, t->min_abs,
 			t->alpha);

@@ -44,6 +44,7 @@ static const struct jfield f_metric[] = {
 	{ "confidence", J_NUM, J_NULL, 0, NULL },
 	{ "test", J_STR, 0, 0, NULL },
 	{ "p_value", J_NUM, J_NULL, 0, NULL },
+	{ "p_adjusted", J_NUM, J_NULL, 0, NULL },
 	{ "alpha", J_NUM, J_NULL, 0, NULL },
 	{ "threshold", J_NUM, J_NULL, 0, NULL },
 	{ "runs_needed", J_INT, J_NULL, 0, NULL },

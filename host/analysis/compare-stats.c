@@ -7,22 +7,27 @@
  * build are two samples of noisy figures whose distribution is unknown
  * (bimodal wakeups, outliers), so
  *
- * - the change is the difference of the medians, and its uncertainty a
- *   percentile bootstrap of that difference (each side resampled with
- *   replacement, a fixed seed so that the same runs give the same
- *   interval);
- * - "different" is the rank test Pinpoint uses, Mann-Whitney U, two-sided,
- *   exact for small samples without ties;
- * - a significant difference counts only if it is at least the metric's
- *   threshold (Perfherder's minimum relative change, or an absolute one);
- * - what is neither a significant change nor a change confidently below
- *   the threshold is "inconclusive", with an estimate of the runs a side
- *   that would settle it (Pinpoint's "unknown: run more").
+ * - "different" is the rank test Pinpoint uses, Mann-Whitney U,
+ *   two-sided, exact for small samples without ties;
+ * - the change is the estimate that goes with that test, the
+ *   Hodges-Lehmann shift (the median of the pairwise differences), and
+ *   its uncertainty Moses' interval, read off the same exact U
+ *   distribution (no resampling: the same runs, the same interval);
+ * - counts (whole numbers, ties everywhere) are judged on their totals by
+ *   the exact conditional Poisson test, and a blocker's leaks by Fisher's
+ *   exact test on the number of runs that leak;
+ * - the p-values of one comparison are adjusted together
+ *   (Benjamini-Hochberg: compare-decide.c), and a change counts only if it is
+ *   both significant and beyond the metric's minimum (Perfherder's minimum
+ *   relative change, or an absolute one);
+ * - what is neither is "inconclusive", with an estimate of the runs a
+ *   side that would settle it (Pinpoint's "unknown: run more").
  *
- * The rule itself is cs_decide(), written out in compare-format.md.
+ * The rule itself is cs_judge(), written out in compare-format.md.
  */
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,20 +54,21 @@ double cs_median(double *v, size_t n)
 }
 
 /*
- * P(U <= u) under H0 for samples of @m and @n without ties: the number of
- * arrangements with U = k is the coefficient of q^k in the Gaussian
- * binomial [m+n choose m]_q = prod_{i=1..m} (1 - q^(n+i)) / (1 - q^i),
- * built one factor at a time (a multiplication, then a division by
- * (1 - q^i), which is a running sum with stride i).
+ * The null distribution of U for samples of @m and @n without ties, as
+ * probabilities P(U = k), k = 0 .. m x n (freed by the caller; NULL when
+ * out of memory): the number of arrangements with U = k is the
+ * coefficient of q^k in the Gaussian binomial [m+n choose m]_q =
+ * prod_{i=1..m} (1 - q^(n+i)) / (1 - q^i), built one factor at a time (a
+ * multiplication, then a division by (1 - q^i), which is a running sum
+ * with stride i).
  */
-static double exact_cdf(size_t m, size_t n, double u, double *upper)
+static double *u_distribution(size_t m, size_t n)
 {
 	size_t top = m * n, k;
-	double *c = calloc(top + 1, sizeof(*c)), total = 0, lo = 0, hi = 0;
+	double *c = calloc(top + 1, sizeof(*c)), total = 0;
 
-	*upper = NAN;
 	if (!c)
-		return NAN;
+		return NULL;
 	c[0] = 1;
 	for (size_t i = 1; i <= m; i++) {
 		size_t s = n + i;
@@ -72,16 +78,30 @@ static double exact_cdf(size_t m, size_t n, double u, double *upper)
 		for (k = i; k <= top; k++)		/* / (1 - q^i) */
 			c[k] += c[k - i];
 	}
-	for (k = 0; k <= top; k++) {
+	for (k = 0; k <= top; k++)
 		total += c[k];
+	for (k = 0; k <= top; k++)
+		c[k] /= total;
+	return c;
+}
+
+/* P(U <= u) under H0 without ties, and P(U >= u) into *@upper */
+static double exact_cdf(size_t m, size_t n, double u, double *upper)
+{
+	double *c = u_distribution(m, n), lo = 0, hi = 0;
+
+	*upper = NAN;
+	if (!c)
+		return NAN;
+	for (size_t k = 0; k <= m * n; k++) {
 		if ((double)k <= u + 1e-9)
 			lo += c[k];
 		if ((double)k >= u - 1e-9)
 			hi += c[k];
 	}
 	free(c);
-	*upper = hi / total;
-	return lo / total;
+	*upper = hi;
+	return lo;
 }
 
 double cs_mann_whitney(const double *a, size_t na, const double *b,
@@ -133,60 +153,127 @@ double cs_mann_whitney(const double *a, size_t na, const double *b,
 	return fmin(p, 1);
 }
 
-uint64_t cs_rand64(uint64_t *state)
+size_t cs_moses_k(size_t m, size_t n, double level)
 {
-	uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+	double tail = (1 - level) / 2, cum = 0, *c;
+	size_t k = 0;
 
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-	return z ^ (z >> 31);
-}
+	if (!m || !n || !(level > 0 && level < 1))
+		return 0;
+	if (m * n > EXACT_MAX_PAIRS) {
+		double mn = (double)m * (double)n;
+		double sd = sqrt(mn * (double)(m + n + 1) / 12);
+		double x = floor(mn / 2 - cs_norm_quantile(1 - tail) * sd);
 
-/* a uniform index below @n (n small: the modulo bias is below 2^-50) */
-static size_t rand_below(uint64_t *state, size_t n)
-{
-	return (size_t)(cs_rand64(state) % n);
-}
-
-/* the @q quantile of @n sorted values, linear between order statistics */
-static double quantile_sorted(const double *v, size_t n, double q)
-{
-	double pos = q * (double)(n - 1);
-	size_t i = (size_t)pos;
-
-	if (i + 1 >= n)
-		return v[n - 1];
-	return v[i] + (v[i + 1] - v[i]) * (pos - (double)i);
-}
-
-int cs_bootstrap_ci(const double *a, size_t na, const double *b, size_t nb,
-		    unsigned int resamples, double level, uint64_t seed,
-		    double *lo, double *hi)
-{
-	double *d = malloc(resamples * sizeof(*d));
-	double *ra = malloc(na * sizeof(*ra)), *rb = malloc(nb * sizeof(*rb));
-	uint64_t st = seed;
-	int ret = 0;
-
-	if (!d || !ra || !rb || !resamples) {
-		ret = -ENOMEM;
-		goto out;
+		return x > 0 ? (size_t)x : 0;
 	}
-	for (unsigned int r = 0; r < resamples; r++) {
-		for (size_t i = 0; i < na; i++)
-			ra[i] = a[rand_below(&st, na)];
-		for (size_t i = 0; i < nb; i++)
-			rb[i] = b[rand_below(&st, nb)];
-		d[r] = cs_median(rb, nb) - cs_median(ra, na);
+	c = u_distribution(m, n);
+	if (!c)
+		return SIZE_MAX;
+	/* the largest k with P(U <= k - 1) <= tail */
+	while (k <= m * n && cum + c[k] <= tail * (1 + 1e-12)) {
+		cum += c[k];
+		k++;
 	}
-	qsort(d, resamples, sizeof(*d), cmp_double);
-	*lo = quantile_sorted(d, resamples, (1 - level) / 2);
-	*hi = quantile_sorted(d, resamples, 1 - (1 - level) / 2);
-out:
+	free(c);
+	return k;
+}
+
+int cs_hodges_lehmann(const double *a, size_t na, const double *b, size_t nb,
+		      double level, double *est, double *lo, double *hi)
+{
+	size_t mn = na * nb, k = 0;
+	double *d;
+
+	*est = *lo = *hi = NAN;
+	if (!mn)
+		return 0;
+	d = malloc(mn * sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	for (size_t i = 0; i < na; i++)
+		for (size_t j = 0; j < nb; j++)
+			d[k++] = b[j] - a[i];
+	*est = cs_median(d, mn);	/* sorts d */
+	k = cs_moses_k(na, nb, level);
+	if (k == SIZE_MAX) {
+		free(d);
+		return -ENOMEM;
+	}
+	if (k >= 1 && k <= mn + 1 - k) {
+		*lo = d[k - 1];		/* D(k), 1-based */
+		*hi = d[mn - k];	/* D(mn + 1 - k) */
+	}
 	free(d);
-	free(ra);
-	free(rb);
-	return ret;
+	return 0;
+}
+
+/* log C(n, k) */
+static double log_choose(size_t n, size_t k)
+{
+	return lgamma((double)n + 1) - lgamma((double)k + 1) -
+	       lgamma((double)(n - k) + 1);
+}
+
+double cs_fisher_greater(size_t kb, size_t nb, size_t kn, size_t nn)
+{
+	size_t total = kb + kn, hi = total < nn ? total : nn, lo;
+	double p = 0, denom;
+
+	if (!nb || !nn || kb > nb || kn > nn)
+		return NAN;
+	denom = log_choose(nb + nn, total);
+	lo = total > nb ? total - nb : 0;
+	for (size_t x = kn > lo ? kn : lo; x <= hi; x++)
+		p += exp(log_choose(nn, x) + log_choose(nb, total - x) - denom);
+	return fmin(p, 1);
+}
+
+double cs_min_p(size_t m, size_t n)
+{
+	if (!m || !n)
+		return 1;
+	return fmin(1, 2 * exp(-log_choose(m + n, m)));
+}
+
+unsigned int cs_smallest_runs(double alpha)
+{
+	unsigned int n = 1;
+
+	while (n < RUNS_CAP && cs_min_p(n, n) > alpha)
+		n++;
+	return n;
+}
+
+int cs_bh_adjust(const double *p, size_t n, double *adj)
+{
+	size_t *ix;
+	double run = 1;
+
+	if (!n)
+		return 0;
+	ix = malloc(n * sizeof(*ix));
+	if (!ix)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		ix[i] = i;
+	/* by p, ascending: an insertion sort (a few dozen metrics) */
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && p[ix[j - 1]] > p[ix[j]]; j--) {
+			size_t t = ix[j];
+
+			ix[j] = ix[j - 1];
+			ix[j - 1] = t;
+		}
+	/* adj(i) = min over j >= i of p(j) x n / j (1-based ranks) */
+	for (size_t r = n; r > 0; r--) {
+		double v = p[ix[r - 1]] * (double)n / (double)r;
+
+		run = fmin(run, v);
+		adj[ix[r - 1]] = run;
+	}
+	free(ix);
+	return 0;
 }
 
 double cs_norm_quantile(double p)
@@ -269,69 +356,203 @@ static unsigned int runs_for(double sigma, double effect, double alpha,
 						  min_runs;
 }
 
-int cs_decide(double *base, size_t nb, double *next, size_t nn, int worse,
-	      const struct sbrig_compare_threshold *thr,
-	      const struct sbrig_compare_config *cfg, uint64_t seed,
-	      struct cs_outcome *o)
+double cs_binom_cdf(size_t k, size_t t, double q)
 {
-	size_t fewer = nb < nn ? nb : nn;
-	double alpha = thr->alpha > 0 ? thr->alpha : cfg->alpha;
-	double sigma, effect, mag;
-	bool matters;
+	double p = 0;
+
+	if (q <= 0)
+		return 1;
+	if (q >= 1)
+		return k >= t ? 1 : 0;
+	for (size_t x = 0; x <= k && x <= t; x++)
+		p += exp(log_choose(t, x) + (double)x * log(q) +
+			 (double)(t - x) * log1p(-q));
+	return fmin(p, 1);
+}
+
+double cs_poisson_test(double sb, size_t nb, double sn, size_t nn)
+{
+	size_t t = (size_t)(sb + sn), k = (size_t)sn;
+	double q = (double)nn / (double)(nb + nn), lo, hi;
+
+	if (!t)
+		return 1;
+	lo = cs_binom_cdf(k, t, q);
+	hi = k ? 1 - cs_binom_cdf(k - 1, t, q) : 1;
+	return fmin(1, 2 * fmin(lo, hi));
+}
+
+int cs_measure_counts(double *base, size_t nb, double *next, size_t nn,
+		      const struct sbrig_compare_threshold *thr,
+		      const struct sbrig_compare_config *cfg,
+		      struct cs_outcome *o)
+{
+	double sb = 0, sn = 0, mb, mn, z, se;
 
 	*o = (struct cs_outcome){ .ci_lo = NAN, .ci_hi = NAN, .p_value = NAN,
-				  .change_rel = NAN, .alpha = alpha };
+				  .p_adjusted = NAN, .change_rel = NAN,
+				  .alpha = thr->alpha > 0 ? thr->alpha :
+							    cfg->alpha };
+	o->nb = nb;
+	o->nn = nn;
+	for (size_t i = 0; i < nb; i++)
+		sb += fmax(0, round(base[i]));
+	for (size_t i = 0; i < nn; i++)
+		sn += fmax(0, round(next[i]));
+	if (!nb || !nn)
+		return 0;
 	o->median_base = cs_median(base, nb);
 	o->median_new = cs_median(next, nn);
-	o->change = o->median_new - o->median_base;
-	if (o->median_base != 0)
-		o->change_rel = o->change / fabs(o->median_base);
+	mb = sb / (double)nb;
+	mn = sn / (double)nn;
+	o->change = mn - mb;
+	if (mb != 0)
+		o->change_rel = o->change / mb;
+	o->threshold = fmax(thr->min_change * mb, thr->min_abs);
+	o->p_value = cs_poisson_test(sb, nb, sn, nn);
+	o->p_adjusted = o->p_value;
+	z = cs_norm_quantile(1 - (1 - cfg->confidence) / 2);
+	se = sqrt(sn / ((double)nn * (double)nn) + sb / ((double)nb * (double)nb));
+	o->ci_lo = o->change - z * se;
+	o->ci_hi = o->change + z * se;
+	/* the spread of one run's count, for the runs estimate: Poisson */
+	o->sigma = sqrt(fmax(mb, mn) > 0 ? fmax(mb, mn) : 1);
+	return 0;
+}
+
+int cs_measure(double *base, size_t nb, double *next, size_t nn,
+	       const struct sbrig_compare_threshold *thr,
+	       const struct sbrig_compare_config *cfg, struct cs_outcome *o)
+{
+	*o = (struct cs_outcome){ .ci_lo = NAN, .ci_hi = NAN, .p_value = NAN,
+				  .p_adjusted = NAN, .change_rel = NAN,
+				  .alpha = thr->alpha > 0 ? thr->alpha :
+							    cfg->alpha };
+	o->nb = nb;
+	o->nn = nn;
+	o->median_base = cs_median(base, nb);
+	o->median_new = cs_median(next, nn);
 	o->threshold = fmax(thr->min_change * fabs(o->median_base),
 			    thr->min_abs);
+	if (cs_hodges_lehmann(base, nb, next, nn, cfg->confidence, &o->change,
+			      &o->ci_lo, &o->ci_hi))
+		return -ENOMEM;
+	if (o->median_base != 0)
+		o->change_rel = o->change / fabs(o->median_base);
 	if (nb >= 1 && nn >= 1) {
 		o->p_value = cs_mann_whitney(next, nn, base, nb, &o->u);
 		if (isnan(o->p_value))
 			return -ENOMEM;
 	}
-	if (nb >= 2 && nn >= 2 &&
-	    cs_bootstrap_ci(base, nb, next, nn, cfg->resamples,
-			    cfg->confidence, seed, &o->ci_lo, &o->ci_hi))
-		return -ENOMEM;
+	o->p_adjusted = o->p_value;
+	o->sigma = pooled_sigma(base, nb, o->median_base, next, nn,
+				o->median_new);
+	return 0;
+}
 
-	mag = fabs(o->change);
+void cs_judge(struct cs_outcome *o, int worse,
+	      const struct sbrig_compare_config *cfg)
+{
+	size_t fewer = o->nb < o->nn ? o->nb : o->nn;
+	double mag = fabs(o->change), effect, level;
+	bool matters, sig, within;
+
 	/* a threshold of 0 (both limits 0): any change matters */
 	matters = o->threshold > 0 ? mag >= o->threshold : mag > 0;
+	sig = o->p_adjusted <= o->alpha;
+	within = o->threshold > 0 ?
+		 o->ci_lo > -o->threshold && o->ci_hi < o->threshold :
+		 o->ci_lo == 0 && o->ci_hi == 0;
+	o->runs_needed = o->more_runs = 0;
 	if (fewer < cfg->min_runs) {
 		o->verdict = SBRIG_INCONCLUSIVE;
 		o->reason = "too few runs";
-	} else if (o->p_value <= alpha && matters) {
+		effect = fmax(mag, o->threshold);
+		level = o->alpha / (double)(o->family ? o->family : 1);
+	} else if (sig && matters) {
 		o->verdict = (o->change > 0) == (worse > 0) ? SBRIG_REGRESSED :
 							      SBRIG_IMPROVED;
-		o->reason = "significant, and at least the threshold";
-	} else if (o->p_value <= alpha) {
+		o->reason = "significant, and the change is beyond the minimum";
+		return;
+	} else if (!sig && !matters) {
 		o->verdict = SBRIG_UNCHANGED;
-		o->reason = "significant, but below the threshold";
-	} else if (o->ci_lo > -o->threshold && o->ci_hi < o->threshold) {
+		o->reason = "not significant, and the change is within the "
+			    "minimum";
+		return;
+	} else if (sig && within) {
 		o->verdict = SBRIG_UNCHANGED;
-		o->reason = "not significant, and the interval is within "
-			    "the threshold";
-	} else if (o->threshold == 0 && o->ci_lo == 0 && o->ci_hi == 0) {
-		o->verdict = SBRIG_UNCHANGED;
-		o->reason = "not significant, and no resample changes";
+		o->reason = "significant, but the change and its interval are "
+			    "within the minimum";
+		return;
+	} else if (sig) {
+		o->verdict = SBRIG_INCONCLUSIVE;
+		o->reason = "significant, the change within the minimum, but "
+			    "its interval reaches past it";
+		/* runs that would bring the interval's half-width within
+		 * what separates the change from the minimum */
+		effect = o->threshold - mag;
+		level = 1 - cfg->confidence;
+		o->runs_needed = runs_for(o->sigma, effect, level, 0.5,
+					  cfg->min_runs);
+		goto more;
 	} else {
 		o->verdict = SBRIG_INCONCLUSIVE;
-		o->reason = "not significant, but the interval reaches the "
-			    "threshold";
+		o->reason = "not significant, but the change is beyond the "
+			    "minimum";
+		effect = mag;
+		/* one change among the family: the correction's worst case */
+		level = o->alpha / (double)(o->family ? o->family : 1);
 	}
-	if (o->verdict != SBRIG_INCONCLUSIVE)
-		return 0;
-	sigma = pooled_sigma(base, nb, o->median_base, next, nn,
-			     o->median_new);
-	effect = fmax(mag, o->threshold);
-	o->runs_needed = runs_for(sigma, effect, alpha, cfg->power,
+	o->runs_needed = runs_for(o->sigma, effect, level, cfg->power,
 				  cfg->min_runs);
+more:
 	if (o->runs_needed <= fewer)	/* the estimate says enough: one more */
 		o->runs_needed = (unsigned int)fewer + 1;
 	o->more_runs = o->runs_needed - (unsigned int)fewer;
-	return 0;
+}
+
+void cs_judge_leak(struct cs_outcome *o, size_t kb, size_t nb, size_t kn,
+		   size_t nn, const struct sbrig_compare_threshold *thr,
+		   const struct sbrig_compare_config *cfg)
+{
+	double rb = (double)kb / (double)nb, rn = (double)kn / (double)nn;
+	double z, var, e;
+	size_t fewer = nb < nn ? nb : nn;
+	bool matters;
+
+	o->nb = nb;
+	o->nn = nn;
+	o->change = rn - rb;
+	o->change_rel = rb > 0 ? o->change / rb : NAN;
+	o->threshold = thr->min_abs;
+	matters = fabs(o->change) >= o->threshold && o->change != 0;
+	o->runs_needed = o->more_runs = 0;
+	if (o->p_adjusted <= o->alpha && matters) {
+		o->verdict = o->change > 0 ? SBRIG_REGRESSED : SBRIG_IMPROVED;
+		o->reason = o->change > 0 ?
+			    "it leaks in significantly more new runs" :
+			    "it leaks in significantly fewer new runs";
+		return;
+	}
+	if (!matters) {
+		o->verdict = SBRIG_UNCHANGED;
+		o->reason = "the share of runs that leak changed by less than "
+			    "the minimum";
+		return;
+	}
+	o->verdict = SBRIG_INCONCLUSIVE;
+	o->reason = "not significant, but the share of runs that leak "
+		    "changed by more than the minimum";
+	/* the two-proportion normal formula */
+	e = fabs(o->change);
+	z = cs_norm_quantile(1 - o->alpha) + cs_norm_quantile(cfg->power);
+	var = rb * (1 - rb) + rn * (1 - rn);
+	if (var <= 0)
+		var = 2 * 0.5 * 0.5;
+	o->runs_needed = (unsigned int)fmin(RUNS_CAP, ceil(z * z * var / (e * e)));
+	if (o->runs_needed < cfg->min_runs)
+		o->runs_needed = cfg->min_runs;
+	if (o->runs_needed <= fewer)
+		o->runs_needed = (unsigned int)fewer + 1;
+	o->more_runs = o->runs_needed - (unsigned int)fewer;
 }

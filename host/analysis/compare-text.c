@@ -85,14 +85,14 @@ static void metric_line(jobj *m, FILE *out)
 	double rel = num(m, "change_rel");
 
 	metric_name(m, name, sizeof(name));
-	if (!strcmp(str(m, "test"), "new-leak")) {
+	if (!strcmp(str(m, "metric"), "leak")) {
 		fprintf(out, "%s: %s: in %zu of %d new runs, %zu of %d base "
-			"runs\n", str(m, "verdict"), name,
+			"runs (p = %.2g)", str(m, "verdict"), name,
 			positive(an_jget(m, "new")),
 			(int)num(an_jget(m, "new"), "n"),
 			positive(an_jget(m, "base")),
-			(int)num(an_jget(m, "base"), "n"));
-		return;
+			(int)num(an_jget(m, "base"), "n"), num(m, "p_value"));
+		goto more;
 	}
 	fprintf(out, "%s: %s: %s -> %s", str(m, "verdict"), name,
 		human(unit, num(an_jget(m, "base"), "median"), a, sizeof(a)),
@@ -110,6 +110,7 @@ static void metric_line(jobj *m, FILE *out)
 	if (!isnan(num(m, "p_value")))
 		fprintf(out, "; p = %.2g", num(m, "p_value"));
 	fprintf(out, ")");
+more:
 	if (an_jget(m, "more_runs"))
 		fprintf(out, ": run %d more a side (%d in all)",
 			(int)num(m, "more_runs"), (int)num(m, "runs_needed"));

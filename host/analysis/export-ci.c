@@ -11,12 +11,12 @@
  * pass; each case's figures are "key: value" lines of its <system-out>
  * (Jenkins' xUnit schema has no <properties> in a <testcase>).
  *
- * LAVA lines: "lava-test-case NAME --result pass|fail --measurement X
+ * LAVA lines: "lava-test-case NAME --result pass|fail|skip --measurement X
  * --units U", which a Lava-Test shell on the device runs (LAVA takes
  * test-case signals only from there). A report gives its headline figures
  * (pass) and a line per finding kind that is a failure (leak,
  * aborted_suspend); a comparison gives a line per metric verdict (fail for
- * regressed and inconclusive) and the overall verdict.
+ * regressed, skip for inconclusive) and the overall verdict.
  *
  * Both read documents that may come from anywhere (a compare.json is a
  * file like any other): every string is written so that its reader takes
@@ -426,7 +426,8 @@ struct lava {
  * not fit lava-server's column.
  */
 static int lava(struct lava *l, const char *a, const char *b,
-		const char *what, bool pass, double x, const char *units)
+		const char *what, const char *result, double x,
+		const char *units)
 {
 	char name[LAVA_NAME_MAX + 1], u[LAVA_UNITS_MAX + 1];
 	char *full = NULL;
@@ -440,8 +441,7 @@ static int lava(struct lava *l, const char *a, const char *b,
 	ret = name_unique(l->seen, name, what, "lava");
 	if (ret)
 		return ret;
-	fprintf(l->out, "lava-test-case %s --result %s", name,
-		pass ? "pass" : "fail");
+	fprintf(l->out, "lava-test-case %s --result %s", name, result);
 	if (fabs(x) < 0.0005)
 		x = 0;		/* no "-0.000" */
 	if (isfinite(x) && fabs(x) < LAVA_MEASUREMENT_MAX) {
@@ -490,43 +490,53 @@ int ex_lava_report(jobj *r, FILE *out)
 	ret = lava_begin(&l, out);
 	if (ret)
 		return ret;
-	ret = lava(&l, "energy_total", NULL, "energy.total_uJ", true,
+	ret = lava(&l, "energy_total", NULL, "energy.total_uJ", "pass",
 		   num(e, "total_uJ") / 1e3, "mJ");
 	ret = ret ?: lava(&l, "energy_suspended", NULL, "energy.suspended_uJ",
-			  true, num(e, "suspended_uJ") / 1e3, "mJ");
-	ret = ret ?: lava(&l, "energy_awake", NULL, "energy.awake_uJ", true,
+			  "pass", num(e, "suspended_uJ") / 1e3, "mJ");
+	ret = ret ?: lava(&l, "energy_awake", NULL, "energy.awake_uJ", "pass",
 			  num(e, "awake_uJ") / 1e3, "mJ");
 	if (!ret && get(e, "baseline_uW"))
 		ret = lava(&l, "baseline_power", NULL, "energy.baseline_uW",
-			   true, num(e, "baseline_uW") / 1e3, "mW");
+			   "pass", num(e, "baseline_uW") / 1e3, "mW");
 	for (size_t i = 0; i < nw; i++)
 		s += num(json_object_array_get_idx(wk, i), "energy_uJ");
 	if (!ret && nw) {
-		ret = lava(&l, "energy_per_wakeup", NULL, "wakeups", true,
+		ret = lava(&l, "energy_per_wakeup", NULL, "wakeups", "pass",
 			   s / (double)nw / 1e3, "mJ");
-		ret = ret ?: lava(&l, "wakeups", NULL, "wakeups", true,
+		ret = ret ?: lava(&l, "wakeups", NULL, "wakeups", "pass",
 				  (double)nw, "count");
 	}
 	if (!ret && num(lat, "n") > 0) {
 		ret = lava(&l, "latency_median", NULL, "latency.median_ns",
-			   true, num(lat, "median_ns") / 1e6, "ms");
+			   "pass", num(lat, "median_ns") / 1e6, "ms");
 		ret = ret ?: lava(&l, "latency_p95", NULL, "latency.p95_ns",
-				  true, num(lat, "p95_ns") / 1e6, "ms");
+				  "pass", num(lat, "p95_ns") / 1e6, "ms");
 	}
 	for (size_t i = 0; !ret && i < json_object_array_length(bl); i++) {
 		jobj *b = json_object_array_get_idx(bl, i);
 		char what[48];
 
 		snprintf(what, sizeof(what), "blockers[%zu]", i);
-		ret = lava(&l, "blocker_energy", str(b, "name"), what, true,
+		ret = lava(&l, "blocker_energy", str(b, "name"), what, "pass",
 			   num(b, "energy_uJ") / 1e3, "mJ");
 	}
-	ret = ret ?: lava(&l, "leaks", NULL, "findings", !count_kind(f, "leak"),
+	ret = ret ?: lava(&l, "leaks", NULL, "findings",
+			  count_kind(f, "leak") ? "fail" : "pass",
 			  (double)count_kind(f, "leak"), "count");
 	ret = ret ?: lava(&l, "aborted_suspends", NULL, "findings",
-			  !count_kind(f, "aborted_suspend"),
+			  count_kind(f, "aborted_suspend") ? "fail" : "pass",
 			  (double)count_kind(f, "aborted_suspend"), "count");
 	return lava_end(&l, ret);
+}
+
+/* a verdict's LAVA result: regressed fails, inconclusive is skipped (the
+ * runs cannot tell: not a failure of the build), the rest pass */
+static const char *lava_result(const char *verdict)
+{
+	if (!strcmp(verdict, "regressed"))
+		return "fail";
+	return strcmp(verdict, "inconclusive") ? "pass" : "skip";
 }
 
 int ex_lava_compare(jobj *c, FILE *out)
@@ -540,7 +550,7 @@ int ex_lava_compare(jobj *c, FILE *out)
 	for (size_t i = 0; !ret && i < json_object_array_length(metrics); i++) {
 		jobj *m = json_object_array_get_idx(metrics, i);
 		const char *v = str(m, "verdict");
-		bool pass = strcmp(v, "regressed") && strcmp(v, "inconclusive");
+		const char *result = lava_result(v);
 		char *a = NULL, what[48];
 
 		regressed += !strcmp(v, "regressed");
@@ -549,20 +559,19 @@ int ex_lava_compare(jobj *c, FILE *out)
 			break;
 		}
 		snprintf(what, sizeof(what), "metrics[%zu]", i);
-		if (!isnan(num(m, "change_rel")))
-			ret = lava(&l, a, str(m, "blocker"), what, pass,
+		if (!strcmp(str(m, "metric"), "leak"))
+			ret = lava(&l, a, str(m, "blocker"), what, result,
+				   num(m, "change") * 100, "percent");
+		else if (!isnan(num(m, "change_rel")))
+			ret = lava(&l, a, str(m, "blocker"), what, result,
 				   num(m, "change_rel") * 100, "percent");
-		else if (!strcmp(str(m, "test"), "new-leak"))
-			ret = lava(&l, a, str(m, "blocker"), what, pass,
-				   num(get(m, "new"), "median"), "count");
 		else
-			ret = lava(&l, a, str(m, "blocker"), what, pass,
+			ret = lava(&l, a, str(m, "blocker"), what, result,
 				   num(m, "change"), str(m, "unit"));
 		free(a);
 	}
 	ret = ret ?: lava(&l, "compare_verdict", NULL, "verdict",
-			  strcmp(str(c, "verdict"), "regressed") &&
-			  strcmp(str(c, "verdict"), "inconclusive"),
-			  (double)regressed, "count");
+			  lava_result(str(c, "verdict")), (double)regressed,
+			  "count");
 	return lava_end(&l, ret);
 }

@@ -33,18 +33,23 @@ const char compare_help[] =
 "energy_per_wakeup_uJ, awake_per_wakeup_ns, baseline_uW,\n"
 "latency_median_ns, latency_p95_ns, per blocker\n"
 "blocker_energy_per_wakeup_uJ and blocker_activations, aborted_suspends,\n"
-"unknown_wakeups, and per blocker leak (a leak in a new run that no base\n"
-"run has is a regression by itself).\n"
+"unknown_wakeups, and per blocker leak (the share of runs that leak).\n"
 "\n"
-"A metric regressed when the Mann-Whitney U test says the runs differ\n"
-"(p <= alpha, default 0.01) and the medians differ by at least the\n"
-"metric's threshold in the worse direction; it is unchanged when the\n"
-"difference is not significant and the bootstrap interval of the change\n"
-"of the median lies within the threshold (or it is significant but\n"
-"smaller); else inconclusive (also with fewer than min_runs, default 5,\n"
-"runs a side). The rule and the defaults: host/doc/compare-format.md.\n"
-"Runs of different scenarios or rigs (provenance scenario_sha256,\n"
-"rig_sha256) are refused unless --force.\n"
+"A metric regressed when its test says the runs differ (p <= alpha,\n"
+"default 0.01, after the Benjamini-Hochberg adjustment over all the\n"
+"metrics) and the change is beyond the metric's minimum in the worse\n"
+"direction; it is unchanged when the change is within the minimum and\n"
+"either not significant or with its whole interval within it; else\n"
+"inconclusive, with how many more runs would settle it (also with fewer\n"
+"than min_runs, default 5, runs a side). The test and change: the\n"
+"Mann-Whitney U test with the Hodges-Lehmann shift and its exact Moses\n"
+"interval; for counts an exact Poisson test and the change of the mean;\n"
+"for leaks Fisher's exact test on the runs that leak. The rule and the\n"
+"defaults: host/doc/compare-format.md.\n"
+"Refused unless --force: runs of different scenarios or rigs\n"
+"(provenance scenario_sha256, rig_sha256), a run still open, with gaps\n"
+"or lasting very differently, and too few runs for any significance\n"
+"(the message names the smallest number a side that can).\n"
 "\n"
 "Prints a short summary: the verdict, the metrics that are not\n"
 "unchanged, the blockers whose energy per wakeup got worse and by how\n"
@@ -61,16 +66,19 @@ const char compare_help[] =
 "                          timelines of a representative base and new run\n"
 "                          and each metric's distributions (replaced\n"
 "                          atomically)\n"
-"  -f, --force             compare runs of different scenarios or rigs\n"
-"                          (the difference is a warning in compare.json)\n"
+"  -f, --force             compare anyway runs of different scenarios or\n"
+"                          rigs, open runs, runs with gaps or of odd\n"
+"                          durations, too few runs (each a warning in\n"
+"                          compare.json)\n"
 "      --leak-s S          leak threshold for captures analysed on the\n"
 "                          fly (default 5)\n"
 "  -q, --quiet             print only the verdict line\n"
 "\n"
 "Exit status: 0 nothing regressed (unchanged or improved), 1 a metric\n"
 "regressed, 4 none regressed but one is inconclusive, 2 usage error (also\n"
-"a thresholds file that does not parse: file:line), 5 the runs are of\n"
-"different scenarios or rigs, 6 a run cannot be read or analysed (the\n"
+"a thresholds file that does not parse: file:line, and too few runs), 5\n"
+"the runs are of different scenarios or rigs, or one is open, has gaps\n"
+"or lasts very differently, 6 a run cannot be read or analysed (the\n"
 "error names the file and the field), 7 compare.json or the page cannot be\n"
 "written.\n";
 
@@ -163,7 +171,8 @@ int cmd_compare(const struct command *c, int argc, char **argv)
 				(size_t)(argc - dd - 1), &opts);
 	if (!cmp) {
 		fprintf(stderr, "sbrig compare: %s\n", sbrig_errmsg());
-		return errno == EXDEV ? EXIT_NOT_COMPARABLE : EXIT_BAD_INPUT;
+		return errno == EXDEV ? EXIT_NOT_COMPARABLE :
+		       errno == ERANGE ? EXIT_USAGE : EXIT_BAD_INPUT;
 	}
 	ret = EXIT_OK;
 	if (out) {

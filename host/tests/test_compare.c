@@ -81,31 +81,69 @@ static void normal_quantiles(void **state)
 	assert_true(isnan(cs_norm_quantile(0)));
 }
 
-static void bootstrap_is_seeded_and_covers(void **state)
+/* the exact Moses interval's rank: scipy.stats.mannwhitneyu(method="exact")
+ * gives P(U <= k - 1) <= (1 - level) / 2 < P(U <= k) for these k */
+static void moses_rank_matches_scipy(void **state)
 {
-	double a[8], b[8], lo, hi, lo2, hi2;
-	uint64_t st = 42;
+	assert_int_equal(cs_moses_k(10, 10, 0.95), 24);
+	assert_int_equal(cs_moses_k(5, 5, 0.95), 3);
+	assert_int_equal(cs_moses_k(10, 10, 0.99), 17);
+	assert_int_equal(cs_moses_k(8, 12, 0.95), 23);
+	/* 2 + 2 runs: no 95 % interval exists */
+	assert_int_equal(cs_moses_k(2, 2, 0.95), 0);
+}
 
-	for (int i = 0; i < 8; i++) {
-		a[i] = 100 + (double)(cs_rand64(&st) % 1000) / 1000;
-		b[i] = a[i] + 5;
-	}
-	assert_int_equal(cs_bootstrap_ci(a, 8, b, 8, 2000, 0.95, 7, &lo, &hi), 0);
-	assert_true(lo < 5 && 5 < hi);
-	assert_true(lo > 4 && hi < 6);
-	assert_int_equal(cs_bootstrap_ci(a, 8, b, 8, 2000, 0.95, 7, &lo2, &hi2), 0);
-	assert_true(lo == lo2 && hi == hi2);
-	/* constant samples: the interval is the one difference */
-	for (int i = 0; i < 8; i++)
-		a[i] = 10, b[i] = 12;
-	assert_int_equal(cs_bootstrap_ci(a, 8, b, 8, 500, 0.95, 1, &lo, &hi), 0);
-	assert_true(lo == 2 && hi == 2);
+static void hodges_lehmann_and_interval(void **state)
+{
+	double a[] = { 1, 2, 3, 4, 5 }, b[] = { 11, 12, 13, 14, 15 };
+	double est, lo, hi;
+
+	/* differences 6..14, 25 of them: median 10; k = 3: D(3), D(23) */
+	assert_int_equal(cs_hodges_lehmann(a, 5, b, 5, 0.95, &est, &lo, &hi), 0);
+	assert_true(est == 10);
+	assert_true(lo == 7 && hi == 13);
+	assert_int_equal(cs_hodges_lehmann(a, 2, b, 2, 0.95, &est, &lo, &hi), 0);
+	assert_true(est == 10 && isnan(lo) && isnan(hi));
+}
+
+static void fisher_poisson_bh_match_scipy(void **state)
+{
+	double p[] = { 0.01, 0.04, 0.03, 0.5 }, adj[4];
+
+	/* scipy.stats.fisher_exact([[8, 2], [0, 10]], "greater") */
+	assert_true(fabs(cs_fisher_greater(0, 10, 8, 10) - 3.572279114e-4) < 1e-12);
+	assert_true(fabs(cs_fisher_greater(0, 10, 1, 10) - 0.5) < 1e-12);
+	assert_true(fabs(cs_fisher_greater(1, 10, 3, 10) - 0.2910216718) < 1e-9);
+	/* 2 min(binom.cdf, binom.sf) of scipy.stats.binom */
+	assert_true(fabs(cs_poisson_test(15, 10, 30, 10) - 0.0356978036) < 1e-9);
+	assert_true(fabs(cs_poisson_test(28, 15, 12, 10) - 0.2570193561) < 1e-9);
+	assert_true(cs_poisson_test(0, 10, 0, 10) == 1);
+	/* Benjamini-Hochberg by hand: sorted 0.01 0.03 0.04 0.5, x 4 / rank
+	 * 0.04 0.06 0.0533 0.5, the running minimum from the top */
+	assert_int_equal(cs_bh_adjust(p, 4, adj), 0);
+	assert_true(fabs(adj[0] - 0.04) < 1e-12 && fabs(adj[3] - 0.5) < 1e-12);
+	assert_true(fabs(adj[1] - 0.16 / 3) < 1e-12 &&
+		    fabs(adj[2] - 0.16 / 3) < 1e-12);
+	/* the smallest p of the exact test, and the runs that can reach alpha */
+	assert_true(fabs(cs_min_p(5, 5) - 2.0 / 252) < 1e-15);
+	assert_int_equal(cs_smallest_runs(0.01), 5);
+	assert_int_equal(cs_smallest_runs(0.001), 7);
 }
 
 static void fill(double *v, size_t n, double base, double step)
 {
 	for (size_t i = 0; i < n; i++)
 		v[i] = base + step * (double)((i * 7) % n);
+}
+
+/* measure and judge one metric alone (a family of one) */
+static void decide(double *b, size_t nb, double *n, size_t nn,
+		   const struct sbrig_compare_threshold *thr,
+		   const struct sbrig_compare_config *cfg, struct cs_outcome *o)
+{
+	assert_int_equal(cs_measure(b, nb, n, nn, thr, cfg, o), 0);
+	o->family = 1;
+	cs_judge(o, +1, cfg);
 }
 
 static void decide_branches(void **state)
@@ -119,7 +157,7 @@ static void decide_branches(void **state)
 	/* 10 % more, noise 1 %: regressed */
 	fill(b, 10, 1000, 1);
 	fill(n, 10, 1100, 1);
-	assert_int_equal(cs_decide(b, 10, n, 10, +1, &thr, &cfg, 1, &o), 0);
+	decide(b, 10, n, 10, &thr, &cfg, &o);
 	assert_int_equal(o.verdict, SBRIG_REGRESSED);
 	assert_true(fabs(o.change - 100) < 1e-9);
 	assert_true(o.ci_lo <= 100 && 100 <= o.ci_hi);
@@ -127,33 +165,79 @@ static void decide_branches(void **state)
 	/* the same the other way: improved */
 	fill(b, 10, 1100, 1);
 	fill(n, 10, 1000, 1);
-	assert_int_equal(cs_decide(b, 10, n, 10, +1, &thr, &cfg, 1, &o), 0);
+	decide(b, 10, n, 10, &thr, &cfg, &o);
 	assert_int_equal(o.verdict, SBRIG_IMPROVED);
-	/* 1 % more, little noise: significant, but below the threshold */
+	/* 1 % more, little noise: significant, interval within the minimum */
 	fill(b, 10, 1000, 0.1);
 	fill(n, 10, 1010, 0.1);
-	assert_int_equal(cs_decide(b, 10, n, 10, +1, &thr, &cfg, 1, &o), 0);
+	decide(b, 10, n, 10, &thr, &cfg, &o);
 	assert_int_equal(o.verdict, SBRIG_UNCHANGED);
-	assert_string_equal(o.reason, "significant, but below the threshold");
-	/* the same distribution: unchanged, the interval inside +-3 % */
-	fill(b, 10, 1000, 1);
-	fill(n, 10, 1000.5, 1);
-	assert_int_equal(cs_decide(b, 10, n, 10, +1, &thr, &cfg, 1, &o), 0);
-	assert_int_equal(o.verdict, SBRIG_UNCHANGED);
-	/* wide noise: inconclusive, and more runs are asked for */
-	fill(b, 10, 1000, 40);
-	fill(n, 10, 1030, 40);
-	assert_int_equal(cs_decide(b, 10, n, 10, +1, &thr, &cfg, 1, &o), 0);
+	assert_string_equal(o.reason, "significant, but the change and its "
+			    "interval are within the minimum");
+	/* 2.5 % more, wide noise but separated: significant, the estimate
+	 * within 3 %, the interval past it: inconclusive */
+	fill(b, 10, 1000, 3);
+	fill(n, 10, 1028, 3);
+	decide(b, 10, n, 10, &thr, &cfg, &o);
+	assert_true(o.p_value <= 0.01 && o.change < o.threshold);
+	assert_true(o.ci_hi >= o.threshold);
 	assert_int_equal(o.verdict, SBRIG_INCONCLUSIVE);
 	assert_true(o.runs_needed > 10);
+	/* the same distribution: unchanged */
+	fill(b, 10, 1000, 1);
+	fill(n, 10, 1000.5, 1);
+	decide(b, 10, n, 10, &thr, &cfg, &o);
+	assert_int_equal(o.verdict, SBRIG_UNCHANGED);
+	assert_string_equal(o.reason, "not significant, and the change is "
+			    "within the minimum");
+	/* wide noise, the estimate past 3 %: inconclusive, run more */
+	fill(b, 10, 1000, 40);
+	fill(n, 10, 1040, 40);
+	decide(b, 10, n, 10, &thr, &cfg, &o);
+	assert_int_equal(o.verdict, SBRIG_INCONCLUSIVE);
+	assert_string_equal(o.reason, "not significant, but the change is "
+			    "beyond the minimum");
+	assert_true(o.runs_needed > 10);
 	assert_int_equal(o.more_runs, o.runs_needed - 10);
+	/* significant alone, not once adjusted over a family */
+	fill(b, 10, 1000, 1);
+	fill(n, 10, 1100, 1);
+	assert_int_equal(cs_measure(b, 10, n, 10, &thr, &cfg, &o), 0);
+	o.p_adjusted = fmin(1, o.p_value * 2000);
+	o.family = 2000;
+	cs_judge(&o, +1, &cfg);
+	assert_int_equal(o.verdict, SBRIG_INCONCLUSIVE);
 	/* too few runs, however clear */
 	fill(b, 3, 1000, 1);
 	fill(n, 3, 2000, 1);
-	assert_int_equal(cs_decide(b, 3, n, 3, +1, &thr, &cfg, 1, &o), 0);
+	decide(b, 3, n, 3, &thr, &cfg, &o);
 	assert_int_equal(o.verdict, SBRIG_INCONCLUSIVE);
 	assert_string_equal(o.reason, "too few runs");
 	assert_true(o.runs_needed >= cfg.min_runs);
+}
+
+static void count_rule(void **state)
+{
+	struct sbrig_compare_config cfg;
+	struct sbrig_compare_threshold thr = { 0.5, 2, 0 };
+	double b[10] = { 4, 6, 5, 5, 3, 7, 5, 4, 6, 5 };
+	double n[10] = { 5, 5, 4, 6, 6, 4, 5, 5, 3, 7 };
+	struct cs_outcome o;
+
+	sbrig_compare_config_init(&cfg);
+	assert_int_equal(cs_measure_counts(b, 10, n, 10, &thr, &cfg, &o), 0);
+	o.family = 1;
+	cs_judge(&o, +1, &cfg);
+	assert_true(o.change == 0 && o.p_value == 1);
+	assert_int_equal(o.verdict, SBRIG_UNCHANGED);
+	/* every run 5 more: 50 vs 100 in all, the threshold 2.5 */
+	for (int i = 0; i < 10; i++)
+		n[i] = b[i] + 5;
+	assert_int_equal(cs_measure_counts(b, 10, n, 10, &thr, &cfg, &o), 0);
+	o.family = 1;
+	cs_judge(&o, +1, &cfg);
+	assert_true(o.change == 5 && o.threshold == 2.5);
+	assert_int_equal(o.verdict, SBRIG_REGRESSED);
 }
 
 static void write_file(const char *path, const char *text)
@@ -199,9 +283,23 @@ static void config_file(void **state)
 		assert_memory_equal(&back, &cfg, sizeof(cfg));
 	}
 
-	write_file(path, "[compare]\nseed = -1\n");
+	write_file(path, "[compare]\nmin_runs = -1\n");
 	assert_int_equal(sbrig_compare_config_load(&cfg, path), -EINVAL);
-	assert_non_null(strstr(sbrig_errmsg(), "thr.conf:2: [compare]: seed = -1"));
+	assert_non_null(strstr(sbrig_errmsg(), "thr.conf:2: [compare]: "
+			       "min_runs = -1"));
+	/* the bootstrap's keys are gone with it (version 2) */
+	write_file(path, "[compare]\nresamples = 2000\n");
+	assert_int_equal(sbrig_compare_config_load(&cfg, path), -EINVAL);
+	assert_non_null(strstr(sbrig_errmsg(), "unknown key 'resamples'"));
+	/* libinih splits the lines: comments after values, indented keys,
+	 * a UTF-8 BOM, the last of a key given twice */
+	write_file(path, "\xef\xbb\xbf[compare]\nalpha = 0.05 # looser\n"
+		   "  power = 0.9 ; indented\nalpha = 0.02\n[leak]\n"
+		   "min_abs=0.5\n");
+	sbrig_compare_config_init(&cfg);
+	assert_int_equal(sbrig_compare_config_load(&cfg, path), 0);
+	assert_true(cfg.alpha == 0.02 && cfg.power == 0.9);
+	assert_true(cfg.metric[SBRIG_M_LEAK].min_abs == 0.5);
 	write_file(path, "[compare\n");
 	assert_int_equal(sbrig_compare_config_load(&cfg, path), -EINVAL);
 	assert_non_null(strstr(sbrig_errmsg(), "thr.conf:1: '[compare': a section"));
@@ -220,7 +318,10 @@ int main(void)
 		cmocka_unit_test(mann_whitney_exact),
 		cmocka_unit_test(mann_whitney_ties),
 		cmocka_unit_test(normal_quantiles),
-		cmocka_unit_test(bootstrap_is_seeded_and_covers),
+		cmocka_unit_test(moses_rank_matches_scipy),
+		cmocka_unit_test(hodges_lehmann_and_interval),
+		cmocka_unit_test(fisher_poisson_bh_match_scipy),
+		cmocka_unit_test(count_rule),
 		cmocka_unit_test(decide_branches),
 		cmocka_unit_test(config_file),
 	};

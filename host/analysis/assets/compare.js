@@ -117,7 +117,7 @@
   ms.appendChild(el('h2', {}, 'Metrics'));
   var table = el('table', { id: 'metric-table' });
   var head = el('tr');
-  ['metric', 'blocker', 'verdict', 'change', 'interval', 'p', 'base (grey) and new (blue) runs'].forEach(
+  ['metric', 'blocker', 'verdict', 'change', 'interval', 'p (adjusted)', 'base (grey) and new (blue) runs'].forEach(
     function (c) { head.appendChild(el('th', {}, c)); });
   table.appendChild(el('thead')).appendChild(head);
   var body = el('tbody');
@@ -133,7 +133,11 @@
     tr.appendChild(el('td', { 'class': 'num' }, m.change === null ? '-' :
       fmt(m.change) + ' ' + m.unit + (m.change_rel === null ? '' : ' (' + pct(m.change_rel) + ')')));
     tr.appendChild(el('td', { 'class': 'num' }, m.ci ? '[' + fmt(m.ci[0]) + ', ' + fmt(m.ci[1]) + ']' : '-'));
-    tr.appendChild(el('td', { 'class': 'num' }, m.p_value === null ? '-' : m.p_value.toPrecision(3)));
+    // the p the verdict used: adjusted over the comparison (the raw one in the tooltip)
+    tr.appendChild(el('td', { 'class': 'num', title: m.p_value === null ? '' :
+                              'raw p ' + m.p_value.toPrecision(3) + ', ' +
+                              (m.adjustment || 'not adjusted') + ' over ' + m.family },
+                      m.p_adjusted === null ? '-' : m.p_adjusted.toPrecision(3)));
     var td = el('td', { 'class': 'dist-cell' });
     var c = canvas('dist', 34);
     td.appendChild(c);

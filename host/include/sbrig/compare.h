@@ -6,15 +6,19 @@
  * a new build (report.json files, or capture directories analysed on the
  * fly) in; per metric a verdict out: regressed, improved, unchanged or
  * inconclusive (with how many more runs would settle it), with the
- * change's median, its bootstrap interval and the Mann-Whitney U test's
- * p-value, all written to compare.json (host/doc/compare-format.md, the
+ * change (the Hodges-Lehmann shift), its exact Moses interval and the
+ * Mann-Whitney U test's p-value, raw and adjusted over the comparison
+ * (Benjamini-Hochberg), counts by an exact Poisson test and leaks by
+ * Fisher's exact test, all written to compare.json (host/doc/compare-format.md, the
  * contract). The rule and the default thresholds are documented there;
  * thresholds can be read from a config file.
  *
  * Layers: compare-stats.c holds the statistics (pure functions),
- * compare-config.c the thresholds, compare.c reads the runs, extracts the
- * metrics and builds compare.json; compare-text.c renders the summary from
- * that JSON alone.
+ * compare-config.c the thresholds, compare-load.c reads and checks the
+ * runs, compare-metrics.c extracts a run's metrics, compare-decide.c
+ * decides them, compare.c builds compare.json; compare-text.c renders the
+ * summary from that JSON alone, compare-html.c the page from it and two
+ * runs; compare-run.c is the sbrig_run_* API below.
  *
  * Errors follow libsbrig's convention (sbrig.h): 0 / -errno, NULL + errno,
  * sbrig_errmsg() naming the file, line and field.
@@ -33,7 +37,7 @@ extern "C" {
 
 /* compare.json's "schema" and "version" */
 #define SBRIG_COMPARE_SCHEMA "sbrig-compare"
-#define SBRIG_COMPARE_VERSION 1
+#define SBRIG_COMPARE_VERSION 2
 
 /**
  * enum sbrig_verdict - the outcome for one metric (or all of them)
@@ -104,18 +108,15 @@ struct sbrig_compare_threshold {
 /**
  * struct sbrig_compare_config - how to decide
  * @alpha: significance: p <= @alpha is a significant difference
- * @confidence: level of the change's bootstrap interval
+ * @confidence: level of the change's interval
  * @power: the power the "run N more" estimate aims at
- * @resamples: bootstrap resamples
  * @min_runs: fewer runs than this on a side: inconclusive
- * @seed: the bootstrap's seed (the same inputs, the same output)
  * @metric: each metric's thresholds
  * @path: the config file it was read from ("" for the defaults)
  */
 struct sbrig_compare_config {
 	double alpha, confidence, power;
-	unsigned int resamples, min_runs;
-	uint64_t seed;
+	unsigned int min_runs;
 	struct sbrig_compare_threshold metric[SBRIG_METRIC_COUNT];
 	char path[4096];
 };
@@ -148,7 +149,9 @@ int sbrig_compare_config_write(const struct sbrig_compare_config *cfg,
 /**
  * struct sbrig_compare_opts - how to compare (zero: the defaults)
  * @cfg: the thresholds (NULL: the defaults)
- * @force: compare runs of different scenarios or rigs anyway
+ * @force: compare runs of different scenarios or rigs, open runs, runs
+ *	with gaps or of very different durations, or too few runs anyway
+ *	(each a warning)
  * @leak_ns: the leak threshold for captures analysed on the fly (0: the
  *	analysis's default)
  */
@@ -171,12 +174,16 @@ struct sbrig_compare;
  * @opts: options, or NULL for the defaults
  *
  * Every run must be of the same scenario on the same rig (provenance
- * rig_sha256 and scenario_sha256) unless @opts->force.
+ * rig_sha256 and scenario_sha256), complete, without gaps and of like
+ * duration, unless @opts->force.
  *
  * Return: the comparison, freed with sbrig_compare_free(); or NULL with
  * errno EINVAL (a run cannot be read: sbrig_errmsg() names its file and
  * field, or there is no run on a side), EXDEV (the runs are of different
- * scenarios or rigs: the message names two of them and the hashes) or
+ * scenarios or rigs: the message names two of them and the hashes; or a
+ * run is open, has gaps or lasts very differently: the message names it),
+ * ERANGE (so few runs that no difference can be significant, unless
+ * @opts->force: the message names the smallest number a side that can) or
  * ENOMEM.
  */
 struct sbrig_compare *sbrig_compare_run(const char *const *base, size_t nbase,
