@@ -10,7 +10,8 @@
  * or rig_stimulus(), so every observer (the recorder) sees it.
  *
  * The power sensor samples only while a capture runs (rig_power_start());
- * its thread signals an eventfd that the loop watches. The link is driven
+ * its capture thread signals an eventfd that the loop watches, and all it
+ * does that waits on the device runs on its worker ("power" below). The link is driven
  * by its pollfd (which changes on reconnects) and its deadline (a timer);
  * the messages it decodes are handed on in batches of at most
  * RIG_LINK_BATCH per loop turn, so a burst of frames cannot starve the
