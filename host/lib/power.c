@@ -68,9 +68,11 @@
  * run backwards (slew_offset()). Gap detection uses the raw remote timestamps,
  * which the mapping does not disturb.
  *
- * Gaps: a sample more than 1.5 nominal periods after the previous one
- * closes a gap (sbrig_power_gap()); it is queued in order between the two
- * samples and counted. If the caller falls so far behind that the queue is
+ * Gaps: a sample that no run of conversions without a loss can reach from
+ * the conversion grid of the samples before it closes a gap
+ * (sbrig_power_gap(), power-internal.h: the driver's stamps jitter by up
+ * to a period, so the interval from the previous stamp cannot tell); it
+ * is queued in order between the two samples and counted. If the caller falls so far behind that the queue is
  * full, samples are dropped and counted as overruns, and a gap record
  * spanning them is queued before the next sample that fits, so the data
  * the caller sees is never silently bridged.
@@ -175,6 +177,7 @@ struct sbrig_power {
 	bool have_applied_off;
 	bool have_prev;
 	int64_t prev_ts_ns;		/* raw timestamp of the last sample */
+	struct sbrig_power_grid grid;	/* the stamps' conversion grid */
 
 	/*
 	 * lock protects the queue (q, q_cap, q_head, q_len, q_dropped,
@@ -196,17 +199,75 @@ struct sbrig_power {
 
 /* ---- pure helpers (power-internal.h) ---------------------------------- */
 
-bool sbrig_power_gap(int64_t prev_t_ns, int64_t t_ns, int64_t period_ns,
+void sbrig_power_grid_init(struct sbrig_power_grid *grid, int64_t period_ns)
+{
+	memset(grid, 0, sizeof(*grid));
+	grid->period_ns = period_ns;
+}
+
+/* an upper bound on the chip's real period (power-internal.h) */
+static int64_t grid_period_hi(const struct sbrig_power_grid *grid)
+{
+	int64_t p = grid->period_ns;
+	int64_t hi = p + p * SBRIG_POWER_PERIOD_TOL_PCT / 100;
+	int64_t span = grid->anchor_ns - grid->first_ns;
+
+	if (grid->conversions > 0 && span > 0) {
+		int64_t est = (span + hi) / (int64_t)grid->conversions + 1;
+
+		if (est < hi)
+			hi = est > p / 2 ? est : p / 2;
+	}
+	return hi;
+}
+
+/* the period to count missing conversions with: the measured one */
+static int64_t grid_period_mid(const struct sbrig_power_grid *grid)
+{
+	int64_t span = grid->anchor_ns - grid->first_ns;
+
+	if (grid->conversions >= 8 && span > 0)
+		return span / (int64_t)grid->conversions;
+	return grid->period_ns;
+}
+
+bool sbrig_power_gap(struct sbrig_power_grid *grid, int64_t t_ns,
 		     uint64_t *missing)
 {
-	int64_t dt = t_ns - prev_t_ns;
-	int64_t n;
+	int64_t p = grid->period_ns, hi, d, adv, n = 1, next;
+	bool gap;
 
-	if (period_ns <= 0 || 2 * dt <= 3 * period_ns)
+	if (!grid->valid || p <= 0) {
+		grid->first_ns = grid->anchor_ns = t_ns;
+		grid->conversions = 0;
+		grid->valid = true;
 		return false;
-	n = (dt + period_ns / 2) / period_ns - 1;
-	*missing = n < 1 ? 1 : (uint64_t)n;
-	return true;
+	}
+	if (t_ns < grid->anchor_ns) {	/* backwards: a new anchor */
+		grid->anchor_ns = t_ns;
+		grid->conversions++;
+		return false;
+	}
+	hi = grid_period_hi(grid);
+	d = t_ns - grid->anchor_ns;
+	/* no sequence of conversions without a loss reaches t_ns */
+	gap = d - p / 4 >= 2 * hi;
+	if (gap) {
+		int64_t m = d / grid_period_mid(grid);
+
+		*missing = m > 2 ? (uint64_t)(m - 1) : 1;
+		n = (int64_t)*missing + 1;
+	}
+	/* the anchor moves on by whole (upper-bound) periods, never past t */
+	adv = d / hi > n ? d / hi : n;
+	if (__builtin_mul_overflow(adv, hi, &next) ||
+	    __builtin_add_overflow(grid->anchor_ns, next, &next) ||
+	    next > t_ns)
+		next = t_ns;
+	grid->anchor_ns = next;
+	/* counted low, never high: the period estimate stays an upper bound */
+	grid->conversions += (uint64_t)n;
+	return gap;
 }
 
 int64_t sbrig_power_scale(int64_t raw, double offset, double scale,
@@ -1055,9 +1116,8 @@ void queue_scans(struct sbrig_power *pwr, const char *start, const char *end,
 		if (pwr->remote)
 			slew_offset(pwr);
 		s.t_ns = ts + pwr->applied_off_ns;
-		if (pwr->have_prev &&
-		    sbrig_power_gap(pwr->prev_ts_ns, ts, pwr->period_ns,
-				    &g.missing)) {
+		if (sbrig_power_gap(&pwr->grid, ts, &g.missing) &&
+		    pwr->have_prev) {
 			g.t_ns = pwr->prev_ts_ns + prev_off;
 			g.next_t_ns = s.t_ns;
 			queue_gap(pwr, &g);
@@ -1326,6 +1386,7 @@ int sbrig_power_start(struct sbrig_power *pwr)
 	pwr->thread_msg[0] = '\0';
 	pthread_mutex_unlock(&pwr->lock);
 	pwr->have_prev = false;
+	sbrig_power_grid_init(&pwr->grid, pwr->period_ns);
 	pwr->clock.valid = false;
 	pwr->have_applied_off = false;
 	pwr->applied_off_ns = 0;
