@@ -404,7 +404,7 @@ def test_local_capture_real_driver(local_guest):
     match the counters. Under TCG the driver's polling thread is late now
     and then, so gaps may occur: they must be reported, not bridged."""
     vm = local_guest
-    rc, out = vm.run("sbrig-powercat -r 3571 -n 2000 -t 60 local: > /tmp/pc.txt; "
+    rc, out = vm.run("sbrig-powercat -r 893 -n 2000 -t 60 local: > /tmp/pc.txt; "
                      "echo rc=$?; cat /sys/bus/iio/devices/iio:device0/current_timestamp_clock; "
                      "cat /proc/uptime", timeout=120)
     assert "rc=0" in out, out
@@ -412,7 +412,7 @@ def test_local_capture_real_driver(local_guest):
     uptime_ns = int(float(out.split("monotonic")[1].replace("\0", " ").split()[0]) * 1e9)
     lines = vm.run_ok("cat /tmp/pc.txt", timeout=60).splitlines()
     samples, gaps, stats, info = parse(lines)
-    assert float(info["rate_hz"]) == pytest.approx(1e6 / 280, rel=1e-4)
+    assert float(info["rate_hz"]) == pytest.approx(1e6 / 1120, rel=1e-4)
     assert len(samples) == 2000
     assert {s[1:] for s in samples} == {(100000, 5000000, 1000000, 500000)}
     ts = [s[0] for s in samples]
@@ -421,7 +421,8 @@ def test_local_capture_real_driver(local_guest):
     assert 0 < uptime_ns - ts[-1] < 60e9
     assert stats["gaps"] >= len(gaps)   # gap records cut at the -n limit
     for t, next_t, missing in gaps:
-        assert missing >= 1 and next_t - t > 1.5 * 280000
+        # a lost conversion puts the stamps after it more than a period apart
+        assert missing >= 1 and next_t - t > 1120000
 
 
 def test_local_stop_takes_the_partial_buffer(local_guest):
@@ -464,7 +465,7 @@ def test_local_killed_capture_leaves_no_stale_buffer_behind(local_guest):
     # a write to the driver's attributes is refused while it is enabled
     rc, _ = vm.run("echo 4 > /sys/bus/iio/devices/iio:device0/in_oversampling_ratio")
     assert rc != 0
-    out = vm.run_ok("sbrig-powercat -s 10000 -r 3571 -n 200 local:", timeout=60)
+    out = vm.run_ok("sbrig-powercat -s 10000 -r 893 -n 200 local:", timeout=60)
     samples, _, stats, info = parse(out.splitlines())
     assert info.get("stale_buffer_cleared") == "1"
     assert len(samples) == 200

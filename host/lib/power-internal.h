@@ -250,7 +250,8 @@ static inline uint64_t sbrig_power_field_get(const struct sbrig_power_field *f,
  * @avg: out: averaging count
  *
  * The INA226 converts bus and shunt alternately: rate = 1e6 / (2 * ct *
- * avg). Chooses the pair whose rate is nearest @rate_hz (log distance).
+ * avg). Chooses, among the pairs not faster than SBRIG_POWER_MAX_RATE_HZ,
+ * the one whose rate is nearest @rate_hz (log distance).
  */
 void sbrig_power_pick_timing(double rate_hz, unsigned int *ct_us,
 			     unsigned int *avg);

@@ -412,6 +412,9 @@ void sbrig_power_pick_timing(double rate_hz, unsigned int *ct_us,
 			double f = 1e6 / (2.0 * ina226_ct_us[j] * ina226_avg[i]);
 			double d = fabs(log(f / rate_hz));
 
+			if (f > SBRIG_POWER_MAX_RATE_HZ)
+				continue;	/* the driver loses conversions */
+
 			if (d < best) {
 				best = d;
 				*ct_us = ina226_ct_us[j];
@@ -518,6 +521,10 @@ static int program_rate(struct sbrig_power *pwr, uint32_t rate_hz)
 	char val[32];
 	int i, ret;
 
+	if (rate_hz > SBRIG_POWER_MAX_RATE_HZ)
+		return sbrig_set_error(-EINVAL,
+			"%s: %s: sample rate %u S/s is above what ina2xx-adc reads without losses (%u S/s: five SMBus word reads a sample at 400 kHz)",
+			pwr->uri, pwr->devname, rate_hz, SBRIG_POWER_MAX_RATE_HZ);
 	/* ina2xx-adc: the rate follows conversion times and averaging */
 	sbrig_power_pick_timing(rate_hz, &ct_us, &avg);
 	if (!ratio || !iio_channel_find_attr(v[0], "integration_time") ||

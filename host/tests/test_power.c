@@ -380,14 +380,19 @@ static void timing_picks_nearest_ina226_setting(void **state)
 {
 	unsigned int ct, avg;
 
-	sbrig_power_pick_timing(3571, &ct, &avg);
+	sbrig_power_pick_timing(893, &ct, &avg);
 	assert_int_equal(ct, 140);
-	assert_int_equal(avg, 1);
+	assert_int_equal(avg, 4);
 	sbrig_power_pick_timing(114, &ct, &avg);	/* driver default */
 	assert_int_equal((unsigned int)(1e6 / (2.0 * ct * avg) + 0.5), 114);
-	sbrig_power_pick_timing(1000000, &ct, &avg);	/* clamps to fastest */
+	/* 1250 is nearer 1506 S/s (2 x 332 us), which the driver cannot
+	 * read without losses over a 400 kHz bus: the fastest it can */
+	sbrig_power_pick_timing(SBRIG_POWER_MAX_RATE_HZ, &ct, &avg);
 	assert_int_equal(ct, 140);
-	assert_int_equal(avg, 1);
+	assert_int_equal(avg, 4);
+	sbrig_power_pick_timing(1000000, &ct, &avg);	/* clamps to that */
+	assert_int_equal(ct, 140);
+	assert_int_equal(avg, 4);
 	sbrig_power_pick_timing(0.01, &ct, &avg);	/* ... and slowest */
 	assert_int_equal(ct, 8244);
 	assert_int_equal(avg, 1024);
