@@ -41,7 +41,12 @@
  * anchor. No jitter within the driver's pattern makes a gap; a loss whose
  * stamp lands late enough in its period is found at once, one whose stamp
  * lands within the margin of the grid is found at the next stamp that
- * does (the count stays right, the place moves by a sample).
+ * does (the count stays right, the place moves by a sample). The
+ * conversions counted for the period estimate are the fewest the stamps
+ * allow, so it stays an upper bound. On the emulator's simulated driver
+ * (20000 samples at 893 S/s), with wake-ups up to 0.2 / 0.3 / 0.5 ms late
+ * it counts 198 of 200, 1782 of 1902 and 4927 of 6710 lost conversions,
+ * never more than were lost, and nothing without losses.
  */
 
 /* the INA226's conversion times are +10 % at most (datasheet) */

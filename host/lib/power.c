@@ -234,7 +234,7 @@ static int64_t grid_period_mid(const struct sbrig_power_grid *grid)
 bool sbrig_power_gap(struct sbrig_power_grid *grid, int64_t t_ns,
 		     uint64_t *missing)
 {
-	int64_t p = grid->period_ns, hi, d, adv, n = 1, next;
+	int64_t p = grid->period_ns, hi, d, low, n = 1, next;
 	bool gap;
 
 	if (!grid->valid || p <= 0) {
@@ -250,23 +250,28 @@ bool sbrig_power_gap(struct sbrig_power_grid *grid, int64_t t_ns,
 	}
 	hi = grid_period_hi(grid);
 	d = t_ns - grid->anchor_ns;
-	/* no sequence of conversions without a loss reaches t_ns */
-	gap = d - p / 4 >= 2 * hi;
+	/* conversions from the anchor's to t_ns's, at least (>= 2: a loss) */
+	low = (d - p / 4) / hi;
+	gap = low >= 2;
 	if (gap) {
 		int64_t m = d / grid_period_mid(grid);
 
-		*missing = m > 2 ? (uint64_t)(m - 1) : 1;
-		n = (int64_t)*missing + 1;
+		n = m > low ? m : low;
+		*missing = (uint64_t)(n - 1);
 	}
-	/* the anchor moves on by whole (upper-bound) periods, never past t */
-	adv = d / hi > n ? d / hi : n;
-	if (__builtin_mul_overflow(adv, hi, &next) ||
+	/*
+	 * The anchor moves on by the conversions counted, in upper-bound
+	 * periods, never past t_ns. Where a loss cannot be told from a late
+	 * stamp, by one: a real loss then leaves it a period behind, and the
+	 * next stamp that lies late enough in its period shows it.
+	 */
+	if (__builtin_mul_overflow(n, hi, &next) ||
 	    __builtin_add_overflow(grid->anchor_ns, next, &next) ||
 	    next > t_ns)
 		next = t_ns;
 	grid->anchor_ns = next;
 	/* counted low, never high: the period estimate stays an upper bound */
-	grid->conversions += (uint64_t)n;
+	grid->conversions += (uint64_t)(gap ? low : 1);
 	return gap;
 }
 
