@@ -315,6 +315,22 @@ def test_powercat_programs_shunt_and_rate(emu, powercat):
     assert sum(dts) / len(dts) == pytest.approx(1120000, rel=0.02)
 
 
+def test_powercat_refuses_a_rate_the_driver_cannot_read(emu, powercat):
+    """3571 S/s (2 x 140 us, no averaging) is an INA226 setting, but
+    ina2xx-adc's five SMBus word reads a sample (600 us at 400 kHz) lose
+    56 % of its conversions: refused, naming the ceiling. 1250, the
+    ceiling itself, gets the fastest setting read without losses."""
+    r = run_powercat(powercat, "-r", "3571", "-n", "10", emu.uri)
+    assert r.returncode == 1
+    assert "sample rate 3571 S/s is above what ina2xx-adc reads without losses " \
+           "(1250 S/s" in r.stderr, r.stderr
+    assert emu.uri in r.stderr
+    r = run_powercat(powercat, "-r", "1250", "-n", "10", emu.uri)
+    assert r.returncode == 0, r.stderr
+    _, _, _, info = parse(r.stdout.splitlines())
+    assert float(info["rate_hz"]) == pytest.approx(1e6 / 1120, rel=1e-6)
+
+
 def test_powercat_drop_makes_one_gap(emu, powercat):
     env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1")
     p = subprocess.Popen([str(powercat), "-t", "4", emu.uri],
