@@ -140,7 +140,7 @@ POWER_DIVISOR = 20000
 I2C_HZ = 400000
 SMBUS_WORD_BITS = 48
 DRIVER_EARLY_US = 200        # the kthread wakes this much before a period
-WINDOW_POINTS = 4            # points per conversion window (a model without mean())
+WINDOW_POINTS = 2            # points per conversion window (a model without mean())
 
 
 def smbus_word_ns(i2c_hz: int) -> int:
