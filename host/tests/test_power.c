@@ -20,7 +20,7 @@
 
 #include "power-internal.h"
 
-#define PERIOD_NS 280000	/* INA226: 2 x 140 us, no averaging */
+#define PERIOD_NS 1120000	/* INA226: 2 x 140 us, averaging 4 (893 S/s) */
 
 /*
  * Stamps as ina2xx-adc's kthread makes them (power-internal.h): conversion
