@@ -181,6 +181,44 @@ static void power_is_current_times_bus(void **state)
 	sbrig_analysis_free(a);
 }
 
+/*
+ * ina2xx-adc's stamps: each anywhere within the period after its
+ * conversion (893 S/s here), runs of late-then-early pairs 1.97 periods
+ * apart included. Nothing is lost: no gap, and the energy is the power
+ * times the samples' span.
+ */
+static void driver_jitter_is_no_gap(void **state)
+{
+	const int64_t period = 1120000;
+	struct sbrig_capture *cap;
+	struct sbrig_analysis *a;
+	uint64_t lcg = 11;
+	char dir[4096];
+
+	cap_dir(dir, sizeof(dir), "jitter");
+	cap = sbrig_capture_new(dir, &prov);
+	assert_non_null(cap);
+	for (int64_t k = 0; k < 8930; k++) {
+		int64_t f;
+		struct sbrig_sample s = { .current_uA = 3000,
+					  .bus_uV = 5000000 };
+
+		lcg = lcg * 6364136223846793005ULL + 1442695040888963407ULL;
+		f = (int64_t)((lcg >> 33) % 1000);
+		if ((k / 64) % 4 == 3)
+			f = k % 2 ? 985 : 10;
+		s.t_ns = T0 + k * period + period * f / 1000;
+		assert_int_equal(sbrig_capture_add_samples(cap, &s, 1), 0);
+	}
+	assert_int_equal(sbrig_capture_close(cap, "complete"), 0);
+	a = sbrig_analysis_run(dir, NULL);
+	assert_non_null(a);
+	assert_int_equal(a->en.ngaps, 0);
+	assert_true(fabs(a->en.total_uJ - 15.0 * (double)(a->en.last_t -
+		    a->en.first_t) / 1e6) < 0.01);
+	sbrig_analysis_free(a);
+}
+
 static void gaps_are_not_bridged(void **state)
 {
 	struct sbrig_capture *cap;
@@ -599,6 +637,7 @@ int main(void)
 		cmocka_unit_test(latency_statistics),
 		cmocka_unit_test(trapezoids_over_timestamps),
 		cmocka_unit_test(power_is_current_times_bus),
+		cmocka_unit_test(driver_jitter_is_no_gap),
 		cmocka_unit_test(gaps_are_not_bridged),
 		cmocka_unit_test(equal_split_exclusive_and_baseline),
 		cmocka_unit_test(blocker_active_at_start_and_leak),
