@@ -237,7 +237,7 @@ class VirtualRig:
         self.vm = QemuPeer(self.dir / "qemu-qmp.sock", self.dir / "qmp.log")
         log(f"attached to QEMU pid {self.vm.pid} ({self.vm.query_status()})")
         self.truth = ina226_iiod.TruthRecorder(self.dir / "power-truth.jsonl")
-        self.chip = ina226_iiod.Ina226(self.model, 3571, self.truth)
+        self.chip = ina226_iiod.Ina226(self.model, 893, self.truth)
         self.model.now_fn = self.chip.now_ns
         try:
             self.server = ina226_iiod.Server(("127.0.0.1", self.power_port), self.chip)

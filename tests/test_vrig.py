@@ -206,7 +206,7 @@ def test_opportunistic_suspend_drops_the_current(vr, tmp_path):
     cap = tmp_path / "asleep"
     sbrig(vr, "capture", "-o", str(cap), "-d", "1s")
     cur = [ua for _, ua in samples(cap)]
-    assert len(cur) > 2000
+    assert len(cur) > 800          # 1 s at the emulator's 893 S/s
     # the target stayed in S3 throughout (nothing presses keys here)
     assert vr.vm.query_status() == "suspended"
     assert sum(ua == PowerModel.SUSPEND_UA for ua in cur) > 0.9 * len(cur)

@@ -34,6 +34,27 @@
 
 #define AN_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
+/**
+ * an_sample_power_uW() - the power a sample stands for, in µW
+ * @s: the sample
+ *
+ * |current| x bus voltage when the sample has a bus voltage, else its
+ * power_uW. An INA226 computes its power register from its already
+ * quantised current and bus registers, in steps of 25 current LSB (at
+ * 40 mOhm 1.5625 mW, a tenth of a 3 mA baseline at 5 V); the product of
+ * the two registers is 25 times finer. The magnitude, as the chip's power
+ * register (report-format.md, "Integration").
+ */
+static inline double an_sample_power_uW(const struct sbrig_sample *s)
+{
+	double i = s->current_uA < 0 ? -(double)s->current_uA :
+				       (double)s->current_uA;
+
+	if (s->bus_uV > 0)
+		return i * (double)s->bus_uV * 1e-6;
+	return (double)s->power_uW;
+}
+
 /* grow *@p (of *@cap elements of @size) to hold @need; 0 or -ENOMEM */
 int an_grow(void **p, size_t *cap, size_t need, size_t size);
 

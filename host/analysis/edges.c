@@ -217,7 +217,7 @@ int an_edges_refine(struct an_timeline *tl, struct sbrig_capread *cr)
 				wi++;
 			}
 			if (wi < n && s->t_ns >= w[wi].a) {
-				ret = buf_add(&x, s->t_ns, (double)s->power_uW);
+				ret = buf_add(&x, s->t_ns, an_sample_power_uW(s));
 				if (ret)
 					goto out;
 			}

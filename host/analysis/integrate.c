@@ -554,7 +554,7 @@ static void fast_run(struct walk *w, const struct sbrig_sample *buf,
 
 		if (t >= lim || t < tp || t - tp > gap_ns)
 			break;
-		p = (double)buf[k].power_uW;
+		p = an_sample_power_uW(&buf[k]);
 		if (p < pmin)
 			pmin = p;
 		if (p > pmax)
@@ -701,7 +701,7 @@ int an_integrate(struct an_energy *en, struct sbrig_capread *cr,
 				continue;
 		}
 		s = buf[bi++];
-		p = (double)s.power_uW;
+		p = an_sample_power_uW(&s);
 		if (!en->samples++)
 			en->first_t = s.t_ns;
 		en->last_t = s.t_ns;

@@ -36,6 +36,7 @@
 #include <sha256.h>	/* libmd */
 
 #include <sbrig/config.h>
+#include <sbrig/power.h>	/* SBRIG_POWER_MAX_RATE_HZ */
 
 #include "internal.h"
 #include "uri.h"
@@ -118,7 +119,8 @@ static const struct cfg_key cfg_keys[] = {
 	CFG(SEC_POWER, "uri", T_URI_POWER, power_uri, 0, 0),
 	CFG(SEC_POWER, "device", T_STR, power_device, 0, 0),
 	CFG(SEC_POWER, "shunt_uohm", T_U32, shunt_uohm, 0, 100000000),
-	CFG(SEC_POWER, "sample_rate_hz", T_U32, sample_rate_hz, 0, 1000000),
+	CFG(SEC_POWER, "sample_rate_hz", T_U32, sample_rate_hz, 0,
+	    SBRIG_POWER_MAX_RATE_HZ),
 	CFG(SEC_POWER, "buffer_samples", T_U32, buffer_samples, 1, 1 << 20),
 	CFG(SEC_POWER, "asleep_uA", T_U32, asleep_uA, 0, 100000000),
 	CFG(SEC_TARGET, "uri", T_URI_TARGET, target_uri, 0, 0),

@@ -14,19 +14,85 @@
 
 #include <iio.h>
 
-/**
- * sbrig_power_gap() - is there a gap between two sample times?
- * @prev_t_ns: time of the previous sample
- * @t_ns: time of this sample
- * @period_ns: nominal sampling period (> 0)
- * @missing: out: samples missing in between (set only on a gap; >= 1)
+/*
+ * Gaps on a jittered conversion grid. ina2xx-adc's kthread polls the
+ * INA226's conversion-ready flag, stamps the sample when the flag is
+ * seen, reads the four registers and sleeps usleep_range(d, 1.5 d) until
+ * shortly before the next conversion. Each sample is a new conversion
+ * (reading the flag clears it), and its stamp lies after that conversion
+ * ended and before the next one ends (plus the few microseconds left of
+ * the flag's read): anywhere in one period. Intervals between stamps thus
+ * range from near 0 to near 2 periods without a conversion lost, and a
+ * lost one can be anywhere from 1 to 3 periods: the interval alone cannot
+ * tell (the old 1.5-period rule saw spurious gaps under load).
  *
- * A sample more than 1.5 nominal periods after the previous one closes a
- * gap of round(dt / period) - 1 samples, at least 1. Pure; any context.
+ * So the rule judges each stamp against the conversion grid instead: the
+ * anchor is an upper bound on the time of the last sample's conversion,
+ * the lower envelope of the stamps carried forward one period per
+ * conversion (each stamp is an upper bound on its own conversion; the
+ * earliest ones, when the thread was waiting on the flag, lie on the
+ * grid). The period carried forward is an upper bound too: the nominal
+ * one plus the chip's oscillator tolerance (SBRIG_POWER_PERIOD_TOL) at
+ * first, then the elapsed time over the conversions counted, plus one
+ * period, which converges on the chip's real period from above. A stamp
+ * closes a gap only when no sequence of conversions without a loss can
+ * reach it: more than two periods plus a readout margin (a quarter
+ * period: the flag's read, a preemption before the stamp) after the
+ * anchor. No jitter within the driver's pattern makes a gap; a loss whose
+ * stamp lands late enough in its period is found at once, one whose stamp
+ * lands within the margin of the grid is found at the next stamp that
+ * does (the count stays right, the place moves by a sample). The
+ * conversions counted for the period estimate are the fewest the stamps
+ * allow, so it stays an upper bound. On the emulator's simulated driver
+ * (20000 samples at 893 S/s), with wake-ups up to 0.2 / 0.3 / 0.5 ms late
+ * it counts 198 of 200, 1782 of 1902 and 4927 of 6710 lost conversions,
+ * never more than were lost, and nothing without losses.
+ */
+
+/* the INA226's conversion times are +10 % at most (datasheet) */
+#define SBRIG_POWER_PERIOD_TOL_PCT	10
+
+/**
+ * struct sbrig_power_grid - the conversion grid a capture's stamps lie on
+ * @period_ns: nominal sampling period (> 0; else no gap is ever found)
+ * @anchor_ns: upper bound on the last sample's conversion time
+ * @first_ns: the first stamp
+ * @conversions: conversions from the first stamp to the anchor's
+ * @valid: a stamp has been seen
+ *
+ * Set up with sbrig_power_grid_init(), fed every stamp in order through
+ * sbrig_power_gap(). Owned by the caller; one thread at a time.
+ */
+struct sbrig_power_grid {
+	int64_t period_ns;
+	int64_t anchor_ns;
+	int64_t first_ns;
+	uint64_t conversions;
+	bool valid;
+};
+
+/**
+ * sbrig_power_grid_init() - start a grid (no stamp seen)
+ * @grid: out
+ * @period_ns: the nominal sampling period
+ */
+void sbrig_power_grid_init(struct sbrig_power_grid *grid, int64_t period_ns);
+
+/**
+ * sbrig_power_gap() - does this stamp close a gap?
+ * @grid: the grid, updated with @t_ns
+ * @t_ns: the next sample's stamp (the sensor's raw timestamp)
+ * @missing: out: conversions known to be missing before it (set only on a
+ *	gap; >= 1): the whole periods from the anchor to @t_ns, less the
+ *	sample itself
+ *
+ * See the block comment above for the rule. A stamp earlier than the
+ * anchor (time going backwards) is taken as a new anchor, never a gap.
+ * Pure apart from @grid; any context.
  *
  * Return: true on a gap.
  */
-bool sbrig_power_gap(int64_t prev_t_ns, int64_t t_ns, int64_t period_ns,
+bool sbrig_power_gap(struct sbrig_power_grid *grid, int64_t t_ns,
 		     uint64_t *missing);
 
 /**
@@ -189,7 +255,8 @@ static inline uint64_t sbrig_power_field_get(const struct sbrig_power_field *f,
  * @avg: out: averaging count
  *
  * The INA226 converts bus and shunt alternately: rate = 1e6 / (2 * ct *
- * avg). Chooses the pair whose rate is nearest @rate_hz (log distance).
+ * avg). Chooses, among the pairs not faster than SBRIG_POWER_MAX_RATE_HZ,
+ * the one whose rate is nearest @rate_hz (log distance).
  */
 void sbrig_power_pick_timing(double rate_hz, unsigned int *ct_us,
 			     unsigned int *avg);

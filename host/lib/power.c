@@ -74,9 +74,11 @@
  * detection uses the raw remote timestamps, which the mapping does not
  * disturb.
  *
- * Gaps: a sample more than 1.5 nominal periods after the previous one
- * closes a gap (sbrig_power_gap()); it is queued in order between the two
- * samples and counted. If the caller falls so far behind that the queue is
+ * Gaps: a sample that no run of conversions without a loss can reach from
+ * the conversion grid of the samples before it closes a gap
+ * (sbrig_power_gap(), power-internal.h: the driver's stamps jitter by up
+ * to a period, so the interval from the previous stamp cannot tell); it
+ * is queued in order between the two samples and counted. If the caller falls so far behind that the queue is
  * full, samples are dropped and counted as overruns, and a gap record
  * spanning them is queued before the next sample that fits, so the data
  * the caller sees is never silently bridged.
@@ -182,6 +184,7 @@ struct sbrig_power {
 	bool have_applied_off;
 	bool have_prev;
 	int64_t prev_ts_ns;		/* raw timestamp of the last sample */
+	struct sbrig_power_grid grid;	/* the stamps' conversion grid */
 
 	/*
 	 * lock protects the queue (q, q_cap, q_head, q_len, q_dropped,
@@ -203,17 +206,80 @@ struct sbrig_power {
 
 /* ---- pure helpers (power-internal.h) ---------------------------------- */
 
-bool sbrig_power_gap(int64_t prev_t_ns, int64_t t_ns, int64_t period_ns,
+void sbrig_power_grid_init(struct sbrig_power_grid *grid, int64_t period_ns)
+{
+	memset(grid, 0, sizeof(*grid));
+	grid->period_ns = period_ns;
+}
+
+/* an upper bound on the chip's real period (power-internal.h) */
+static int64_t grid_period_hi(const struct sbrig_power_grid *grid)
+{
+	int64_t p = grid->period_ns;
+	int64_t hi = p + p * SBRIG_POWER_PERIOD_TOL_PCT / 100;
+	int64_t span = grid->anchor_ns - grid->first_ns;
+
+	if (grid->conversions > 0 && span > 0) {
+		int64_t est = (span + hi) / (int64_t)grid->conversions + 1;
+
+		if (est < hi)
+			hi = est > p / 2 ? est : p / 2;
+	}
+	return hi;
+}
+
+/* the period to count missing conversions with: the measured one */
+static int64_t grid_period_mid(const struct sbrig_power_grid *grid)
+{
+	int64_t span = grid->anchor_ns - grid->first_ns;
+
+	if (grid->conversions >= 8 && span > 0)
+		return span / (int64_t)grid->conversions;
+	return grid->period_ns;
+}
+
+bool sbrig_power_gap(struct sbrig_power_grid *grid, int64_t t_ns,
 		     uint64_t *missing)
 {
-	int64_t dt = t_ns - prev_t_ns;
-	int64_t n;
+	int64_t p = grid->period_ns, hi, d, low, n = 1, next;
+	bool gap;
 
-	if (period_ns <= 0 || 2 * dt <= 3 * period_ns)
+	if (!grid->valid || p <= 0) {
+		grid->first_ns = grid->anchor_ns = t_ns;
+		grid->conversions = 0;
+		grid->valid = true;
 		return false;
-	n = (dt + period_ns / 2) / period_ns - 1;
-	*missing = n < 1 ? 1 : (uint64_t)n;
-	return true;
+	}
+	if (t_ns < grid->anchor_ns) {	/* backwards: a new anchor */
+		grid->anchor_ns = t_ns;
+		grid->conversions++;
+		return false;
+	}
+	hi = grid_period_hi(grid);
+	d = t_ns - grid->anchor_ns;
+	/* conversions from the anchor's to t_ns's, at least (>= 2: a loss) */
+	low = (d - p / 4) / hi;
+	gap = low >= 2;
+	if (gap) {
+		int64_t m = d / grid_period_mid(grid);
+
+		n = m > low ? m : low;
+		*missing = (uint64_t)(n - 1);
+	}
+	/*
+	 * The anchor moves on by the conversions counted, in upper-bound
+	 * periods, never past t_ns. Where a loss cannot be told from a late
+	 * stamp, by one: a real loss then leaves it a period behind, and the
+	 * next stamp that lies late enough in its period shows it.
+	 */
+	if (__builtin_mul_overflow(n, hi, &next) ||
+	    __builtin_add_overflow(grid->anchor_ns, next, &next) ||
+	    next > t_ns)
+		next = t_ns;
+	grid->anchor_ns = next;
+	/* counted low, never high: the period estimate stays an upper bound */
+	grid->conversions += (uint64_t)(gap ? low : 1);
+	return gap;
 }
 
 int64_t sbrig_power_scale(int64_t raw, double offset, double scale,
@@ -357,6 +423,9 @@ void sbrig_power_pick_timing(double rate_hz, unsigned int *ct_us,
 		for (j = 0; j < SBRIG_ARRAY_SIZE(ina226_ct_us); j++) {
 			double f = 1e6 / (2.0 * ina226_ct_us[j] * ina226_avg[i]);
 			double d = fabs(log(f / rate_hz));
+
+			if (f > SBRIG_POWER_MAX_RATE_HZ)
+				continue;	/* the driver loses conversions */
 
 			if (d < best) {
 				best = d;
@@ -558,6 +627,10 @@ static int program_rate(struct sbrig_power *pwr, uint32_t rate_hz)
 	char val[32];
 	int i, ret;
 
+	if (rate_hz > SBRIG_POWER_MAX_RATE_HZ)
+		return sbrig_set_error(-EINVAL,
+			"%s: %s: sample rate %u S/s is above what ina2xx-adc reads without losses (%u S/s: five SMBus word reads a sample at 400 kHz)",
+			pwr->uri, pwr->devname, rate_hz, SBRIG_POWER_MAX_RATE_HZ);
 	/* ina2xx-adc: the rate follows conversion times and averaging */
 	sbrig_power_pick_timing(rate_hz, &ct_us, &avg);
 	if (!ratio || !iio_channel_find_attr(v[0], "integration_time") ||
@@ -1160,9 +1233,8 @@ void queue_scans(struct sbrig_power *pwr, const char *start, const char *end,
 		if (pwr->remote)
 			slew_offset(pwr);
 		s.t_ns = ts + pwr->applied_off_ns;
-		if (pwr->have_prev &&
-		    sbrig_power_gap(pwr->prev_ts_ns, ts, pwr->period_ns,
-				    &g.missing)) {
+		if (sbrig_power_gap(&pwr->grid, ts, &g.missing) &&
+		    pwr->have_prev) {
 			g.t_ns = pwr->prev_ts_ns + prev_off;
 			g.next_t_ns = s.t_ns;
 			queue_gap(pwr, &g);
@@ -1438,6 +1510,7 @@ int sbrig_power_start(struct sbrig_power *pwr)
 	pwr->thread_msg[0] = '\0';
 	pthread_mutex_unlock(&pwr->lock);
 	pwr->have_prev = false;
+	sbrig_power_grid_init(&pwr->grid, pwr->period_ns);
 	pwr->clock.valid = false;
 	pwr->stats.remote_clock = pwr->remote;
 	pwr->have_applied_off = false;

@@ -37,13 +37,17 @@ static void cap_dir(char *buf, size_t size, const char *name)
 /* power as a function of host time, in µW */
 typedef double (*power_fn)(int64_t t);
 
-/* Samples every @step_ns from T0 to T0 + @span_ns (both included). */
+/*
+ * Samples every @step_ns from T0 to T0 + @span_ns (both included), on a
+ * 1 V bus: current x bus is the power, to the µW.
+ */
 static void add_samples(struct sbrig_capture *cap, int64_t span_ns,
 			int64_t step_ns, power_fn p)
 {
 	for (int64_t t = T0; t <= T0 + span_ns; t += step_ns) {
 		struct sbrig_sample s = { .t_ns = t, .power_uW = llround(p(t)),
-					  .current_uA = 1000, .bus_uV = 1000000 };
+					  .current_uA = (int32_t)llround(p(t)),
+					  .bus_uV = 1000000 };
 
 		assert_int_equal(sbrig_capture_add_samples(cap, &s, 1), 0);
 	}
@@ -139,6 +143,80 @@ static void trapezoids_over_timestamps(void **state)
 static double flat(int64_t t)
 {
 	return 1000.0;
+}
+
+/*
+ * An INA226 with a 40 mOhm shunt at a 3 mA, 5 V baseline: current 48 LSB
+ * of 62.5 µA, bus 4000 LSB of 1.25 mV, and a power register of
+ * 48 x 4000 / 20000 = 9.6, 9 LSB of 1.5625 mW: 14.0625 mW where the
+ * supply draws 15 mW. The analysis integrates current x bus (exact here);
+ * the power register alone would be 6 % low. A reverse current counts
+ * by its magnitude, as the chip's power register does.
+ */
+static void power_is_current_times_bus(void **state)
+{
+	struct sbrig_capture *cap;
+	struct sbrig_analysis *a;
+	char dir[4096];
+
+	cap_dir(dir, sizeof(dir), "quantised");
+	cap = sbrig_capture_new(dir, &prov);
+	assert_non_null(cap);
+	for (int64_t t = T0; t <= T0 + 10 * S; t += 8800 * 1000) {
+		struct sbrig_sample s = { .t_ns = t, .current_uA = 3000,
+					  .bus_uV = 5000000, .shunt_nV = 120000,
+					  .power_uW = 14063 };
+
+		if (t >= T0 + 5 * S)
+			s.current_uA = -3000;
+		assert_int_equal(sbrig_capture_add_samples(cap, &s, 1), 0);
+	}
+	assert_int_equal(sbrig_capture_close(cap, "complete"), 0);
+	a = sbrig_analysis_run(dir, NULL);
+	assert_non_null(a);
+	/* 15 mW over the samples' span (the last sample is at 9.9968 s) */
+	assert_true(fabs(a->en.total_uJ - 15.0 * (double)(a->en.last_t -
+		    a->en.first_t) / 1e6) < 0.01);
+	assert_int_equal(a->en.ngaps, 0);
+	sbrig_analysis_free(a);
+}
+
+/*
+ * ina2xx-adc's stamps: each anywhere within the period after its
+ * conversion (893 S/s here), runs of late-then-early pairs 1.97 periods
+ * apart included. Nothing is lost: no gap, and the energy is the power
+ * times the samples' span.
+ */
+static void driver_jitter_is_no_gap(void **state)
+{
+	const int64_t period = 1120000;
+	struct sbrig_capture *cap;
+	struct sbrig_analysis *a;
+	uint64_t lcg = 11;
+	char dir[4096];
+
+	cap_dir(dir, sizeof(dir), "jitter");
+	cap = sbrig_capture_new(dir, &prov);
+	assert_non_null(cap);
+	for (int64_t k = 0; k < 8930; k++) {
+		int64_t f;
+		struct sbrig_sample s = { .current_uA = 3000,
+					  .bus_uV = 5000000 };
+
+		lcg = lcg * 6364136223846793005ULL + 1442695040888963407ULL;
+		f = (int64_t)((lcg >> 33) % 1000);
+		if ((k / 64) % 4 == 3)
+			f = k % 2 ? 985 : 10;
+		s.t_ns = T0 + k * period + period * f / 1000;
+		assert_int_equal(sbrig_capture_add_samples(cap, &s, 1), 0);
+	}
+	assert_int_equal(sbrig_capture_close(cap, "complete"), 0);
+	a = sbrig_analysis_run(dir, NULL);
+	assert_non_null(a);
+	assert_int_equal(a->en.ngaps, 0);
+	assert_true(fabs(a->en.total_uJ - 15.0 * (double)(a->en.last_t -
+		    a->en.first_t) / 1e6) < 0.01);
+	sbrig_analysis_free(a);
 }
 
 static void gaps_are_not_bridged(void **state)
@@ -558,6 +636,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(latency_statistics),
 		cmocka_unit_test(trapezoids_over_timestamps),
+		cmocka_unit_test(power_is_current_times_bus),
+		cmocka_unit_test(driver_jitter_is_no_gap),
 		cmocka_unit_test(gaps_are_not_bridged),
 		cmocka_unit_test(equal_split_exclusive_and_baseline),
 		cmocka_unit_test(blocker_active_at_start_and_leak),

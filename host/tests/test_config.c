@@ -208,6 +208,15 @@ static void overrides(void **state)
 	assert_int_equal(sbrig_config_set(cfg, "timing.quiet_ms=4000"), 0);
 	assert_int_equal(cfg->quiet_ms, 4000);
 
+	/* the INA226 emulator's old rate: above what the driver reads */
+	assert_int_equal(sbrig_config_set(cfg, "power.sample_rate_hz=3571"),
+			 -EINVAL);
+	assert_string_equal(sbrig_errmsg(),
+		"override 'power.sample_rate_hz=3571': power.sample_rate_hz: '3571': out of range (0..1250)");
+	assert_int_equal(sbrig_config_set(cfg, "power.sample_rate_hz=893"), 0);
+	assert_int_equal(cfg->sample_rate_hz, 893);
+	assert_int_equal(sbrig_config_set(cfg, "power.sample_rate_hz=0"), 0);
+
 	*before = *cfg;
 	assert_int_equal(sbrig_config_set(cfg, "timing.press_ms=0"), -EINVAL);
 	assert_string_equal(sbrig_errmsg(),

@@ -21,48 +21,150 @@
 
 #include "power-internal.h"
 
-#define PERIOD_NS 280000	/* INA226: 2 x 140 us, no averaging */
+#define PERIOD_NS 1120000	/* INA226: 2 x 140 us, averaging 4 (893 S/s) */
 
-static void gap_none_within_one_and_a_half_periods(void **state)
+/*
+ * Stamps as ina2xx-adc's kthread makes them (power-internal.h): conversion
+ * k ends at k x @real_ns, its stamp lies anywhere before the next one ends.
+ * The offsets come from a fixed LCG: uniform in [0, real), with runs of
+ * the driver's worst case (late, then early: 1.97 periods between stamps).
+ */
+struct stamps {
+	uint64_t lcg;
+	int64_t real_ns;
+	int64_t k;		/* conversion of the next stamp */
+	unsigned int n;
+};
+
+static int64_t stamp_at(struct stamps *st, int64_t frac_permille)
 {
-	uint64_t missing = 12345;
+	return st->k++ * st->real_ns + st->real_ns * frac_permille / 1000;
+}
 
-	assert_false(sbrig_power_gap(0, PERIOD_NS, PERIOD_NS, &missing));
-	/* jitter up to 1.5 periods is not a gap */
-	assert_false(sbrig_power_gap(0, PERIOD_NS * 3 / 2, PERIOD_NS, &missing));
-	assert_false(sbrig_power_gap(0, 0, PERIOD_NS, &missing));
-	assert_int_equal(missing, 12345);	/* untouched */
+static int64_t stamp_next(struct stamps *st)
+{
+	int64_t f;
+
+	st->lcg = st->lcg * 6364136223846793005ULL + 1442695040888963407ULL;
+	f = (int64_t)((st->lcg >> 33) % 1000);
+	if ((st->n++ / 64) % 4 == 3)	/* a run of late/early pairs */
+		f = st->n % 2 ? 985 : 10;
+	return stamp_at(st, f);
+}
+
+/* feed @n stamps; return the gaps found (their missing counts added up) */
+static unsigned int feed(struct sbrig_power_grid *g, struct stamps *st,
+			 unsigned int n, uint64_t *missing_sum,
+			 unsigned int *longer_than_1_5)
+{
+	unsigned int gaps = 0;
+	int64_t prev = INT64_MIN;
+
+	for (unsigned int i = 0; i < n; i++) {
+		int64_t t = stamp_next(st);
+		uint64_t m = 0;
+
+		if (prev != INT64_MIN && longer_than_1_5 &&
+		    2 * (t - prev) > 3 * g->period_ns)
+			(*longer_than_1_5)++;
+		prev = t;
+		if (sbrig_power_gap(g, t, &m)) {
+			gaps++;
+			*missing_sum += m;
+		}
+	}
+	return gaps;
+}
+
+static void gap_none_for_the_drivers_jitter(void **state)
+{
+	struct sbrig_power_grid g;
+	struct stamps st = { .lcg = 1, .real_ns = PERIOD_NS };
+	unsigned int late = 0;
+	uint64_t missing = 0;
+
+	sbrig_power_grid_init(&g, PERIOD_NS);
+	assert_int_equal(feed(&g, &st, 50000, &missing, &late), 0);
+	/* the old rule (1.5 periods from the previous stamp) saw thousands */
+	assert_true(late > 1000);
+}
+
+static void gap_none_on_a_slow_or_fast_chip(void **state)
+{
+	/* the chip's oscillator: conversions up to 10 % longer, or shorter */
+	const int64_t real[] = { PERIOD_NS * 109 / 100, PERIOD_NS * 93 / 100 };
+
+	for (size_t i = 0; i < sizeof(real) / sizeof(real[0]); i++) {
+		struct sbrig_power_grid g;
+		struct stamps st = { .lcg = 7 + i, .real_ns = real[i] };
+		uint64_t missing = 0;
+
+		sbrig_power_grid_init(&g, PERIOD_NS);
+		assert_int_equal(feed(&g, &st, 50000, &missing, NULL), 0);
+	}
+}
+
+static void gap_finds_one_lost_conversion(void **state)
+{
+	struct sbrig_power_grid g;
+	struct stamps st = { .lcg = 3, .real_ns = PERIOD_NS };
+	uint64_t missing = 0, m = 0;
+
+	sbrig_power_grid_init(&g, PERIOD_NS);
+	assert_int_equal(feed(&g, &st, 5000, &missing, NULL), 0);
+	/* an early stamp, then one conversion lost, read mid-period */
+	assert_false(sbrig_power_gap(&g, stamp_at(&st, 20), &m));
+	st.k++;
+	assert_true(sbrig_power_gap(&g, stamp_at(&st, 500), &m));
+	assert_int_equal(m, 1);
+	/* a loss read right at its conversion cannot be told from the
+	 * driver's jitter: the next stamp late in its period shows it */
+	assert_false(sbrig_power_gap(&g, stamp_at(&st, 30), &m));
+	st.k++;
+	assert_false(sbrig_power_gap(&g, stamp_at(&st, 0), &m));
+	assert_true(sbrig_power_gap(&g, stamp_at(&st, 600), &m));
+	assert_int_equal(m, 1);
+	/* and the grid is not disturbed by either */
+	missing = 0;
+	assert_int_equal(feed(&g, &st, 5000, &missing, NULL), 0);
 }
 
 static void gap_counts_missing_samples(void **state)
 {
-	uint64_t missing = 0;
+	struct sbrig_power_grid g;
+	struct stamps st = { .lcg = 5, .real_ns = PERIOD_NS };
+	uint64_t missing = 0, m = 0;
 
-	/* just over 1.5 periods: one sample missing (round(1.5+)-1 = 1) */
-	assert_true(sbrig_power_gap(0, PERIOD_NS * 3 / 2 + 1, PERIOD_NS,
-				    &missing));
-	assert_int_equal(missing, 1);
-	/* 'drop 10' in the emulator: 11 periods between neighbours */
-	assert_true(sbrig_power_gap(1000, 1000 + 11 * PERIOD_NS, PERIOD_NS,
-				    &missing));
-	assert_int_equal(missing, 10);
-	/* rounding to the nearest period, jitter included */
-	assert_true(sbrig_power_gap(0, 5 * PERIOD_NS + PERIOD_NS / 3,
-				    PERIOD_NS, &missing));
-	assert_int_equal(missing, 4);
-	/* a long outage at 3571 Hz: one minute */
-	assert_true(sbrig_power_gap(0, 60000000000LL, PERIOD_NS, &missing));
-	/* 214285.7 periods: round, minus the sample that closes it */
-	assert_int_equal(missing, 214285);
+	sbrig_power_grid_init(&g, PERIOD_NS);
+	assert_int_equal(feed(&g, &st, 2000, &missing, NULL), 0);
+	/* 'drop 25' in the emulator: 25 conversions never read */
+	assert_false(sbrig_power_gap(&g, stamp_at(&st, 100), &m));
+	st.k += 25;
+	assert_true(sbrig_power_gap(&g, stamp_at(&st, 400), &m));
+	assert_int_equal(m, 25);
+	/* a long outage, one minute: counted with the period measured so
+	 * far (to ~1/conversions: here within 0.1 %) */
+	st.k += 60000000000LL / PERIOD_NS;
+	assert_true(sbrig_power_gap(&g, stamp_at(&st, 300), &m));
+	assert_in_range(m, 60000000000LL / PERIOD_NS * 999 / 1000,
+			60000000000LL / PERIOD_NS * 1001 / 1000);
+	missing = 0;
+	assert_int_equal(feed(&g, &st, 2000, &missing, NULL), 0);
 }
 
 static void gap_needs_a_period(void **state)
 {
+	struct sbrig_power_grid g;
 	uint64_t missing = 0;
 
-	assert_false(sbrig_power_gap(0, 1000000000, 0, &missing));
+	sbrig_power_grid_init(&g, 0);
+	assert_false(sbrig_power_gap(&g, 0, &missing));
+	assert_false(sbrig_power_gap(&g, 1000000000, &missing));
 	/* time going backwards is not a gap either */
-	assert_false(sbrig_power_gap(PERIOD_NS * 10, 0, PERIOD_NS, &missing));
+	sbrig_power_grid_init(&g, PERIOD_NS);
+	assert_false(sbrig_power_gap(&g, PERIOD_NS * 10, &missing));
+	assert_false(sbrig_power_gap(&g, 0, &missing));
+	assert_false(sbrig_power_gap(&g, PERIOD_NS, &missing));
 }
 
 static void scale_converts_to_integer_units(void **state)
@@ -279,14 +381,19 @@ static void timing_picks_nearest_ina226_setting(void **state)
 {
 	unsigned int ct, avg;
 
-	sbrig_power_pick_timing(3571, &ct, &avg);
+	sbrig_power_pick_timing(893, &ct, &avg);
 	assert_int_equal(ct, 140);
-	assert_int_equal(avg, 1);
+	assert_int_equal(avg, 4);
 	sbrig_power_pick_timing(114, &ct, &avg);	/* driver default */
 	assert_int_equal((unsigned int)(1e6 / (2.0 * ct * avg) + 0.5), 114);
-	sbrig_power_pick_timing(1000000, &ct, &avg);	/* clamps to fastest */
+	/* 1250 is nearer 1506 S/s (2 x 332 us), which the driver cannot
+	 * read without losses over a 400 kHz bus: the fastest it can */
+	sbrig_power_pick_timing(SBRIG_POWER_MAX_RATE_HZ, &ct, &avg);
 	assert_int_equal(ct, 140);
-	assert_int_equal(avg, 1);
+	assert_int_equal(avg, 4);
+	sbrig_power_pick_timing(1000000, &ct, &avg);	/* clamps to that */
+	assert_int_equal(ct, 140);
+	assert_int_equal(avg, 4);
 	sbrig_power_pick_timing(0.01, &ct, &avg);	/* ... and slowest */
 	assert_int_equal(ct, 8244);
 	assert_int_equal(avg, 1024);
@@ -371,7 +478,9 @@ static void new_rejects_bad_uri(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(gap_none_within_one_and_a_half_periods),
+		cmocka_unit_test(gap_none_for_the_drivers_jitter),
+		cmocka_unit_test(gap_none_on_a_slow_or_fast_chip),
+		cmocka_unit_test(gap_finds_one_lost_conversion),
 		cmocka_unit_test(gap_counts_missing_samples),
 		cmocka_unit_test(gap_needs_a_period),
 		cmocka_unit_test(scale_converts_to_integer_units),

@@ -11,7 +11,7 @@
  *
  *   # uri ip:127.0.0.1:30431
  *   # device ina226
- *   # rate_hz 3571.429
+ *   # rate_hz 892.857
  *   # shunt_uohm 10000
  *   # has_timestamp 1
  *   # stale_buffer_cleared 1     (only if a killed capture's was disabled)

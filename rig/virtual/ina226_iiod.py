@@ -20,10 +20,19 @@ follows the chip: 1e6 / ((bus + shunt conversion time) x averaging),
 rounded; writing in_sampling_frequency is refused with EINVAL as on the
 real driver; write the integration times and the oversampling ratio.
 
-Samples are generated in real time: a buffer opened at host time t0
-yields sample k at t0 + k / rate, and READBUF answers only once the last
-requested sample's time has passed. Timestamps follow the device
-attribute current_timestamp_clock like the kernel's (default
+Samples are generated in real time, as the chip and the driver make
+them (class Kthread): the chip converts on its own grid, each conversion
+averaging the model over its shunt and bus conversion windows (a short
+spike counts by its charge, or not at all in a bus window: model.mean()
+if the model has it, else WINDOW_POINTS points per window); the
+registers are quantised as the chip does (power = current x bus / 20000
+from the two registers); ina2xx-adc's kthread polls the ready flag,
+stamps, reads the enabled registers over an I2C bus of --i2c-hz (one
+SMBus word read each) and sleeps usleep_range(d, 1.5 d), so stamps jitter
+by up to a period and the driver loses conversions above
+ceiling_hz() (1667 samples/s at 400 kHz; none lost up to 893). READBUF
+answers once the last requested sample has been read. Timestamps follow
+the device attribute current_timestamp_clock like the kernel's (default
 ``realtime``; ``monotonic`` = this host's CLOCK_MONOTONIC).
 
 Protocol (one command per line, ``\\r\\n`` ends; every answer starts with
@@ -49,7 +58,8 @@ socket, one command per line, each answered by ``ok ...`` or ``error
 
     current_uA N     set the supply current
     bus_uV N         set the bus voltage
-    drop N           skip the next N samples of every open buffer (a gap)
+    drop N           the kthread of every open buffer sleeps N periods
+                     longer: N conversions are lost (a gap)
     hold 1|0         1: deliver no more buffers until "hold 0" (a hung
                      server: the samples are not lost, only late)
     get              "ok current_uA=N bus_uV=N rate_hz=N buffers=N"
@@ -59,7 +69,7 @@ what the emulator really emitted, as JSON lines, written as it goes (each
 line flushed; a killed emulator leaves every finished line valid). Every
 open buffer is a *stream*; its samples are cut into *intervals*, maximal
 runs of consecutive samples with the same model state, current, bus
-voltage and power register. Times are host CLOCK_MONOTONIC ns (sample
+voltage and registers. Times are host CLOCK_MONOTONIC ns (sample
 timestamps on another current_timestamp_clock are shifted by that
 clock's offset, measured when the buffer opened). Records:
 
@@ -72,9 +82,13 @@ clock's offset, measured when the buffer opened). Records:
                or at the end), "samples": n,
      "current_uA": model, "bus_uV": model, "power_uW": model (I x V),
      "sample_power_uW": what the power register says (= sbrig's power_uW),
-     "energy_uJ": trapezoids over the emitted samples from start_ns to end_ns}
+     "sample_iv_uW": |current| x bus as sbrig converts them (what its
+                     analysis integrates),
+     "energy_uJ": trapezoids of sample_iv_uW over the emitted samples from
+                  start_ns to end_ns}
     {"type": "drop", "stream": N, "t_ns": last sample, "next_t_ns": first
-     after, "missing": n}                  (a control-socket drop: not integrated)
+     after, "missing": n, "cause": "drop" (the control socket) or "late"
+     (the simulated driver)}               (conversions lost: not integrated)
     {"type": "close", "stream": N, "t_ns": T, "samples": n, "energy_uJ": total}
 
 Consecutive intervals of a stream tile its time, so their energies add up
@@ -93,6 +107,7 @@ import errno
 import json
 import math
 import os
+import random
 import signal
 import socket
 import socketserver
@@ -110,6 +125,33 @@ BUS_LSB_UV = 1250            # 1.25 mV
 POWER_LSB_FACTOR = 25
 INT_TIMES_US = [140, 204, 332, 588, 1100, 2116, 4156, 8244]
 AVERAGES = [1, 4, 16, 64, 128, 256, 512, 1024]
+# The driver writes calibration 2048: current register = shunt register
+# x 2048 / 2048; the chip's power register = current x bus / 20000.
+CALIBRATION = 2048
+POWER_DIVISOR = 20000
+
+# The bus and ina2xx-adc's capture kthread (drivers/iio/adc/ina2xx-adc.c,
+# Linux 6.1). An SMBus word read is 48 bit times (start, address + W,
+# register, repeated start, address + R, two data bytes, each byte with
+# its acknowledge bit, stop): 120 us at 400 kHz. The kthread reads the
+# ready flag (MASK_ENABLE) and each enabled register, one word each: five
+# reads for all four channels, 600 us at 400 kHz, so at most
+# I2C_HZ / (5 x 48) = 1667 samples per second whatever the chip is set to.
+I2C_HZ = 400000
+SMBUS_WORD_BITS = 48
+DRIVER_EARLY_US = 200        # the kthread wakes this much before a period
+WINDOW_POINTS = 2            # points per conversion window (a model without mean())
+
+
+def smbus_word_ns(i2c_hz: int) -> int:
+    """Duration of one SMBus word read on an @i2c_hz bus."""
+    return round(SMBUS_WORD_BITS * 1e9 / i2c_hz)
+
+
+def ceiling_hz(i2c_hz: int = I2C_HZ, registers: int = 4) -> float:
+    """Most samples per second ina2xx-adc reads over an @i2c_hz bus: the
+    ready flag and @registers registers, one SMBus word read each."""
+    return i2c_hz / ((1 + registers) * SMBUS_WORD_BITS)
 
 XML_DTD = (
     '<?xml version="1.0" encoding="utf-8"?><!DOCTYPE context [<!ELEMENT context '
@@ -160,6 +202,10 @@ class ConstantModel:
         """sample() and the model's state, for the ground truth."""
         return self.current_uA, self.bus_uV, "constant"
 
+    def mean(self, t0_ns: int, t1_ns: int) -> tuple[float, float]:
+        """Mean current and bus voltage over [t0, t1] (the chip's windows)."""
+        return float(self.current_uA), float(self.bus_uV)
+
     def set(self, name: str, value: int) -> None:
         if name not in ("current_uA", "bus_uV"):
             raise KeyError(name)
@@ -171,14 +217,15 @@ class TruthStream:
     with every emitted sample, in order, under the chip's lock."""
 
     def __init__(self, rec: "TruthRecorder", sid: int, offset_ns: int,
-                 lsb_uW: decimal.Decimal) -> None:
+                 lsb_uW: decimal.Decimal, cur_lsb_uA: decimal.Decimal) -> None:
         self.rec, self.sid, self.offset = rec, sid, offset_ns
         self.lsb = lsb_uW
         self.lsb_int = int(lsb_uW) if lsb_uW == int(lsb_uW) else None
+        self.cur_lsb = cur_lsb_uA
         self.cur = None           # the open interval (a dict) or None
         self.key = None
         self.prev_t = self.prev_p = None
-        self.pending_drop = 0
+        self.pending_drop = self.pending_req = 0
         self.samples = 0
         self.energy = 0.0         # uW x ns, everything closed so far
         self.closed = False
@@ -190,17 +237,34 @@ class TruthStream:
         return int((raw * self.lsb).quantize(decimal.Decimal(1),
                                              rounding=decimal.ROUND_HALF_UP))
 
+    def iv_uW(self, raw_current: int, raw_bus: int) -> float:
+        """|current| x bus as sbrig converts and the analysis integrates
+        them (report-format.md, "Integration")."""
+        c = raw_current - 0x10000 if raw_current & 0x8000 else raw_current
+        ua = int((abs(c) * self.cur_lsb).quantize(decimal.Decimal(1),
+                                                   rounding=decimal.ROUND_HALF_UP))
+        return ua * raw_bus * BUS_LSB_UV / 1e6
+
+    def lost(self, n: int, dropped: int) -> None:
+        """@n conversions nobody read before the next sample; @dropped of
+        them asked for by the control socket (the rest: the simulated
+        driver was late)."""
+        self.pending_drop += n
+        self.pending_req += dropped
+
     def sample(self, t_chip: int, state: str, current_uA: int, bus_uV: int,
-               raw_power: int) -> None:
+               raws: list[int]) -> None:
         t = t_chip - self.offset
-        p = self.power_uW(raw_power)
-        key = (state, current_uA, bus_uV, raw_power)
+        raw_power = raws[2]
+        p = self.iv_uW(raws[3], raws[1])
+        key = (state, current_uA, bus_uV, tuple(raws))
         self.samples += 1
         if self.cur is not None:
             if self.pending_drop:
                 self.rec.write({"type": "drop", "stream": self.sid, "t_ns": self.prev_t,
-                                "next_t_ns": t, "missing": self.pending_drop})
-                self.pending_drop = 0
+                                "next_t_ns": t, "missing": self.pending_drop,
+                                "cause": "drop" if self.pending_req else "late"})
+                self.pending_drop = self.pending_req = 0
                 self._finish(self.prev_t)
             elif key != self.key:
                 self.cur["_e"] += (self.prev_p + p) / 2 * (t - self.prev_t)
@@ -209,14 +273,15 @@ class TruthStream:
                 self.cur["_e"] += p * (t - self.prev_t)
                 self.cur["last_ns"] = t
                 self.cur["samples"] += 1
-        self.pending_drop = 0
+        self.pending_drop = self.pending_req = 0
         if self.cur is None:
             self.key = key
             self.cur = {"type": "interval", "stream": self.sid, "state": state,
                         "start_ns": t, "last_ns": t, "end_ns": t, "samples": 1,
                         "current_uA": current_uA, "bus_uV": bus_uV,
                         "power_uW": current_uA * bus_uV / 1e6,
-                        "sample_power_uW": p, "energy_uJ": 0.0, "_e": 0.0}
+                        "sample_power_uW": self.power_uW(raw_power),
+                        "sample_iv_uW": p, "energy_uJ": 0.0, "_e": 0.0}
         self.prev_t, self.prev_p = t, p
 
     def _finish(self, end_ns: int) -> None:
@@ -227,9 +292,6 @@ class TruthStream:
         self.energy += e
         self.rec.write(c)
         self.cur = None
-
-    def drop(self, n: int) -> None:
-        self.pending_drop += n
 
     def close(self, t_ns: int) -> None:
         if self.closed:
@@ -267,10 +329,11 @@ class TruthRecorder:
         else:
             offset = chip.now_ns() - time.clock_gettime_ns(time.CLOCK_MONOTONIC)
         lsb = decimal.Decimal(chip.scale("power2")) * 1000
+        cur_lsb = decimal.Decimal(chip.scale("current3")) * 1000
         with self.lock:
             sid = self.next_id
             self.next_id += 1
-        ts = TruthStream(self, sid, offset, lsb)
+        ts = TruthStream(self, sid, offset, lsb, cur_lsb)
         with self.lock:
             self.streams.append(ts)
         self.write({"type": "open", "stream": sid,
@@ -305,7 +368,7 @@ def truth_energy(records, t0: int, t1: int, stream: int | None = None) -> dict:
     """Energy the emulator emitted between host times @t0 and @t1 (uJ),
     in total and per state, from its truth records: {"total_uJ",
     "by_state": {state: uJ}, "ns_by_state", "stream"}. Within an interval
-    the samples are flat (sample_power_uW) up to last_ns, then linear to
+    the samples are flat (sample_iv_uW) up to last_ns, then linear to
     the next interval's first sample: the window's cuts interpolate there.
     @stream: which stream (default: the one that covers the window)."""
     ivs = [r for r in records if r["type"] == "interval"]
@@ -319,8 +382,8 @@ def truth_energy(records, t0: int, t1: int, stream: int | None = None) -> dict:
     ns_by_state: dict[str, int] = {}
     total = 0.0
     for i, r in enumerate(ivs):
-        p, a, last, b = r["sample_power_uW"], r["start_ns"], r["last_ns"], r["end_ns"]
-        pn = ivs[i + 1]["sample_power_uW"] if b > last and i + 1 < len(ivs) else p
+        p, a, last, b = r["sample_iv_uW"], r["start_ns"], r["last_ns"], r["end_ns"]
+        pn = ivs[i + 1]["sample_iv_uW"] if b > last and i + 1 < len(ivs) else p
         e = 0.0
         x0, x1 = max(a, t0), min(last, t1)           # the flat part
         if x1 > x0:
@@ -358,9 +421,13 @@ class Ina226:
     """Register-level state of one INA226 as ina2xx-adc shows it."""
 
     def __init__(self, model, rate_hz: float | None = None,
-                 truth: TruthRecorder | None = None) -> None:
+                 truth: TruthRecorder | None = None, i2c_hz: int = I2C_HZ,
+                 seed: int = 1) -> None:
         self.model = model
         self.truth = truth                # ground truth of what is emitted, or None
+        self.i2c_hz = i2c_hz              # the bus the driver reads the chip over
+        self.seed = seed                  # the kthread's sleep jitter (per buffer)
+        self.late_ns = 0                  # the kthread's scheduling latency (max)
         self.lock = threading.Lock()      # protects every field below
         self.shunt_uohm = 10000
         self.int_time_us = [1100, 1100]   # shunt, bus (driver default)
@@ -369,6 +436,7 @@ class Ina226:
         self.allow_async = 0
         self.hold = False                 # "hold 1": no buffer delivered
         self.streams: set[Stream] = set()
+        self.opened = 0                   # buffers opened so far
         if rate_hz:
             self.pick_rate(rate_hz)
 
@@ -410,20 +478,60 @@ class Ina226:
         current_uA, bus_uV = self.model.sample(t_ns)
         return current_uA, bus_uV, "model"
 
-    def raws(self, t_ns: int) -> tuple[int, int, int, int]:
-        return self.raws_of(*self.sample(t_ns)[:2])
+    def _mean(self, windows: list[tuple[int, int]]) -> tuple[float, float]:
+        """The model's mean (current, bus) over @windows (equal lengths)."""
+        si = sv = 0.0
+        mean = getattr(self.model, "mean", None)
+        for a, b in windows:
+            if mean:
+                i, v = mean(a, b)
+            else:          # midpoints of WINDOW_POINTS equal parts
+                i = v = 0.0
+                for j in range(WINDOW_POINTS):
+                    ci, cv = self.model.sample(a + (2 * j + 1) * (b - a) // (2 * WINDOW_POINTS))[:2]
+                    i += ci / WINDOW_POINTS
+                    v += cv / WINDOW_POINTS
+            si += i
+            sv += v
+        return si / len(windows), sv / len(windows)
 
-    def raws_of(self, current_uA: int, bus_uV: int) -> tuple[int, int, int, int]:
-        """Register values (shunt, bus, power, current) for a model value."""
+    def conversion(self, end_ns: int) -> tuple[float, float, str]:
+        """What the conversion that ends at @end_ns measured: the mean
+        current over its shunt windows, the mean bus voltage over its bus
+        windows, and the model's state at its end. In continuous shunt and
+        bus mode the chip converts shunt, then bus, @average times, each
+        integrating over its conversion time (a spike counts by its charge
+        in a shunt window, not at all in a bus window)."""
+        cs, cb = self.int_time_us[0] * 1000, self.int_time_us[1] * 1000
+        start = end_ns - (cs + cb) * self.average
+        shunt_w, bus_w = [], []
+        for j in range(self.average):
+            a = start + j * (cs + cb)
+            shunt_w.append((a, a + cs))
+            bus_w.append((a + cs, a + cs + cb))
+        cur = self._mean(shunt_w)[0]
+        bus = self._mean(bus_w)[1]
+        return cur, bus, self.sample(end_ns)[2]
+
+    def raws(self, t_ns: int) -> tuple[int, int, int, int]:
+        """The registers of the latest conversion before @t_ns (a direct
+        read of in_*_raw: the chip is free-running, its grid phase 0)."""
+        end = t_ns - t_ns % self.period_ns()
+        return self.raws_of(*self.conversion(end)[:2])
+
+    def raws_of(self, current_uA: float, bus_uV: float) -> tuple[int, int, int, int]:
+        """Register values (shunt, bus, power, current) for a conversion's
+        mean current and bus voltage, computed as the chip does: the shunt
+        and bus registers quantise the measured voltages, the current
+        register is shunt x CALIBRATION / 2048, the power register
+        |current| x bus / 20000 from those two registers (truncated), so
+        its LSB is 25 current LSB."""
         shunt_nV = current_uA * self.shunt_uohm / 1000.0
-        power_uW = current_uA * bus_uV / 1e6
-        lsb = self.current_lsb_uA()
-        shunt = round(shunt_nV / SHUNT_LSB_NV)
-        shunt = max(-32768, min(32767, shunt)) & 0xFFFF
+        shunt = max(-32768, min(32767, round(shunt_nV / SHUNT_LSB_NV)))
         bus = max(0, min(0x7FFF, round(bus_uV / BUS_LSB_UV)))
-        cur = max(-32768, min(32767, round(current_uA / lsb))) & 0xFFFF
-        pw = max(0, min(0xFFFF, round(abs(power_uW) / (POWER_LSB_FACTOR * lsb))))
-        return shunt, bus, pw, cur
+        cur = max(-32768, min(32767, shunt * CALIBRATION // 2048))
+        pw = min(0xFFFF, abs(cur) * bus // POWER_DIVISOR)
+        return shunt & 0xFFFF, bus, pw, cur & 0xFFFF
 
     # --- attributes ----------------------------------------------------
     def scale(self, chan: str) -> str:
@@ -529,16 +637,98 @@ class Ina226:
         return "".join(parts)
 
 
+class Kthread:
+    """ina2xx-adc's capture kthread (Linux 6.1), simulated in time.
+
+    The chip converts on its own grid: conversion k ends at
+    ``grid0 + k x period``. The thread, as ina2xx_capture_thread() does:
+    reads MASK_ENABLE until the conversion-ready flag is set (each read
+    clears the flag and takes one SMBus word read; while it is clear the
+    reference time ``next`` is reset to now), stamps the sample
+    (iio_get_time_ns() right after the flag's read), reads the enabled
+    registers one word read each (each read returns the register of the
+    latest conversion then: at fast settings one sample's registers come
+    from different conversions), advances ``next`` by the period less
+    200 us until it is in the future, and sleeps usleep_range(d, 1.5 d),
+    woken anywhere in that range (uniform, from a seeded generator). With
+    ``allow_async_readout`` it does not poll the flag (and does not take
+    the 200 us off). A conversion ended while the thread was late is lost:
+    nobody reads it. ``drop`` conversions after the next sample's are
+    lost: the thread wakes that many periods late, after the last of
+    them (the control socket's ``drop``); ``late_ns`` adds up to that much
+    to every wake-up (a loaded host's scheduling latency)."""
+
+    def __init__(self, t0_ns: int, period_ns: int, word_ns: int, reads: int,
+                 sync: bool, rng, late_ns: int = 0) -> None:
+        self.P, self.w, self.reads, self.sync, self.rng = \
+            period_ns, word_ns, reads, sync, rng
+        self.late_ns = late_ns             # scheduling latency: up to this per wake
+        self.grid0 = t0_ns - rng.randrange(period_ns)
+        self.t = self.next = t0_ns
+        self.flag_read = t0_ns - period_ns     # the flag is set at the start
+        self.drop = 0
+
+    def conv_at(self, t_ns: int) -> int:
+        """Index of the latest conversion ended by @t_ns."""
+        return (t_ns - self.grid0) // self.P
+
+    def end_of(self, k: int) -> int:
+        return self.grid0 + k * self.P
+
+    def step(self) -> tuple[int, int, list[int]]:
+        """The next sample: (stamp, conversion the flag announced, the
+        conversion each register read returned)."""
+        if self.sync:
+            while True:
+                x = self.t + self.w
+                ready = self.conv_at(x) > self.conv_at(self.flag_read)
+                self.flag_read = self.t = x
+                if ready:
+                    break
+                self.next = self.t
+        stamp = self.t
+        ks = []
+        for _ in range(self.reads):
+            self.t += self.w
+            ks.append(self.conv_at(self.t))
+        per_us = self.P // 1000 - (DRIVER_EARLY_US if self.sync else 0)
+        while True:
+            self.next += per_us * 1000
+            delay_us = (self.next - self.t) // 1000
+            if delay_us > 0:
+                break
+        lo, hi = delay_us, (delay_us * 3) >> 1
+        self.t += (lo + self.rng.random() * (hi - lo)) * 1000
+        if self.late_ns:
+            self.t += self.rng.random() * self.late_ns
+        self.t = int(self.t)
+        k = self.conv_at(stamp)
+        if self.drop:
+            self.t = max(self.t + self.drop * self.P, self.end_of(k + 1 + self.drop) + 1)
+            self.drop = 0
+        return stamp, k, ks
+
+
 class Stream:
-    """One open buffer: a real-time sample clock and the enabled channels."""
+    """One open buffer: the driver's kthread reading the chip in real
+    time, and the enabled channels."""
 
     def __init__(self, chip: Ina226, mask: int) -> None:
         self.chip = chip
         self.mask = mask
         self.period_ns = chip.period_ns()
         self.t0_ns = chip.now_ns()
-        self.next_k = 1          # first conversion ends one period after start
-        self.pending_drop = 0    # guarded by chip.lock
+        chip.opened += 1
+        regs = [i for i in range(4) if mask & (1 << i)]
+        self.kthread = Kthread(self.t0_ns, self.period_ns, smbus_word_ns(chip.i2c_hz),
+                               len(regs), not chip.allow_async,
+                               random.Random(chip.seed * 1000003 + chip.opened),
+                               chip.late_ns)
+        self.reg_of_read = regs          # register index of each word read
+        self.next_k = 1                  # index of the next sample emitted
+        self.last_conv = None            # conversion of the last sample
+        self.lost = 0                    # conversions nobody read
+        self.pending_drop = 0            # guarded by chip.lock
         self.truth = chip.truth.open_stream(chip, self.period_ns) if chip.truth else None
         fmt, off = "<", 0
         self.fields = []
@@ -554,22 +744,17 @@ class Stream:
         self.struct = struct.Struct(fmt)
         self.sample_size = self.struct.size
 
-    def wait_time(self, k: int) -> float:
-        """Seconds until sample @k exists (<= 0: it does)."""
-        return (self.t0_ns + k * self.period_ns - self.chip.now_ns()) / 1e9
-
     def read(self, nbytes: int, stop: threading.Event) -> bytes:
         n = nbytes // self.sample_size
         out = bytearray(n * self.sample_size)
-        chip = self.chip
+        chip, kt = self.chip, self.kthread
         with chip.lock:
             drop, self.pending_drop = self.pending_drop, 0
-        self.next_k += drop
-        if drop and self.truth:
-            self.truth.drop(drop)
-        last_k = self.next_k + n - 1
+        kt.drop += drop
+        steps = [kt.step() for _ in range(n)]
+        done_ns = kt.t if not steps else steps[-1][0] + len(self.reg_of_read) * kt.w
         while True:
-            dt = self.wait_time(last_k)
+            dt = (done_ns - chip.now_ns()) / 1e9
             with chip.lock:
                 held = chip.hold
             if dt <= 0 and not held:
@@ -579,15 +764,32 @@ class Stream:
         off = 0
         with chip.lock:
             truth = self.truth
-            for k in range(self.next_k, last_k + 1):
-                t_ns = self.t0_ns + k * self.period_ns
-                current_uA, bus_uV, state = chip.sample(t_ns)
-                raws = chip.raws_of(current_uA, bus_uV) + (t_ns,)
-                self.struct.pack_into(out, off, *(raws[i] for i in self.fields))
+            convs: dict[int, tuple] = {}
+
+            def conv(k: int) -> tuple:
+                if k not in convs:
+                    cur, bus, state = chip.conversion(kt.end_of(k))
+                    convs[k] = (cur, bus, state, chip.raws_of(cur, bus))
+                return convs[k]
+
+            for stamp, k, ks in steps:
+                missed = 0 if self.last_conv is None else k - self.last_conv - 1
+                if missed > 0:
+                    self.lost += missed
+                self.last_conv = k
+                raws = [0, 0, 0, 0]
+                for reg, kr in zip(self.reg_of_read, ks):
+                    raws[reg] = conv(kr)[3][reg]
+                cur, bus, state, _ = conv(k)
+                vals = raws + [stamp]
+                self.struct.pack_into(out, off, *(vals[i] for i in self.fields))
                 off += self.sample_size
                 if truth:
-                    truth.sample(t_ns, state, current_uA, bus_uV, raws[2])
-        self.next_k = last_k + 1
+                    if missed > 0:
+                        truth.lost(missed, min(drop, missed))
+                        drop -= min(drop, missed)
+                    truth.sample(stamp, state, round(cur), round(bus), raws)
+            self.next_k += n
         return bytes(out)
 
 
@@ -813,10 +1015,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=30431,
                     help="TCP port (0: any free one; see --print-port)")
-    ap.add_argument("--rate", type=float, default=3571,
+    ap.add_argument("--rate", type=float, default=893,
                     help="sampling frequency to start with (Hz); the nearest "
-                         "INA226 setting is used (default 3571: 140 us, no "
-                         "averaging)")
+                         "INA226 setting is used (default 893: 140 us, "
+                         "averaging 4, the fastest the driver reads without "
+                         "a loss over a 400 kHz bus)")
+    ap.add_argument("--i2c-hz", type=int, default=I2C_HZ,
+                    help="I2C bus clock the simulated driver reads over "
+                         f"(default {I2C_HZ}: at most {ceiling_hz():.0f} samples/s)")
+    ap.add_argument("--late-us", type=float, default=0,
+                    help="scheduling latency: up to this much added to each of "
+                         "the driver kthread's wake-ups (a loaded host)")
+    ap.add_argument("--seed", type=int, default=1,
+                    help="seed of the kthread's wake-up jitter")
     ap.add_argument("--clock", default="realtime",
                     help="initial current_timestamp_clock (kernel default: realtime)")
     ap.add_argument("--current-uA", type=int, default=100000)
@@ -830,7 +1041,13 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     truth = TruthRecorder(args.truth) if args.truth else None
-    chip = Ina226(ConstantModel(args.current_uA, args.bus_uV), args.rate, truth)
+    if not 10000 <= args.i2c_hz <= 3400000:
+        ap.error(f"--i2c-hz {args.i2c_hz}: an INA226 bus runs at 10 kHz to 3.4 MHz")
+    if args.late_us < 0 or args.rate <= 0:
+        ap.error("--late-us and --rate must not be negative (--rate > 0)")
+    chip = Ina226(ConstantModel(args.current_uA, args.bus_uV), args.rate, truth,
+                  i2c_hz=args.i2c_hz, seed=args.seed)
+    chip.late_ns = round(args.late_us * 1000)
     chip.clock = args.clock
     server = Server((args.host, args.port), chip)
     if args.control:
@@ -846,6 +1063,10 @@ def main(argv: list[str] | None = None) -> int:
         print(server.server_address[1], flush=True)
     print(f"ina226_iiod: ip:{args.host}:{server.server_address[1]} "
           f"rate {chip.rate_hz()} Hz", file=sys.stderr, flush=True)
+    if chip.rate_hz() > ceiling_hz(chip.i2c_hz):
+        print(f"ina226_iiod: warning: {chip.rate_hz()} Hz is above what ina2xx-adc "
+              f"reads over a {chip.i2c_hz} Hz I2C bus ({ceiling_hz(chip.i2c_hz):.0f} "
+              "samples/s): conversions will be lost", file=sys.stderr, flush=True)
     try:
         server.serve_forever(poll_interval=0.2)
     finally:

@@ -503,7 +503,7 @@ class VirtualRig:
     def _start_emulator(self) -> None:
         if self.truth_path:
             self.truth = ina226_iiod.TruthRecorder(self.truth_path)
-        chip = self.chip = ina226_iiod.Ina226(self.model, 3571, self.truth)
+        chip = self.chip = ina226_iiod.Ina226(self.model, 893, self.truth)
         self.model.now_fn = chip.now_ns
         self.server = ina226_iiod.Server(("127.0.0.1", self.power_port), chip)
         self.power_port = self.server.server_address[1]

@@ -29,11 +29,25 @@ extern "C" {
 
 struct sbrig_power;
 
+/*
+ * The highest sampling rate a rig's INA226 is read at without losses:
+ * ina2xx-adc's kthread reads the conversion-ready flag and the four
+ * registers one SMBus word read each (48 bit times: 120 us at 400 kHz,
+ * the BeagleBone's and the INA226's fast mode), 600 us a sample, and
+ * polls 200 us before each period: 1e6 / (600 + 200) = 1250 S/s. The
+ * INA226's settings around it: 893 S/s (2 x 140 us, averaging 4) is read
+ * without a loss, 1506 S/s (2 x 332 us) loses about 28 % of its
+ * conversions and the fastest, 3571 S/s, 56 % (rig/virtual/ina226_iiod.py
+ * simulates the driver). sbrig refuses rates above it.
+ */
+#define SBRIG_POWER_MAX_RATE_HZ	1250
+
 /**
  * struct sbrig_power_opts - how to open the sensor
  * @device: IIO device name or id ("ina226")
  * @shunt_uohm: shunt to program (0 = keep the device's setting)
- * @sample_rate_hz: rate to request (0 = keep the device's)
+ * @sample_rate_hz: rate to request (0 = keep the device's; at most
+ *	SBRIG_POWER_MAX_RATE_HZ)
  * @buffer_samples: samples per buffer refill (0 = a default)
  */
 struct sbrig_power_opts {
