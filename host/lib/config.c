@@ -36,7 +36,7 @@
 #include <sha256.h>	/* libmd */
 
 #include <sbrig/config.h>
-#include <sbrig/power.h>	/* SBRIG_POWER_MAX_RATE_HZ */
+#include <sbrig/power.h>	/* sbrig_power_max_rate() */
 
 #include "internal.h"
 #include "uri.h"
@@ -119,8 +119,10 @@ static const struct cfg_key cfg_keys[] = {
 	CFG(SEC_POWER, "uri", T_URI_POWER, power_uri, 0, 0),
 	CFG(SEC_POWER, "device", T_STR, power_device, 0, 0),
 	CFG(SEC_POWER, "shunt_uohm", T_U32, shunt_uohm, 0, 100000000),
-	CFG(SEC_POWER, "sample_rate_hz", T_U32, sample_rate_hz, 0,
-	    SBRIG_POWER_MAX_RATE_HZ),
+	/* at most the bus's ceiling: check_config() */
+	CFG(SEC_POWER, "sample_rate_hz", T_U32, sample_rate_hz, 0, 1000000),
+	/* standard mode to the INA226's high-speed mode */
+	CFG(SEC_POWER, "i2c_hz", T_U32, i2c_hz, 10000, 2940000),
 	CFG(SEC_POWER, "buffer_samples", T_U32, buffer_samples, 1, 1 << 20),
 	CFG(SEC_POWER, "asleep_uA", T_U32, asleep_uA, 0, 100000000),
 	CFG(SEC_TARGET, "uri", T_URI_TARGET, target_uri, 0, 0),
@@ -343,6 +345,11 @@ static int check_config(const struct sbrig_config *cfg)
 		return sbrig_set_error(-EINVAL,
 			"timing.quiet_ms (%u) must exceed timing.ping_interval_ms (%u)",
 			cfg->quiet_ms, cfg->ping_interval_ms);
+	if (cfg->sample_rate_hz > sbrig_power_max_rate(cfg->i2c_hz))
+		return sbrig_set_error(-EINVAL,
+			"power.sample_rate_hz (%u) is above what ina2xx-adc reads without losses over a %u Hz bus (power.i2c_hz): %u S/s",
+			cfg->sample_rate_hz, cfg->i2c_hz,
+			sbrig_power_max_rate(cfg->i2c_hz));
 	return check_lines(cfg);
 }
 
@@ -351,6 +358,7 @@ static void cfg_defaults(struct sbrig_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	snprintf(cfg->power_device, sizeof(cfg->power_device), "ina226");
 	cfg->buffer_samples = 256;
+	cfg->i2c_hz = SBRIG_POWER_DEFAULT_I2C_HZ;
 	cfg->press_ms = 100;
 	cfg->settle_ms = 1000;
 	cfg->ping_interval_ms = 1000;

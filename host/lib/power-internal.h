@@ -251,15 +251,17 @@ static inline uint64_t sbrig_power_field_get(const struct sbrig_power_field *f,
 /**
  * sbrig_power_pick_timing() - INA226 setting nearest to a sampling rate
  * @rate_hz: wanted rate (> 0)
+ * @max_hz: the fastest rate allowed (sbrig_power_max_rate())
  * @ct_us: out: conversion time for both bus and shunt (us)
  * @avg: out: averaging count
  *
  * The INA226 converts bus and shunt alternately: rate = 1e6 / (2 * ct *
- * avg). Chooses, among the pairs not faster than SBRIG_POWER_MAX_RATE_HZ,
- * the one whose rate is nearest @rate_hz (log distance).
+ * avg). Chooses, among the pairs not faster than @max_hz (the slowest
+ * pair if none is), the one whose rate is nearest @rate_hz (log
+ * distance).
  */
-void sbrig_power_pick_timing(double rate_hz, unsigned int *ct_us,
-			     unsigned int *avg);
+void sbrig_power_pick_timing(double rate_hz, double max_hz,
+			     unsigned int *ct_us, unsigned int *avg);
 
 /* the remote clock's windows: their length and how many are fitted */
 #define SBRIG_CLOCKMAP_WIN_NS	(10LL * 1000000000)

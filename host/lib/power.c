@@ -161,6 +161,7 @@ struct sbrig_power {
 	double rate_hz;
 	int64_t period_ns;
 	uint32_t shunt_uohm;
+	uint32_t i2c_hz;		/* the sensor's bus (opts) */
 	size_t buffer_samples;
 	int efd;
 
@@ -411,8 +412,8 @@ int sbrig_power_field_init(struct sbrig_power_field *f,
 	return 0;
 }
 
-void sbrig_power_pick_timing(double rate_hz, unsigned int *ct_us,
-			     unsigned int *avg)
+void sbrig_power_pick_timing(double rate_hz, double max_hz,
+			     unsigned int *ct_us, unsigned int *avg)
 {
 	double best = INFINITY;
 	size_t i, j;
@@ -424,7 +425,7 @@ void sbrig_power_pick_timing(double rate_hz, unsigned int *ct_us,
 			double f = 1e6 / (2.0 * ina226_ct_us[j] * ina226_avg[i]);
 			double d = fabs(log(f / rate_hz));
 
-			if (f > SBRIG_POWER_MAX_RATE_HZ)
+			if (f > max_hz)
 				continue;	/* the driver loses conversions */
 
 			if (d < best) {
@@ -627,12 +628,15 @@ static int program_rate(struct sbrig_power *pwr, uint32_t rate_hz)
 	char val[32];
 	int i, ret;
 
-	if (rate_hz > SBRIG_POWER_MAX_RATE_HZ)
+	unsigned int max = sbrig_power_max_rate(pwr->i2c_hz);
+
+	if (rate_hz > max)
 		return sbrig_set_error(-EINVAL,
-			"%s: %s: sample rate %u S/s is above what ina2xx-adc reads without losses (%u S/s: five SMBus word reads a sample at 400 kHz)",
-			pwr->uri, pwr->devname, rate_hz, SBRIG_POWER_MAX_RATE_HZ);
+			"%s: %s: sample rate %u S/s is above what ina2xx-adc reads without losses (%u S/s: five SMBus word reads a sample at %u Hz)",
+			pwr->uri, pwr->devname, rate_hz, max,
+			pwr->i2c_hz ? pwr->i2c_hz : SBRIG_POWER_DEFAULT_I2C_HZ);
 	/* ina2xx-adc: the rate follows conversion times and averaging */
-	sbrig_power_pick_timing(rate_hz, &ct_us, &avg);
+	sbrig_power_pick_timing(rate_hz, max, &ct_us, &avg);
 	if (!ratio || !iio_channel_find_attr(v[0], "integration_time") ||
 	    !iio_channel_find_attr(v[1], "integration_time"))
 		return sbrig_set_error(-ENOTSUP,
@@ -894,6 +898,7 @@ struct sbrig_power *sbrig_power_new(const char *uri,
 		}
 	}
 
+	pwr->i2c_hz = opts ? opts->i2c_hz : 0;
 	ret = clear_stale_buffer(pwr, false);
 	if (!ret)
 		ret = program_shunt(pwr, opts ? opts->shunt_uohm : 0);

@@ -404,6 +404,7 @@ static void power_submit(enum power_job job, struct sbrig_power *pwr)
 			.shunt_uohm = rig.cfg.shunt_uohm,
 			.sample_rate_hz = rig.cfg.sample_rate_hz,
 			.buffer_samples = rig.cfg.buffer_samples,
+			.i2c_hz = rig.cfg.i2c_hz,
 		};
 	}
 	worker_submit(rig.power_wk, &pw->w);

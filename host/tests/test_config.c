@@ -212,10 +212,19 @@ static void overrides(void **state)
 	assert_int_equal(sbrig_config_set(cfg, "power.sample_rate_hz=3571"),
 			 -EINVAL);
 	assert_string_equal(sbrig_errmsg(),
-		"override 'power.sample_rate_hz=3571': power.sample_rate_hz: '3571': out of range (0..1250)");
+		"override 'power.sample_rate_hz=3571': power.sample_rate_hz (3571) is above what ina2xx-adc reads without losses over a 400000 Hz bus (power.i2c_hz): 1250 S/s");
 	assert_int_equal(sbrig_config_set(cfg, "power.sample_rate_hz=893"), 0);
 	assert_int_equal(cfg->sample_rate_hz, 893);
+	/* the ceiling follows the bus: 893 S/s is too fast at 100 kHz */
+	assert_int_equal(sbrig_config_set(cfg, "power.i2c_hz=100000"), -EINVAL);
+	assert_string_equal(sbrig_errmsg(),
+		"override 'power.i2c_hz=100000': power.sample_rate_hz (893) is above what ina2xx-adc reads without losses over a 100000 Hz bus (power.i2c_hz): 384 S/s");
+	assert_int_equal(cfg->i2c_hz, 400000);	/* left as it was */
+	assert_int_equal(sbrig_config_set(cfg, "power.i2c_hz=1000000"), 0);
+	assert_int_equal(sbrig_config_set(cfg, "power.sample_rate_hz=2000"), 0);
+	assert_int_equal(sbrig_config_set(cfg, "power.i2c_hz=400000"), -EINVAL);
 	assert_int_equal(sbrig_config_set(cfg, "power.sample_rate_hz=0"), 0);
+	assert_int_equal(sbrig_config_set(cfg, "power.i2c_hz=400000"), 0);
 
 	*before = *cfg;
 	assert_int_equal(sbrig_config_set(cfg, "timing.press_ms=0"), -EINVAL);

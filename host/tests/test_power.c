@@ -381,22 +381,34 @@ static void timing_picks_nearest_ina226_setting(void **state)
 {
 	unsigned int ct, avg;
 
-	sbrig_power_pick_timing(893, &ct, &avg);
+	sbrig_power_pick_timing(893, SBRIG_POWER_MAX_RATE_HZ, &ct, &avg);
 	assert_int_equal(ct, 140);
 	assert_int_equal(avg, 4);
-	sbrig_power_pick_timing(114, &ct, &avg);	/* driver default */
+	sbrig_power_pick_timing(114, SBRIG_POWER_MAX_RATE_HZ, &ct, &avg);	/* driver default */
 	assert_int_equal((unsigned int)(1e6 / (2.0 * ct * avg) + 0.5), 114);
 	/* 1250 is nearer 1506 S/s (2 x 332 us), which the driver cannot
 	 * read without losses over a 400 kHz bus: the fastest it can */
-	sbrig_power_pick_timing(SBRIG_POWER_MAX_RATE_HZ, &ct, &avg);
+	sbrig_power_pick_timing(SBRIG_POWER_MAX_RATE_HZ, SBRIG_POWER_MAX_RATE_HZ,
+				&ct, &avg);
 	assert_int_equal(ct, 140);
 	assert_int_equal(avg, 4);
-	sbrig_power_pick_timing(1000000, &ct, &avg);	/* clamps to that */
+	sbrig_power_pick_timing(1000000, SBRIG_POWER_MAX_RATE_HZ, &ct, &avg);	/* clamps to that */
 	assert_int_equal(ct, 140);
 	assert_int_equal(avg, 4);
-	sbrig_power_pick_timing(0.01, &ct, &avg);	/* ... and slowest */
+	sbrig_power_pick_timing(0.01, SBRIG_POWER_MAX_RATE_HZ, &ct, &avg);	/* ... and slowest */
 	assert_int_equal(ct, 8244);
 	assert_int_equal(avg, 1024);
+	/* the ceiling follows the bus: 100 kHz reads 384 S/s at most (the
+	 * nearest below: 2 x 588 us, 426 S/s, is too fast; 2 x 332 us
+	 * averaging 4: 377 S/s), 1 MHz 2272 (2 x 204 us: 2451 S/s is not) */
+	assert_int_equal(sbrig_power_max_rate(0), SBRIG_POWER_MAX_RATE_HZ);
+	assert_int_equal(sbrig_power_max_rate(100000), 384);
+	assert_int_equal(sbrig_power_max_rate(1000000), 2272);
+	sbrig_power_pick_timing(893, sbrig_power_max_rate(100000), &ct, &avg);
+	assert_true(1e6 / (2.0 * ct * avg) <= 384);
+	sbrig_power_pick_timing(1e6, sbrig_power_max_rate(1000000), &ct, &avg);
+	assert_int_equal(ct, 332);
+	assert_int_equal(avg, 1);
 }
 
 static void clockmap_keeps_minimum_delay(void **state)

@@ -69,6 +69,7 @@ struct sbrig_line_cfg {
  * @shunt_uohm: shunt resistor ([power] shunt_uohm; 0 = keep the device's)
  * @sample_rate_hz: requested sampling rate (0 = device default)
  * @buffer_samples: samples per IIO buffer refill
+ * @i2c_hz: the sensor's I2C bus clock (its ceiling: sbrig_power_max_rate())
  * @asleep_uA: the target is asleep while its supply draws at most this
  *	([power] asleep_uA; 0: the supply is no witness of its sleep)
  * @target_uri: target link URI ([target] uri: serial:/dev/ttyS1[:BAUD],
@@ -97,6 +98,7 @@ struct sbrig_config {
 	uint32_t shunt_uohm;
 	uint32_t sample_rate_hz;
 	uint32_t buffer_samples;
+	uint32_t i2c_hz;
 	uint32_t asleep_uA;
 	char target_uri[SBRIG_URI_MAX];
 	char machine_uri[SBRIG_URI_MAX];

@@ -38,23 +38,45 @@ struct sbrig_power;
  * INA226's settings around it: 893 S/s (2 x 140 us, averaging 4) is read
  * without a loss, 1506 S/s (2 x 332 us) loses about 28 % of its
  * conversions and the fastest, 3571 S/s, 56 % (rig/virtual/ina226_iiod.py
- * simulates the driver). sbrig refuses rates above it.
+ * simulates the driver). sbrig refuses rates above it. On another bus
+ * speed ([power] i2c_hz) the ceiling is sbrig_power_max_rate()'s.
  */
 #define SBRIG_POWER_MAX_RATE_HZ	1250
+/* the BeagleBone's and the INA226's fast mode */
+#define SBRIG_POWER_DEFAULT_I2C_HZ 400000
+
+/**
+ * sbrig_power_max_rate() - the highest rate read without losses
+ * @i2c_hz: the sensor's I2C bus clock (0: SBRIG_POWER_DEFAULT_I2C_HZ)
+ *
+ * Five SMBus word reads of 48 bit times each a sample, and ina2xx-adc's
+ * poll 200 us before each period (see SBRIG_POWER_MAX_RATE_HZ).
+ *
+ * Return: samples/s (1250 at 400 kHz, 384 at 100 kHz, 2272 at 1 MHz).
+ */
+static inline unsigned int sbrig_power_max_rate(uint32_t i2c_hz)
+{
+	double bit_us = 1e6 / (double)(i2c_hz ? i2c_hz :
+				      SBRIG_POWER_DEFAULT_I2C_HZ);
+
+	return (unsigned int)(1e6 / (5 * 48 * bit_us + 200));
+}
 
 /**
  * struct sbrig_power_opts - how to open the sensor
  * @device: IIO device name or id ("ina226")
  * @shunt_uohm: shunt to program (0 = keep the device's setting)
  * @sample_rate_hz: rate to request (0 = keep the device's; at most
- *	SBRIG_POWER_MAX_RATE_HZ)
+ *	sbrig_power_max_rate(@i2c_hz))
  * @buffer_samples: samples per buffer refill (0 = a default)
+ * @i2c_hz: the sensor's I2C bus clock (0 = SBRIG_POWER_DEFAULT_I2C_HZ)
  */
 struct sbrig_power_opts {
 	const char *device;
 	uint32_t shunt_uohm;
 	uint32_t sample_rate_hz;
 	uint32_t buffer_samples;
+	uint32_t i2c_hz;
 };
 
 /**
