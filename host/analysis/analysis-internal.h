@@ -186,22 +186,32 @@ enum an_kind {
 
 /**
  * struct an_stats_check - the module's statistics next to the events'
- * @snapshots: stats snapshots that had this blocker
- * @last_snap, @last_t, @last_count, @last_total_ns: its row in the last
- *	snapshot that had it
+ * @snapshots: stats snapshots that had this name
+ * @last_snap, @last_t, @last_count, @last_total_ns, @last_rows: its rows
+ *	in the last snapshot that had it (count and total_time summed over
+ *	the rows: one row per object of the name)
+ * @acc_snap, @acc_t, @acc_count, @acc_total_ns, @acc_rows, @acc_max_ns:
+ *	while reading: the same for the snapshot being read
  * @win: the windows between two consecutive snapshots that both had it,
- *	as the same object (count and total_time did not go back: a blocker
- *	destroyed and created again under its name starts from 0)
+ *	as the same objects (as many rows, and the summed count and
+ *	total_time did not go back: a blocker destroyed and created again
+ *	under its name starts from 0)
  * @nwin, @win_cap: their number, allocated
  * @count_delta, @total_delta_ns: the module's deltas summed over @win
- * @max_time_ns: max_time in the last row
+ * @max_time_ns: the largest max_time of the name's rows in the last
+ *	snapshot
  * @events_count, @events_active_ns: what the events show over @win
+ *	(object activations, and the objects' active times summed)
  * @agree: the two agree (report-format.md)
  */
 struct an_stats_check {
 	unsigned int snapshots;
 	unsigned int last_snap;
 	int64_t last_t, last_count, last_total_ns;
+	unsigned int last_rows;
+	unsigned int acc_snap;
+	int64_t acc_t, acc_count, acc_total_ns, acc_max_ns;
+	unsigned int acc_rows;
 	struct an_span *win;
 	size_t nwin, win_cap;
 	int64_t count_delta;
@@ -213,17 +223,25 @@ struct an_stats_check {
 };
 
 /**
- * struct an_blocker - one blocker of the capture
+ * struct an_blocker - one name of the capture: a suspend blocker name (any
+ *	number of objects may share it: every evdev client's is "evdev") or
+ *	a kernel wakeup source's
  * @name: its name (as the log has it)
  * @kind: see enum an_kind
- * @spans: active spans, in time order, clipped to the capture
- * @active_since: while building: start of the open span, or -1
- * @snap_active_t: host time of the first stats snapshot if it showed the
- *	blocker active (so active from the capture's start), else -1;
- *	cleared by the blocker's first event when that comes earlier (the
- *	snapshot was taken after the capture had seen it become active)
- * @seen_event: a block or unblock of it has been read
- * @activations, @active_ns, @max_active_ns: from @spans
+ * @spans: when the name was active (any of its objects), in time order,
+ *	disjoint, clipped to the capture
+ * @ospans: the objects' active spans (a block record paired with an
+ *	unblock record of the name; which object is which does not matter
+ *	for counts and summed times), in the order they ended
+ * @open: starts of the objects active now (while building)
+ * @snap_active: objects the first stats snapshot showed active (so
+ *	active from the capture's start), until the name's first event
+ * @snap_active_t: host time of that snapshot, or -1; the name's first
+ *	event, when it comes earlier, cancels @snap_active (the snapshot was
+ *	taken after the capture had seen the objects become active)
+ * @seen_event: a record of the name has been read
+ * @activations: object activations (@nospans)
+ * @active_ns, @max_active_ns: from @spans
  * @active_at_end: the last span runs to the capture's end
  * @energy_uJ, @exclusive_uJ, @share_ns: the integration's shares
  *	(@share_ns: duration divided among the active ones, for the
@@ -235,7 +253,11 @@ struct an_blocker {
 	enum an_kind kind;
 	struct an_span *spans;
 	size_t nspans, cap;
-	int64_t active_since;
+	struct an_span *ospans;
+	size_t nospans, ocap;
+	int64_t *open;
+	size_t nopen, open_cap;
+	unsigned int snap_active;
 	int64_t snap_active_t;
 	bool seen_event;
 	uint64_t activations;
@@ -277,6 +299,8 @@ struct an_timeline {
 	int64_t start, end;		/* the capture's span */
 	struct an_blocker *b;
 	size_t nb, cap;
+	size_t *bhash;			/* open addressing: index + 1, 0 free */
+	size_t bhash_cap;		/* a power of 2, or 0 */
 	struct an_span *susp;		/* suspended spans */
 	int64_t *susp_unc;		/* uncertainty of each span's ends */
 	unsigned char *susp_edges;	/* AN_EDGE_*: which ends the log has */

@@ -305,6 +305,13 @@ static jobj *blockers(const struct sbrig_analysis *a)
 		    jd(b->energy_uJ - a->en.baseline_uW * b->share_ns * 1e-9,
 		       3) : NULL);
 		put(o, "active_at_end", json_object_new_boolean(b->active_at_end));
+		if (b->kind == AN_KIND_WAKEUP_SOURCE) {
+			/* the module keeps no statistics of them */
+			json_object_put(c);
+			put(o, "stats_check", NULL);
+			json_object_array_add(arr, o);
+			continue;
+		}
 		put(c, "snapshots", ji(sc->snapshots));
 		put(c, "windows", ji((int64_t)sc->nwin));
 		put(c, "count_delta", ji(sc->count_delta));

@@ -107,7 +107,8 @@ Mirrors report.json's field names (``capture``, ``energy``, ``blockers``,
   stretches, every hold with its physical span, boots), for debugging.
 
 The library (:data:`SCENARIOS`, ``synthcap.py list``): basic, kitchen (all
-of it but a reboot), reboot, asleep (starts suspended), noclock, marker
+of it but a reboot), objects (same-named blockers, kernel wakeup sources),
+reboot, asleep (starts suspended), noclock, marker
 (the marker line wired, wrong online marker pairs in clock.tsv), latency
 (20 wakes), empty, killed, corrupt, corrupt-samples, bench (the 1 h
 benchmark capture; ``duration_s``).
@@ -182,12 +183,20 @@ class Hold:
     (a leak), or until a reboot (the analysis ends it at the new boot's
     first event). ``extra_uW`` is what holding it costs while awake.
     ``logged`` False: its two records were overwritten in the module's
-    ring (the log says ``lost 2``) but the stats count it."""
+    ring (the log says ``lost 2``) but the stats count it.
+
+    ``obj``: which object of the name (every evdev client's blocker is
+    named "evdev": holds of one name and different ``obj`` are distinct
+    objects, each with its own stats row, and may overlap). ``kind``
+    ``"wakeup_source"``: a kernel wakeup source (``ws_activate`` /
+    ``ws_relax`` records, no stats rows), attributed like a blocker."""
     name: str
     start_s: float | None
     end_s: float | None
     extra_uW: int = 0
     logged: bool = True
+    obj: int = 0
+    kind: str = "suspend_blocker"
 
 
 @dataclass
@@ -418,6 +427,17 @@ def _jitter_np(k, seed: int, j: int):
     out = (x % np.uint64(2 * j + 1)).astype(np.int64) - j
     out[k == 0] = 0
     return out
+
+
+def _union(spans) -> list[tuple[int, int]]:
+    """The union of half-open spans, sorted and merged (touching ones too)."""
+    out: list[list[int]] = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return [(a, b) for a, b in out]
 
 
 def _percentiles(vals: list[int]) -> dict:
@@ -688,10 +708,11 @@ class Model:
             add(b["first_event"], "policy", "opportunistic mem")
         for h in self.holds:
             lost = not h["hold"].logged
+            ws = h["hold"].kind == "wakeup_source"
             if not h["pre"]:
-                add(h["ps"], "block", h["name"], lost=lost)
+                add(h["ps"], "ws_activate" if ws else "block", h["name"], lost=lost)
             if not h["open"]:
-                add(h["pe"], "unblock", h["name"], lost=lost)
+                add(h["pe"], "ws_relax" if ws else "unblock", h["name"], lost=lost)
         for s in self.sl:
             st = s["sleep"]
             if not s["pre"]:
@@ -853,8 +874,8 @@ class Model:
                                 "'lost' record is not modelled")
         t0, t1 = self.t_first, self.t_last
         rng = random.Random(f"{self.sc.seed}/marker")
-        pts = sorted([(h["ps"], 1) for h in self.holds] +
-                     [(h["pe"], -1) for h in self.holds])
+        sb = [h for h in self.holds if h["hold"].kind != "wakeup_source"]
+        pts = sorted([(h["ps"], 1) for h in sb] + [(h["pe"], -1) for h in sb])
         starts = {t for t, d in pts if d > 0}
         if any(t in starts for t, d in pts if d < 0):
             raise ScenarioError("a hold ends when another starts: the marker "
@@ -926,29 +947,32 @@ class Model:
     def _snapshot_rows(self, ts: int) -> list[tuple]:
         boot = self.boot_at(ts)
         drift = self.sc.clock.drift_ppm / 1e6
-        names = {h["name"] for h in self.holds if h["boot"] == boot}
-        names.update(BUILTIN)
+        # one row per object (name, obj); wakeup sources have none
+        sb = [h for h in self.holds if h["hold"].kind != "wakeup_source"]
+        names = {(h["name"], h["hold"].obj) for h in sb if h["boot"] == boot}
+        names.update((n, 0) for n in BUILTIN)
         # the first blocker activated after each exit gets a wake_count
         first_after = {}
-        starts = sorted((h["ps"], h["name"]) for h in self.holds)
+        starts = sorted((h["ps"], h["name"], h["hold"].obj) for h in sb)
         for s in self.sl:
             if s["boot"] == boot and s["exit"] <= ts:
-                for ps, name in starts:
+                for ps, name, obj in starts:
                     if ps >= s["exit"]:
                         if ps <= ts:
-                            first_after[name] = first_after.get(name, 0) + 1
+                            first_after[name, obj] = first_after.get((name, obj), 0) + 1
                         break
         rows = []
-        for name in sorted(names):
+        for name, obj in sorted(names):
             if boot == 0 and name != "main":
-                count, total, mx = self._base(name)
+                count, total, mx = self._base(name if not obj else f"{name}#{obj}")
             else:
                 count, total, mx = 0, 0, 0
-            wake = (count // 3 if boot == 0 else 0) + first_after.get(name, 0)
+            wake = (count // 3 if boot == 0 else 0) + first_after.get((name, obj), 0)
             active_since = 0
             last = self.target_mono(self.boots[boot]["h0"], boot) - 3 * NS if boot == 0 else 0
-            for h in self.holds:
-                if h["name"] != name or h["boot"] != boot or h["ps"] > ts:
+            for h in sb:
+                if h["name"] != name or h["hold"].obj != obj or h["boot"] != boot or \
+                        h["ps"] > ts:
                     continue
                 count += 1
                 end = min(h["pe"], ts)
@@ -1293,8 +1317,9 @@ class _Truth:
         # ---- attribution ----
         bl: dict[str, dict] = {}
         for name in spans:
+            kind = spans[name][0][2]["hold"].kind
             bl[name] = {"name": name,
-                        "kind": "builtin" if name in BUILTIN else "suspend_blocker",
+                        "kind": "builtin" if name in BUILTIN else kind,
                         "energy_uJ": 0.0, "exclusive_energy_uJ": 0.0,
                         "above_baseline_uJ": None if base is None else 0.0,
                         "_w": 0.0, "_wt": 0.0, "_tol": q + 1e-3, "_xtol": q + 1e-3}
@@ -1325,12 +1350,13 @@ class _Truth:
         blockers = []
         for name, b in bl.items():
             sp = spans[name]
-            durs = [min(b_, t1) - max(a_, t0) for a_, b_, _ in sp]
-            last = max(sp, key=lambda s: s[1])
-            held_end = t1 - last[0]
+            # the name is active while any of its objects is (report-format.md)
+            u_ = _union([(max(a_, t0), min(b_, t1)) for a_, b_, _ in sp])
+            durs = [y - x for x, y in u_]
+            held_end = t1 - u_[-1][0]
             b.update({"activations": len(sp), "active_ns": sum(durs),
                       "max_active_ns": max(durs),
-                      "active_at_end": last[1] >= t1})
+                      "active_at_end": u_[-1][1] >= t1})
             b["tol"] = {"energy_uJ": b["_tol"] + 1e-6 * abs(b["energy_uJ"]),
                         "exclusive_energy_uJ": b["_xtol"],
                         "above_baseline_uJ": (b["_tol"] + base_tol * b["_w"] / NS)
@@ -1345,7 +1371,8 @@ class _Truth:
             if gap_in:
                 b["alt"]["active_ns"] = b["active_ns"] - gap_in
             b["_held_end"] = held_end
-            b["stats_check"] = self._stats_check(name, sp)
+            b["stats_check"] = (None if b["kind"] == "wakeup_source"
+                                else self._stats_check(name, sp))
             blockers.append(b)
         blockers.sort(key=lambda b: -b["energy_uJ"])
         unattributed = {"awake_ns": un["awake_ns"], "energy_uJ": un["energy_uJ"],
@@ -1410,7 +1437,7 @@ class _Truth:
         # ---- capture ----
         skipped: dict[str, int] = {}
         known = {"block", "unblock", "suspend", "enter", "exit", "resume", "abort",
-                 "policy", "lost"}
+                 "policy", "lost", "ws_activate", "ws_relax"}
         for e in m.events:
             if e.type not in known:
                 skipped[e.type] = skipped.get(e.type, 0) + 1
@@ -1545,10 +1572,16 @@ class _Truth:
         if len(snaps) < 2 or len(m.boots) > 1:
             return None                 # a reboot resets the module's statistics
         (ts1, r1), (ts2, r2) = snaps[0], snaps[-1]
-        row1 = next((r for r in r1 if r[0] == name), None)
-        row2 = next((r for r in r2 if r[0] == name), None)
-        if not row1 or not row2:
+        # a name's rows (one per object) summed, as the analysis does
+        rows1 = [r for r in r1 if r[0] == name]
+        rows2 = [r for r in r2 if r[0] == name]
+        if not rows1 or not rows2 or len(rows1) != len(rows2):
             return None
+        row1 = tuple(sum(r[i] for r in rows1) if i in (1, 4) else rows1[0][i]
+                     for i in range(8))
+        row2 = tuple(sum(r[i] for r in rows2) if i in (1, 4) else
+                     max(r[6] for r in rows2) if i == 6 else rows2[0][i]
+                     for i in range(8))
         ev_count = sum(1 for a_, _, h in sp if ts1 < a_ <= ts2 and not h["pre"])
         ev_active = sum(max(0, min(b_, ts2) - max(a_, ts1)) for a_, b_, _ in sp)
         count_delta = row2[1] - row1[1]
@@ -2105,13 +2138,43 @@ def scenario_kitchen(seed: int = 1, format_version: int = 1, **kw) -> Scenario:
             Gap(55.5, 3, declared=False), Gap(80.0, 700, declared=True)]
     # (host/lib/capture-read.c takes types of up to 11 bytes)
     odd = [OddEvent(2.5, "phase", "suspend_prepare"),
-           OddEvent(12.0, "ws_activate", "\"alarmtimer\""),
-           OddEvent(12.1, "ws_relax", "\"alarmtimer\"")]
+           OddEvent(12.0, "gremlin", "\"alarmtimer\""),
+           OddEvent(12.1, "gremlin", "\"alarmtimer\"")]
     stim = [Stimulus(1.2, "press", "volup"), Stimulus(1.3, "release", "volup"),
             Stimulus(52.5, "burn", "2s")]
     return Scenario("kitchen", 90.0, seed=seed, format_version=format_version,
                     holds=holds, sleeps=sleeps, aborts=aborts, loads=loads, gaps=gaps,
                     odd_events=odd, stimuli=stim, noise_uW=2_000, **kw)
+
+
+def scenario_objects(seed: int = 1, format_version: int = 1, **kw) -> Scenario:
+    """30 s of what the seed's target does: two evdev clients' blockers,
+    both named "evdev", overlapping (two objects, one name: one stats row
+    each), and kernel wakeup sources (``ws_activate``/``ws_relax``) that
+    share the equal split with the blockers, hold the target up alone,
+    and one active before the capture (a ``ws_relax`` with no
+    ``ws_activate``: active from the start)."""
+    H = Hold
+    WS = "wakeup_source"
+    holds = [
+        H("LNXPWRBN:00", None, 0.3, 20_000, kind=WS),
+        H("vport0p1", 0.5, 1.5, 30_000, kind=WS),
+        H("evdev", 1.0, 3.0, 50_000, obj=0), H("evdev", 2.0, 4.0, 50_000, obj=1),
+        H("wifi", 3.5, 5.0, 200_000),
+        H("test_ac", 6.0, 7.0, 80_000, kind=WS),
+        # a press wake: the keypad, both evdev clients, a virtio port
+        H("keypad-scan", 14.009, 15.0, 40_000),
+        H("evdev", 14.02, 14.5, 50_000, obj=0), H("evdev", 14.1, 14.8, 50_000, obj=1),
+        H("vport0p1", 14.3, 14.4, 30_000, kind=WS),
+        # a charger plug: the charger's wakeup source holds it up alone
+        H("test_ac", 22.007, 23.0, 80_000, kind=WS),
+        H("sync", 23.5, 25.0, 150_000),
+    ]
+    sleeps = [Sleep(8.0, 14.0, injection_error_ns=9_000_000),
+              Sleep(16.0, 22.0, wake="plug charger", latency_ms=50,
+                    injection_error_ns=-7_000_000)]
+    return Scenario("objects", 30.0, seed=seed, format_version=format_version,
+                    holds=holds, sleeps=sleeps, **kw)
 
 
 def scenario_reboot(seed: int = 1, format_version: int = 1, **kw) -> Scenario:
@@ -2302,6 +2365,7 @@ def scenario_bench(seed: int = 1, format_version: int = 2, duration_s: float = 3
 SCENARIOS = {
     "basic": scenario_basic,
     "kitchen": scenario_kitchen,
+    "objects": scenario_objects,
     "reboot": scenario_reboot,
     "asleep": scenario_asleep,
     "noclock": scenario_noclock,
