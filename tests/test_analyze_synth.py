@@ -160,3 +160,37 @@ def test_the_marker_sets_the_clock_and_the_latency(tmp_path):
     assert pings["capture"]["clock"]["marker_pairs_from"] == "none"
     assert any("resume_t_ns" in x for x in S.compare(pings, truth, rel=0,
                                                     sections=("wakeups",)))
+
+
+def test_same_named_objects_and_wakeup_sources_in_every_output(tmp_path):
+    """The 'objects' scenario: two evdev objects overlap and the kernel's
+    wakeup sources share the split. report.json says which timeline row is
+    which kind, the name is active while either evdev object is, and the
+    Perfetto export puts the wakeup sources on tracks of their own (pid 2,
+    cat wakeup_source) and the blockers on pid 1."""
+    truth = S.build(S.scenario("objects"), tmp_path)
+    r = analyze(tmp_path / "capture", tmp_path / "report")
+    assert r.returncode == 0, r.stderr
+    rep = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert S.compare(rep, truth) == []
+    kinds = {b["name"]: b["kind"] for b in rep["blockers"]}
+    assert {n for n, k in kinds.items() if k == "wakeup_source"} == \
+        {"LNXPWRBN:00", "vport0p1", "test_ac"}
+    evdev = next(b for b in rep["blockers"] if b["name"] == "evdev")
+    assert evdev["activations"] == 4 and evdev["stats_check"]["agree"] is True
+    # 1.0-4.0 s (two objects, 1-3 and 2-4) and 14.02-14.8 s: one span each
+    row = next(t for t in rep["trace"]["timeline"] if t["name"] == "evdev")
+    assert len(row["spans"]) == 2
+    assert {t["name"]: t["kind"] for t in rep["trace"]["timeline"] if t["spans"]} == kinds
+    e = rep["energy"]
+    assert abs(sum(b["energy_uJ"] for b in rep["blockers"]) + rep["unattributed"]["energy_uJ"]
+               + e["suspended_uJ"] - e["total_uJ"]) < 0.01
+    tr = subprocess.run([str(SBRIG), "export", "--perfetto", str(tmp_path / "report" / "report.json")],
+                        capture_output=True, text=True, timeout=60)
+    assert tr.returncode == 0, tr.stderr
+    ev = json.loads(tr.stdout)["traceEvents"]
+    tracks = {(e["pid"], e["cat"], e["name"]) for e in ev if e["ph"] in "be"}
+    assert tracks == {(2, "wakeup_source", n) if k == "wakeup_source" else (1, "blocker", n)
+                      for n, k in kinds.items()}
+    assert {"ph": "M", "pid": 2, "name": "process_name",
+            "args": {"name": "kernel wakeup sources"}} in ev

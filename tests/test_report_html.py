@@ -535,3 +535,28 @@ def test_one_hour_report(sbrig, browser, tmp_path):
     p.eval(f"sbrig.zoomNs({w['t_ns'] - 500_000_000}, {w['t_ns'] + 1_500_000_000})")
     assert p.eval("sbrig.source()")["kind"] == "raw"
     assert_clean(p, html)
+
+
+def test_wakeup_sources_are_drawn_apart(sbrig, browser, tmp_path):
+    """The synthetic 'objects' capture (tests/synth): the kernel's wakeup
+    sources get timeline rows of their own class (row-ws: striped,
+    outlined bars, labelled "ws"), the blockers row-blocker."""
+    from tests.synth import synthcap as S
+    S.build(S.scenario("objects"), tmp_path)
+    r = subprocess.run([str(sbrig), "analyze", str(tmp_path / "capture"), "-o",
+                        str(tmp_path / "report"), "-q"], capture_output=True, text=True,
+                       env=ENV, timeout=300)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads((tmp_path / "report" / "report.json").read_text())
+    html = tmp_path / "report" / "report.html"
+    p = open_page(browser, html)
+    rows = p.eval("Array.from(document.querySelectorAll('#timeline-chart .row-label'))"
+                  ".map(e => [e.title, e.classList.contains('row-ws')])")
+    ws = {b["name"] for b in rep["blockers"] if b["kind"] == "wakeup_source"}
+    assert ws == {"LNXPWRBN:00", "vport0p1", "test_ac"}
+    assert {n for n, w in rows if w} == ws
+    assert {b["name"] for b in rep["blockers"]} - ws <= {n for n, w in rows if not w}
+    prefix = p.eval("getComputedStyle(document.querySelector('#timeline-chart .row-ws'), "
+                    "'::before').content")
+    assert prefix == '"ws "'
+    assert_clean(p, html)

@@ -480,6 +480,7 @@ static jobj *trace(const struct sbrig_analysis *a)
 	for (size_t i = 0; i < tl->nb; i++) {
 		o = json_object_new_object();
 		put(o, "name", js(tl->b[i].name));
+		put(o, "kind", js(kind_name(tl->b[i].kind)));
 		put(o, "spans", spans(tl->b[i].spans, tl->b[i].nspans));
 		json_object_array_add(line, o);
 	}

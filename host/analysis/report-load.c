@@ -187,6 +187,7 @@ static const struct jfield f_raw[] = {
 static const struct jfield e_raw[] = { { "", J_OBJ, 0, 0, f_raw } };
 static const struct jfield f_row[] = {
 	{ "name", J_STR, 0, 0, NULL },
+	{ "kind", J_STR, J_OPT, 0, NULL },
 	{ "spans", J_ARR, 0, 0, e_span },
 	{ NULL, 0, 0, 0, NULL },
 };

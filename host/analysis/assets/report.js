@@ -282,13 +282,17 @@
   const timelineRows = [];
   timelineRows.push({ name: 'suspended', cls: 'state', color: '#6baed6', spans: suspended });
   {
-    const byName = new Map(report.trace.timeline.map((t) => [t.name, t]));
-    const names = report.blockers.map((b) => b.name).filter((n) => byName.has(n));
-    for (const t of report.trace.timeline) if (!names.includes(t.name)) names.push(t.name);
-    names.forEach((n, i) => {
-      if (!blockerColor.has(n)) blockerColor.set(n, COLORS[(report.blockers.length + i) % COLORS.length]);
-      const spans = byName.get(n).spans.map(([a, b]) => [toS(a), toS(b)]).sort((a, b) => a[0] - b[0]);
-      timelineRows.push({ name: n, cls: 'blocker', color: blockerColor.get(n), spans });
+    // a kernel wakeup source and a blocker may share a name: keyed by both
+    const key = (kind, name) => (kind === 'wakeup_source' ? 'ws:' : 'sb:') + name;
+    const byName = new Map(report.trace.timeline.map((t) => [key(t.kind, t.name), t]));
+    const names = report.blockers.map((b) => key(b.kind, b.name)).filter((n) => byName.has(n));
+    for (const t of report.trace.timeline) if (!names.includes(key(t.kind, t.name))) names.push(key(t.kind, t.name));
+    names.forEach((k, i) => {
+      const t = byName.get(k), ws = t.kind === 'wakeup_source';
+      if (!blockerColor.has(t.name)) blockerColor.set(t.name, COLORS[(report.blockers.length + i) % COLORS.length]);
+      const spans = t.spans.map(([a, b]) => [toS(a), toS(b)]).sort((a, b) => a[0] - b[0]);
+      // wakeup sources: outlined, striped bars and a row label of their own class
+      timelineRows.push({ name: t.name, cls: ws ? 'ws' : 'blocker', color: blockerColor.get(t.name), spans });
     });
   }
   timelineRows.push({
@@ -302,6 +306,19 @@
   function visibleSpans(spans, lo, hi, fn) {
     for (let i = lowerBound(spans, lo, (s) => s[1]); i < spans.length && spans[i][0] <= hi; i++) fn(spans[i]);
   }
+  // a kernel wakeup source's bars: diagonal stripes of its colour
+  const wsPatterns = new Map();
+  function wsPattern(ctx, color) {
+    if (wsPatterns.has(color)) return wsPatterns.get(color);
+    const c = document.createElement('canvas');
+    c.width = c.height = 6;
+    const x = c.getContext('2d');
+    x.strokeStyle = color; x.lineWidth = 2;
+    x.beginPath(); x.moveTo(0, 6); x.lineTo(6, 0); x.stroke();
+    const p = ctx.createPattern(c, 'repeat');
+    wsPatterns.set(color, p);
+    return p;
+  }
   function timelinePlotter(e) {
     const g = e.dygraph, ctx = e.drawingContext, area = e.plotArea;
     const [lo, hi] = g.xAxisRange();
@@ -310,10 +327,13 @@
     timelineRows.forEach((row, r) => {
       const yc = g.toDomYCoord(yOfRow(r)), h = ROW_PX * 0.62;
       if (r % 2) { ctx.fillStyle = 'rgba(0,0,0,0.035)'; ctx.fillRect(area.x, yc - ROW_PX / 2, area.w, ROW_PX); }
-      ctx.fillStyle = row.color;
+      const ws = row.cls === 'ws';
+      ctx.fillStyle = ws ? wsPattern(ctx, row.color) : row.color;
+      ctx.strokeStyle = row.color;
       visibleSpans(row.spans, lo, hi, ([a, b]) => {
         const x1 = g.toDomXCoord(Math.max(a, lo)), x2 = g.toDomXCoord(Math.min(b, hi));
         ctx.fillRect(x1, yc - h / 2, Math.max(1, x2 - x1), h);
+        if (ws) ctx.strokeRect(x1 + 0.5, yc - h / 2 + 0.5, Math.max(1, x2 - x1 - 1), h - 1);
       });
     });
     ctx.restore();
@@ -434,7 +454,7 @@
   function activeAt(x) {
     const names = [];
     for (const row of timelineRows) {
-      if (row.cls !== 'blocker') continue;
+      if (row.cls !== 'blocker' && row.cls !== 'ws') continue;
       const i = lowerBound(row.spans, x, (s) => s[1]);
       if (i < row.spans.length && row.spans[i][0] <= x) names.push(row.name);
     }
