@@ -167,7 +167,8 @@ def test_same_named_objects_and_wakeup_sources_in_every_output(tmp_path):
     wakeup sources share the split. report.json says which timeline row is
     which kind, the name is active while either evdev object is, and the
     Perfetto export puts the wakeup sources on tracks of their own (pid 2,
-    cat wakeup_source) and the blockers on pid 1."""
+    cat wakeup_source) and the blockers on pid 1, and each cycle's phases
+    on the phases thread."""
     truth = S.build(S.scenario("objects"), tmp_path)
     r = analyze(tmp_path / "capture", tmp_path / "report")
     assert r.returncode == 0, r.stderr
@@ -194,3 +195,10 @@ def test_same_named_objects_and_wakeup_sources_in_every_output(tmp_path):
                       for n, k in kinds.items()}
     assert {"ph": "M", "pid": 2, "name": "process_name",
             "args": {"name": "kernel wakeup sources"}} in ev
+    # the phases of both cycles (sleepgraph's names) as slices on tid 2
+    assert [c["cycle"] for c in rep["phases"]] == [1, 2]
+    assert [p["name"] for p in rep["phases"][0]["phases"]] == [p[0] for p in S.PHASES]
+    sl = [(e["name"], round(e["ts"] * 1000), round(e["dur"] * 1000)) for e in ev
+          if e["ph"] == "X" and e.get("tid") == 2]
+    assert sl == [(p["name"], p["t_ns"], p["duration_ns"]) for c in rep["phases"]
+                  for p in c["phases"]]

@@ -559,4 +559,8 @@ def test_wakeup_sources_are_drawn_apart(sbrig, browser, tmp_path):
     prefix = p.eval("getComputedStyle(document.querySelector('#timeline-chart .row-ws'), "
                     "'::before').content")
     assert prefix == '"ws "'
+    # its two suspend cycles' phases: one row each in the phase table
+    assert len(rep["phases"]) == 2
+    assert p.eval("document.querySelectorAll('#phase-table tbody tr').length") == 2
+    assert "No phases in this capture" not in p.eval("document.body.innerText")
     assert_clean(p, html)

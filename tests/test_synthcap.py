@@ -410,8 +410,9 @@ def test_kitchen_truth_has_what_the_issue_asks_for(built):
     assert by["sync"]["stats_check"]["agree"] is False         # two lost records
     assert by["sync"]["stats_check"]["count_delta"] == by["sync"]["stats_check"][
         "events_count"] + 1
-    assert t["capture"]["skipped_events"] == {"phase": 1, "ws_activate": 1,
-                                              "ws_relax": 1}
+    # a phase record that is not "ACTION VAL begin|end", and a type no
+    # analysis knows (ws_activate/ws_relax and phases are read: issue 23)
+    assert t["capture"]["skipped_events"] == {"phase": 1, "gremlin": 2}
     assert t["unknown_wake_count"] == 1
     assert [w["stimulus"] for w in t["wakeups"]] == [
         "press power", "plug charger", "press power", "press power"]

@@ -289,6 +289,24 @@ struct an_stimulus {
 	char arg[SBRIG_NAME_MAX];
 };
 
+/*
+ * The phases of one suspend/resume cycle, by sleepgraph's names, from the
+ * kernel's suspend_resume records ("phase ACTION VAL begin|end").
+ */
+#define AN_PHASES 10
+
+/** struct an_phase - one phase: its sleepgraph name, start and length */
+struct an_phase {
+	const char *name;
+	int64_t t_ns, duration_ns;
+};
+
+/** struct an_cycle - the phases of one suspend attempt, in time order */
+struct an_cycle {
+	struct an_phase ph[AN_PHASES];
+	unsigned int n;
+};
+
 /** struct an_skipped - events of a type the analysis does not know */
 struct an_skipped {
 	char type[12];
@@ -313,6 +331,8 @@ struct an_timeline {
 	size_t naborts, aborts_cap;
 	struct an_stimulus *stimuli;
 	size_t nstimuli, stimuli_cap;
+	struct an_cycle *cycles;	/* phases, one per suspend attempt */
+	size_t ncycles, cycles_cap;
 	struct an_skipped skipped[16];
 	size_t nskipped;
 	uint64_t skipped_other;		/* types beyond the table */

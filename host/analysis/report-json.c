@@ -422,6 +422,30 @@ static jobj *spans(const struct an_span *v, size_t n)
 	return arr;
 }
 
+/* report-format.md section 4: per cycle, its phases in time order */
+static jobj *phases(const struct an_timeline *tl)
+{
+	jobj *arr = json_object_new_array();
+
+	for (size_t i = 0; i < tl->ncycles; i++) {
+		const struct an_cycle *c = &tl->cycles[i];
+		jobj *o = json_object_new_object(), *v = json_object_new_array();
+
+		for (unsigned int k = 0; k < c->n; k++) {
+			jobj *p = json_object_new_object();
+
+			put(p, "name", js(c->ph[k].name));
+			put(p, "t_ns", ji(c->ph[k].t_ns));
+			put(p, "duration_ns", ji(c->ph[k].duration_ns));
+			json_object_array_add(v, p);
+		}
+		put(o, "cycle", ji((int64_t)i + 1));
+		put(o, "phases", v);
+		json_object_array_add(arr, o);
+	}
+	return arr;
+}
+
 static jobj *trace(const struct sbrig_analysis *a)
 {
 	const struct an_energy *en = &a->en;
@@ -527,7 +551,7 @@ jobj *an_report_json(const struct sbrig_analysis *a)
 	put(r, "wakeups", wakeups(a));
 	put(r, "unknown_wake_count", ji((int64_t)a->wk.unknown));
 	put(r, "latency", latency(&a->wk.lat));
-	put(r, "phases", json_object_new_array());
+	put(r, "phases", phases(&a->tl));
 	put(r, "findings", findings(&a->fd));
 	put(r, "trace", trace(a));
 	return r;

@@ -383,6 +383,154 @@ static int close_all(struct an_timeline *tl, struct an_blocker *b, int64_t t)
 	return ret;
 }
 
+/* ---- phases ---------------------------------------------------------------
+ *
+ * The kernel traces each step of a suspend (suspend_resume: ACTION VAL
+ * begin|end) and the module logs them as "phase" records. sleepgraph's
+ * phases are the PM core's device passes: dpm_prepare is suspend_prepare
+ * ... dpm_complete is resume_complete. suspend_machine runs from the end
+ * of suspend_noirq to machine_suspend's begin; resume_machine from the
+ * platform running again to dpm_resume_noirq's begin. The kernel's clock
+ * stands still from timekeeping's suspend until syscore_resume (its
+ * records in between carry the moment it stopped), so "running again" is
+ * the latest record after machine_suspend's end and before
+ * dpm_resume_noirq.
+ *
+ * A phase starts at its first record's host time; its duration is the
+ * difference of its two records' target times (one boot, one cycle: the
+ * target's clock, not two clock mappings that may use different fits).
+ */
+
+/** struct phase_t - a phase record's time on both clocks */
+struct phase_t {
+	int64_t host, target;
+};
+
+static const struct {
+	const char *action, *phase;
+} dpm_phases[] = {
+	{ "dpm_prepare", "suspend_prepare" },
+	{ "dpm_suspend", "suspend" },
+	{ "dpm_suspend_late", "suspend_late" },
+	{ "dpm_suspend_noirq", "suspend_noirq" },
+	{ "dpm_resume_noirq", "resume_noirq" },
+	{ "dpm_resume_early", "resume_early" },
+	{ "dpm_resume", "resume" },
+	{ "dpm_complete", "resume_complete" },
+};
+
+/**
+ * struct phase_state - the cycle being read
+ * @open: a cycle is open (the last of @tl->cycles)
+ * @begin: begin time of each dpm_phases[] action, or -1
+ * @noirq_end: end of suspend_noirq, or -1
+ * @machine_end: machine_suspend's end was seen
+ * @wake_t: the latest record since machine_suspend's end
+ */
+struct phase_state {
+	bool open;
+	struct phase_t begin[AN_ARRAY_SIZE(dpm_phases)];
+	struct phase_t noirq_end;
+	bool machine_end;
+	struct phase_t wake_t;
+};
+
+static void phases_close(struct an_timeline *tl, struct phase_state *ps)
+{
+	if (ps->open && !tl->cycles[tl->ncycles - 1].n)
+		tl->ncycles--;	/* an attempt with no phase: none */
+	ps->open = false;
+}
+
+static int phase_add(struct an_timeline *tl, struct phase_state *ps,
+		     const char *name, struct phase_t start, struct phase_t end)
+{
+	struct an_cycle *c;
+
+	if (!ps->open) {
+		int ret = an_grow((void **)&tl->cycles, &tl->cycles_cap,
+				  tl->ncycles + 1, sizeof(*tl->cycles));
+
+		if (ret)
+			return ret;
+		tl->cycles[tl->ncycles++].n = 0;
+		ps->open = true;
+	}
+	c = &tl->cycles[tl->ncycles - 1];
+	if (c->n == AN_PHASES || end.target < start.target)
+		return 0;	/* more than a cycle has: a garbled log */
+	c->ph[c->n++] = (struct an_phase){ name, start.host,
+					   end.target - start.target };
+	return 0;
+}
+
+static void phases_reset(struct phase_state *ps)
+{
+	for (size_t i = 0; i < AN_ARRAY_SIZE(dpm_phases); i++)
+		ps->begin[i].target = -1;
+	ps->noirq_end.target = -1;
+	ps->machine_end = false;
+	ps->wake_t.target = -1;
+}
+
+/* A "phase" record at @t; 1 if its text is not "ACTION VAL begin|end". */
+static int phase_event(struct an_timeline *tl, struct phase_state *ps,
+		       const char *arg, struct phase_t t)
+{
+	char action[48], be[8];
+	bool begin;
+	int val, ret = 0;
+
+	if (sscanf(arg, "%47s %d %7s", action, &val, be) != 3 ||
+	    (strcmp(be, "begin") && strcmp(be, "end")))
+		return 1;
+	begin = be[0] == 'b';
+	if (begin && (!strcmp(action, "suspend_enter") ||
+		      !strcmp(action, "dpm_prepare")) && ps->open &&
+	    tl->cycles[tl->ncycles - 1].n) {
+		phases_close(tl, ps);	/* a new attempt */
+		phases_reset(ps);
+	}
+	if (ps->machine_end && t.target > ps->wake_t.target &&
+	    !(begin && !strcmp(action, "dpm_resume_noirq")))
+		ps->wake_t = t;	/* the clock may run again */
+	if (!strcmp(action, "machine_suspend")) {
+		if (begin && ps->noirq_end.target >= 0)
+			ret = phase_add(tl, ps, "suspend_machine",
+					ps->noirq_end, t);
+		if (!begin) {
+			ps->machine_end = true;
+			ps->wake_t = t;
+		}
+		return ret;
+	}
+	for (size_t i = 0; i < AN_ARRAY_SIZE(dpm_phases); i++) {
+		if (strcmp(action, dpm_phases[i].action))
+			continue;
+		if (begin) {
+			if (!strcmp(action, "dpm_resume_noirq") &&
+			    ps->machine_end) {
+				ret = phase_add(tl, ps, "resume_machine",
+						ps->wake_t, t);
+				ps->machine_end = false;
+			}
+			ps->begin[i] = t;
+		} else if (ps->begin[i].target >= 0) {
+			ret = phase_add(tl, ps, dpm_phases[i].phase,
+					ps->begin[i], t);
+			ps->begin[i].target = -1;
+			if (!strcmp(action, "dpm_suspend_noirq"))
+				ps->noirq_end = t;
+			if (!strcmp(action, "dpm_complete")) {
+				phases_close(tl, ps);
+				phases_reset(ps);
+			}
+		}
+		break;
+	}
+	return ret;
+}
+
 /* A new boot: every activation and a suspended stretch end at @t. */
 static int boot_change(struct an_timeline *tl, struct state *st, int64_t t)
 {
@@ -454,10 +602,12 @@ static int events_pass(struct an_timeline *tl, struct sbrig_capread *cr,
 		       struct an_mapper *mp)
 {
 	struct state st = { .susp_since = -1 };
+	struct phase_state ps = { .open = false };
 	char boot[SBRIG_BOOT_ID_MAX] = "", last_blocked[SBRIG_NAME_MAX] = "";
 	struct sbrig_event ev;
 	int ret;
 
+	phases_reset(&ps);
 	while ((ret = sbrig_capread_next_event(cr, &ev)) == 1) {
 		int64_t t, unc;
 		int k;
@@ -465,6 +615,8 @@ static int events_pass(struct an_timeline *tl, struct sbrig_capread *cr,
 		ret = 0;
 		tl->events++;
 		if (strcmp(ev.boot_id, boot)) {
+			phases_close(tl, &ps);
+			phases_reset(&ps);
 			if (boot[0]) {
 				ret = boot_change(tl, &st, ev.host_t_ns);
 				if (ret)
@@ -510,10 +662,19 @@ static int events_pass(struct an_timeline *tl, struct sbrig_capread *cr,
 			}
 			st.seen_platform = true;
 			ret = susp_end(tl, &st, t, unc, true);
+		} else if (!strcmp(ev.type, "phase")) {
+			ret = phase_event(tl, &ps, ev.arg, (struct phase_t){
+					t, ev.target_t_ns });
+			if (ret > 0)	/* unreadable: skipped, counted */
+				ret = note_skipped(tl, ev.type);
 		} else if (!strcmp(ev.type, "resume")) {
+			phases_close(tl, &ps);
+			phases_reset(&ps);
 			ret = add_event(&tl->resumes, &tl->nresumes,
 					&tl->resumes_cap, t, unc, ev.arg, "");
 		} else if (!strcmp(ev.type, "abort")) {
+			phases_close(tl, &ps);
+			phases_reset(&ps);
 			ret = add_event(&tl->aborts, &tl->naborts,
 					&tl->aborts_cap, t, unc, ev.arg,
 					last_blocked);
@@ -528,6 +689,7 @@ static int events_pass(struct an_timeline *tl, struct sbrig_capread *cr,
 	if (ret < 0)
 		return ret;
 	/* what is still open ends with the capture */
+	phases_close(tl, &ps);
 	ret = susp_end(tl, &st, tl->end, 0, false);
 	for (size_t i = 0; i < tl->nb && !ret; i++) {
 		struct an_blocker *b = &tl->b[i];
@@ -758,5 +920,6 @@ void an_timeline_free(struct an_timeline *tl)
 	free(tl->resumes);
 	free(tl->aborts);
 	free(tl->stimuli);
+	free(tl->cycles);
 	memset(tl, 0, sizeof(*tl));
 }

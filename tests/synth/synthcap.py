@@ -127,6 +127,7 @@ import hashlib
 import json
 import math
 import random
+import re
 import statistics
 import struct
 import sys
@@ -161,6 +162,44 @@ TSV_COLUMNS = {
 }
 TEXT_COLUMNS = {"line", "edge", "what", "arg", "boot_id", "type", "name"}
 BUILTIN = ("main", "unknown_wakeups")
+# The phase records of one suspend-to-RAM cycle, in the order Debian's
+# 6.1 amd64 kernel writes them (seen on the virtual rig's QEMU target):
+# (ms from the enter "E" or the wake "W", ACTION VAL begin|end). The
+# records from machine_suspend's end to syscore_resume's begin carry the
+# moment timekeeping stopped (E + 1.2 ms).
+PHASE_RECORDS = (
+    ("E", -24.0, "suspend_enter 3 begin"), ("E", -23.9, "sync_filesystems 0 begin"),
+    ("E", -23.5, "sync_filesystems 0 end"), ("E", -23.0, "freeze_processes 0 begin"),
+    ("E", -18.0, "freeze_processes 0 end"), ("E", -17.9, "suspend_enter 3 end"),
+    ("E", -17.8, "dpm_prepare 2 begin"), ("E", -17.0, "dpm_prepare 2 end"),
+    ("E", -16.9, "dpm_suspend 2 begin"), ("E", -6.0, "dpm_suspend 2 end"),
+    ("E", -5.9, "dpm_suspend_late 2 begin"), ("E", -4.0, "dpm_suspend_late 2 end"),
+    ("E", -3.9, "dpm_suspend_noirq 2 begin"), ("E", 0.5, "dpm_suspend_noirq 2 end"),
+    ("E", 0.7, "syscore_suspend 0 begin"), ("E", 0.9, "syscore_suspend 0 end"),
+    ("E", 1.2, "machine_suspend 3 begin"), ("E", 1.2, "acpi_suspend 3 begin"),
+    ("E", 1.2, "acpi_suspend 3 end"), ("E", 1.2, "machine_suspend 3 end"),
+    ("E", 1.2, "syscore_resume 0 begin"), ("W", 1.0, "syscore_resume 0 end"),
+    ("W", 2.0, "dpm_resume_noirq 16 begin"), ("W", 7.0, "dpm_resume_noirq 16 end"),
+    ("W", 7.1, "dpm_resume_early 16 begin"), ("W", 8.0, "dpm_resume_early 16 end"),
+    ("W", 8.1, "dpm_resume 16 begin"), ("W", 25.0, "dpm_resume 16 end"),
+    ("W", 25.1, "dpm_complete 16 begin"), ("W", 26.0, "dpm_complete 16 end"),
+    ("W", 26.1, "resume_console 3 begin"), ("W", 26.2, "resume_console 3 end"),
+    ("W", 26.3, "thaw_processes 0 begin"), ("W", 35.0, "thaw_processes 0 end"),
+)
+# sleepgraph's phases from them (report-format.md section 4): name, the
+# record that starts it, the record that ends it
+PHASES = (
+    ("suspend_prepare", "dpm_prepare 2 begin", "dpm_prepare 2 end"),
+    ("suspend", "dpm_suspend 2 begin", "dpm_suspend 2 end"),
+    ("suspend_late", "dpm_suspend_late 2 begin", "dpm_suspend_late 2 end"),
+    ("suspend_noirq", "dpm_suspend_noirq 2 begin", "dpm_suspend_noirq 2 end"),
+    ("suspend_machine", "dpm_suspend_noirq 2 end", "machine_suspend 3 begin"),
+    ("resume_machine", "syscore_resume 0 end", "dpm_resume_noirq 16 begin"),
+    ("resume_noirq", "dpm_resume_noirq 16 begin", "dpm_resume_noirq 16 end"),
+    ("resume_early", "dpm_resume_early 16 begin", "dpm_resume_early 16 end"),
+    ("resume", "dpm_resume 16 begin", "dpm_resume 16 end"),
+    ("resume_complete", "dpm_complete 16 begin", "dpm_complete 16 end"),
+)
 # severity order of report-format.md's findings table
 FINDING_RANK = ("leak", "aborted_suspend", "unknown_wakeup", "dominant", "gap",
                 "clock_uncertainty", "stats_mismatch", "skipped_events")
@@ -337,7 +376,10 @@ class Scenario:
 
     ``empty``: a capture with no rows at all. ``killed``: no ``[end]`` in
     meta.ini and a cut last line in samples and events (status ``open``).
-    ``corrupt``: see :class:`Corrupt`. ``provenance``: meta.ini
+    ``corrupt``: see :class:`Corrupt`. ``phases``: every suspend cycle
+    (not one asleep at the start) logs the kernel's ``suspend_resume``
+    records as a 6.1 suspend-to-RAM does (:data:`PHASE_RECORDS`; its sleeps
+    need ``injection_error_ns`` 0). ``provenance``: meta.ini
     ``[provenance]`` values that replace the defaults (``git_sha``, the
     commit of a run; ``scenario_sha256``: repeated runs of one scenario
     file share it, where the default hashes the whole dataclass, seed and
@@ -367,6 +409,7 @@ class Scenario:
     clock: Clock = field(default_factory=Clock)
     marker: Marker | None = None
     stats_every_s: float | None = 5.0
+    phases: bool = False
     leak_s: float = 5.0
     empty: bool = False
     killed: bool = False
@@ -715,6 +758,14 @@ class Model:
                 add(h["pe"], "ws_relax" if ws else "unblock", h["name"], lost=lost)
         for s in self.sl:
             st = s["sleep"]
+            if sc.phases and not s["pre"]:
+                if st.injection_error_ns:
+                    raise ScenarioError("phases: a sleep with an injection error "
+                                        "(records between enter and exit map off)")
+                for at, ms, arg in PHASE_RECORDS:
+                    t = (s["enter"] if at == "E" else s["wake"]) + round(ms * 1e6)
+                    add(t, "phase", arg)
+                    s.setdefault("phase_t", {})[arg] = t
             if not s["pre"]:
                 add(s["suspend"], "suspend", f"mem {st.kernel_state}")
                 add(s["enter"], "enter", st.kernel_state)
@@ -1439,8 +1490,26 @@ class _Truth:
         known = {"block", "unblock", "suspend", "enter", "exit", "resume", "abort",
                  "policy", "lost", "ws_activate", "ws_relax"}
         for e in m.events:
+            if e.type == "phase" and re.fullmatch(r"\S+ -?\d+ (begin|end)", e.arg):
+                continue            # a phase record the analysis reads
             if e.type not in known:
                 skipped[e.type] = skipped.get(e.type, 0) + 1
+
+        # ---- phases (report-format.md section 4): per cycle, start on host
+        # time, duration on the target's clock ----
+        phases = []
+        for s in m.sl:
+            pt = s.get("phase_t")
+            if not pt:
+                continue
+            ph = []
+            for name, a_, b_ in PHASES:
+                ta, tb = pt[a_], pt[b_]
+                ph.append({"name": name, "t_ns": an(ta),
+                           "duration_ns": m.target_time(tb, s["boot"]) -
+                           m.target_time(ta, s["boot"]),
+                           "tol": {"t_ns": delta + 1, "duration_ns": 2}})
+            phases.append({"cycle": len(phases) + 1, "phases": ph})
         segs = {x["seg"] for x in m.exchanges}
         capture = {
             "path": str(self.path), "status": "open" if sc.killed else "complete",
@@ -1508,7 +1577,7 @@ class _Truth:
             "generator": "tests/synth/synthcap.py",
             "capture": capture, "energy": en, "blockers": blockers,
             "unattributed": unattributed, "gaps": gaps, "wakeups": wakeups,
-            "unknown_wake_count": unknown, "latency": lat, "phases": [],
+            "unknown_wake_count": unknown, "latency": lat, "phases": phases,
             "findings": findings,
             "checks": {"blockers_plus_unattributed_plus_suspended_uJ": check},
             "tolerance": {"rel": 0.01, "clock_err_ns": delta, "notes": notes},
@@ -1894,7 +1963,7 @@ def _close(r, t, tol: float, rel: float) -> bool:
 
 
 ALL_SECTIONS = ("capture", "energy", "blockers", "unattributed", "gaps", "wakeups",
-                "latency", "findings")
+                "latency", "phases", "findings")
 
 
 def compare(report: dict, truth: dict, rel: float | None = None,
@@ -2058,10 +2127,28 @@ def _check_findings(report, truth, rel, bad):
         bad.append(f"findings: {got} != truth {want}")
 
 
+def _check_phases(report, truth, rel, bad):
+    fig, exact = _checkers(0, bad)
+    rp, tp = report.get("phases", []), truth.get("phases", [])
+    if len(rp) != len(tp):
+        bad.append(f"phases: {len(rp)} cycles != truth {len(tp)}")
+        return
+    for rc, tc in zip(rp, tp):
+        w = f"phases[{tc['cycle']}]"
+        exact(w, rc, tc, ("cycle",))
+        names = [p["name"] for p in rc.get("phases", [])]
+        if names != [p["name"] for p in tc["phases"]]:
+            bad.append(f"{w}: {names} != truth {[p['name'] for p in tc['phases']]}")
+            continue
+        for r_, t_ in zip(rc["phases"], tc["phases"]):
+            fig(f"{w}.{t_['name']}", r_, t_, ("t_ns", "duration_ns"))
+
+
 _SECTION_CHECKS = {"capture": _check_capture, "energy": _check_energy,
                    "blockers": _check_blockers, "unattributed": _check_unattributed,
                    "gaps": _check_gaps, "wakeups": _check_wakeups,
-                   "latency": _check_latency, "findings": _check_findings}
+                   "latency": _check_latency, "phases": _check_phases,
+                   "findings": _check_findings}
 
 
 # ---- the scenario library -------------------------------------------------------
@@ -2153,7 +2240,8 @@ def scenario_objects(seed: int = 1, format_version: int = 1, **kw) -> Scenario:
     each), and kernel wakeup sources (``ws_activate``/``ws_relax``) that
     share the equal split with the blockers, hold the target up alone,
     and one active before the capture (a ``ws_relax`` with no
-    ``ws_activate``: active from the start)."""
+    ``ws_activate``: active from the start). Both suspend cycles log the
+    kernel's phase records (``Scenario.phases``)."""
     H = Hold
     WS = "wakeup_source"
     holds = [
@@ -2170,11 +2258,10 @@ def scenario_objects(seed: int = 1, format_version: int = 1, **kw) -> Scenario:
         H("test_ac", 22.007, 23.0, 80_000, kind=WS),
         H("sync", 23.5, 25.0, 150_000),
     ]
-    sleeps = [Sleep(8.0, 14.0, injection_error_ns=9_000_000),
-              Sleep(16.0, 22.0, wake="plug charger", latency_ms=50,
-                    injection_error_ns=-7_000_000)]
+    sleeps = [Sleep(8.0, 14.0),
+              Sleep(16.0, 22.0, wake="plug charger", latency_ms=50)]
     return Scenario("objects", 30.0, seed=seed, format_version=format_version,
-                    holds=holds, sleeps=sleeps, **kw)
+                    holds=holds, sleeps=sleeps, phases=True, **kw)
 
 
 def scenario_reboot(seed: int = 1, format_version: int = 1, **kw) -> Scenario:
