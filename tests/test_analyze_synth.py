@@ -168,7 +168,9 @@ def test_same_named_objects_and_wakeup_sources_in_every_output(tmp_path):
     which kind, the name is active while either evdev object is, and the
     Perfetto export puts the wakeup sources on tracks of their own (pid 2,
     cat wakeup_source) and the blockers on pid 1, and each cycle's phases
-    on the phases thread."""
+    on the phases thread. Every resume is in wakeups[] with what woke it:
+    a press, a charger plug (a stimulus: not unknown), and an alarm that
+    only the kernel's alarmtimer wakeup source explains."""
     truth = S.build(S.scenario("objects"), tmp_path)
     r = analyze(tmp_path / "capture", tmp_path / "report")
     assert r.returncode == 0, r.stderr
@@ -176,7 +178,7 @@ def test_same_named_objects_and_wakeup_sources_in_every_output(tmp_path):
     assert S.compare(rep, truth) == []
     kinds = {b["name"]: b["kind"] for b in rep["blockers"]}
     assert {n for n, k in kinds.items() if k == "wakeup_source"} == \
-        {"LNXPWRBN:00", "vport0p1", "test_ac"}
+        {"LNXPWRBN:00", "vport0p1", "test_ac", "alarmtimer"}
     evdev = next(b for b in rep["blockers"] if b["name"] == "evdev")
     assert evdev["activations"] == 4 and evdev["stats_check"]["agree"] is True
     # 1.0-4.0 s (two objects, 1-3 and 2-4) and 14.02-14.8 s: one span each
@@ -195,8 +197,15 @@ def test_same_named_objects_and_wakeup_sources_in_every_output(tmp_path):
                       for n, k in kinds.items()}
     assert {"ph": "M", "pid": 2, "name": "process_name",
             "args": {"name": "kernel wakeup sources"}} in ev
-    # the phases of both cycles (sleepgraph's names) as slices on tid 2
-    assert [c["cycle"] for c in rep["phases"]] == [1, 2]
+    assert [(w["cause"], w["stimulus"], w["wakeup_source"]) for w in rep["wakeups"]] == [
+        ("stimulus", "press power", None), ("stimulus", "plug charger", None),
+        ("wakeup_source", None, "alarmtimer")]
+    w3 = rep["wakeups"][2]
+    assert w3["t_ns"] is None and w3["latency_ns"] is None and w3["latency_from"] is None
+    assert rep["unknown_wake_count"] == 0 and rep["latency"]["n"] == 2
+    assert "unknown_wakeup" not in [f["kind"] for f in rep["findings"]]
+    # the phases of each cycle (sleepgraph's names) as slices on tid 2
+    assert [c["cycle"] for c in rep["phases"]] == [1, 2, 3]
     assert [p["name"] for p in rep["phases"][0]["phases"]] == [p[0] for p in S.PHASES]
     sl = [(e["name"], round(e["ts"] * 1000), round(e["dur"] * 1000)) for e in ev
           if e["ph"] == "X" and e.get("tid") == 2]

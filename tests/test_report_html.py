@@ -553,14 +553,19 @@ def test_wakeup_sources_are_drawn_apart(sbrig, browser, tmp_path):
     rows = p.eval("Array.from(document.querySelectorAll('#timeline-chart .row-label'))"
                   ".map(e => [e.title, e.classList.contains('row-ws')])")
     ws = {b["name"] for b in rep["blockers"] if b["kind"] == "wakeup_source"}
-    assert ws == {"LNXPWRBN:00", "vport0p1", "test_ac"}
+    assert ws == {"LNXPWRBN:00", "vport0p1", "test_ac", "alarmtimer"}
     assert {n for n, w in rows if w} == ws
     assert {b["name"] for b in rep["blockers"]} - ws <= {n for n, w in rows if not w}
     prefix = p.eval("getComputedStyle(document.querySelector('#timeline-chart .row-ws'), "
                     "'::before').content")
     assert prefix == '"ws "'
-    # its two suspend cycles' phases: one row each in the phase table
-    assert len(rep["phases"]) == 2
-    assert p.eval("document.querySelectorAll('#phase-table tbody tr').length") == 2
+    # its three suspend cycles' phases: one row each in the phase table
+    assert len(rep["phases"]) == 3
+    assert p.eval("document.querySelectorAll('#phase-table tbody tr').length") == 3
+    # what woke it, every resume: two stimuli and the alarm's wakeup source
+    col = ("(() => { const h = Array.from(document.querySelectorAll('#wakeup-table thead th'))"
+           ".map(t => t.textContent).indexOf('woken by'); return Array.from(document.querySelectorAll("
+           "'#wakeup-table tbody tr')).map(r => r.children[h].textContent); })()")
+    assert p.eval(col) == ["press power", "plug charger", "wakeup source alarmtimer"]
     assert "No phases in this capture" not in p.eval("document.body.innerText")
     assert_clean(p, html)

@@ -414,10 +414,12 @@ def test_kitchen_truth_has_what_the_issue_asks_for(built):
     # analysis knows (ws_activate/ws_relax and phases are read: issue 23)
     assert t["capture"]["skipped_events"] == {"phase": 1, "gremlin": 2}
     assert t["unknown_wake_count"] == 1
-    assert [w["stimulus"] for w in t["wakeups"]] == [
-        "press power", "plug charger", "press power", "press power"]
+    # every resume, with what woke it (the alarm: nothing the log names)
+    assert [(w["cause"], w["stimulus"]) for w in t["wakeups"]] == [
+        ("stimulus", "press power"), ("unknown", None), ("stimulus", "plug charger"),
+        ("stimulus", "press power"), ("stimulus", "press power")]
     # the ignored early press is not the one that counts
-    assert t["wakeups"][2]["t_ns"] == S.Model(S.scenario("kitchen")).ns(50.0)
+    assert t["wakeups"][3]["t_ns"] == S.Model(S.scenario("kitchen")).ns(50.0)
     # overlaps: exclusive energy below the equal share
     assert 0 < by["gps"]["exclusive_energy_uJ"] < by["gps"]["energy_uJ"]
     first = [r for r in read_rows(built[("kitchen", 1)] / "capture", "stats")

@@ -373,10 +373,22 @@ bool an_timeline_suspended(const struct an_timeline *tl, int64_t t);
 
 /* ---- wakeups.c ------------------------------------------------------------ */
 
+/* what woke the target (report-format.md section 3) */
+enum an_cause {
+	AN_CAUSE_STIMULUS,	/* the rig's press, plug or unplug */
+	AN_CAUSE_WAKEUP_SOURCE,	/* a kernel wakeup source, named */
+	AN_CAUSE_UNKNOWN,
+};
+
 /**
- * struct an_wakeup - a stimulus that woke the target
+ * struct an_wakeup - a resume, and what woke the target
+ * @cause: see enum an_cause; the fields up to @uncert_ns are the
+ *	stimulus's and mean something only for AN_CAUSE_STIMULUS
+ * @source: AN_CAUSE_WAKEUP_SOURCE: the wakeup source's index in the
+ *	timeline's blockers
  * @stim: index into the timeline's stimuli
- * @t_ns: the stimulus
+ * @t_ns: the stimulus; for other causes, the platform's exit (where the
+ *	episode's energy starts)
  * @resume_t_ns, @resume_uncert_ns: its resume
  * @marker_t_ns: the marker's first rising edge after @t_ns, up to the
  *	resume (+ its uncertainty), or -1
@@ -388,6 +400,8 @@ bool an_timeline_suspended(const struct an_timeline *tl, int64_t t);
  * @nblockers: their number
  */
 struct an_wakeup {
+	enum an_cause cause;
+	size_t source;
 	size_t stim;
 	int64_t t_ns;
 	int64_t resume_t_ns, resume_uncert_ns;
@@ -402,7 +416,8 @@ struct an_wakeup {
 struct an_wakeups {
 	struct an_wakeup *w;
 	size_t n, cap;
-	uint64_t unknown;		/* resumes no stimulus explains */
+	uint64_t stimulus;		/* resumes a stimulus explains */
+	uint64_t unknown;		/* resumes nothing explains */
 	struct sbrig_latency_stats lat;
 };
 

@@ -185,10 +185,18 @@ void sbrig_analysis_latency(const struct sbrig_analysis *a,
 size_t sbrig_analysis_wakeups(const struct sbrig_analysis *a,
 			      struct sbrig_wakeup *out, size_t max)
 {
-	for (size_t i = 0; i < a->wk.n && i < max; i++) {
+	size_t n = 0;
+
+	for (size_t i = 0; i < a->wk.n; i++) {
 		const struct an_wakeup *w = &a->wk.w[i];
 
-		out[i] = (struct sbrig_wakeup){
+		if (w->cause != AN_CAUSE_STIMULUS)
+			continue;	/* no latency to measure */
+		if (n >= max) {
+			n++;
+			continue;
+		}
+		out[n++] = (struct sbrig_wakeup){
 			.t_ns = w->t_ns,
 			.resume_t_ns = w->resume_t_ns,
 			.marker_t_ns = w->marker_t_ns,
@@ -196,5 +204,5 @@ size_t sbrig_analysis_wakeups(const struct sbrig_analysis *a,
 			.uncert_ns = w->uncert_ns,
 		};
 	}
-	return a->wk.n;
+	return n;
 }

@@ -250,10 +250,13 @@ int ex_perfetto(jobj *r, FILE *out)
 	for (size_t i = 0; i < len(wk); i++) {
 		jobj *w = idx(wk, i);
 
-		instant(out, &first, "stimulus", str(w, "stimulus"),
-			i64(w, "t_ns"), NULL);
+		/* a resume no stimulus explains has none */
+		if (get(w, "t_ns"))
+			instant(out, &first, "stimulus", str(w, "stimulus"),
+				i64(w, "t_ns"), NULL);
 		instant(out, &first, "resume", "resume", i64(w, "resume_t_ns"),
-			NULL);
+			get(w, "wakeup_source") ? str(w, "wakeup_source") :
+			get(w, "cause") ? str(w, "cause") : NULL);
 	}
 	for (size_t i = 0; i < len(fd); i++) {
 		jobj *f = idx(fd, i);

@@ -154,6 +154,9 @@ static int clock(struct an_findings *fd, const struct an_timeline *tl,
 	for (size_t i = 0; i < wk->n; i++) {
 		int64_t lat = wk->w[i].latency_ns;
 
+		if (wk->w[i].cause != AN_CAUSE_STIMULUS)
+			continue;
+
 		if (wk->w[i].uncert_ns * 10 >= llabs(lat)) {
 			if (!bad++ || wk->w[i].uncert_ns > worst)
 				t = wk->w[i].t_ns;

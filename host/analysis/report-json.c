@@ -333,21 +333,31 @@ static jobj *wakeups(const struct sbrig_analysis *a)
 
 	for (size_t i = 0; i < a->wk.n; i++) {
 		const struct an_wakeup *w = &a->wk.w[i];
-		const struct an_stimulus *st = &a->tl.stimuli[w->stim];
+		bool stim = w->cause == AN_CAUSE_STIMULUS;
 		jobj *o = json_object_new_object(), *b = json_object_new_array();
 		char what[SBRIG_NAME_MAX + 20];
 
-		snprintf(what, sizeof(what), "%s%s%s", st->what,
-			 st->arg[0] ? " " : "", st->arg);
-		put(o, "stimulus", js(what));
-		put(o, "t_ns", ji(w->t_ns));
+		put(o, "cause", js(stim ? "stimulus" :
+				   w->cause == AN_CAUSE_WAKEUP_SOURCE ?
+				   "wakeup_source" : "unknown"));
+		put(o, "wakeup_source", w->cause == AN_CAUSE_WAKEUP_SOURCE ?
+		    js(a->tl.b[w->source].name) : NULL);
+		if (stim) {
+			const struct an_stimulus *st = &a->tl.stimuli[w->stim];
+
+			snprintf(what, sizeof(what), "%s%s%s", st->what,
+				 st->arg[0] ? " " : "", st->arg);
+		}
+		/* the stimulus's fields: null when no stimulus woke it */
+		put(o, "stimulus", stim ? js(what) : NULL);
+		put(o, "t_ns", stim ? ji(w->t_ns) : NULL);
 		put(o, "resume_t_ns", ji(w->resume_t_ns));
-		put(o, "marker_t_ns", w->marker_t_ns >= 0 ?
+		put(o, "marker_t_ns", stim && w->marker_t_ns >= 0 ?
 		    ji(w->marker_t_ns) : NULL);
-		put(o, "latency_ns", ji(w->latency_ns));
-		put(o, "uncert_ns", ji(w->uncert_ns));
-		put(o, "latency_from", js(w->marker_t_ns >= 0 ? "marker" :
-					  "resume"));
+		put(o, "latency_ns", stim ? ji(w->latency_ns) : NULL);
+		put(o, "uncert_ns", stim ? ji(w->uncert_ns) : NULL);
+		put(o, "latency_from", !stim ? NULL :
+		    js(w->marker_t_ns >= 0 ? "marker" : "resume"));
 		put(o, "awake_ns", ji(w->end_ns > w->resume_t_ns ?
 				      w->end_ns - w->resume_t_ns : 0));
 		put(o, "energy_uJ", jd(w->energy_uJ, 3));

@@ -122,13 +122,15 @@ static const struct jfield f_gap[] = {
 static const struct jfield e_gap[] = { { "", J_OBJ, 0, 0, f_gap } };
 
 static const struct jfield f_wakeup[] = {
-	{ "stimulus", J_STR, 0, 0, NULL },
-	{ "t_ns", J_INT, 0, 0, NULL },
+	{ "cause", J_STR, J_OPT, 0, NULL },
+	{ "wakeup_source", J_STR, J_OPT | J_NULL, 0, NULL },
+	{ "stimulus", J_STR, J_NULL, 0, NULL },
+	{ "t_ns", J_INT, J_NULL, 0, NULL },
 	{ "resume_t_ns", J_INT, 0, 0, NULL },
 	{ "marker_t_ns", J_INT, J_OPT | J_NULL, 0, NULL },
-	{ "latency_ns", J_INT, 0, 0, NULL },
-	{ "uncert_ns", J_INT, 0, 0, NULL },
-	{ "latency_from", J_STR, J_OPT, 0, NULL },
+	{ "latency_ns", J_INT, J_NULL, 0, NULL },
+	{ "uncert_ns", J_INT, J_NULL, 0, NULL },
+	{ "latency_from", J_STR, J_OPT | J_NULL, 0, NULL },
 	{ "awake_ns", J_INT, 0, 0, NULL },
 	{ "energy_uJ", J_NUM, 0, 0, NULL },
 	{ "blockers", J_ARR, 0, 0, an_je_str },

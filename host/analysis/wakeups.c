@@ -2,11 +2,15 @@
 /*
  * wakeups.c - stimuli that woke the target, and how fast it came back.
  *
- * For each resume, the last press/plug/unplug given while the target was
- * in the suspended stretch that ended there (a latency run presses again
- * when a press did not wake the target: the last press counts). The
- * episode runs to the next enter; its energy is filled in by the
- * integration. A resume that no stimulus explains is an unknown wakeup.
+ * For each resume, what woke the target: the last press/plug/unplug given
+ * while the target was in the suspended stretch that ended there (a
+ * latency run presses again when a press did not wake the target: the
+ * last press counts; the stretch's start is the enter's mapped time, so
+ * its uncertainty is allowed for); else the kernel wakeup source that
+ * became active first between the platform's exit and the resume (each
+ * within its uncertainty); else nothing known. The episode runs from the
+ * stimulus (or the exit) to the next enter; its energy is filled in by
+ * the integration.
  *
  * The latency runs to the resume, or, when the marker is wired, to the
  * marker's first rising edge after the stimulus that comes no later than
@@ -38,6 +42,39 @@ static long stretch_before(const struct an_timeline *tl, int64_t t,
 	return best;
 }
 
+/*
+ * The wakeup source whose first activation in [@lo, @hi] is the earliest
+ * (its index in @tl's blockers), or -1. The objects' spans are sorted by
+ * start (an_timeline_build()).
+ */
+static long first_source(const struct an_timeline *tl, int64_t lo, int64_t hi)
+{
+	int64_t best_t = INT64_MAX;
+	long best = -1;
+
+	for (size_t i = 0; i < tl->nb; i++) {
+		const struct an_blocker *b = &tl->b[i];
+		size_t a = 0, z = b->nospans;
+
+		if (b->kind != AN_KIND_WAKEUP_SOURCE)
+			continue;
+		while (a < z) {
+			size_t mid = a + (z - a) / 2;
+
+			if (b->ospans[mid].start < lo)
+				a = mid + 1;
+			else
+				z = mid;
+		}
+		if (a < b->nospans && b->ospans[a].start <= hi &&
+		    b->ospans[a].start < best_t) {
+			best_t = b->ospans[a].start;
+			best = (long)i;
+		}
+	}
+	return best;
+}
+
 static int episode_blockers(struct an_wakeup *w, const struct an_timeline *tl)
 {
 	w->blockers = calloc(tl->nb ? tl->nb : 1, sizeof(*w->blockers));
@@ -48,7 +85,7 @@ static int episode_blockers(struct an_wakeup *w, const struct an_timeline *tl)
 
 		for (size_t j = 0; j < b->nspans; j++) {
 			if (b->spans[j].start < w->end_ns &&
-			    b->spans[j].end > w->resume_t_ns) {
+			    b->spans[j].end > w->t_ns) {
 				w->blockers[w->nblockers++] = i;
 				break;
 			}
@@ -78,11 +115,12 @@ int an_wakeups_find(struct an_wakeups *wk, const struct an_timeline *tl,
 	for (size_t r = 0; r < tl->nresumes && !ret; r++) {
 		const struct an_event *res = &tl->resumes[r];
 		long k = stretch_before(tl, res->t_ns, res->uncert_ns);
-		int64_t from = k >= 0 ? tl->susp[k].start : prev_resume;
-		long pick = -1;
+		int64_t from = k >= 0 ? tl->susp[k].start - tl->susp_unc[k] :
+			prev_resume;
+		long pick = -1, src = -1;
 		struct an_wakeup *w;
 
-		if (k >= 0 && tl->susp[k].start < prev_resume)
+		if (from < prev_resume)
 			from = prev_resume;	/* that stretch woke already */
 		for (size_t s = 0; s < tl->nstimuli; s++) {
 			const struct an_stimulus *st = &tl->stimuli[s];
@@ -92,24 +130,38 @@ int an_wakeups_find(struct an_wakeups *wk, const struct an_timeline *tl,
 			    st->t_ns <= res->t_ns + res->uncert_ns)
 				pick = (long)s;
 		}
+		if (pick < 0 && k >= 0)
+			src = first_source(tl, tl->susp[k].end - tl->susp_unc[k],
+					   res->t_ns + res->uncert_ns);
 		prev_resume = res->t_ns;
-		if (pick < 0) {
-			wk->unknown++;
-			continue;
-		}
-		used[pick] = true;
 		ret = an_grow((void **)&wk->w, &wk->cap, wk->n + 1,
 			      sizeof(*wk->w));
 		if (ret)
 			break;
 		w = &wk->w[wk->n++];
 		memset(w, 0, sizeof(*w));
-		w->stim = (size_t)pick;
-		w->t_ns = tl->stimuli[pick].t_ns;
 		w->resume_t_ns = res->t_ns;
 		w->resume_uncert_ns = res->uncert_ns;
-		w->marker_t_ns = an_markers_rise_in(mk, w->t_ns, res->t_ns +
-						    res->uncert_ns);
+		w->marker_t_ns = -1;
+		if (pick >= 0) {
+			used[pick] = true;
+			wk->stimulus++;
+			w->cause = AN_CAUSE_STIMULUS;
+			w->stim = (size_t)pick;
+			w->t_ns = tl->stimuli[pick].t_ns;
+			w->marker_t_ns = an_markers_rise_in(mk, w->t_ns,
+							    res->t_ns +
+							    res->uncert_ns);
+		} else {
+			w->cause = src >= 0 ? AN_CAUSE_WAKEUP_SOURCE :
+				AN_CAUSE_UNKNOWN;
+			w->source = src >= 0 ? (size_t)src : 0;
+			if (src < 0)
+				wk->unknown++;
+			/* the episode: from the platform's exit */
+			w->t_ns = k >= 0 && tl->susp[k].end <= res->t_ns ?
+				tl->susp[k].end : res->t_ns;
+		}
 		if (w->marker_t_ns >= 0) {
 			w->latency_ns = w->marker_t_ns - w->t_ns;
 			w->uncert_ns = AN_MARKER_HALF_NS;
@@ -127,17 +179,22 @@ int an_wakeups_find(struct an_wakeups *wk, const struct an_timeline *tl,
 		ret = episode_blockers(w, tl);
 	}
 	free(used);
-	if (!ret && wk->n) {
-		lat = malloc(wk->n * sizeof(*lat));
-		unc = malloc(wk->n * sizeof(*unc));
+	/* the latency statistics: over the stimulus wakeups */
+	if (!ret && wk->stimulus) {
+		size_t n = 0;
+
+		lat = malloc(wk->stimulus * sizeof(*lat));
+		unc = malloc(wk->stimulus * sizeof(*unc));
 		if (!lat || !unc) {
 			ret = sbrig_set_error(-ENOMEM, "analysis: out of memory");
 		} else {
 			for (size_t i = 0; i < wk->n; i++) {
-				lat[i] = wk->w[i].latency_ns;
-				unc[i] = wk->w[i].uncert_ns;
+				if (wk->w[i].cause != AN_CAUSE_STIMULUS)
+					continue;
+				lat[n] = wk->w[i].latency_ns;
+				unc[n++] = wk->w[i].uncert_ns;
 			}
-			sbrig_latency_stats(lat, unc, wk->n, &wk->lat);
+			sbrig_latency_stats(lat, unc, n, &wk->lat);
 		}
 	}
 	free(lat);

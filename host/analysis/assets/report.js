@@ -297,7 +297,8 @@
   }
   timelineRows.push({
     name: 'wakeups', cls: 'wakeups', color: '#e6550d',
-    spans: report.wakeups.map((w) => [toS(w.t_ns), toS(w.resume_t_ns)]).sort((a, b) => a[0] - b[0]),
+    spans: report.wakeups.filter((w) => w.t_ns !== null && w.t_ns !== undefined)
+      .map((w) => [toS(w.t_ns), toS(w.resume_t_ns)]).sort((a, b) => a[0] - b[0]),
   });
   // rows top to bottom; row r is drawn at y = nrows - 1 - r
   const yOfRow = (r) => timelineRows.length - 1 - r;
@@ -659,6 +660,16 @@
         row('total', e.total_uJ, e.awake_ns + e.suspended_ns, 'gaps excluded')));
   }
 
+  // what woke the target: the rig's stimulus, else a kernel wakeup source
+  function wokenBy(x) {
+    if (x.stimulus !== null && x.stimulus !== undefined) return x.stimulus;
+    return x.cause === 'wakeup_source' ? 'wakeup source ' + x.wakeup_source : 'unknown';
+  }
+  const at = (x) => (x.t_ns !== null && x.t_ns !== undefined ? x.t_ns : x.resume_t_ns);
+  function latencyTo(x) {
+    if (x.latency_ns === null || x.latency_ns === undefined) return '\u2013';
+    return x.latency_from === 'marker' ? 'marker edge' : 'resume';
+  }
   function wakeups() {
     const w = report.wakeups, lat = report.latency;
     const kids = [];
@@ -666,20 +677,20 @@
       ? ['latency over ', String(lat.n), ' wakeups: min ', fmtDur(lat.min_ns), ' \u00b7 median ', fmtDur(lat.median_ns),
         ' \u00b7 p95 ', fmtDur(lat.p95_ns), ' \u00b7 max ', fmtDur(lat.max_ns)]
       : 'No wakeup latency measured.',
-    report.unknown_wake_count ? ' \u00b7 ' + report.unknown_wake_count + ' unknown wakeups (no stimulus)' : ''));
+    report.unknown_wake_count ? ' \u00b7 ' + report.unknown_wake_count + ' unknown wakeups (no stimulus, no wakeup source)' : ''));
     if (!w.length) {
       kids.push(empty('No wakeups in this capture (no press or plug woke the target).'));
       return section('wakeups', 'Wakeups', ...kids);
     }
     kids.push(el('div', { id: 'latency-histogram', class: 'chart small' }));
     const table = el('table', { class: 'data', id: 'wakeup-table' },
-      el('thead', null, el('tr', null, ['#', 'stimulus', 'at', 'latency', '\u00b1', 'to', 'awake', 'energy', 'blockers'].map((h, i) =>
+      el('thead', null, el('tr', null, ['#', 'woken by', 'at', 'latency', '\u00b1', 'to', 'awake', 'energy', 'blockers'].map((h, i) =>
         el('th', { class: [0, 2, 3, 4, 6, 7].includes(i) ? 'num' : null, scope: 'col' }, h)))),
       el('tbody', null, w.map((x, i) => el('tr', { class: 'clickable', title: 'show on the trace',
-        onclick: () => zoomAround(x.t_ns, x.resume_t_ns + Math.min(x.awake_ns, 2e9)) },
-      td(String(i + 1), i + 1, 'num'), td(x.stimulus, x.stimulus), td(fmtAt(x.t_ns), x.t_ns, 'num'),
+        onclick: () => zoomAround(at(x), x.resume_t_ns + Math.min(x.awake_ns, 2e9)) },
+      td(String(i + 1), i + 1, 'num'), td(wokenBy(x), wokenBy(x)), td(fmtAt(at(x)), at(x), 'num'),
       td(fmtDur(x.latency_ns), x.latency_ns, 'num'), td(fmtDur(x.uncert_ns), x.uncert_ns, 'num'),
-      td(x.latency_from === 'marker' ? 'marker edge' : 'resume', x.latency_from || 'resume'),
+      td(latencyTo(x), latencyTo(x)),
       td(fmtDur(x.awake_ns), x.awake_ns, 'num'), td(fmtEnergy(x.energy_uJ), x.energy_uJ, 'num'),
       td(x.blockers.join(', '), x.blockers.join(', '))))));
     kids.push(el('div', { class: 'scroll' }, sortable(table)));
@@ -688,7 +699,9 @@
   function drawHistogram() {
     const div = document.getElementById('latency-histogram');
     if (!div) return;
-    const v = report.wakeups.map((w) => w.latency_ns / 1e6);
+    const v = report.wakeups.filter((w) => w.latency_ns !== null && w.latency_ns !== undefined)
+      .map((w) => w.latency_ns / 1e6);
+    if (!v.length) return;
     let lo = Math.min(...v), hi = Math.max(...v);
     const nb = Math.min(30, Math.max(5, Math.ceil(Math.sqrt(v.length) * 2)));
     if (hi - lo < 1e-3) { lo -= 0.5; hi += 0.5; }
