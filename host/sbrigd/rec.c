@@ -165,12 +165,12 @@ static void duration_over(void *data)
  * (capture-format.md: one t_ns per snapshot, so that a reader can tell
  * snapshots apart when objects of one name give several rows).
  */
-static int64_t snapshot_time(uint32_t cmd_id, uint32_t index)
+static int64_t snapshot_time(uint32_t snapshot, uint32_t index)
 {
 	int64_t now = sbrig_now_ns();
 
 	for (unsigned int i = 0; i < REC_SNAPSHOTS; i++) {
-		if (rec.snapshots[i] != cmd_id)
+		if (rec.snapshots[i] != snapshot)
 			continue;
 		if (index == 0 || !rec.snap_t[i])
 			rec.snap_t[i] = now;
@@ -187,7 +187,7 @@ static void stats_reply(const struct sbrig_link_msg *m, void *data)
 		return;
 	if (m->type == SBRIG_LINK_STATS) {
 		ret = sbrig_capture_add_stats(rec.cap,
-					      snapshot_time(m->cmd_id,
+					      snapshot_time(m->snapshot,
 							    m->index),
 					      &m->stats);
 		if (ret < 0)
