@@ -394,7 +394,9 @@ enum an_cause {
  *	resume (+ its uncertainty), or -1
  * @latency_ns: to @marker_t_ns if there is one, else to @resume_t_ns
  * @uncert_ns: @latency_ns's uncertainty (the marker's, or the resume's)
- * @end_ns: the next enter (or the capture's end)
+ * @end_ns: the next enter (or the capture's end); an_wakeups_refine()
+ *	moves it with the power-refined start of that stretch
+ * @end_susp: the index of that suspended stretch, or -1
  * @energy_uJ: from @t_ns to @end_ns (the integration fills it in)
  * @blockers: indices of the blockers active in [resume, end)
  * @nblockers: their number
@@ -408,6 +410,7 @@ struct an_wakeup {
 	int64_t marker_t_ns;
 	int64_t latency_ns, uncert_ns;
 	int64_t end_ns;
+	long end_susp;
 	double energy_uJ;
 	size_t *blockers;
 	size_t nblockers;
@@ -423,6 +426,9 @@ struct an_wakeups {
 
 int an_wakeups_find(struct an_wakeups *wk, const struct an_timeline *tl,
 		    const struct an_markers *mk);
+/* The stretches' starts were moved (an_edges_refine()): the episodes' ends
+ * follow them. */
+void an_wakeups_refine(struct an_wakeups *wk, const struct an_timeline *tl);
 void an_wakeups_free(struct an_wakeups *wk);
 
 /* ---- integrate.c ---------------------------------------------------------- */

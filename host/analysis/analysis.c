@@ -134,6 +134,8 @@ struct sbrig_analysis *sbrig_analysis_run(const char *capture_dir,
 	if (!ret)
 		ret = an_edges_refine(&a->tl, cr);
 	if (!ret)
+		an_wakeups_refine(&a->wk, &a->tl);
+	if (!ret)
 		ret = an_integrate(&a->en, cr, &a->tl, &a->wk);
 	if (ret)
 		goto fail;

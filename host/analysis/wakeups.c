@@ -170,9 +170,11 @@ int an_wakeups_find(struct an_wakeups *wk, const struct an_timeline *tl,
 			w->uncert_ns = res->uncert_ns;
 		}
 		w->end_ns = tl->end;
+		w->end_susp = -1;
 		for (size_t i = 0; i < tl->nsusp; i++) {
 			if (tl->susp[i].start >= res->t_ns) {
 				w->end_ns = tl->susp[i].start;
+				w->end_susp = (long)i;
 				break;
 			}
 		}
@@ -202,6 +204,25 @@ int an_wakeups_find(struct an_wakeups *wk, const struct an_timeline *tl,
 	if (ret)
 		an_wakeups_free(wk);
 	return ret;
+}
+
+/**
+ * an_wakeups_refine() - the episodes end where the platform went low
+ * @wk: the wakeups
+ * @tl: the timeline, its stretches moved by an_edges_refine()
+ *
+ * The awake time the power shows after an enter is still the episode's:
+ * its end (and so its energy and awake time) follows the stretch's start.
+ */
+void an_wakeups_refine(struct an_wakeups *wk, const struct an_timeline *tl)
+{
+	for (size_t i = 0; i < wk->n; i++) {
+		struct an_wakeup *w = &wk->w[i];
+
+		if (w->end_susp >= 0 && (size_t)w->end_susp < tl->nsusp &&
+		    tl->susp[w->end_susp].start > w->resume_t_ns)
+			w->end_ns = tl->susp[w->end_susp].start;
+	}
 }
 
 void an_wakeups_free(struct an_wakeups *wk)

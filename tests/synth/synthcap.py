@@ -2285,7 +2285,9 @@ def scenario_objects(seed: int = 1, format_version: int = 1, **kw) -> Scenario:
         H("alarmtimer", 28.010, 28.030, 20_000, kind=WS),
     ]
     sleeps = [Sleep(8.0, 14.0),
-              Sleep(16.0, 22.0, wake="plug charger", latency_ms=50),
+              # the platform runs 300 ms past its enter: the press's
+              # episode ends where the power falls
+              Sleep(16.0, 22.0, wake="plug charger", latency_ms=50, lag_ms=300),
               Sleep(26.0, 28.0, wake=None)]
     return Scenario("objects", 30.0, seed=seed, format_version=format_version,
                     holds=holds, sleeps=sleeps, phases=True, **kw)
