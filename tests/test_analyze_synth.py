@@ -170,7 +170,8 @@ def test_same_named_objects_and_wakeup_sources_in_every_output(tmp_path):
     cat wakeup_source) and the blockers on pid 1, and each cycle's phases
     on the phases thread. Every resume is in wakeups[] with what woke it:
     a press, a charger plug (a stimulus: not unknown), and an alarm that
-    only the kernel's alarmtimer wakeup source explains."""
+    only the kernel's alarmtimer wakeup source explains. A lost unblock
+    leaks nothing."""
     truth = S.build(S.scenario("objects"), tmp_path)
     r = analyze(tmp_path / "capture", tmp_path / "report")
     assert r.returncode == 0, r.stderr
@@ -204,6 +205,14 @@ def test_same_named_objects_and_wakeup_sources_in_every_output(tmp_path):
     assert w3["t_ns"] is None and w3["latency_ns"] is None and w3["latency_from"] is None
     assert rep["unknown_wake_count"] == 0 and rep["latency"]["n"] == 2
     assert "unknown_wakeup" not in [f["kind"] for f in rep["findings"]]
+    # gps's unblock was lost: ended at the "lost" record (the next stats
+    # snapshot shows it inactive), no phantom leak; the finding says so
+    gps = next(b for b in rep["blockers"] if b["name"] == "gps")
+    assert not gps["active_at_end"]
+    assert abs(gps["active_ns"] - 1_500_000_000) < 2_000_000
+    lost = [f for f in rep["findings"] if f["kind"] == "lost_events"]
+    assert len(lost) == 1 and lost[0]["detail"].startswith("1 record(s) of the event log lost")
+    assert "leak" not in [f["kind"] for f in rep["findings"]]
     # the phases of each cycle (sleepgraph's names) as slices on tid 2
     assert [c["cycle"] for c in rep["phases"]] == [1, 2, 3]
     assert [p["name"] for p in rep["phases"][0]["phases"]] == [p[0] for p in S.PHASES]

@@ -402,7 +402,7 @@ def test_kitchen_truth_has_what_the_issue_asks_for(built):
     t = S.load_truth(built[("kitchen", 1)])
     kinds = [f["kind"] for f in t["findings"]]
     assert kinds == ["leak", "aborted_suspend", "unknown_wakeup", "gap",
-                     "stats_mismatch", "skipped_events"]
+                     "lost_events", "stats_mismatch", "skipped_events"]
     by = {b["name"]: b for b in t["blockers"]}
     assert by["sbagent report"]["active_at_end"]
     assert by["boot-hold"]["activations"] == 1                # active at the start

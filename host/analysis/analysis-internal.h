@@ -184,14 +184,23 @@ enum an_kind {
 	AN_KIND_BUILTIN,
 };
 
+/** struct an_snap_active - a snapshot's rows of a name with an active object */
+struct an_snap_active {
+	unsigned int snap;	/* 1, 2, ...: index into @snap_t + 1 */
+	unsigned int active;
+};
+
 /**
  * struct an_stats_check - the module's statistics next to the events'
  * @snapshots: stats snapshots that had this name
  * @last_snap, @last_t, @last_count, @last_total_ns, @last_rows: its rows
  *	in the last snapshot that had it (count and total_time summed over
  *	the rows: one row per object of the name)
- * @acc_snap, @acc_t, @acc_count, @acc_total_ns, @acc_rows, @acc_max_ns:
- *	while reading: the same for the snapshot being read
+ * @acc_snap, @acc_t, @acc_count, @acc_total_ns, @acc_rows, @acc_max_ns,
+ *	@acc_active: while reading: the same for the snapshot being read
+ *	(@acc_active: its rows with an active object)
+ * @active, @nactive, @active_cap: the snapshots in which objects of the
+ *	name were active, and how many (to re-synchronise after "lost")
  * @win: the windows between two consecutive snapshots that both had it,
  *	as the same objects (as many rows, and the summed count and
  *	total_time did not go back: a blocker destroyed and created again
@@ -211,7 +220,9 @@ struct an_stats_check {
 	unsigned int last_rows;
 	unsigned int acc_snap;
 	int64_t acc_t, acc_count, acc_total_ns, acc_max_ns;
-	unsigned int acc_rows;
+	unsigned int acc_rows, acc_active;
+	struct an_snap_active *active;	/* snapshots with rows active */
+	size_t nactive, active_cap;
 	struct an_span *win;
 	size_t nwin, win_cap;
 	int64_t count_delta;
@@ -333,6 +344,12 @@ struct an_timeline {
 	size_t nstimuli, stimuli_cap;
 	struct an_cycle *cycles;	/* phases, one per suspend attempt */
 	size_t ncycles, cycles_cap;
+	int64_t *snap_t;		/* stats snapshots' times */
+	size_t nsnap, snap_cap;
+	uint64_t lost_records;		/* "lost N" records: N summed */
+	uint64_t lost_lines;		/* how many "lost" records */
+	int64_t lost_first_t;		/* the first one's time */
+	int64_t lost_since;		/* the last one's, this boot, or -1 */
 	struct an_skipped skipped[16];
 	size_t nskipped;
 	uint64_t skipped_other;		/* types beyond the table */

@@ -14,14 +14,15 @@
 
 /* rank of each kind: the order of the table in report-format.md */
 enum {
-	R_LEAK, R_ABORT, R_UNKNOWN, R_DOMINANT, R_GAP, R_CLOCK, R_STATS,
-	R_SKIPPED,
+	R_LEAK, R_ABORT, R_UNKNOWN, R_DOMINANT, R_GAP, R_LOST, R_CLOCK,
+	R_STATS, R_SKIPPED,
 };
 
 static const char *const kinds[] = {
 	[R_LEAK] = "leak", [R_ABORT] = "aborted_suspend",
 	[R_UNKNOWN] = "unknown_wakeup", [R_DOMINANT] = "dominant",
-	[R_GAP] = "gap", [R_CLOCK] = "clock_uncertainty",
+	[R_GAP] = "gap", [R_LOST] = "lost_events",
+	[R_CLOCK] = "clock_uncertainty",
 	[R_STATS] = "stats_mismatch", [R_SKIPPED] = "skipped_events",
 };
 
@@ -209,6 +210,13 @@ int an_findings_collect(struct an_findings *fd, const struct an_timeline *tl,
 		ret = dominant(fd, tl);
 	if (!ret)
 		ret = gaps(fd, en);
+	if (!ret && tl->lost_lines)
+		ret = add(fd, R_LOST, NULL, tl->lost_first_t, "%" PRIu64
+			  " record(s) of the event log lost, in %" PRIu64
+			  " place(s), the first at %.3f s: the blockers' states "
+			  "are taken again from the next stats snapshot",
+			  tl->lost_records, tl->lost_lines,
+			  secs(tl->lost_first_t - tl->start));
 	if (!ret)
 		ret = clock(fd, tl, wk);
 	for (size_t i = 0; i < tl->nb && !ret; i++) {

@@ -594,7 +594,7 @@ const char sbrig_report_page_js[] =
 	"  }\n"
 	"\n"
 	"  const FINDING_SEVERITY = { leak: 'bad', aborted_suspend: 'bad', unknown_wakeup: 'warn', dominant: 'warn',\n"
-	"    gap: 'info', clock_uncertainty: 'info', stats_mismatch: 'info', skipped_events: 'info' };\n"
+	"    gap: 'info', lost_events: 'warn', clock_uncertainty: 'info', stats_mismatch: 'info', skipped_events: 'info' };\n"
 	"  function findings() {\n"
 	"    const list = report.findings;\n"
 	"    if (!list.length) return section('findings', 'Findings', empty('No findings: nothing the analysis checks for went wrong.'));\n"

@@ -141,7 +141,9 @@ static int block(struct an_timeline *tl, struct an_blocker *b, int64_t t)
 /* An object ends at @t: its span, clipped (kept if within the capture). */
 static int unblock(struct an_timeline *tl, struct an_blocker *b, int64_t t)
 {
-	int64_t s = b->nopen ? b->open[--b->nopen] : tl->start;
+	/* none open: active since the start, or since records were lost */
+	int64_t s = b->nopen ? b->open[--b->nopen] :
+		tl->lost_since > tl->start ? tl->lost_since : tl->start;
 	int ret;
 
 	s = clip(s, tl->start, tl->end);
@@ -257,6 +259,14 @@ static int stats_commit(struct an_blocker *b)
 	sc->last_rows = sc->acc_rows;
 	sc->max_time_ns = sc->acc_max_ns;
 	sc->acc_rows = 0;
+	if (sc->acc_active) {
+		ret = an_grow((void **)&sc->active, &sc->active_cap,
+			      sc->nactive + 1, sizeof(*sc->active));
+		if (ret)
+			return ret;
+		sc->active[sc->nactive++] = (struct an_snap_active){
+			sc->acc_snap, sc->acc_active };
+	}
 	return 0;
 }
 
@@ -300,6 +310,11 @@ static int read_stats(struct an_timeline *tl, struct sbrig_capread *cr)
 			rows = 0;
 			same_t = true;
 			snap_t = t;
+			ret = an_grow((void **)&tl->snap_t, &tl->snap_cap,
+				      tl->nsnap + 1, sizeof(*tl->snap_t));
+			if (ret)
+				break;
+			tl->snap_t[tl->nsnap++] = t;
 		}
 		if (t != snap_t)
 			same_t = false;
@@ -319,8 +334,11 @@ static int read_stats(struct an_timeline *tl, struct sbrig_capread *cr)
 			sc->acc_count = 0;
 			sc->acc_total_ns = 0;
 			sc->acc_max_ns = 0;
+			sc->acc_active = 0;
 		}
 		sc->acc_rows++;
+		if (row.active_since_ns > 0)
+			sc->acc_active++;
 		sc->acc_count = sat_add(sc->acc_count,
 					row.count > INT64_MAX ? INT64_MAX :
 					(int64_t)row.count);
@@ -531,6 +549,51 @@ static int phase_event(struct an_timeline *tl, struct phase_state *ps,
 	return ret;
 }
 
+/* Objects of @b active in snapshot @snap (1-based), by its rows. */
+static unsigned int snap_active(const struct an_blocker *b, unsigned int snap)
+{
+	const struct an_stats_check *sc = &b->stats;
+	size_t lo = 0, hi = sc->nactive;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (sc->active[mid].snap < snap)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < sc->nactive && sc->active[lo].snap == snap ?
+		sc->active[lo].active : 0;
+}
+
+/*
+ * After "lost" records at @lost_t, the first stats snapshot says which
+ * objects are active: a blocker's objects the lost records released end
+ * at @lost_t, those they activated begin there (no phantom leak for an
+ * unblock that was lost). Wakeup sources have no statistics: their
+ * records tell, as before.
+ */
+static int resync(struct an_timeline *tl, unsigned int snap, int64_t lost_t)
+{
+	int ret = 0;
+
+	for (size_t i = 0; i < tl->nb && !ret; i++) {
+		struct an_blocker *b = &tl->b[i];
+		unsigned int want;
+
+		if (b->kind == AN_KIND_WAKEUP_SOURCE)
+			continue;
+		want = snap_active(b, snap);
+		ret = snap_open(tl, b);
+		while (!ret && b->nopen > want)
+			ret = unblock(tl, b, lost_t);
+		while (!ret && b->nopen < want)
+			ret = block(tl, b, lost_t);
+	}
+	return ret;
+}
+
 /* A new boot: every activation and a suspended stretch end at @t. */
 static int boot_change(struct an_timeline *tl, struct state *st, int64_t t)
 {
@@ -539,6 +602,7 @@ static int boot_change(struct an_timeline *tl, struct state *st, int64_t t)
 	for (size_t i = 0; i < tl->nb && !ret; i++)
 		ret = close_all(tl, &tl->b[i], t);
 	st->seen_platform = false;
+	tl->lost_since = -1;
 	tl->boots++;
 	return ret;
 }
@@ -603,6 +667,8 @@ static int events_pass(struct an_timeline *tl, struct sbrig_capread *cr,
 {
 	struct state st = { .susp_since = -1 };
 	struct phase_state ps = { .open = false };
+	int64_t lost_t = -1;	/* "lost" seen, not yet re-synchronised */
+	size_t next_snap = 0;
 	char boot[SBRIG_BOOT_ID_MAX] = "", last_blocked[SBRIG_NAME_MAX] = "";
 	struct sbrig_event ev;
 	int ret;
@@ -635,6 +701,16 @@ static int events_pass(struct an_timeline *tl, struct sbrig_capread *cr,
 			  " ns", ev.seq, ev.type, ev.arg, k, t, ev.host_t_ns, unc);
 		if (unc > tl->max_uncert_ns)
 			tl->max_uncert_ns = unc;
+		/* the snapshots taken by now; the first after a "lost" */
+		for (; next_snap < tl->nsnap && tl->snap_t[next_snap] <= t;
+		     next_snap++) {
+			if (lost_t < 0)
+				continue;
+			ret = resync(tl, (unsigned int)next_snap + 1, lost_t);
+			if (ret)
+				return ret;
+			lost_t = -1;
+		}
 
 		if (!strcmp(ev.type, "block") || !strcmp(ev.type, "unblock")) {
 			ret = object_event(tl, false, ev.arg,
@@ -678,9 +754,16 @@ static int events_pass(struct an_timeline *tl, struct sbrig_capread *cr,
 			ret = add_event(&tl->aborts, &tl->naborts,
 					&tl->aborts_cap, t, unc, ev.arg,
 					last_blocked);
+		} else if (!strcmp(ev.type, "lost")) {
+			unsigned long long n = strtoull(ev.arg, NULL, 10);
+
+			tl->lost_records += n;
+			if (!tl->lost_lines++)
+				tl->lost_first_t = t;
+			tl->lost_since = t;
+			lost_t = t;
 		} else if (strcmp(ev.type, "suspend") &&
-			   strcmp(ev.type, "policy") &&
-			   strcmp(ev.type, "lost")) {
+			   strcmp(ev.type, "policy")) {
 			ret = note_skipped(tl, ev.type);
 		}
 		if (ret)
@@ -688,6 +771,15 @@ static int events_pass(struct an_timeline *tl, struct sbrig_capread *cr,
 	}
 	if (ret < 0)
 		return ret;
+	/* a snapshot after the last event still re-synchronises */
+	for (; lost_t >= 0 && next_snap < tl->nsnap; next_snap++) {
+		if (tl->snap_t[next_snap] < lost_t)
+			continue;
+		ret = resync(tl, (unsigned int)next_snap + 1, lost_t);
+		if (ret)
+			return ret;
+		lost_t = -1;
+	}
 	/* what is still open ends with the capture */
 	phases_close(tl, &ps);
 	ret = susp_end(tl, &st, tl->end, 0, false);
@@ -832,6 +924,7 @@ int an_timeline_build(struct an_timeline *tl, struct sbrig_capread *cr,
 	memset(tl, 0, sizeof(*tl));
 	tl->start = start;
 	tl->end = AN_OPEN_END;
+	tl->lost_since = -1;
 	ret = read_stats(tl, cr);	/* first: who is active at the start */
 	if (!ret)
 		ret = read_events(tl, cr, clk);
@@ -911,6 +1004,7 @@ void an_timeline_free(struct an_timeline *tl)
 		free(tl->b[i].ospans);
 		free(tl->b[i].open);
 		free(tl->b[i].stats.win);
+		free(tl->b[i].stats.active);
 	}
 	free(tl->b);
 	free(tl->bhash);
@@ -921,5 +1015,6 @@ void an_timeline_free(struct an_timeline *tl)
 	free(tl->aborts);
 	free(tl->stimuli);
 	free(tl->cycles);
+	free(tl->snap_t);
 	memset(tl, 0, sizeof(*tl));
 }

@@ -202,7 +202,7 @@ PHASES = (
 )
 # severity order of report-format.md's findings table
 FINDING_RANK = ("leak", "aborted_suspend", "unknown_wakeup", "dominant", "gap",
-                "clock_uncertainty", "stats_mismatch", "skipped_events")
+                "lost_events", "clock_uncertainty", "stats_mismatch", "skipped_events")
 WAKE_STIMULI = ("press", "plug", "unplug")
 
 
@@ -222,7 +222,10 @@ class Hold:
     (a leak), or until a reboot (the analysis ends it at the new boot's
     first event). ``extra_uW`` is what holding it costs while awake.
     ``logged`` False: its two records were overwritten in the module's
-    ring (the log says ``lost 2``) but the stats count it.
+    ring (the log says ``lost 2``) but the stats count it. ``lost_end``:
+    only its unblock record was overwritten (``lost 1``): the analysis
+    ends it where the log says records were lost, once the next stats
+    snapshot shows it inactive (no phantom leak).
 
     ``obj``: which object of the name (every evdev client's blocker is
     named "evdev": holds of one name and different ``obj`` are distinct
@@ -234,6 +237,7 @@ class Hold:
     end_s: float | None
     extra_uW: int = 0
     logged: bool = True
+    lost_end: bool = False
     obj: int = 0
     kind: str = "suspend_blocker"
 
@@ -541,6 +545,7 @@ class _Event:
     seq: int = 0
     target_t: int = 0
     host_t: int = 0        # the online host time written to events.tsv
+    lost_at: int = 0       # lost: the time of the "lost" record saying so
 
 
 # ---- the model ------------------------------------------------------------
@@ -755,7 +760,9 @@ class Model:
             if not h["pre"]:
                 add(h["ps"], "ws_activate" if ws else "block", h["name"], lost=lost)
             if not h["open"]:
-                add(h["pe"], "ws_relax" if ws else "unblock", h["name"], lost=lost)
+                add(h["pe"], "ws_relax" if ws else "unblock", h["name"],
+                    lost=lost or h["hold"].lost_end)
+                h["end_ev"] = ev[-1]
         for s in self.sl:
             st = s["sleep"]
             if sc.phases and not s["pre"]:
@@ -798,6 +805,8 @@ class Model:
             if lost:
                 out.append(_Event(e.t, e.boot, "lost", str(len(lost)), e.order,
                                   False, lost[0].seq))
+                for x in lost:
+                    x.lost_at = e.t         # where the log says so
             out.append(e)
         if pending_lost:
             raise ScenarioError("lost records need a later record of their boot")
@@ -1306,7 +1315,15 @@ class _Truth:
             if not h["hold"].logged:
                 continue
             a_ = t0 if h["pre"] else an(h["ps"])
-            if h["open"]:
+            if h["hold"].lost_end:
+                # report-format.md: inactive at the next snapshot, so ended
+                # at the "lost" record
+                la = h["end_ev"].lost_at
+                if not any(x >= la for x, _ in m.snapshots):
+                    raise ScenarioError(f"hold {h['name']}: no stats snapshot "
+                                        "after its lost unblock")
+                b_ = an(la)
+            elif h["open"]:
                 if h["crash_end"]:
                     b_ = an(m.boots[h["boot"] + 1]["first_event"])
                 else:
@@ -1725,6 +1742,9 @@ class _Truth:
                     f.append({"kind": "dominant", "blocker": b["name"], "t_ns": None})
         if gaps:
             f.append({"kind": "gap", "blocker": None, "t_ns": gaps[0]["t_ns"]})
+        lost = [e for e in m.events if e.type == "lost"]
+        if lost:
+            f.append({"kind": "lost_events", "blocker": None, "t_ns": m.an(lost[0].t)})
         if not sc.clock.enabled and m.events:
             f.append({"kind": "clock_uncertainty", "blocker": None, "t_ns": None})
         for b in blockers:
@@ -2273,6 +2293,9 @@ def scenario_objects(seed: int = 1, format_version: int = 1, **kw) -> Scenario:
         H("vport0p1", 0.5, 1.5, 30_000, kind=WS),
         H("evdev", 1.0, 3.0, 50_000, obj=0), H("evdev", 2.0, 4.0, 50_000, obj=1),
         H("wifi", 3.5, 5.0, 200_000),
+        # its unblock is overwritten in the ring: "lost 1" at the next
+        # record (7.0 s); the 10 s snapshot shows it inactive
+        H("gps", 5.5, 6.5, 100_000, lost_end=True),
         H("test_ac", 6.0, 7.0, 80_000, kind=WS),
         # a press wake: the keypad, both evdev clients, a virtio port
         H("keypad-scan", 14.009, 15.0, 40_000),

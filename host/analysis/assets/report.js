@@ -506,7 +506,7 @@
   }
 
   const FINDING_SEVERITY = { leak: 'bad', aborted_suspend: 'bad', unknown_wakeup: 'warn', dominant: 'warn',
-    gap: 'info', clock_uncertainty: 'info', stats_mismatch: 'info', skipped_events: 'info' };
+    gap: 'info', lost_events: 'warn', clock_uncertainty: 'info', stats_mismatch: 'info', skipped_events: 'info' };
   function findings() {
     const list = report.findings;
     if (!list.length) return section('findings', 'Findings', empty('No findings: nothing the analysis checks for went wrong.'));
