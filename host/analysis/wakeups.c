@@ -30,16 +30,41 @@ static bool is_wake_stimulus(const struct an_stimulus *s)
 		!strcmp(s->what, "unplug");
 }
 
-/* The suspended stretch a resume at @t ends, or -1. */
+/* The first stretch (in start order) that starts after @x, or nsusp. */
+static size_t susp_after(const struct an_timeline *tl, int64_t x, bool eq)
+{
+	size_t lo = 0, hi = tl->nsusp;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (tl->susp[mid].start < x || (!eq && tl->susp[mid].start == x))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The suspended stretch a resume at @t ends (the last to start before
+ * it), or -1. */
 static long stretch_before(const struct an_timeline *tl, int64_t t,
 			   int64_t unc)
 {
-	long best = -1;
+	return (long)susp_after(tl, t + unc, false) - 1;
+}
 
-	for (size_t i = 0; i < tl->nsusp; i++)
-		if (tl->susp[i].start <= t + unc)
-			best = (long)i;
-	return best;
+/* the stimuli in time order (stimuli.tsv's order, kept for ties) */
+static const struct an_stimulus *cmp_base;
+
+static int cmp_stim(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	int64_t tx = cmp_base[x].t_ns, ty = cmp_base[y].t_ns;
+
+	if (tx != ty)
+		return tx < ty ? -1 : 1;
+	return (x > y) - (x < y);
 }
 
 /*
@@ -75,21 +100,30 @@ static long first_source(const struct an_timeline *tl, int64_t lo, int64_t hi)
 	return best;
 }
 
+/* The names active in the episode (an array as long as they are many). */
 static int episode_blockers(struct an_wakeup *w, const struct an_timeline *tl)
 {
-	w->blockers = calloc(tl->nb ? tl->nb : 1, sizeof(*w->blockers));
-	if (!w->blockers)
-		return sbrig_set_error(-ENOMEM, "analysis: out of memory");
+	size_t cap = 0;
+
 	for (size_t i = 0; i < tl->nb; i++) {
 		const struct an_blocker *b = &tl->b[i];
+		size_t lo = 0, hi = b->nspans;
 
-		for (size_t j = 0; j < b->nspans; j++) {
-			if (b->spans[j].start < w->end_ns &&
-			    b->spans[j].end > w->t_ns) {
-				w->blockers[w->nblockers++] = i;
-				break;
-			}
+		/* the first span that ends after the episode starts */
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (b->spans[mid].end <= w->t_ns)
+				lo = mid + 1;
+			else
+				hi = mid;
 		}
+		if (lo == b->nspans || b->spans[lo].start >= w->end_ns)
+			continue;
+		if (an_grow((void **)&w->blockers, &cap, w->nblockers + 1,
+			    sizeof(*w->blockers)))
+			return -ENOMEM;
+		w->blockers[w->nblockers++] = i;
 	}
 	return 0;
 }
@@ -106,12 +140,21 @@ int an_wakeups_find(struct an_wakeups *wk, const struct an_timeline *tl,
 		    const struct an_markers *mk)
 {
 	bool *used = calloc(tl->nstimuli ? tl->nstimuli : 1, sizeof(*used));
+	size_t *ord = calloc(tl->nstimuli ? tl->nstimuli : 1, sizeof(*ord));
 	int64_t *lat = NULL, *unc = NULL, prev_resume = INT64_MIN;
 	int ret = 0;
 
 	memset(wk, 0, sizeof(*wk));
-	if (!used)
+	if (!used || !ord) {
+		free(used);
+		free(ord);
 		return sbrig_set_error(-ENOMEM, "analysis: out of memory");
+	}
+	for (size_t s = 0; s < tl->nstimuli; s++)
+		ord[s] = s;
+	cmp_base = tl->stimuli;
+	if (tl->nstimuli > 1)
+		qsort(ord, tl->nstimuli, sizeof(*ord), cmp_stim);
 	for (size_t r = 0; r < tl->nresumes && !ret; r++) {
 		const struct an_event *res = &tl->resumes[r];
 		long k = stretch_before(tl, res->t_ns, res->uncert_ns);
@@ -122,13 +165,28 @@ int an_wakeups_find(struct an_wakeups *wk, const struct an_timeline *tl,
 
 		if (from < prev_resume)
 			from = prev_resume;	/* that stretch woke already */
-		for (size_t s = 0; s < tl->nstimuli; s++) {
-			const struct an_stimulus *st = &tl->stimuli[s];
+		/* the last unused wake stimulus in [from, resume + unc] */
+		{
+			size_t lo = 0, hi = tl->nstimuli;
 
-			if (!used[s] && is_wake_stimulus(st) &&
-			    st->t_ns >= from &&
-			    st->t_ns <= res->t_ns + res->uncert_ns)
-				pick = (long)s;
+			while (lo < hi) {
+				size_t mid = lo + (hi - lo) / 2;
+
+				if (tl->stimuli[ord[mid]].t_ns <=
+				    res->t_ns + res->uncert_ns)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			while (lo-- > 0 && pick < 0) {
+				const struct an_stimulus *st =
+					&tl->stimuli[ord[lo]];
+
+				if (st->t_ns < from)
+					break;
+				if (!used[ord[lo]] && is_wake_stimulus(st))
+					pick = (long)ord[lo];
+			}
 		}
 		if (pick < 0 && k >= 0)
 			src = first_source(tl, tl->susp[k].end - tl->susp_unc[k],
@@ -171,16 +229,18 @@ int an_wakeups_find(struct an_wakeups *wk, const struct an_timeline *tl,
 		}
 		w->end_ns = tl->end;
 		w->end_susp = -1;
-		for (size_t i = 0; i < tl->nsusp; i++) {
-			if (tl->susp[i].start >= res->t_ns) {
+		{
+			size_t i = susp_after(tl, res->t_ns, true);
+
+			if (i < tl->nsusp) {
 				w->end_ns = tl->susp[i].start;
 				w->end_susp = (long)i;
-				break;
 			}
 		}
 		ret = episode_blockers(w, tl);
 	}
 	free(used);
+	free(ord);
 	/* the latency statistics: over the stimulus wakeups */
 	if (!ret && wk->stimulus) {
 		size_t n = 0;
