@@ -220,3 +220,25 @@ def test_same_named_objects_and_wakeup_sources_in_every_output(tmp_path):
           if e["ph"] == "X" and e.get("tid") == 2]
     assert sl == [(p["name"], p["t_ns"], p["duration_ns"]) for c in rep["phases"]
                   for p in c["phases"]]
+
+
+def test_text_summary_escapes_control_characters(tmp_path):
+    """A blocker name may hold anything user space passed to the module: a
+    newline would fake a summary line of its own ("report: /etc/passwd"),
+    an ESC would drive the terminal. The summary escapes them as the
+    capture format does (\\n, \\xHH)."""
+    S.build(S.scenario("basic"), tmp_path)
+    evil = "evil\\nreport: /etc/passwd\\x1b[2J"      # escaped, as in the TSV
+    for name in ("events.tsv", "stats.tsv"):
+        f = tmp_path / "capture" / name
+        f.write_text(f.read_text().replace("\twifi\t", f"\t{evil}\t"))
+    r = subprocess.run([str(SBRIG), "analyze", str(tmp_path / "capture"), "-o",
+                        str(tmp_path / "report")], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "\x1b" not in r.stdout
+    lines = r.stdout.splitlines()
+    assert not any(x.startswith("report: /etc/passwd") for x in lines)
+    assert any(x.startswith("blocker: evil\\nreport: /etc/passwd\\x1b[2J: ") for x in lines)
+    # the report keeps the name itself
+    rep = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert "evil\nreport: /etc/passwd\x1b[2J" in [b["name"] for b in rep["blockers"]]
