@@ -242,3 +242,22 @@ def test_text_summary_escapes_control_characters(tmp_path):
     # the report keeps the name itself
     rep = json.loads((tmp_path / "report" / "report.json").read_text())
     assert "evil\nreport: /etc/passwd\x1b[2J" in [b["name"] for b in rep["blockers"]]
+
+
+def test_a_name_that_is_not_utf8_gives_a_valid_report(tmp_path):
+    """A blocker name that is not UTF-8 (bytes user space passed to the
+    module): report.json stays valid UTF-8 (each invalid byte as the text
+    \\xHH) and its own renderer reads it; valid multi-byte text is kept."""
+    S.build(S.scenario("basic"), tmp_path)
+    for name in ("events.tsv", "stats.tsv"):
+        f = tmp_path / "capture" / name
+        f.write_bytes(f.read_bytes().replace(b"\twifi\t", b"\tw\xffi\xc3 \xc3\xa9\t")
+                      .replace(b"\tgps\t", b"\tgps\xed\xa0\x80\t"))
+    r = analyze(tmp_path / "capture", tmp_path / "report")
+    assert r.returncode == 0, r.stderr
+    raw = (tmp_path / "report" / "report.json").read_bytes()
+    raw.decode("utf-8")                                  # strict: raises if not
+    names = {b["name"] for b in json.loads(raw)["blockers"]}
+    assert "w\\xffi\\xc3 \u00e9" in names                # é kept, the rest escaped
+    assert "gps\\xed\\xa0\\x80" in names                 # a surrogate is not UTF-8
+    assert (tmp_path / "report" / "report.html").stat().st_size > 0

@@ -165,9 +165,72 @@ static jobj *nt_done(struct numtext *t)
 	return o;
 }
 
+/* The length of the valid UTF-8 sequence at @s, or 0 (RFC 3629). */
+static size_t utf8_len(const unsigned char *s)
+{
+	unsigned int c = s[0], cp;
+	size_t n;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2, cp = c & 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3, cp = c & 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4, cp = c & 0x07;
+	else
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
+	    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;	/* overlong, too large, a surrogate */
+	return n;
+}
+
+/*
+ * A JSON string of @s, which may come from the capture (a blocker name is
+ * whatever user space passed to the module): a byte that is not part of
+ * valid UTF-8 becomes the text \xHH, so that report.json is valid UTF-8
+ * and its own renderer reads it.
+ */
 static jobj *js(const char *s)
 {
-	return json_object_new_string(s);
+	const unsigned char *p = (const unsigned char *)s;
+	size_t len = strlen(s), w = 0;
+	char *buf;
+	jobj *o;
+
+	for (size_t i = 0, n; i < len; i += n) {
+		n = utf8_len(p + i);
+		if (!n)
+			break;
+		if (i + n >= len)
+			return json_object_new_string(s);	/* all valid */
+	}
+	if (!len)
+		return json_object_new_string(s);
+	buf = malloc(4 * len + 1);
+	if (!buf)
+		return json_object_new_string("");
+	for (size_t i = 0, n; i < len; i += n) {
+		n = utf8_len(p + i);
+		if (n) {
+			memcpy(buf + w, p + i, n);
+			w += n;
+		} else {
+			w += (size_t)snprintf(buf + w, 5, "\\x%02x", p[i]);
+			n = 1;
+		}
+	}
+	buf[w] = '\0';
+	o = json_object_new_string(buf);
+	free(buf);
+	return o;
 }
 
 static void put(jobj *o, const char *k, jobj *v)
