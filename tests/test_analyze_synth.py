@@ -200,10 +200,18 @@ def test_same_named_objects_and_wakeup_sources_in_every_output(tmp_path):
             "args": {"name": "kernel wakeup sources"}} in ev
     assert [(w["cause"], w["stimulus"], w["wakeup_source"]) for w in rep["wakeups"]] == [
         ("stimulus", "press power", None), ("stimulus", "plug charger", None),
-        ("wakeup_source", None, "alarmtimer")]
+        ("wakeup_source", None, "alarmtimer"), ("stimulus", "press power", None)]
     w3 = rep["wakeups"][2]
     assert w3["t_ns"] is None and w3["latency_ns"] is None and w3["latency_from"] is None
-    assert rep["unknown_wake_count"] == 0 and rep["latency"]["n"] == 2
+    assert rep["unknown_wake_count"] == 0 and rep["latency"]["n"] == 3
+    # what each suspend cost: the fourth lasted less than its break-even
+    co = rep["suspend_costs"]
+    assert len(co["cycles"]) == 4 and co["median_break_even_ns"] > 0
+    short = [c for c in co["cycles"] if c["break_even_ns"] is not None
+             and c["suspended_ns"] < c["break_even_ns"]]
+    assert [c["t_ns"] for c in short] == [f["t_ns"] for f in rep["findings"]
+                                          if f["kind"] == "short_suspend"]
+    assert len(short) == 1
     assert "unknown_wakeup" not in [f["kind"] for f in rep["findings"]]
     # gps's unblock was lost: ended at the "lost" record (the next stats
     # snapshot shows it inactive), no phantom leak; the finding says so
@@ -214,7 +222,7 @@ def test_same_named_objects_and_wakeup_sources_in_every_output(tmp_path):
     assert len(lost) == 1 and lost[0]["detail"].startswith("1 record(s) of the event log lost")
     assert "leak" not in [f["kind"] for f in rep["findings"]]
     # the phases of each cycle (sleepgraph's names) as slices on tid 2
-    assert [c["cycle"] for c in rep["phases"]] == [1, 2, 3]
+    assert [c["cycle"] for c in rep["phases"]] == [1, 2, 3, 4]
     assert [p["name"] for p in rep["phases"][0]["phases"]] == [p[0] for p in S.PHASES]
     sl = [(e["name"], round(e["ts"] * 1000), round(e["dur"] * 1000)) for e in ev
           if e["ph"] == "X" and e.get("tid") == 2]

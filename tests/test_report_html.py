@@ -559,13 +559,18 @@ def test_wakeup_sources_are_drawn_apart(sbrig, browser, tmp_path):
     prefix = p.eval("getComputedStyle(document.querySelector('#timeline-chart .row-ws'), "
                     "'::before').content")
     assert prefix == '"ws "'
-    # its three suspend cycles' phases: one row each in the phase table
-    assert len(rep["phases"]) == 3
-    assert p.eval("document.querySelectorAll('#phase-table tbody tr').length") == 3
+    # its four suspend cycles' phases: one row each in the phase table;
+    # what each cost, the short one marked
+    assert len(rep["phases"]) == 4
+    assert p.eval("document.querySelectorAll('#phase-table tbody tr').length") == 4
+    assert p.eval("document.querySelectorAll('#cost-table tbody tr').length") == 4
+    assert p.eval("document.querySelectorAll('#cost-table tbody tr.short').length") == 1
+    assert "Median break-even" in p.eval("document.getElementById('break-even').textContent")
     # what woke it, every resume: two stimuli and the alarm's wakeup source
     col = ("(() => { const h = Array.from(document.querySelectorAll('#wakeup-table thead th'))"
            ".map(t => t.textContent).indexOf('woken by'); return Array.from(document.querySelectorAll("
            "'#wakeup-table tbody tr')).map(r => r.children[h].textContent); })()")
-    assert p.eval(col) == ["press power", "plug charger", "wakeup source alarmtimer"]
+    assert p.eval(col) == ["press power", "plug charger", "wakeup source alarmtimer",
+                           "press power"]
     assert "No phases in this capture" not in p.eval("document.body.innerText")
     assert_clean(p, html)

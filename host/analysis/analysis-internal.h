@@ -42,6 +42,9 @@ struct an_span {
 	int64_t start, end;
 };
 
+/* qsort() order of spans: by start, then end (timeline.c) */
+int an_cmp_span(const void *a, const void *b);
+
 /* ---- clockfit.c ---------------------------------------------------------- */
 
 /**
@@ -506,6 +509,45 @@ int an_integrate(struct an_energy *en, struct sbrig_capread *cr,
 		 struct an_timeline *tl, struct an_wakeups *wk);
 void an_energy_free(struct an_energy *en);
 
+/* ---- costs.c -------------------------------------------------------------- */
+
+/**
+ * struct an_cost - what one suspend cost (report-format.md section 6)
+ * @susp: its suspended stretch (the timeline's index)
+ * @entry: from the last suspend blocker's release to the low level
+ * @exit: from the power's rise to the first suspend blocker after it
+ * @has_entry, @has_exit: the window is not empty
+ * @entry_uJ, @exit_uJ: their energy above the suspended baseline
+ * @suspended_ns: the stretch's length
+ * @break_even_ns: (entry + exit) / (idle - baseline), or -1
+ */
+struct an_cost {
+	size_t susp;
+	struct an_span entry, exit;
+	bool has_entry, has_exit;
+	double entry_uJ, exit_uJ;
+	int64_t suspended_ns;
+	int64_t break_even_ns;
+};
+
+/**
+ * struct an_costs - the costs of the capture's suspends
+ * @c: per whole cycle (enter and exit in the capture), in time order
+ * @have_idle, @idle_uW: the mean power awake with nothing active
+ * @median_break_even_ns: over the cycles that have one, or -1
+ */
+struct an_costs {
+	struct an_cost *c;
+	size_t n, cap;
+	bool have_idle;
+	double idle_uW;
+	int64_t median_break_even_ns;
+};
+
+int an_costs_measure(struct an_costs *co, struct sbrig_capread *cr,
+		     const struct an_timeline *tl, const struct an_energy *en);
+void an_costs_free(struct an_costs *co);
+
 /* ---- findings.c ----------------------------------------------------------- */
 
 /** struct an_finding - one thing that went wrong */
@@ -524,7 +566,8 @@ struct an_findings {
 
 int an_findings_collect(struct an_findings *fd, const struct an_timeline *tl,
 			const struct an_wakeups *wk,
-			const struct an_energy *en, int64_t leak_ns);
+			const struct an_energy *en, const struct an_costs *co,
+			int64_t leak_ns);
 void an_findings_free(struct an_findings *fd);
 
 /* ---- report-json.c: writes with an_write_atomic() (atomic.h) --------------- */
@@ -540,6 +583,7 @@ struct sbrig_analysis {
 	struct an_timeline tl;
 	struct an_wakeups wk;
 	struct an_energy en;
+	struct an_costs co;
 	struct an_findings fd;
 };
 

@@ -151,8 +151,10 @@ struct sbrig_analysis *sbrig_analysis_run(const char *capture_dir,
 			a->wk.w[i].end_ns = end;
 	ret = durations(a);
 	if (!ret)
+		ret = an_costs_measure(&a->co, cr, &a->tl, &a->en);
+	if (!ret)
 		ret = an_findings_collect(&a->fd, &a->tl, &a->wk, &a->en,
-					  a->opts.leak_ns);
+					  &a->co, a->opts.leak_ns);
 	if (ret)
 		goto fail;
 	sbrig_capread_close(cr);
@@ -174,6 +176,7 @@ void sbrig_analysis_free(struct sbrig_analysis *a)
 	an_timeline_free(&a->tl);
 	an_wakeups_free(&a->wk);
 	an_energy_free(&a->en);
+	an_costs_free(&a->co);
 	an_findings_free(&a->fd);
 	free(a);
 }

@@ -14,14 +14,15 @@
 
 /* rank of each kind: the order of the table in report-format.md */
 enum {
-	R_LEAK, R_ABORT, R_UNKNOWN, R_DOMINANT, R_GAP, R_LOST, R_CLOCK,
-	R_STATS, R_SKIPPED,
+	R_LEAK, R_ABORT, R_UNKNOWN, R_DOMINANT, R_SHORT, R_GAP, R_LOST,
+	R_CLOCK, R_STATS, R_SKIPPED,
 };
 
 static const char *const kinds[] = {
 	[R_LEAK] = "leak", [R_ABORT] = "aborted_suspend",
 	[R_UNKNOWN] = "unknown_wakeup", [R_DOMINANT] = "dominant",
-	[R_GAP] = "gap", [R_LOST] = "lost_events",
+	[R_SHORT] = "short_suspend", [R_GAP] = "gap",
+	[R_LOST] = "lost_events",
 	[R_CLOCK] = "clock_uncertainty",
 	[R_STATS] = "stats_mismatch", [R_SKIPPED] = "skipped_events",
 };
@@ -190,7 +191,8 @@ static int clock(struct an_findings *fd, const struct an_timeline *tl,
  */
 int an_findings_collect(struct an_findings *fd, const struct an_timeline *tl,
 			const struct an_wakeups *wk,
-			const struct an_energy *en, int64_t leak_ns)
+			const struct an_energy *en, const struct an_costs *co,
+			int64_t leak_ns)
 {
 	int ret;
 
@@ -208,6 +210,16 @@ int an_findings_collect(struct an_findings *fd, const struct an_timeline *tl,
 		ret = unknown_wakeups(fd, tl, wk);
 	if (!ret)
 		ret = dominant(fd, tl);
+	for (size_t i = 0; i < co->n && !ret; i++) {
+		const struct an_cost *c = &co->c[i];
+
+		if (c->break_even_ns < 0 || c->suspended_ns >= c->break_even_ns)
+			continue;
+		ret = add(fd, R_SHORT, NULL, tl->susp[c->susp].start,
+			  "suspended %.3f s, shorter than its break-even "
+			  "%.3f s: staying awake idle would have cost less",
+			  secs(c->suspended_ns), secs(c->break_even_ns));
+	}
 	if (!ret)
 		ret = gaps(fd, en);
 	if (!ret && tl->lost_lines)

@@ -495,6 +495,35 @@ static jobj *spans(const struct an_span *v, size_t n)
 	return arr;
 }
 
+/* report-format.md section 6: what each suspend cost */
+static jobj *suspend_costs(const struct an_costs *co,
+			   const struct an_timeline *tl)
+{
+	jobj *o = json_object_new_object(), *arr = json_object_new_array();
+
+	put(o, "idle_uW", co->have_idle ? jd(co->idle_uW, 3) : NULL);
+	put(o, "median_break_even_ns", co->median_break_even_ns >= 0 ?
+	    ji(co->median_break_even_ns) : NULL);
+	for (size_t i = 0; i < co->n; i++) {
+		const struct an_cost *c = &co->c[i];
+		jobj *x = json_object_new_object();
+
+		put(x, "t_ns", ji(tl->susp[c->susp].start));
+		put(x, "suspended_ns", ji(c->suspended_ns));
+		put(x, "entry_ns", c->has_entry ?
+		    ji(c->entry.end - c->entry.start) : NULL);
+		put(x, "entry_uJ", c->has_entry ? jd(c->entry_uJ, 3) : NULL);
+		put(x, "exit_ns", c->has_exit ?
+		    ji(c->exit.end - c->exit.start) : NULL);
+		put(x, "exit_uJ", c->has_exit ? jd(c->exit_uJ, 3) : NULL);
+		put(x, "break_even_ns", c->break_even_ns >= 0 ?
+		    ji(c->break_even_ns) : NULL);
+		json_object_array_add(arr, x);
+	}
+	put(o, "cycles", arr);
+	return o;
+}
+
 /* report-format.md section 4: per cycle, its phases in time order */
 static jobj *phases(const struct an_timeline *tl)
 {
@@ -625,6 +654,7 @@ jobj *an_report_json(const struct sbrig_analysis *a)
 	put(r, "unknown_wake_count", ji((int64_t)a->wk.unknown));
 	put(r, "latency", latency(&a->wk.lat));
 	put(r, "phases", phases(&a->tl));
+	put(r, "suspend_costs", suspend_costs(&a->co, &a->tl));
 	put(r, "findings", findings(&a->fd));
 	put(r, "trace", trace(a));
 	return r;

@@ -163,6 +163,25 @@ static const struct jfield f_cycle[] = {
 };
 static const struct jfield e_cycle[] = { { "", J_OBJ, 0, 0, f_cycle } };
 
+/* suspend_costs: what each suspend cost (report-format.md section 6) */
+static const struct jfield f_cost[] = {
+	{ "t_ns", J_INT, 0, 0, NULL },
+	{ "suspended_ns", J_INT, 0, 0, NULL },
+	{ "entry_ns", J_INT, J_NULL, 0, NULL },
+	{ "entry_uJ", J_NUM, J_NULL, 0, NULL },
+	{ "exit_ns", J_INT, J_NULL, 0, NULL },
+	{ "exit_uJ", J_NUM, J_NULL, 0, NULL },
+	{ "break_even_ns", J_INT, J_NULL, 0, NULL },
+	{ NULL, 0, 0, 0, NULL },
+};
+static const struct jfield e_cost[] = { { "", J_OBJ, 0, 0, f_cost } };
+static const struct jfield f_costs[] = {
+	{ "idle_uW", J_NUM, J_NULL, 0, NULL },
+	{ "median_break_even_ns", J_INT, J_NULL, 0, NULL },
+	{ "cycles", J_ARR, 0, 0, e_cost },
+	{ NULL, 0, 0, 0, NULL },
+};
+
 static const struct jfield f_finding[] = {
 	{ "kind", J_STR, 0, 0, NULL },
 	{ "blocker", J_STR, J_NULL, 0, NULL },
@@ -222,6 +241,7 @@ static const struct jfield report_fields[] = {
 	{ "unknown_wake_count", J_INT, 0, 0, NULL },
 	{ "latency", J_OBJ, 0, 0, f_latency },
 	{ "phases", J_ARR, 0, 0, e_cycle },
+	{ "suspend_costs", J_OBJ, J_OPT, 0, f_costs },
 	{ "findings", J_ARR, 0, 0, e_finding },
 	{ "trace", J_OBJ, 0, 0, f_trace },
 	{ NULL, 0, 0, 0, NULL },

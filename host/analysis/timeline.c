@@ -628,7 +628,7 @@ static int object_event(struct an_timeline *tl, bool ws, const char *name,
 	return ret;
 }
 
-static int cmp_span_start(const void *a, const void *b)
+int an_cmp_span(const void *a, const void *b)
 {
 	const struct an_span *x = a, *y = b;
 
@@ -644,7 +644,7 @@ static int union_spans(struct an_blocker *b)
 
 	if (b->nospans > 1)
 		qsort(b->ospans, b->nospans, sizeof(*b->ospans),
-		      cmp_span_start);
+		      an_cmp_span);
 	b->nspans = 0;
 	for (size_t i = 0; i < b->nospans && !ret; i++) {
 		const struct an_span *o = &b->ospans[i];

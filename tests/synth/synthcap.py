@@ -201,8 +201,8 @@ PHASES = (
     ("resume_complete", "dpm_complete 16 begin", "dpm_complete 16 end"),
 )
 # severity order of report-format.md's findings table
-FINDING_RANK = ("leak", "aborted_suspend", "unknown_wakeup", "dominant", "gap",
-                "lost_events", "clock_uncertainty", "stats_mismatch", "skipped_events")
+FINDING_RANK = ("leak", "aborted_suspend", "unknown_wakeup", "dominant", "short_suspend",
+                "gap", "lost_events", "clock_uncertainty", "stats_mismatch", "skipped_events")
 WAKE_STIMULI = ("press", "plug", "unplug")
 
 
@@ -1524,6 +1524,52 @@ class _Truth:
                       default=1)
         lat["tol"] = {k: lat_tol for k in ("min_ns", "median_ns", "p95_ns", "max_ns")}
 
+        # ---- what each suspend costs (report-format.md section 6) ----
+        costs = {"idle_uW": None, "median_break_even_ns": None, "cycles": []}
+        if base is not None and un["awake_ns"] > 0:
+            idle = un["energy_uJ"] * NS / un["awake_ns"]
+            costs["idle_uW"] = idle
+            costs["tol"] = {"idle_uW": (un["_tol"] + 1e-3) * NS / un["awake_ns"]}
+            sb = [(a_, b_) for n, sp in spans.items() for a_, b_, h in sp
+                  if h["hold"].kind != "wakeup_source"]
+            bes = []
+            for j, sl_ in enumerate(sleeps):
+                if sl_["s"]["pre"]:
+                    continue
+                ent, ext = sl_["enter"], sl_["exit"]
+                prev = sleeps[j - 1]["exit"] if j else t0
+                nxt = sleeps[j + 1]["enter"] if j + 1 < len(sleeps) else t1
+                rel_ = max((b_ for _, b_ in sb if prev < b_ <= ent), default=None)
+                act = min((a_ for a_, _ in sb if ext <= a_ <= nxt), default=None)
+                c = {"t_ns": ent, "suspended_ns": ext - ent, "entry_ns": None,
+                     "entry_uJ": None, "exit_ns": None, "exit_uJ": None,
+                     "break_even_ns": None,
+                     "tol": {"t_ns": gdelta + 1, "suspended_ns": 2 * gdelta + 1,
+                             "entry_ns": 2 * gdelta + 1, "exit_ns": 2 * gdelta + 1}}
+                for key, a_, b_ in (("entry", rel_, ent), ("exit", ext, act)):
+                    if a_ is None or b_ is None or b_ <= a_:
+                        continue
+                    e, _ = m.M.integrate(a_, b_)
+                    c[key + "_ns"] = b_ - a_
+                    c[key + "_uJ"] = e - base * (b_ - a_) / NS
+                    c["tol"][key + "_uJ"] = 2 * self.cut_uJ + q + base_tol * (b_ - a_) / NS + 1e-3
+                if c["entry_uJ"] is not None and c["exit_uJ"] is not None and idle > base:
+                    be = (c["entry_uJ"] + c["exit_uJ"]) / (idle - base) * NS
+                    c["break_even_ns"] = max(0, round(be))
+                    c["tol"]["break_even_ns"] = (
+                        (c["tol"]["entry_uJ"] + c["tol"]["exit_uJ"]) / (idle - base) * NS +
+                        be * (costs["tol"]["idle_uW"] + base_tol) / (idle - base) + 2)
+                    bes.append(c["break_even_ns"])
+                costs["cycles"].append(c)
+            if bes:
+                bes.sort()
+                n_ = len(bes)
+                costs["median_break_even_ns"] = (bes[n_ // 2] if n_ % 2 else
+                                                 (bes[n_ // 2 - 1] + bes[n_ // 2]) / 2)
+                costs["tol"]["median_break_even_ns"] = max(
+                    x["tol"].get("break_even_ns", 0) for x in costs["cycles"])
+        self.costs = costs
+
         # ---- capture ----
         skipped: dict[str, int] = {}
         known = {"block", "unblock", "suspend", "enter", "exit", "resume", "abort",
@@ -1617,6 +1663,7 @@ class _Truth:
             "capture": capture, "energy": en, "blockers": blockers,
             "unattributed": unattributed, "gaps": gaps, "wakeups": wakeups,
             "unknown_wake_count": unknown, "latency": lat, "phases": phases,
+            "suspend_costs": costs,
             "findings": findings,
             "checks": {"blockers_plus_unattributed_plus_suspended_uJ": check},
             "tolerance": {"rel": 0.01, "clock_err_ns": delta, "notes": notes},
@@ -1740,6 +1787,15 @@ class _Truth:
                                         "attributed energy: too close to 50 %")
                 if share >= 0.5:
                     f.append({"kind": "dominant", "blocker": b["name"], "t_ns": None})
+        for c in self.costs["cycles"]:
+            be = c["break_even_ns"]
+            if be is None:
+                continue
+            if abs(c["suspended_ns"] - be) <= c["tol"]["break_even_ns"] + 0.01 * be:
+                raise ScenarioError(f"a suspend at {c['t_ns']} lasts about its "
+                                    "break-even: too close to say")
+            if c["suspended_ns"] < be:
+                f.append({"kind": "short_suspend", "blocker": None, "t_ns": c["t_ns"]})
         if gaps:
             f.append({"kind": "gap", "blocker": None, "t_ns": gaps[0]["t_ns"]})
         lost = [e for e in m.events if e.type == "lost"]
@@ -2005,7 +2061,7 @@ def _close(r, t, tol: float, rel: float) -> bool:
 
 
 ALL_SECTIONS = ("capture", "energy", "blockers", "unattributed", "gaps", "wakeups",
-                "latency", "phases", "findings")
+                "latency", "phases", "suspend_costs", "findings")
 
 
 def compare(report: dict, truth: dict, rel: float | None = None,
@@ -2170,6 +2226,24 @@ def _check_findings(report, truth, rel, bad):
         bad.append(f"findings: {got} != truth {want}")
 
 
+def _check_costs(report, truth, rel, bad):
+    fig, exact = _checkers(rel, bad)
+    tc = truth.get("suspend_costs")
+    if tc is None:
+        return
+    rc = report.get("suspend_costs") or {}
+    fig("suspend_costs", rc, tc, ("idle_uW", "median_break_even_ns"))
+    rcy, tcy = rc.get("cycles", []), tc["cycles"]
+    if len(rcy) != len(tcy):
+        bad.append(f"suspend_costs.cycles: {len(rcy)} != truth {len(tcy)}")
+        return
+    at, _ = _checkers(0, bad)
+    for i, (r, t) in enumerate(zip(rcy, tcy)):
+        w = f"suspend_costs.cycles[{i}]"
+        at(w, r, t, ("t_ns", "suspended_ns", "entry_ns", "exit_ns"))
+        fig(w, r, t, ("entry_uJ", "exit_uJ", "break_even_ns"))
+
+
 def _check_phases(report, truth, rel, bad):
     fig, exact = _checkers(0, bad)
     rp, tp = report.get("phases", []), truth.get("phases", [])
@@ -2191,6 +2265,7 @@ _SECTION_CHECKS = {"capture": _check_capture, "energy": _check_energy,
                    "blockers": _check_blockers, "unattributed": _check_unattributed,
                    "gaps": _check_gaps, "wakeups": _check_wakeups,
                    "latency": _check_latency, "phases": _check_phases,
+                   "suspend_costs": _check_costs,
                    "findings": _check_findings}
 
 
@@ -2285,7 +2360,9 @@ def scenario_objects(seed: int = 1, format_version: int = 1, **kw) -> Scenario:
     and one active before the capture (a ``ws_relax`` with no
     ``ws_activate``: active from the start). The suspend cycles log the
     kernel's phase records (``Scenario.phases``); the third is woken by an
-    alarm, which only the kernel's "alarmtimer" wakeup source explains."""
+    alarm, which only the kernel's "alarmtimer" wakeup source explains;
+    the fourth lasts 0.1 s after 0.6 s awake idle: shorter than its
+    break-even."""
     H = Hold
     WS = "wakeup_source"
     holds = [
@@ -2306,12 +2383,17 @@ def scenario_objects(seed: int = 1, format_version: int = 1, **kw) -> Scenario:
         H("sync", 23.5, 25.0, 150_000),
         # an alarm: no stimulus, the RTC's wakeup source between exit and resume
         H("alarmtimer", 28.010, 28.030, 20_000, kind=WS),
+        # awake idle 0.6 s after the release, then down for 0.1 s only:
+        # shorter than its break-even (a short_suspend)
+        H("modem", 28.2, 28.3, 50_000),
+        H("keypad-scan", 29.009, 29.6, 40_000),
     ]
     sleeps = [Sleep(8.0, 14.0),
               # the platform runs 300 ms past its enter: the press's
               # episode ends where the power falls
               Sleep(16.0, 22.0, wake="plug charger", latency_ms=50, lag_ms=300),
-              Sleep(26.0, 28.0, wake=None)]
+              Sleep(26.0, 28.0, wake=None),
+              Sleep(28.9, 29.0)]
     return Scenario("objects", 30.0, seed=seed, format_version=format_version,
                     holds=holds, sleeps=sleeps, phases=True, **kw)
 

@@ -506,7 +506,7 @@
   }
 
   const FINDING_SEVERITY = { leak: 'bad', aborted_suspend: 'bad', unknown_wakeup: 'warn', dominant: 'warn',
-    gap: 'info', lost_events: 'warn', clock_uncertainty: 'info', stats_mismatch: 'info', skipped_events: 'info' };
+    short_suspend: 'warn', gap: 'info', lost_events: 'warn', clock_uncertainty: 'info', stats_mismatch: 'info', skipped_events: 'info' };
   function findings() {
     const list = report.findings;
     if (!list.length) return section('findings', 'Findings', empty('No findings: nothing the analysis checks for went wrong.'));
@@ -717,11 +717,30 @@
     });
   }
 
+  // what each suspend cost: entry and exit above the baseline, break-even
+  function costs() {
+    const co = report.suspend_costs;
+    if (!co || !co.cycles.length) return [];
+    const en = (x) => (x === null || x === undefined ? '\u2013' : fmtEnergy(x));
+    const table = el('table', { class: 'data', id: 'cost-table' },
+      el('thead', null, el('tr', null, ['#', 'at', 'suspended', 'entry', 'entry energy', 'exit', 'exit energy', 'break-even'].map((h) =>
+        el('th', { class: 'num', scope: 'col' }, h)))),
+      el('tbody', null, co.cycles.map((c, i) => el('tr', { class: c.break_even_ns !== null && c.suspended_ns < c.break_even_ns ? 'short' : null },
+        td(String(i + 1), i + 1, 'num'), td(fmtAt(c.t_ns), c.t_ns, 'num'), td(fmtDur(c.suspended_ns), c.suspended_ns, 'num'),
+        td(fmtDur(c.entry_ns), c.entry_ns, 'num'), td(en(c.entry_uJ), c.entry_uJ, 'num'),
+        td(fmtDur(c.exit_ns), c.exit_ns, 'num'), td(en(c.exit_uJ), c.exit_uJ, 'num'),
+        td(fmtDur(c.break_even_ns), c.break_even_ns, 'num')))));
+    return [el('h3', null, 'What each suspend costs'),
+      el('p', { class: 'note', id: 'break-even' }, 'Energy above the suspended baseline going down (from the last release) and coming back ' +
+        '(to the first blocker); a suspend shorter than its break-even cost more than staying awake idle (' +
+        fmtPower(co.idle_uW) + '). Median break-even: ' + fmtDur(co.median_break_even_ns) + '.'),
+      el('div', { class: 'scroll' }, sortable(table))];
+  }
   function phases() {
     const cycles = report.phases;
     if (!cycles.length)
       return section('phases', 'Suspend and resume phases',
-        empty('No phases in this capture: the event log did not record the kernel\u2019s suspend/resume phases.'));
+        empty('No phases in this capture: the event log did not record the kernel\u2019s suspend/resume phases.'), ...costs());
     const names = [];
     for (const c of cycles) for (const p of c.phases) if (!names.includes(p.name)) names.push(p.name);
     const table = el('table', { class: 'data', id: 'phase-table' },
@@ -737,7 +756,7 @@
           td(fmtDur(total), total, 'num'));
       })));
     return section('phases', 'Suspend and resume phases',
-      el('div', { id: 'phase-chart', class: 'chart small' }), el('div', { class: 'scroll' }, sortable(table)));
+      el('div', { id: 'phase-chart', class: 'chart small' }), el('div', { class: 'scroll' }, sortable(table)), ...costs());
   }
   function drawPhases() {
     const div = document.getElementById('phase-chart');
