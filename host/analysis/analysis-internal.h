@@ -214,6 +214,9 @@ struct an_snap_active {
  *	snapshot
  * @events_count, @events_active_ns: what the events show over @win
  *	(object activations, and the objects' active times summed)
+ * @events_edge: of @events_count's activations, or of those just outside
+ *	a window, how many began within the clock's uncertainty of a
+ *	snapshot's time (the window they belong to is not known)
  * @agree: the two agree (report-format.md)
  */
 struct an_stats_check {
@@ -233,6 +236,7 @@ struct an_stats_check {
 	int64_t max_time_ns;
 	int64_t events_count;
 	int64_t events_active_ns;
+	int64_t events_edge;
 	bool agree;
 };
 

@@ -381,6 +381,7 @@ static jobj *blockers(const struct sbrig_analysis *a)
 		put(c, "events_count", ji(sc->events_count));
 		put(c, "total_time_delta_ns", ji(sc->total_delta_ns));
 		put(c, "events_active_ns", ji(sc->events_active_ns));
+		put(c, "events_near_snapshot", ji(sc->events_edge));
 		put(c, "max_time_ns", ji(sc->max_time_ns));
 		put(c, "agree", json_object_new_boolean(sc->agree));
 		put(o, "stats_check", c);

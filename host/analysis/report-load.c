@@ -84,6 +84,7 @@ static const struct jfield f_stats_check[] = {
 	{ "events_count", J_INT, J_OPT | J_NULL, 0, NULL },
 	{ "total_time_delta_ns", J_INT, J_OPT | J_NULL, 0, NULL },
 	{ "events_active_ns", J_INT, J_OPT | J_NULL, 0, NULL },
+	{ "events_near_snapshot", J_INT, J_OPT | J_NULL, 0, NULL },
 	{ "max_time_ns", J_INT, J_OPT | J_NULL, 0, NULL },
 	{ "agree", J_BOOL, 0, 0, NULL },
 	{ NULL, 0, 0, 0, NULL },
