@@ -269,3 +269,21 @@ def test_a_name_that_is_not_utf8_gives_a_valid_report(tmp_path):
     assert "w\\xffi\\xc3 \u00e9" in names                # é kept, the rest escaped
     assert "gps\\xed\\xa0\\x80" in names                 # a surrogate is not UTF-8
     assert (tmp_path / "report" / "report.html").stat().st_size > 0
+
+
+def test_events_in_reverse_order_are_memory_safe(tmp_path):
+    """issue 23's heap corruption: events.tsv's rows in reverse order and
+    no stats snapshot made the analysis corrupt its heap ('corrupted size
+    vs. prev_size', 'free(): invalid pointer'). The ASan build must run
+    through and write a report its renderer reads."""
+    S.build(S.scenario("kitchen"), tmp_path)
+    ev = tmp_path / "capture" / "events.tsv"
+    head, *rows = ev.read_text().splitlines(keepends=True)
+    ev.write_text(head + "".join(reversed(rows)))
+    st = tmp_path / "capture" / "stats.tsv"
+    st.write_text(st.read_text().splitlines(keepends=True)[0])
+    r = analyze(tmp_path / "capture", tmp_path / "report")
+    assert r.returncode == 0, r.stderr
+    assert "ERROR: AddressSanitizer" not in r.stderr
+    rep = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert rep["energy"]["total_uJ"] > 0
