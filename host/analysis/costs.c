@@ -31,6 +31,12 @@
 #define COST_BATCH	2048
 #define COST_SEEK_BEFORE_NS	1000000000LL
 
+/* @t - @d, saturated (times come from the capture: anything) */
+static int64_t before(int64_t t, int64_t d)
+{
+	return t < INT64_MIN + d ? INT64_MIN : t - d;
+}
+
 /* the suspend blockers' spans (wakeup sources left out), merged, sorted */
 static int sb_union(const struct an_timeline *tl, struct an_span **out,
 		    size_t *n)
@@ -176,9 +182,10 @@ static int integrate(struct an_costs *co, struct sbrig_capread *cr)
 		int64_t a = wi % 2 ? c->exit.start : c->entry.start;
 
 		/* far before the next window: skip there (samples.bin) */
-		if (seek && (t0 == INT64_MIN || t0 < a - 2 * COST_SEEK_BEFORE_NS)) {
-			ret = sbrig_capread_seek_samples(cr, a -
-							 COST_SEEK_BEFORE_NS);
+		if (seek && (t0 == INT64_MIN ||
+			     t0 < before(a, 2 * COST_SEEK_BEFORE_NS))) {
+			ret = sbrig_capread_seek_samples(cr, before(a,
+							 COST_SEEK_BEFORE_NS));
 			if (ret == -EOPNOTSUPP)
 				seek = false;
 			else if (ret)

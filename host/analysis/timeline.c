@@ -826,6 +826,15 @@ static int read_stimuli(struct an_timeline *tl, struct sbrig_capread *cr)
 	return ret < 0 ? ret : 0;
 }
 
+/* |@a - @b| <= @tol, for any times (no overflow) */
+static bool within(int64_t a, int64_t b, int64_t tol)
+{
+	uint64_t d = a > b ? (uint64_t)a - (uint64_t)b :
+		(uint64_t)b - (uint64_t)a;
+
+	return tol >= 0 && d <= (uint64_t)tol;
+}
+
 /* The first of @n sorted disjoint windows that ends after @t (or @n). */
 static size_t win_after(const struct an_span *w, size_t n, int64_t t)
 {
@@ -862,9 +871,9 @@ static void stats_events(struct an_blocker *b, int64_t edge_ns)
 
 		/* a snapshot's time near it: the edges around @w */
 		for (size_t k = w ? w - 1 : 0; k <= w && k < sc->nwin; k++)
-			near = near ||
-				llabs(s->start - sc->win[k].start) <= edge_ns ||
-				llabs(s->start - sc->win[k].end) <= edge_ns;
+			near = near || within(s->start, sc->win[k].start,
+					      edge_ns) ||
+				within(s->start, sc->win[k].end, edge_ns);
 		if (near)
 			sc->events_edge++;
 
@@ -909,7 +918,7 @@ static void summarise(struct an_timeline *tl)
 		 * module read its table: an activation that near it may be
 		 * in either window
 		 */
-		stats_events(b, 2000000 + tl->max_uncert_ns);
+		stats_events(b, sat_add(2000000, tl->max_uncert_ns));
 		tol = 2000000 * (sc->events_count + (int64_t)sc->nwin) +
 			2 * tl->max_uncert_ns;
 		sc->agree = !sc->nwin ||

@@ -24,6 +24,16 @@
 
 #include "analysis-internal.h"
 
+/* @a - @b, saturated (times and uncertainties come from the capture) */
+static int64_t sat_sub(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_sub_overflow(a, b, &r))
+		return b > 0 ? INT64_MIN : INT64_MAX;
+	return r;
+}
+
 static bool is_wake_stimulus(const struct an_stimulus *s)
 {
 	return !strcmp(s->what, "press") || !strcmp(s->what, "plug") ||
@@ -158,8 +168,8 @@ int an_wakeups_find(struct an_wakeups *wk, const struct an_timeline *tl,
 	for (size_t r = 0; r < tl->nresumes && !ret; r++) {
 		const struct an_event *res = &tl->resumes[r];
 		long k = stretch_before(tl, res->t_ns, res->uncert_ns);
-		int64_t from = k >= 0 ? tl->susp[k].start - tl->susp_unc[k] :
-			prev_resume;
+		int64_t from = k >= 0 ? sat_sub(tl->susp[k].start,
+						tl->susp_unc[k]) : prev_resume;
 		long pick = -1, src = -1;
 		struct an_wakeup *w;
 
@@ -189,7 +199,8 @@ int an_wakeups_find(struct an_wakeups *wk, const struct an_timeline *tl,
 			}
 		}
 		if (pick < 0 && k >= 0)
-			src = first_source(tl, tl->susp[k].end - tl->susp_unc[k],
+			src = first_source(tl, sat_sub(tl->susp[k].end,
+						       tl->susp_unc[k]),
 					   res->t_ns + res->uncert_ns);
 		prev_resume = res->t_ns;
 		ret = an_grow((void **)&wk->w, &wk->cap, wk->n + 1,
