@@ -224,6 +224,12 @@ def test_same_named_objects_and_wakeup_sources_in_every_output(tmp_path):
     # the phases of each cycle (sleepgraph's names) as slices on tid 2
     assert [c["cycle"] for c in rep["phases"]] == [1, 2, 3, 4]
     assert [p["name"] for p in rep["phases"][0]["phases"]] == [p[0] for p in S.PHASES]
+    # dev_pm records: each device pass's slowest callbacks, slowest first
+    by = {p["name"]: p for p in rep["phases"][0]["phases"]}
+    assert [(d["device"], d["duration_ns"]) for d in by["suspend"]["slowest_devices"]] == [
+        ("i8042", 6100000), ("0000:00:02.0", 4200000), ("serio0", 900000)]
+    assert by["resume"]["slowest_devices"][0]["error"] == -5
+    assert "slowest_devices" not in by["suspend_late"]
     sl = [(e["name"], round(e["ts"] * 1000), round(e["dur"] * 1000)) for e in ev
           if e["ph"] == "X" and e.get("tid") == 2]
     assert sl == [(p["name"], p["t_ns"], p["duration_ns"]) for c in rep["phases"]

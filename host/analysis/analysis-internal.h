@@ -319,10 +319,27 @@ struct an_phase {
 	int64_t t_ns, duration_ns;
 };
 
-/** struct an_cycle - the phases of one suspend attempt, in time order */
+/* the slowest device callbacks kept per phase (dev_pm records) */
+#define AN_DEVPM_SLOWEST 3
+
+/** struct an_devpm - a device PM callback that took long (dev_pm) */
+struct an_devpm {
+	char device[48];
+	char verb[12];
+	int64_t duration_ns;
+	int error;
+};
+
+/**
+ * struct an_cycle - the phases of one suspend attempt, in time order
+ * @slow: NULL, or (when the log has dev_pm records) per phase its
+ *	slowest callbacks, slowest first, [phase][AN_DEVPM_SLOWEST]
+ *	(duration_ns 0: none)
+ */
 struct an_cycle {
 	struct an_phase ph[AN_PHASES];
 	unsigned int n;
+	struct an_devpm *slow;
 };
 
 /** struct an_skipped - events of a type the analysis does not know */

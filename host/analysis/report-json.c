@@ -540,6 +540,25 @@ static jobj *phases(const struct an_timeline *tl)
 			put(p, "name", js(c->ph[k].name));
 			put(p, "t_ns", ji(c->ph[k].t_ns));
 			put(p, "duration_ns", ji(c->ph[k].duration_ns));
+			if (c->slow && c->slow[k * AN_DEVPM_SLOWEST].duration_ns) {
+				jobj *sl = json_object_new_array();
+
+				for (int j = 0; j < AN_DEVPM_SLOWEST; j++) {
+					const struct an_devpm *d =
+						&c->slow[k * AN_DEVPM_SLOWEST + j];
+					jobj *x;
+
+					if (!d->duration_ns)
+						break;
+					x = json_object_new_object();
+					put(x, "device", js(d->device));
+					put(x, "verb", js(d->verb));
+					put(x, "duration_ns", ji(d->duration_ns));
+					put(x, "error", ji(d->error));
+					json_object_array_add(sl, x);
+				}
+				put(p, "slowest_devices", sl);
+			}
 			json_object_array_add(v, p);
 		}
 		put(o, "cycle", ji((int64_t)i + 1));

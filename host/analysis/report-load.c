@@ -150,10 +150,19 @@ static const struct jfield f_latency[] = {
 };
 
 /* phases[]: one per suspend/resume cycle, its phases in order */
+static const struct jfield f_devpm[] = {
+	{ "device", J_STR, 0, 0, NULL },
+	{ "verb", J_STR, 0, 0, NULL },
+	{ "duration_ns", J_INT, 0, 0, NULL },
+	{ "error", J_INT, 0, 0, NULL },
+	{ NULL, 0, 0, 0, NULL },
+};
+static const struct jfield e_devpm[] = { { "", J_OBJ, 0, 0, f_devpm } };
 static const struct jfield f_phase[] = {
 	{ "name", J_STR, 0, 0, NULL },
 	{ "t_ns", J_INT, 0, 0, NULL },
 	{ "duration_ns", J_INT, 0, 0, NULL },
+	{ "slowest_devices", J_ARR, J_OPT, 0, e_devpm },
 	{ NULL, 0, 0, 0, NULL },
 };
 static const struct jfield e_phase[] = { { "", J_OBJ, 0, 0, f_phase } };

@@ -447,6 +447,8 @@ static const struct {
  */
 struct phase_state {
 	bool open;
+	struct an_devpm slow[AN_ARRAY_SIZE(dpm_phases)][AN_DEVPM_SLOWEST];
+	bool any_slow[AN_ARRAY_SIZE(dpm_phases)];
 	struct phase_t begin[AN_ARRAY_SIZE(dpm_phases)];
 	struct phase_t noirq_end;
 	bool machine_end;
@@ -455,9 +457,42 @@ struct phase_state {
 
 static void phases_close(struct an_timeline *tl, struct phase_state *ps)
 {
-	if (ps->open && !tl->cycles[tl->ncycles - 1].n)
+	if (ps->open && !tl->cycles[tl->ncycles - 1].n) {
 		tl->ncycles--;	/* an attempt with no phase: none */
+		free(tl->cycles[tl->ncycles].slow);
+	}
 	ps->open = false;
+}
+
+/* A dev_pm record "DURATION_NS ERROR VERB DEVICE": the open phase's. */
+static int devpm_event(struct phase_state *ps, const char *arg)
+{
+	struct an_devpm d = { .duration_ns = 0 };
+	long long dur;
+	int n = 0;
+
+	if (sscanf(arg, "%lld %d %11s %n", &dur, &d.error, d.verb, &n) != 3 ||
+	    !n || dur <= 0)
+		return 1;
+	d.duration_ns = dur;
+	snprintf(d.device, sizeof(d.device), "%s", arg + n);
+	for (size_t i = 0; i < AN_ARRAY_SIZE(dpm_phases); i++) {
+		struct an_devpm *v = ps->slow[i];
+		size_t k = AN_DEVPM_SLOWEST;
+
+		if (ps->begin[i].target < 0)
+			continue;	/* not this phase */
+		while (k > 0 && v[k - 1].duration_ns < d.duration_ns)
+			k--;
+		if (k < AN_DEVPM_SLOWEST) {
+			memmove(&v[k + 1], &v[k], (AN_DEVPM_SLOWEST - k - 1) *
+				sizeof(*v));
+			v[k] = d;
+			ps->any_slow[i] = true;
+		}
+		return 0;
+	}
+	return 0;	/* outside a device pass: nothing to attach it to */
 }
 
 static int phase_add(struct an_timeline *tl, struct phase_state *ps,
@@ -471,6 +506,7 @@ static int phase_add(struct an_timeline *tl, struct phase_state *ps,
 
 		if (ret)
 			return ret;
+		tl->cycles[tl->ncycles].slow = NULL;
 		tl->cycles[tl->ncycles++].n = 0;
 		ps->open = true;
 	}
@@ -479,11 +515,25 @@ static int phase_add(struct an_timeline *tl, struct phase_state *ps,
 		return 0;	/* more than a cycle has: a garbled log */
 	c->ph[c->n++] = (struct an_phase){ name, start.host,
 					   end.target - start.target };
+	for (size_t i = 0; i < AN_ARRAY_SIZE(dpm_phases); i++) {
+		if (strcmp(dpm_phases[i].phase, name) || !ps->any_slow[i])
+			continue;
+		if (!c->slow) {
+			c->slow = calloc(AN_PHASES * AN_DEVPM_SLOWEST,
+					 sizeof(*c->slow));
+			if (!c->slow)
+				return -ENOMEM;
+		}
+		memcpy(&c->slow[(c->n - 1) * AN_DEVPM_SLOWEST], ps->slow[i],
+		       sizeof(ps->slow[i]));
+	}
 	return 0;
 }
 
 static void phases_reset(struct phase_state *ps)
 {
+	memset(ps->slow, 0, sizeof(ps->slow));
+	memset(ps->any_slow, 0, sizeof(ps->any_slow));
 	for (size_t i = 0; i < AN_ARRAY_SIZE(dpm_phases); i++)
 		ps->begin[i].target = -1;
 	ps->noirq_end.target = -1;
@@ -738,6 +788,9 @@ static int events_pass(struct an_timeline *tl, struct sbrig_capread *cr,
 			}
 			st.seen_platform = true;
 			ret = susp_end(tl, &st, t, unc, true);
+		} else if (!strcmp(ev.type, "dev_pm")) {
+			if (devpm_event(&ps, ev.arg))	/* unreadable */
+				ret = note_skipped(tl, ev.type);
 		} else if (!strcmp(ev.type, "phase")) {
 			ret = phase_event(tl, &ps, ev.arg, (struct phase_t){
 					t, ev.target_t_ns });
@@ -1039,6 +1092,8 @@ void an_timeline_free(struct an_timeline *tl)
 	free(tl->resumes);
 	free(tl->aborts);
 	free(tl->stimuli);
+	for (size_t i = 0; i < tl->ncycles; i++)
+		free(tl->cycles[i].slow);
 	free(tl->cycles);
 	free(tl->snap_t);
 	memset(tl, 0, sizeof(*tl));

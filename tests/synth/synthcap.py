@@ -186,6 +186,19 @@ PHASE_RECORDS = (
     ("W", 26.1, "resume_console 3 begin"), ("W", 26.2, "resume_console 3 end"),
     ("W", 26.3, "thaw_processes 0 begin"), ("W", 35.0, "thaw_processes 0 end"),
 )
+# dev_pm records (the module's event_dev_pm_min_us): (at, ms, DURATION_NS
+# ERROR VERB DEVICE) inside the device passes, and what the report lists
+# as each phase's slowest callbacks (at most 3, slowest first)
+DEV_PM_RECORDS = (
+    ("E", -10.0, "4200000 0 suspend 0000:00:02.0"), ("E", -8.0, "900000 0 suspend serio0"),
+    ("E", -7.0, "6100000 0 suspend i8042"), ("E", -6.5, "100000 0 suspend rtc_cmos 00:00"),
+    ("W", 20.0, "12000000 -5 resume 0000:00:02.0"),
+)
+DEV_PM_SLOWEST = {
+    "suspend": [("i8042", "suspend", 6100000, 0), ("0000:00:02.0", "suspend", 4200000, 0),
+                ("serio0", "suspend", 900000, 0)],
+    "resume": [("0000:00:02.0", "resume", 12000000, -5)],
+}
 # sleepgraph's phases from them (report-format.md section 4): name, the
 # record that starts it, the record that ends it
 PHASES = (
@@ -383,7 +396,8 @@ class Scenario:
     ``corrupt``: see :class:`Corrupt`. ``phases``: every suspend cycle
     (not one asleep at the start) logs the kernel's ``suspend_resume``
     records as a 6.1 suspend-to-RAM does (:data:`PHASE_RECORDS`; its sleeps
-    need ``injection_error_ns`` 0). ``provenance``: meta.ini
+    need ``injection_error_ns`` 0); ``dev_pm``: with them the slow device
+    callbacks of :data:`DEV_PM_RECORDS`. ``provenance``: meta.ini
     ``[provenance]`` values that replace the defaults (``git_sha``, the
     commit of a run; ``scenario_sha256``: repeated runs of one scenario
     file share it, where the default hashes the whole dataclass, seed and
@@ -414,6 +428,7 @@ class Scenario:
     marker: Marker | None = None
     stats_every_s: float | None = 5.0
     phases: bool = False
+    dev_pm: bool = False
     leak_s: float = 5.0
     empty: bool = False
     killed: bool = False
@@ -773,6 +788,9 @@ class Model:
                     t = (s["enter"] if at == "E" else s["wake"]) + round(ms * 1e6)
                     add(t, "phase", arg)
                     s.setdefault("phase_t", {})[arg] = t
+                for at, ms, arg in DEV_PM_RECORDS if sc.dev_pm else ():
+                    add((s["enter"] if at == "E" else s["wake"]) + round(ms * 1e6),
+                        "dev_pm", arg)
             if not s["pre"]:
                 add(s["suspend"], "suspend", f"mem {st.kernel_state}")
                 add(s["enter"], "enter", st.kernel_state)
@@ -1577,6 +1595,8 @@ class _Truth:
         for e in m.events:
             if e.type == "phase" and re.fullmatch(r"\S+ -?\d+ (begin|end)", e.arg):
                 continue            # a phase record the analysis reads
+            if e.type == "dev_pm" and re.fullmatch(r"[1-9]\d* -?\d+ \S+ .+", e.arg):
+                continue            # and a dev_pm record
             if e.type not in known:
                 skipped[e.type] = skipped.get(e.type, 0) + 1
 
@@ -1594,6 +1614,10 @@ class _Truth:
                            "duration_ns": m.target_time(tb, s["boot"]) -
                            m.target_time(ta, s["boot"]),
                            "tol": {"t_ns": delta + 1, "duration_ns": 2}})
+                if sc.dev_pm and name in DEV_PM_SLOWEST:
+                    ph[-1]["slowest_devices"] = [
+                        {"device": d, "verb": v, "duration_ns": n_, "error": e_}
+                        for d, v, n_, e_ in DEV_PM_SLOWEST[name]]
             phases.append({"cycle": len(phases) + 1, "phases": ph})
         segs = {x["seg"] for x in m.exchanges}
         capture = {
@@ -2259,6 +2283,7 @@ def _check_phases(report, truth, rel, bad):
             continue
         for r_, t_ in zip(rc["phases"], tc["phases"]):
             fig(f"{w}.{t_['name']}", r_, t_, ("t_ns", "duration_ns"))
+            exact(f"{w}.{t_['name']}", r_, t_, ("slowest_devices",))
 
 
 _SECTION_CHECKS = {"capture": _check_capture, "energy": _check_energy,
@@ -2395,7 +2420,7 @@ def scenario_objects(seed: int = 1, format_version: int = 1, **kw) -> Scenario:
               Sleep(26.0, 28.0, wake=None),
               Sleep(28.9, 29.0)]
     return Scenario("objects", 30.0, seed=seed, format_version=format_version,
-                    holds=holds, sleeps=sleeps, phases=True, **kw)
+                    holds=holds, sleeps=sleeps, phases=True, dev_pm=True, **kw)
 
 
 def scenario_reboot(seed: int = 1, format_version: int = 1, **kw) -> Scenario:
