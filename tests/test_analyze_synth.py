@@ -160,3 +160,136 @@ def test_the_marker_sets_the_clock_and_the_latency(tmp_path):
     assert pings["capture"]["clock"]["marker_pairs_from"] == "none"
     assert any("resume_t_ns" in x for x in S.compare(pings, truth, rel=0,
                                                     sections=("wakeups",)))
+
+
+def test_same_named_objects_and_wakeup_sources_in_every_output(tmp_path):
+    """The 'objects' scenario: two evdev objects overlap and the kernel's
+    wakeup sources share the split. report.json says which timeline row is
+    which kind, the name is active while either evdev object is, and the
+    Perfetto export puts the wakeup sources on tracks of their own (pid 2,
+    cat wakeup_source) and the blockers on pid 1, and each cycle's phases
+    on the phases thread. Every resume is in wakeups[] with what woke it:
+    a press, a charger plug (a stimulus: not unknown), and an alarm that
+    only the kernel's alarmtimer wakeup source explains. A lost unblock
+    leaks nothing."""
+    truth = S.build(S.scenario("objects"), tmp_path)
+    r = analyze(tmp_path / "capture", tmp_path / "report")
+    assert r.returncode == 0, r.stderr
+    rep = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert S.compare(rep, truth) == []
+    kinds = {b["name"]: b["kind"] for b in rep["blockers"]}
+    assert {n for n, k in kinds.items() if k == "wakeup_source"} == \
+        {"LNXPWRBN:00", "vport0p1", "test_ac", "alarmtimer"}
+    evdev = next(b for b in rep["blockers"] if b["name"] == "evdev")
+    assert evdev["activations"] == 4 and evdev["stats_check"]["agree"] is True
+    # 1.0-4.0 s (two objects, 1-3 and 2-4) and 14.02-14.8 s: one span each
+    row = next(t for t in rep["trace"]["timeline"] if t["name"] == "evdev")
+    assert len(row["spans"]) == 2
+    assert {t["name"]: t["kind"] for t in rep["trace"]["timeline"] if t["spans"]} == kinds
+    e = rep["energy"]
+    assert abs(sum(b["energy_uJ"] for b in rep["blockers"]) + rep["unattributed"]["energy_uJ"]
+               + e["suspended_uJ"] - e["total_uJ"]) < 0.01
+    tr = subprocess.run([str(SBRIG), "export", "--perfetto", str(tmp_path / "report" / "report.json")],
+                        capture_output=True, text=True, timeout=60)
+    assert tr.returncode == 0, tr.stderr
+    ev = json.loads(tr.stdout)["traceEvents"]
+    tracks = {(e["pid"], e["cat"], e["name"]) for e in ev if e["ph"] in "be"}
+    assert tracks == {(2, "wakeup_source", n) if k == "wakeup_source" else (1, "blocker", n)
+                      for n, k in kinds.items()}
+    assert {"ph": "M", "pid": 2, "name": "process_name",
+            "args": {"name": "kernel wakeup sources"}} in ev
+    assert [(w["cause"], w["stimulus"], w["wakeup_source"]) for w in rep["wakeups"]] == [
+        ("stimulus", "press power", None), ("stimulus", "plug charger", None),
+        ("wakeup_source", None, "alarmtimer"), ("stimulus", "press power", None)]
+    w3 = rep["wakeups"][2]
+    assert w3["t_ns"] is None and w3["latency_ns"] is None and w3["latency_from"] is None
+    assert rep["unknown_wake_count"] == 0 and rep["latency"]["n"] == 3
+    # what each suspend cost: the fourth lasted less than its break-even
+    co = rep["suspend_costs"]
+    assert len(co["cycles"]) == 4 and co["median_break_even_ns"] > 0
+    short = [c for c in co["cycles"] if c["break_even_ns"] is not None
+             and c["suspended_ns"] < c["break_even_ns"]]
+    assert [c["t_ns"] for c in short] == [f["t_ns"] for f in rep["findings"]
+                                          if f["kind"] == "short_suspend"]
+    assert len(short) == 1
+    assert "unknown_wakeup" not in [f["kind"] for f in rep["findings"]]
+    # gps's unblock was lost: ended at the "lost" record (the next stats
+    # snapshot shows it inactive), no phantom leak; the finding says so
+    gps = next(b for b in rep["blockers"] if b["name"] == "gps")
+    assert not gps["active_at_end"]
+    assert abs(gps["active_ns"] - 1_500_000_000) < 2_000_000
+    lost = [f for f in rep["findings"] if f["kind"] == "lost_events"]
+    assert len(lost) == 1 and lost[0]["detail"].startswith("1 record(s) of the event log lost")
+    assert "leak" not in [f["kind"] for f in rep["findings"]]
+    # the phases of each cycle (sleepgraph's names) as slices on tid 2
+    assert [c["cycle"] for c in rep["phases"]] == [1, 2, 3, 4]
+    assert [p["name"] for p in rep["phases"][0]["phases"]] == [p[0] for p in S.PHASES]
+    # dev_pm records: each device pass's slowest callbacks, slowest first
+    by = {p["name"]: p for p in rep["phases"][0]["phases"]}
+    assert [(d["device"], d["duration_ns"]) for d in by["suspend"]["slowest_devices"]] == [
+        ("i8042", 6100000), ("0000:00:02.0", 4200000), ("serio0", 900000)]
+    assert by["resume"]["slowest_devices"][0]["error"] == -5
+    assert "slowest_devices" not in by["suspend_late"]
+    sl = [(e["name"], round(e["ts"] * 1000), round(e["dur"] * 1000)) for e in ev
+          if e["ph"] == "X" and e.get("tid") == 2]
+    assert sl == [(p["name"], p["t_ns"], p["duration_ns"]) for c in rep["phases"]
+                  for p in c["phases"]]
+
+
+def test_text_summary_escapes_control_characters(tmp_path):
+    """A blocker name may hold anything user space passed to the module: a
+    newline would fake a summary line of its own ("report: /etc/passwd"),
+    an ESC would drive the terminal. The summary escapes them as the
+    capture format does (\\n, \\xHH)."""
+    S.build(S.scenario("basic"), tmp_path)
+    evil = "evil\\nreport: /etc/passwd\\x1b[2J"      # escaped, as in the TSV
+    for name in ("events.tsv", "stats.tsv"):
+        f = tmp_path / "capture" / name
+        f.write_text(f.read_text().replace("\twifi\t", f"\t{evil}\t"))
+    r = subprocess.run([str(SBRIG), "analyze", str(tmp_path / "capture"), "-o",
+                        str(tmp_path / "report")], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "\x1b" not in r.stdout
+    lines = r.stdout.splitlines()
+    assert not any(x.startswith("report: /etc/passwd") for x in lines)
+    assert any(x.startswith("blocker: evil\\nreport: /etc/passwd\\x1b[2J: ") for x in lines)
+    # the report keeps the name itself
+    rep = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert "evil\nreport: /etc/passwd\x1b[2J" in [b["name"] for b in rep["blockers"]]
+
+
+def test_a_name_that_is_not_utf8_gives_a_valid_report(tmp_path):
+    """A blocker name that is not UTF-8 (bytes user space passed to the
+    module): report.json stays valid UTF-8 (each invalid byte as the text
+    \\xHH) and its own renderer reads it; valid multi-byte text is kept."""
+    S.build(S.scenario("basic"), tmp_path)
+    for name in ("events.tsv", "stats.tsv"):
+        f = tmp_path / "capture" / name
+        f.write_bytes(f.read_bytes().replace(b"\twifi\t", b"\tw\xffi\xc3 \xc3\xa9\t")
+                      .replace(b"\tgps\t", b"\tgps\xed\xa0\x80\t"))
+    r = analyze(tmp_path / "capture", tmp_path / "report")
+    assert r.returncode == 0, r.stderr
+    raw = (tmp_path / "report" / "report.json").read_bytes()
+    raw.decode("utf-8")                                  # strict: raises if not
+    names = {b["name"] for b in json.loads(raw)["blockers"]}
+    assert "w\\xffi\\xc3 \u00e9" in names                # é kept, the rest escaped
+    assert "gps\\xed\\xa0\\x80" in names                 # a surrogate is not UTF-8
+    assert (tmp_path / "report" / "report.html").stat().st_size > 0
+
+
+def test_events_in_reverse_order_are_memory_safe(tmp_path):
+    """issue 23's heap corruption: events.tsv's rows in reverse order and
+    no stats snapshot made the analysis corrupt its heap ('corrupted size
+    vs. prev_size', 'free(): invalid pointer'). The ASan build must run
+    through and write a report its renderer reads."""
+    S.build(S.scenario("kitchen"), tmp_path)
+    ev = tmp_path / "capture" / "events.tsv"
+    head, *rows = ev.read_text().splitlines(keepends=True)
+    ev.write_text(head + "".join(reversed(rows)))
+    st = tmp_path / "capture" / "stats.tsv"
+    st.write_text(st.read_text().splitlines(keepends=True)[0])
+    r = analyze(tmp_path / "capture", tmp_path / "report")
+    assert r.returncode == 0, r.stderr
+    assert "ERROR: AddressSanitizer" not in r.stderr
+    rep = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert rep["energy"]["total_uJ"] > 0

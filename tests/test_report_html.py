@@ -535,3 +535,42 @@ def test_one_hour_report(sbrig, browser, tmp_path):
     p.eval(f"sbrig.zoomNs({w['t_ns'] - 500_000_000}, {w['t_ns'] + 1_500_000_000})")
     assert p.eval("sbrig.source()")["kind"] == "raw"
     assert_clean(p, html)
+
+
+def test_wakeup_sources_are_drawn_apart(sbrig, browser, tmp_path):
+    """The synthetic 'objects' capture (tests/synth): the kernel's wakeup
+    sources get timeline rows of their own class (row-ws: striped,
+    outlined bars, labelled "ws"), the blockers row-blocker."""
+    from tests.synth import synthcap as S
+    S.build(S.scenario("objects"), tmp_path)
+    r = subprocess.run([str(sbrig), "analyze", str(tmp_path / "capture"), "-o",
+                        str(tmp_path / "report"), "-q"], capture_output=True, text=True,
+                       env=ENV, timeout=300)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads((tmp_path / "report" / "report.json").read_text())
+    html = tmp_path / "report" / "report.html"
+    p = open_page(browser, html)
+    rows = p.eval("Array.from(document.querySelectorAll('#timeline-chart .row-label'))"
+                  ".map(e => [e.title, e.classList.contains('row-ws')])")
+    ws = {b["name"] for b in rep["blockers"] if b["kind"] == "wakeup_source"}
+    assert ws == {"LNXPWRBN:00", "vport0p1", "test_ac", "alarmtimer"}
+    assert {n for n, w in rows if w} == ws
+    assert {b["name"] for b in rep["blockers"]} - ws <= {n for n, w in rows if not w}
+    prefix = p.eval("getComputedStyle(document.querySelector('#timeline-chart .row-ws'), "
+                    "'::before').content")
+    assert prefix == '"ws "'
+    # its four suspend cycles' phases: one row each in the phase table;
+    # what each cost, the short one marked
+    assert len(rep["phases"]) == 4
+    assert p.eval("document.querySelectorAll('#phase-table tbody tr').length") == 4
+    assert p.eval("document.querySelectorAll('#cost-table tbody tr').length") == 4
+    assert p.eval("document.querySelectorAll('#cost-table tbody tr.short').length") == 1
+    assert "Median break-even" in p.eval("document.getElementById('break-even').textContent")
+    # what woke it, every resume: two stimuli and the alarm's wakeup source
+    col = ("(() => { const h = Array.from(document.querySelectorAll('#wakeup-table thead th'))"
+           ".map(t => t.textContent).indexOf('woken by'); return Array.from(document.querySelectorAll("
+           "'#wakeup-table tbody tr')).map(r => r.children[h].textContent); })()")
+    assert p.eval(col) == ["press power", "plug charger", "wakeup source alarmtimer",
+                           "press power"]
+    assert "No phases in this capture" not in p.eval("document.body.innerText")
+    assert_clean(p, html)

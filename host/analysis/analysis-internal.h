@@ -63,6 +63,9 @@ struct an_span {
 	int64_t start, end;
 };
 
+/* qsort() order of spans: by start, then end (timeline.c) */
+int an_cmp_span(const void *a, const void *b);
+
 /* ---- clockfit.c ---------------------------------------------------------- */
 
 /**
@@ -205,24 +208,48 @@ enum an_kind {
 	AN_KIND_BUILTIN,
 };
 
+/** struct an_snap_active - a snapshot's rows of a name with an active object */
+struct an_snap_active {
+	unsigned int snap;	/* 1, 2, ...: index into @snap_t + 1 */
+	unsigned int active;
+};
+
 /**
  * struct an_stats_check - the module's statistics next to the events'
- * @snapshots: stats snapshots that had this blocker
- * @last_snap, @last_t, @last_count, @last_total_ns: its row in the last
- *	snapshot that had it
+ * @snapshots: stats snapshots that had this name
+ * @last_snap, @last_t, @last_count, @last_total_ns, @last_rows: its rows
+ *	in the last snapshot that had it (count and total_time summed over
+ *	the rows: one row per object of the name)
+ * @acc_snap, @acc_t, @acc_count, @acc_total_ns, @acc_rows, @acc_max_ns,
+ *	@acc_active: while reading: the same for the snapshot being read
+ *	(@acc_active: its rows with an active object)
+ * @active, @nactive, @active_cap: the snapshots in which objects of the
+ *	name were active, and how many (to re-synchronise after "lost")
  * @win: the windows between two consecutive snapshots that both had it,
- *	as the same object (count and total_time did not go back: a blocker
- *	destroyed and created again under its name starts from 0)
+ *	as the same objects (as many rows, and the summed count and
+ *	total_time did not go back: a blocker destroyed and created again
+ *	under its name starts from 0)
  * @nwin, @win_cap: their number, allocated
  * @count_delta, @total_delta_ns: the module's deltas summed over @win
- * @max_time_ns: max_time in the last row
+ * @max_time_ns: the largest max_time of the name's rows in the last
+ *	snapshot
  * @events_count, @events_active_ns: what the events show over @win
+ *	(object activations, and the objects' active times summed)
+ * @events_edge: of @events_count's activations, or of those just outside
+ *	a window, how many began within the clock's uncertainty of a
+ *	snapshot's time (the window they belong to is not known)
  * @agree: the two agree (report-format.md)
  */
 struct an_stats_check {
 	unsigned int snapshots;
 	unsigned int last_snap;
 	int64_t last_t, last_count, last_total_ns;
+	unsigned int last_rows;
+	unsigned int acc_snap;
+	int64_t acc_t, acc_count, acc_total_ns, acc_max_ns;
+	unsigned int acc_rows, acc_active;
+	struct an_snap_active *active;	/* snapshots with rows active */
+	size_t nactive, active_cap;
 	struct an_span *win;
 	size_t nwin, win_cap;
 	int64_t count_delta;
@@ -230,21 +257,30 @@ struct an_stats_check {
 	int64_t max_time_ns;
 	int64_t events_count;
 	int64_t events_active_ns;
+	int64_t events_edge;
 	bool agree;
 };
 
 /**
- * struct an_blocker - one blocker of the capture
+ * struct an_blocker - one name of the capture: a suspend blocker name (any
+ *	number of objects may share it: every evdev client's is "evdev") or
+ *	a kernel wakeup source's
  * @name: its name (as the log has it)
  * @kind: see enum an_kind
- * @spans: active spans, in time order, clipped to the capture
- * @active_since: while building: start of the open span, or -1
- * @snap_active_t: host time of the first stats snapshot if it showed the
- *	blocker active (so active from the capture's start), else -1;
- *	cleared by the blocker's first event when that comes earlier (the
- *	snapshot was taken after the capture had seen it become active)
- * @seen_event: a block or unblock of it has been read
- * @activations, @active_ns, @max_active_ns: from @spans
+ * @spans: when the name was active (any of its objects), in time order,
+ *	disjoint, clipped to the capture
+ * @ospans: the objects' active spans (a block record paired with an
+ *	unblock record of the name; which object is which does not matter
+ *	for counts and summed times), in the order they ended
+ * @open: starts of the objects active now (while building)
+ * @snap_active: objects the first stats snapshot showed active (so
+ *	active from the capture's start), until the name's first event
+ * @snap_active_t: host time of that snapshot, or -1; the name's first
+ *	event, when it comes earlier, cancels @snap_active (the snapshot was
+ *	taken after the capture had seen the objects become active)
+ * @seen_event: a record of the name has been read
+ * @activations: object activations (@nospans)
+ * @active_ns, @max_active_ns: from @spans
  * @active_at_end: the last span runs to the capture's end
  * @energy_uJ, @exclusive_uJ, @share_ns: the integration's shares
  *	(@share_ns: duration divided among the active ones, for the
@@ -256,7 +292,11 @@ struct an_blocker {
 	enum an_kind kind;
 	struct an_span *spans;
 	size_t nspans, cap;
-	int64_t active_since;
+	struct an_span *ospans;
+	size_t nospans, ocap;
+	int64_t *open;
+	size_t nopen, open_cap;
+	unsigned int snap_active;
 	int64_t snap_active_t;
 	bool seen_event;
 	uint64_t activations;
@@ -288,6 +328,41 @@ struct an_stimulus {
 	char arg[SBRIG_NAME_MAX];
 };
 
+/*
+ * The phases of one suspend/resume cycle, by sleepgraph's names, from the
+ * kernel's suspend_resume records ("phase ACTION VAL begin|end").
+ */
+#define AN_PHASES 10
+
+/** struct an_phase - one phase: its sleepgraph name, start and length */
+struct an_phase {
+	const char *name;
+	int64_t t_ns, duration_ns;
+};
+
+/* the slowest device callbacks kept per phase (dev_pm records) */
+#define AN_DEVPM_SLOWEST 3
+
+/** struct an_devpm - a device PM callback that took long (dev_pm) */
+struct an_devpm {
+	char device[48];
+	char verb[12];
+	int64_t duration_ns;
+	int error;
+};
+
+/**
+ * struct an_cycle - the phases of one suspend attempt, in time order
+ * @slow: NULL, or (when the log has dev_pm records) per phase its
+ *	slowest callbacks, slowest first, [phase][AN_DEVPM_SLOWEST]
+ *	(duration_ns 0: none)
+ */
+struct an_cycle {
+	struct an_phase ph[AN_PHASES];
+	unsigned int n;
+	struct an_devpm *slow;
+};
+
 /** struct an_skipped - events of a type the analysis does not know */
 struct an_skipped {
 	char type[12];
@@ -298,6 +373,8 @@ struct an_timeline {
 	int64_t start, end;		/* the capture's span */
 	struct an_blocker *b;
 	size_t nb, cap;
+	size_t *bhash;			/* open addressing: index + 1, 0 free */
+	size_t bhash_cap;		/* a power of 2, or 0 */
 	struct an_span *susp;		/* suspended spans */
 	int64_t *susp_unc;		/* uncertainty of each span's ends */
 	unsigned char *susp_edges;	/* AN_EDGE_*: which ends the log has */
@@ -310,6 +387,14 @@ struct an_timeline {
 	size_t naborts, aborts_cap;
 	struct an_stimulus *stimuli;
 	size_t nstimuli, stimuli_cap;
+	struct an_cycle *cycles;	/* phases, one per suspend attempt */
+	size_t ncycles, cycles_cap;
+	int64_t *snap_t;		/* stats snapshots' times */
+	size_t nsnap, snap_cap;
+	uint64_t lost_records;		/* "lost N" records: N summed */
+	uint64_t lost_lines;		/* how many "lost" records */
+	int64_t lost_first_t;		/* the first one's time */
+	int64_t lost_since;		/* the last one's, this boot, or -1 */
 	struct an_skipped skipped[16];
 	size_t nskipped;
 	uint64_t skipped_other;		/* types beyond the table */
@@ -350,27 +435,44 @@ bool an_timeline_suspended(const struct an_timeline *tl, int64_t t);
 
 /* ---- wakeups.c ------------------------------------------------------------ */
 
+/* what woke the target (report-format.md section 3) */
+enum an_cause {
+	AN_CAUSE_STIMULUS,	/* the rig's press, plug or unplug */
+	AN_CAUSE_WAKEUP_SOURCE,	/* a kernel wakeup source, named */
+	AN_CAUSE_UNKNOWN,
+};
+
 /**
- * struct an_wakeup - a stimulus that woke the target
+ * struct an_wakeup - a resume, and what woke the target
+ * @cause: see enum an_cause; the fields up to @uncert_ns are the
+ *	stimulus's and mean something only for AN_CAUSE_STIMULUS
+ * @source: AN_CAUSE_WAKEUP_SOURCE: the wakeup source's index in the
+ *	timeline's blockers
  * @stim: index into the timeline's stimuli
- * @t_ns: the stimulus
+ * @t_ns: the stimulus; for other causes, the platform's exit (where the
+ *	episode's energy starts)
  * @resume_t_ns, @resume_uncert_ns: its resume
  * @marker_t_ns: the marker's first rising edge after @t_ns, up to the
  *	resume (+ its uncertainty), or -1
  * @latency_ns: to @marker_t_ns if there is one, else to @resume_t_ns
  * @uncert_ns: @latency_ns's uncertainty (the marker's, or the resume's)
- * @end_ns: the next enter (or the capture's end)
+ * @end_ns: the next enter (or the capture's end); an_wakeups_refine()
+ *	moves it with the power-refined start of that stretch
+ * @end_susp: the index of that suspended stretch, or -1
  * @energy_uJ: from @t_ns to @end_ns (the integration fills it in)
  * @blockers: indices of the blockers active in [resume, end)
  * @nblockers: their number
  */
 struct an_wakeup {
+	enum an_cause cause;
+	size_t source;
 	size_t stim;
 	int64_t t_ns;
 	int64_t resume_t_ns, resume_uncert_ns;
 	int64_t marker_t_ns;
 	int64_t latency_ns, uncert_ns;
 	int64_t end_ns;
+	long end_susp;
 	double energy_uJ;
 	size_t *blockers;
 	size_t nblockers;
@@ -379,12 +481,16 @@ struct an_wakeup {
 struct an_wakeups {
 	struct an_wakeup *w;
 	size_t n, cap;
-	uint64_t unknown;		/* resumes no stimulus explains */
+	uint64_t stimulus;		/* resumes a stimulus explains */
+	uint64_t unknown;		/* resumes nothing explains */
 	struct sbrig_latency_stats lat;
 };
 
 int an_wakeups_find(struct an_wakeups *wk, const struct an_timeline *tl,
 		    const struct an_markers *mk);
+/* The stretches' starts were moved (an_edges_refine()): the episodes' ends
+ * follow them. */
+void an_wakeups_refine(struct an_wakeups *wk, const struct an_timeline *tl);
 void an_wakeups_free(struct an_wakeups *wk);
 
 /* ---- integrate.c ---------------------------------------------------------- */
@@ -445,6 +551,45 @@ int an_integrate(struct an_energy *en, struct sbrig_capread *cr,
 		 struct an_timeline *tl, struct an_wakeups *wk);
 void an_energy_free(struct an_energy *en);
 
+/* ---- costs.c -------------------------------------------------------------- */
+
+/**
+ * struct an_cost - what one suspend cost (report-format.md section 6)
+ * @susp: its suspended stretch (the timeline's index)
+ * @entry: from the last suspend blocker's release to the low level
+ * @exit: from the power's rise to the first suspend blocker after it
+ * @has_entry, @has_exit: the window is not empty
+ * @entry_uJ, @exit_uJ: their energy above the suspended baseline
+ * @suspended_ns: the stretch's length
+ * @break_even_ns: (entry + exit) / (idle - baseline), or -1
+ */
+struct an_cost {
+	size_t susp;
+	struct an_span entry, exit;
+	bool has_entry, has_exit;
+	double entry_uJ, exit_uJ;
+	int64_t suspended_ns;
+	int64_t break_even_ns;
+};
+
+/**
+ * struct an_costs - the costs of the capture's suspends
+ * @c: per whole cycle (enter and exit in the capture), in time order
+ * @have_idle, @idle_uW: the mean power awake with nothing active
+ * @median_break_even_ns: over the cycles that have one, or -1
+ */
+struct an_costs {
+	struct an_cost *c;
+	size_t n, cap;
+	bool have_idle;
+	double idle_uW;
+	int64_t median_break_even_ns;
+};
+
+int an_costs_measure(struct an_costs *co, struct sbrig_capread *cr,
+		     const struct an_timeline *tl, const struct an_energy *en);
+void an_costs_free(struct an_costs *co);
+
 /* ---- findings.c ----------------------------------------------------------- */
 
 /** struct an_finding - one thing that went wrong */
@@ -463,7 +608,8 @@ struct an_findings {
 
 int an_findings_collect(struct an_findings *fd, const struct an_timeline *tl,
 			const struct an_wakeups *wk,
-			const struct an_energy *en, int64_t leak_ns);
+			const struct an_energy *en, const struct an_costs *co,
+			int64_t leak_ns);
 void an_findings_free(struct an_findings *fd);
 
 /* ---- report-json.c: writes with an_write_atomic() (atomic.h) --------------- */
@@ -479,6 +625,7 @@ struct sbrig_analysis {
 	struct an_timeline tl;
 	struct an_wakeups wk;
 	struct an_energy en;
+	struct an_costs co;
 	struct an_findings fd;
 };
 

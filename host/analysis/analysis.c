@@ -134,6 +134,8 @@ struct sbrig_analysis *sbrig_analysis_run(const char *capture_dir,
 	if (!ret)
 		ret = an_edges_refine(&a->tl, cr);
 	if (!ret)
+		an_wakeups_refine(&a->wk, &a->tl);
+	if (!ret)
 		ret = an_integrate(&a->en, cr, &a->tl, &a->wk);
 	if (ret)
 		goto fail;
@@ -149,8 +151,10 @@ struct sbrig_analysis *sbrig_analysis_run(const char *capture_dir,
 			a->wk.w[i].end_ns = end;
 	ret = durations(a);
 	if (!ret)
+		ret = an_costs_measure(&a->co, cr, &a->tl, &a->en);
+	if (!ret)
 		ret = an_findings_collect(&a->fd, &a->tl, &a->wk, &a->en,
-					  a->opts.leak_ns);
+					  &a->co, a->opts.leak_ns);
 	if (ret)
 		goto fail;
 	sbrig_capread_close(cr);
@@ -172,6 +176,7 @@ void sbrig_analysis_free(struct sbrig_analysis *a)
 	an_timeline_free(&a->tl);
 	an_wakeups_free(&a->wk);
 	an_energy_free(&a->en);
+	an_costs_free(&a->co);
 	an_findings_free(&a->fd);
 	free(a);
 }
@@ -185,10 +190,18 @@ void sbrig_analysis_latency(const struct sbrig_analysis *a,
 size_t sbrig_analysis_wakeups(const struct sbrig_analysis *a,
 			      struct sbrig_wakeup *out, size_t max)
 {
-	for (size_t i = 0; i < a->wk.n && i < max; i++) {
+	size_t n = 0;
+
+	for (size_t i = 0; i < a->wk.n; i++) {
 		const struct an_wakeup *w = &a->wk.w[i];
 
-		out[i] = (struct sbrig_wakeup){
+		if (w->cause != AN_CAUSE_STIMULUS)
+			continue;	/* no latency to measure */
+		if (n >= max) {
+			n++;
+			continue;
+		}
+		out[n++] = (struct sbrig_wakeup){
 			.t_ns = w->t_ns,
 			.resume_t_ns = w->resume_t_ns,
 			.marker_t_ns = w->marker_t_ns,
@@ -196,5 +209,5 @@ size_t sbrig_analysis_wakeups(const struct sbrig_analysis *a,
 			.uncert_ns = w->uncert_ns,
 		};
 	}
-	return a->wk.n;
+	return n;
 }

@@ -92,7 +92,7 @@ int ex_csv_wakeups(jobj *r, FILE *out)
 {
 	static const char *const cols[] = {
 		"stimulus", "t_ns", "resume_t_ns", "latency_ns", "uncert_ns",
-		"awake_ns", "energy_uJ", "blockers",
+		"awake_ns", "energy_uJ", "blockers", "cause", "wakeup_source",
 	};
 
 	return table(out, an_jget(r, "wakeups"), cols,

@@ -13,6 +13,8 @@
  *	               "ph":"b" / "ph":"e" pairs with the blocker's id
  *	               (blockers overlap, so they cannot be "X" slices on
  *	               one thread; one blocker's own activations never do)
+ *	pid 2, "kernel wakeup sources" (only when there are some)
+ *	  each wakeup source one async track, cat "wakeup_source", as above
  *
  * Timestamps ("ts", "dur") are µs on the rig host's CLOCK_MONOTONIC,
  * written exactly from the report's ns (three decimals). Metadata
@@ -35,6 +37,7 @@
 typedef struct json_object jobj;
 
 enum { PID = 1, TID_STATES = 1, TID_PHASES = 2, TID_EVENTS = 3 };
+enum { PID_WS = 2 };	/* the kernel's wakeup sources, a group of their own */
 
 static jobj *get(jobj *o, const char *k)
 {
@@ -70,16 +73,22 @@ static void sep(FILE *out, bool *first)
 	*first = false;
 }
 
-static void meta(FILE *out, bool *first, const char *what, int tid,
-		 const char *name)
+static void meta_pid(FILE *out, bool *first, int pid, const char *what,
+		     int tid, const char *name)
 {
 	sep(out, first);
-	fprintf(out, "{\"ph\":\"M\",\"pid\":%d,", PID);
+	fprintf(out, "{\"ph\":\"M\",\"pid\":%d,", pid);
 	if (tid)
 		fprintf(out, "\"tid\":%d,", tid);
 	fprintf(out, "\"name\":\"%s\",\"args\":{\"name\":\"", what);
 	ex_json_str(out, name);
 	fputs("\"}}", out);
+}
+
+static void meta(FILE *out, bool *first, const char *what, int tid,
+		 const char *name)
+{
+	meta_pid(out, first, PID, what, tid, name);
 }
 
 static void slice(FILE *out, bool *first, int tid, const char *cat,
@@ -113,12 +122,14 @@ static void instant(FILE *out, bool *first, const char *cat,
 	fputc('}', out);
 }
 
-static void async(FILE *out, bool *first, char ph, size_t id,
+/* a blocker's (@ws: a kernel wakeup source's) activation begins or ends */
+static void async(FILE *out, bool *first, char ph, bool ws, size_t id,
 		  const char *name, int64_t t_ns)
 {
 	sep(out, first);
-	fprintf(out, "{\"ph\":\"%c\",\"pid\":%d,\"cat\":\"blocker\","
-		"\"id\":%zu,\"name\":\"", ph, PID, id);
+	fprintf(out, "{\"ph\":\"%c\",\"pid\":%d,\"cat\":\"%s\","
+		"\"id\":%zu,\"name\":\"", ph, ws ? PID_WS : PID,
+		ws ? "wakeup_source" : "blocker", id);
 	ex_json_str(out, name);
 	fputs("\",\"ts\":", out);
 	ex_us(out, t_ns);
@@ -189,7 +200,7 @@ int ex_perfetto(jobj *r, FILE *out)
 	jobj *ph = get(r, "phases");
 	const char *scenario = str(get(cap, "provenance"), "scenario");
 	char pname[512];
-	bool first = true;
+	bool first = true, ws_named = false;
 
 	snprintf(pname, sizeof(pname), "sbrig %s", *scenario ? scenario :
 		 str(cap, "path"));
@@ -222,21 +233,30 @@ int ex_perfetto(jobj *r, FILE *out)
 	}
 	for (size_t i = 0; i < len(tl); i++) {
 		jobj *row = idx(tl, i), *sp = get(row, "spans");
+		bool ws = !strcmp(str(row, "kind"), "wakeup_source");
 
+		if (ws && !ws_named) {
+			meta_pid(out, &first, PID_WS, "process_name", 0,
+				 "kernel wakeup sources");
+			ws_named = true;
+		}
 		for (size_t k = 0; k < len(sp); k++) {
-			async(out, &first, 'b', i + 1, str(row, "name"),
+			async(out, &first, 'b', ws, i + 1, str(row, "name"),
 			      json_object_get_int64(idx(idx(sp, k), 0)));
-			async(out, &first, 'e', i + 1, str(row, "name"),
+			async(out, &first, 'e', ws, i + 1, str(row, "name"),
 			      json_object_get_int64(idx(idx(sp, k), 1)));
 		}
 	}
 	for (size_t i = 0; i < len(wk); i++) {
 		jobj *w = idx(wk, i);
 
-		instant(out, &first, "stimulus", str(w, "stimulus"),
-			i64(w, "t_ns"), NULL);
+		/* a resume no stimulus explains has none */
+		if (get(w, "t_ns"))
+			instant(out, &first, "stimulus", str(w, "stimulus"),
+				i64(w, "t_ns"), NULL);
 		instant(out, &first, "resume", "resume", i64(w, "resume_t_ns"),
-			NULL);
+			get(w, "wakeup_source") ? str(w, "wakeup_source") :
+			get(w, "cause") ? str(w, "cause") : NULL);
 	}
 	for (size_t i = 0; i < len(fd); i++) {
 		jobj *f = idx(fd, i);

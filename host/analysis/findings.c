@@ -14,14 +14,16 @@
 
 /* rank of each kind: the order of the table in report-format.md */
 enum {
-	R_LEAK, R_ABORT, R_UNKNOWN, R_DOMINANT, R_GAP, R_CLOCK, R_STATS,
-	R_SKIPPED,
+	R_LEAK, R_ABORT, R_UNKNOWN, R_DOMINANT, R_SHORT, R_GAP, R_LOST,
+	R_CLOCK, R_STATS, R_SKIPPED,
 };
 
 static const char *const kinds[] = {
 	[R_LEAK] = "leak", [R_ABORT] = "aborted_suspend",
 	[R_UNKNOWN] = "unknown_wakeup", [R_DOMINANT] = "dominant",
-	[R_GAP] = "gap", [R_CLOCK] = "clock_uncertainty",
+	[R_SHORT] = "short_suspend", [R_GAP] = "gap",
+	[R_LOST] = "lost_events",
+	[R_CLOCK] = "clock_uncertainty",
 	[R_STATS] = "stats_mismatch", [R_SKIPPED] = "skipped_events",
 };
 
@@ -154,6 +156,9 @@ static int clock(struct an_findings *fd, const struct an_timeline *tl,
 	for (size_t i = 0; i < wk->n; i++) {
 		int64_t lat = wk->w[i].latency_ns;
 
+		if (wk->w[i].cause != AN_CAUSE_STIMULUS)
+			continue;
+
 		if (wk->w[i].uncert_ns * 10 >= llabs(lat)) {
 			if (!bad++ || wk->w[i].uncert_ns > worst)
 				t = wk->w[i].t_ns;
@@ -186,7 +191,8 @@ static int clock(struct an_findings *fd, const struct an_timeline *tl,
  */
 int an_findings_collect(struct an_findings *fd, const struct an_timeline *tl,
 			const struct an_wakeups *wk,
-			const struct an_energy *en, int64_t leak_ns)
+			const struct an_energy *en, const struct an_costs *co,
+			int64_t leak_ns)
 {
 	int ret;
 
@@ -204,8 +210,25 @@ int an_findings_collect(struct an_findings *fd, const struct an_timeline *tl,
 		ret = unknown_wakeups(fd, tl, wk);
 	if (!ret)
 		ret = dominant(fd, tl);
+	for (size_t i = 0; i < co->n && !ret; i++) {
+		const struct an_cost *c = &co->c[i];
+
+		if (c->break_even_ns < 0 || c->suspended_ns >= c->break_even_ns)
+			continue;
+		ret = add(fd, R_SHORT, NULL, tl->susp[c->susp].start,
+			  "suspended %.3f s, shorter than its break-even "
+			  "%.3f s: staying awake idle would have cost less",
+			  secs(c->suspended_ns), secs(c->break_even_ns));
+	}
 	if (!ret)
 		ret = gaps(fd, en);
+	if (!ret && tl->lost_lines)
+		ret = add(fd, R_LOST, NULL, tl->lost_first_t, "%" PRIu64
+			  " record(s) of the event log lost, in %" PRIu64
+			  " place(s), the first at %.3f s: the blockers' states "
+			  "are taken again from the next stats snapshot",
+			  tl->lost_records, tl->lost_lines,
+			  secs(tl->lost_first_t - tl->start));
 	if (!ret)
 		ret = clock(fd, tl, wk);
 	for (size_t i = 0; i < tl->nb && !ret; i++) {

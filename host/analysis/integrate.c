@@ -751,8 +751,9 @@ int an_integrate(struct an_energy *en, struct sbrig_capread *cr,
 		} else {
 			while (ci < ncps && cps[ci].t <= s.t_ns) {
 				int64_t tc = cps[ci].t;
-				double pc = p0 + (p - p0) * (double)(tc - t0) /
-					(double)(s.t_ns - t0);
+				/* a second change point at the same instant */
+				double pc = tc == t0 ? p0 : p0 + (p - p0) *
+					(double)(tc - t0) / (double)(s.t_ns - t0);
 
 				w.acc += (p0 + pc) * (double)(tc - t0);
 				w.dur += tc - t0;

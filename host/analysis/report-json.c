@@ -165,9 +165,72 @@ static jobj *nt_done(struct numtext *t)
 	return o;
 }
 
+/* The length of the valid UTF-8 sequence at @s, or 0 (RFC 3629). */
+static size_t utf8_len(const unsigned char *s)
+{
+	unsigned int c = s[0], cp;
+	size_t n;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2, cp = c & 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3, cp = c & 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4, cp = c & 0x07;
+	else
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
+	    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;	/* overlong, too large, a surrogate */
+	return n;
+}
+
+/*
+ * A JSON string of @s, which may come from the capture (a blocker name is
+ * whatever user space passed to the module): a byte that is not part of
+ * valid UTF-8 becomes the text \xHH, so that report.json is valid UTF-8
+ * and its own renderer reads it.
+ */
 static jobj *js(const char *s)
 {
-	return json_object_new_string(s);
+	const unsigned char *p = (const unsigned char *)s;
+	size_t len = strlen(s), w = 0;
+	char *buf;
+	jobj *o;
+
+	for (size_t i = 0, n; i < len; i += n) {
+		n = utf8_len(p + i);
+		if (!n)
+			break;
+		if (i + n >= len)
+			return json_object_new_string(s);	/* all valid */
+	}
+	if (!len)
+		return json_object_new_string(s);
+	buf = malloc(4 * len + 1);
+	if (!buf)
+		return json_object_new_string("");
+	for (size_t i = 0, n; i < len; i += n) {
+		n = utf8_len(p + i);
+		if (n) {
+			memcpy(buf + w, p + i, n);
+			w += n;
+		} else {
+			w += (size_t)snprintf(buf + w, 5, "\\x%02x", p[i]);
+			n = 1;
+		}
+	}
+	buf[w] = '\0';
+	o = json_object_new_string(buf);
+	free(buf);
+	return o;
 }
 
 static void put(jobj *o, const char *k, jobj *v)
@@ -316,12 +379,20 @@ static jobj *blockers(const struct sbrig_analysis *a)
 		    jd(b->energy_uJ - a->en.baseline_uW * b->share_ns * 1e-9,
 		       3) : NULL);
 		put(o, "active_at_end", json_object_new_boolean(b->active_at_end));
+		if (b->kind == AN_KIND_WAKEUP_SOURCE) {
+			/* the module keeps no statistics of them */
+			json_object_put(c);
+			put(o, "stats_check", NULL);
+			json_object_array_add(arr, o);
+			continue;
+		}
 		put(c, "snapshots", ji(sc->snapshots));
 		put(c, "windows", ji((int64_t)sc->nwin));
 		put(c, "count_delta", ji(sc->count_delta));
 		put(c, "events_count", ji(sc->events_count));
 		put(c, "total_time_delta_ns", ji(sc->total_delta_ns));
 		put(c, "events_active_ns", ji(sc->events_active_ns));
+		put(c, "events_near_snapshot", ji(sc->events_edge));
 		put(c, "max_time_ns", ji(sc->max_time_ns));
 		put(c, "agree", json_object_new_boolean(sc->agree));
 		put(o, "stats_check", c);
@@ -337,21 +408,31 @@ static jobj *wakeups(const struct sbrig_analysis *a)
 
 	for (size_t i = 0; i < a->wk.n; i++) {
 		const struct an_wakeup *w = &a->wk.w[i];
-		const struct an_stimulus *st = &a->tl.stimuli[w->stim];
+		bool stim = w->cause == AN_CAUSE_STIMULUS;
 		jobj *o = json_object_new_object(), *b = json_object_new_array();
 		char what[SBRIG_NAME_MAX + 20];
 
-		snprintf(what, sizeof(what), "%s%s%s", st->what,
-			 st->arg[0] ? " " : "", st->arg);
-		put(o, "stimulus", js(what));
-		put(o, "t_ns", ji(w->t_ns));
+		put(o, "cause", js(stim ? "stimulus" :
+				   w->cause == AN_CAUSE_WAKEUP_SOURCE ?
+				   "wakeup_source" : "unknown"));
+		put(o, "wakeup_source", w->cause == AN_CAUSE_WAKEUP_SOURCE ?
+		    js(a->tl.b[w->source].name) : NULL);
+		if (stim) {
+			const struct an_stimulus *st = &a->tl.stimuli[w->stim];
+
+			snprintf(what, sizeof(what), "%s%s%s", st->what,
+				 st->arg[0] ? " " : "", st->arg);
+		}
+		/* the stimulus's fields: null when no stimulus woke it */
+		put(o, "stimulus", stim ? js(what) : NULL);
+		put(o, "t_ns", stim ? ji(w->t_ns) : NULL);
 		put(o, "resume_t_ns", ji(w->resume_t_ns));
-		put(o, "marker_t_ns", w->marker_t_ns >= 0 ?
+		put(o, "marker_t_ns", stim && w->marker_t_ns >= 0 ?
 		    ji(w->marker_t_ns) : NULL);
-		put(o, "latency_ns", ji(w->latency_ns));
-		put(o, "uncert_ns", ji(w->uncert_ns));
-		put(o, "latency_from", js(w->marker_t_ns >= 0 ? "marker" :
-					  "resume"));
+		put(o, "latency_ns", stim ? ji(w->latency_ns) : NULL);
+		put(o, "uncert_ns", stim ? ji(w->uncert_ns) : NULL);
+		put(o, "latency_from", !stim ? NULL :
+		    js(w->marker_t_ns >= 0 ? "marker" : "resume"));
 		put(o, "awake_ns", ji(w->end_ns > w->resume_t_ns ?
 				      w->end_ns - w->resume_t_ns : 0));
 		put(o, "energy_uJ", jd(w->energy_uJ, 3));
@@ -426,6 +507,78 @@ static jobj *spans(const struct an_span *v, size_t n)
 	return arr;
 }
 
+/* report-format.md section 6: what each suspend cost */
+static jobj *suspend_costs(const struct an_costs *co,
+			   const struct an_timeline *tl)
+{
+	jobj *o = json_object_new_object(), *arr = json_object_new_array();
+
+	put(o, "idle_uW", co->have_idle ? jd(co->idle_uW, 3) : NULL);
+	put(o, "median_break_even_ns", co->median_break_even_ns >= 0 ?
+	    ji(co->median_break_even_ns) : NULL);
+	for (size_t i = 0; i < co->n; i++) {
+		const struct an_cost *c = &co->c[i];
+		jobj *x = json_object_new_object();
+
+		put(x, "t_ns", ji(tl->susp[c->susp].start));
+		put(x, "suspended_ns", ji(c->suspended_ns));
+		put(x, "entry_ns", c->has_entry ?
+		    ji(c->entry.end - c->entry.start) : NULL);
+		put(x, "entry_uJ", c->has_entry ? jd(c->entry_uJ, 3) : NULL);
+		put(x, "exit_ns", c->has_exit ?
+		    ji(c->exit.end - c->exit.start) : NULL);
+		put(x, "exit_uJ", c->has_exit ? jd(c->exit_uJ, 3) : NULL);
+		put(x, "break_even_ns", c->break_even_ns >= 0 ?
+		    ji(c->break_even_ns) : NULL);
+		json_object_array_add(arr, x);
+	}
+	put(o, "cycles", arr);
+	return o;
+}
+
+/* report-format.md section 4: per cycle, its phases in time order */
+static jobj *phases(const struct an_timeline *tl)
+{
+	jobj *arr = json_object_new_array();
+
+	for (size_t i = 0; i < tl->ncycles; i++) {
+		const struct an_cycle *c = &tl->cycles[i];
+		jobj *o = json_object_new_object(), *v = json_object_new_array();
+
+		for (unsigned int k = 0; k < c->n; k++) {
+			jobj *p = json_object_new_object();
+
+			put(p, "name", js(c->ph[k].name));
+			put(p, "t_ns", ji(c->ph[k].t_ns));
+			put(p, "duration_ns", ji(c->ph[k].duration_ns));
+			if (c->slow && c->slow[k * AN_DEVPM_SLOWEST].duration_ns) {
+				jobj *sl = json_object_new_array();
+
+				for (int j = 0; j < AN_DEVPM_SLOWEST; j++) {
+					const struct an_devpm *d =
+						&c->slow[k * AN_DEVPM_SLOWEST + j];
+					jobj *x;
+
+					if (!d->duration_ns)
+						break;
+					x = json_object_new_object();
+					put(x, "device", js(d->device));
+					put(x, "verb", js(d->verb));
+					put(x, "duration_ns", ji(d->duration_ns));
+					put(x, "error", ji(d->error));
+					json_object_array_add(sl, x);
+				}
+				put(p, "slowest_devices", sl);
+			}
+			json_object_array_add(v, p);
+		}
+		put(o, "cycle", ji((int64_t)i + 1));
+		put(o, "phases", v);
+		json_object_array_add(arr, o);
+	}
+	return arr;
+}
+
 static jobj *trace(const struct sbrig_analysis *a)
 {
 	const struct an_energy *en = &a->en;
@@ -484,6 +637,7 @@ static jobj *trace(const struct sbrig_analysis *a)
 	for (size_t i = 0; i < tl->nb; i++) {
 		o = json_object_new_object();
 		put(o, "name", js(tl->b[i].name));
+		put(o, "kind", js(kind_name(tl->b[i].kind)));
 		put(o, "spans", spans(tl->b[i].spans, tl->b[i].nspans));
 		json_object_array_add(line, o);
 	}
@@ -530,7 +684,8 @@ jobj *an_report_json(const struct sbrig_analysis *a)
 	put(r, "wakeups", wakeups(a));
 	put(r, "unknown_wake_count", ji((int64_t)a->wk.unknown));
 	put(r, "latency", latency(&a->wk.lat));
-	put(r, "phases", json_object_new_array());
+	put(r, "phases", phases(&a->tl));
+	put(r, "suspend_costs", suspend_costs(&a->co, &a->tl));
 	put(r, "findings", findings(&a->fd));
 	put(r, "trace", trace(a));
 	return r;

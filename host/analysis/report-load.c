@@ -91,6 +91,7 @@ static const struct jfield f_stats_check[] = {
 	{ "events_count", J_INT, J_OPT | J_NULL, 0, NULL },
 	{ "total_time_delta_ns", J_INT, J_OPT | J_NULL, 0, NULL },
 	{ "events_active_ns", J_INT, J_OPT | J_NULL, 0, NULL },
+	{ "events_near_snapshot", J_INT, J_OPT | J_NULL, 0, NULL },
 	{ "max_time_ns", J_INT, J_OPT | J_NULL, 0, NULL },
 	{ "agree", J_BOOL, 0, 0, NULL },
 	{ NULL, 0, 0, 0, NULL },
@@ -129,13 +130,15 @@ static const struct jfield f_gap[] = {
 static const struct jfield e_gap[] = { { "", J_OBJ, 0, 0, f_gap } };
 
 static const struct jfield f_wakeup[] = {
-	{ "stimulus", J_STR, 0, 0, NULL },
-	{ "t_ns", J_INT, 0, 0, NULL },
+	{ "cause", J_STR, J_OPT, 0, NULL },
+	{ "wakeup_source", J_STR, J_OPT | J_NULL, 0, NULL },
+	{ "stimulus", J_STR, J_NULL, 0, NULL },
+	{ "t_ns", J_INT, J_NULL, 0, NULL },
 	{ "resume_t_ns", J_INT, 0, 0, NULL },
 	{ "marker_t_ns", J_INT, J_OPT | J_NULL, 0, NULL },
-	{ "latency_ns", J_INT, 0, 0, NULL },
-	{ "uncert_ns", J_INT, 0, 0, NULL },
-	{ "latency_from", J_STR, J_OPT, 0, NULL },
+	{ "latency_ns", J_INT, J_NULL, 0, NULL },
+	{ "uncert_ns", J_INT, J_NULL, 0, NULL },
+	{ "latency_from", J_STR, J_OPT | J_NULL, 0, NULL },
 	{ "awake_ns", J_INT, 0, 0, NULL },
 	{ "energy_uJ", J_NUM, 0, 0, NULL },
 	{ "blockers", J_ARR, 0, 0, an_je_str },
@@ -154,10 +157,19 @@ static const struct jfield f_latency[] = {
 };
 
 /* phases[]: one per suspend/resume cycle, its phases in order */
+static const struct jfield f_devpm[] = {
+	{ "device", J_STR, 0, 0, NULL },
+	{ "verb", J_STR, 0, 0, NULL },
+	{ "duration_ns", J_INT, 0, 0, NULL },
+	{ "error", J_INT, 0, 0, NULL },
+	{ NULL, 0, 0, 0, NULL },
+};
+static const struct jfield e_devpm[] = { { "", J_OBJ, 0, 0, f_devpm } };
 static const struct jfield f_phase[] = {
 	{ "name", J_STR, 0, 0, NULL },
 	{ "t_ns", J_INT, 0, 0, NULL },
 	{ "duration_ns", J_INT, 0, 0, NULL },
+	{ "slowest_devices", J_ARR, J_OPT, 0, e_devpm },
 	{ NULL, 0, 0, 0, NULL },
 };
 static const struct jfield e_phase[] = { { "", J_OBJ, 0, 0, f_phase } };
@@ -167,6 +179,25 @@ static const struct jfield f_cycle[] = {
 	{ NULL, 0, 0, 0, NULL },
 };
 static const struct jfield e_cycle[] = { { "", J_OBJ, 0, 0, f_cycle } };
+
+/* suspend_costs: what each suspend cost (report-format.md section 6) */
+static const struct jfield f_cost[] = {
+	{ "t_ns", J_INT, 0, 0, NULL },
+	{ "suspended_ns", J_INT, 0, 0, NULL },
+	{ "entry_ns", J_INT, J_NULL, 0, NULL },
+	{ "entry_uJ", J_NUM, J_NULL, 0, NULL },
+	{ "exit_ns", J_INT, J_NULL, 0, NULL },
+	{ "exit_uJ", J_NUM, J_NULL, 0, NULL },
+	{ "break_even_ns", J_INT, J_NULL, 0, NULL },
+	{ NULL, 0, 0, 0, NULL },
+};
+static const struct jfield e_cost[] = { { "", J_OBJ, 0, 0, f_cost } };
+static const struct jfield f_costs[] = {
+	{ "idle_uW", J_NUM, J_NULL, 0, NULL },
+	{ "median_break_even_ns", J_INT, J_NULL, 0, NULL },
+	{ "cycles", J_ARR, 0, 0, e_cost },
+	{ NULL, 0, 0, 0, NULL },
+};
 
 static const struct jfield f_finding[] = {
 	{ "kind", J_STR, 0, 0, NULL },
@@ -194,6 +225,7 @@ static const struct jfield f_raw[] = {
 static const struct jfield e_raw[] = { { "", J_OBJ, 0, 0, f_raw } };
 static const struct jfield f_row[] = {
 	{ "name", J_STR, 0, 0, NULL },
+	{ "kind", J_STR, J_OPT, 0, NULL },
 	{ "spans", J_ARR, 0, 0, e_span },
 	{ NULL, 0, 0, 0, NULL },
 };
@@ -226,6 +258,7 @@ static const struct jfield report_fields[] = {
 	{ "unknown_wake_count", J_INT, 0, 0, NULL },
 	{ "latency", J_OBJ, 0, 0, f_latency },
 	{ "phases", J_ARR, 0, 0, e_cycle },
+	{ "suspend_costs", J_OBJ, J_OPT, 0, f_costs },
 	{ "findings", J_ARR, 0, 0, e_finding },
 	{ "trace", J_OBJ, 0, 0, f_trace },
 	{ NULL, 0, 0, 0, NULL },

@@ -38,6 +38,36 @@ static const char *str(jobj *o, const char *k)
 	return s ? s : "";
 }
 
+/*
+ * @o's text @k for a terminal: control bytes (a newline that would fake a
+ * line of its own, ESC that would drive the terminal) and '\' escaped as
+ * capture-format.md escapes text columns (\n, \t, \r, \xHH, \\).
+ * Cut to fit @n (at least 5).
+ */
+static const char *tx(jobj *o, const char *k, char *buf, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)str(o, k);
+	size_t w = 0;
+
+	for (; *s && w + 5 < n; s++) {
+		unsigned char c = *s;
+
+		if (c == '\\' || c == '\n' || c == '\t' || c == '\r')
+			w += (size_t)snprintf(buf + w, n - w, "\\%c",
+					      c == '\n' ? 'n' : c == '\t' ? 't' :
+					      c == '\r' ? 'r' : '\\');
+		else if (c < 0x20 || c == 0x7f)
+			w += (size_t)snprintf(buf + w, n - w, "\\x%02x", c);
+		else
+			buf[w++] = (char)c;
+	}
+	buf[w] = '\0';
+	return buf;
+}
+
+/* room for an escaped name or detail (4 bytes a byte at worst) */
+#define TX_MAX	(4 * 512 + 8)
+
 /* Load @path as a report of a version this code reads. */
 static jobj *load(const char *path)
 {
@@ -77,6 +107,7 @@ static void sensor_clock(FILE *out, jobj *sc)
 int sbrig_report_render_text(const char *json_path, FILE *out)
 {
 	jobj *r = load(json_path), *c, *e, *bl, *f, *lat, *un;
+	char t1[TX_MAX], t2[TX_MAX], t3[TX_MAX];
 	double total, dur_s;
 
 	if (!r)
@@ -85,16 +116,19 @@ int sbrig_report_render_text(const char *json_path, FILE *out)
 	e = get(r, "energy");
 	dur_s = (double)i64(c, "duration_ns") / 1e9;
 	fprintf(out, "capture: %s (%s, %.3f s, %" PRId64 " samples, %" PRId64
-		" gaps)\n", str(c, "path"), str(c, "status"), dur_s,
+		" gaps)\n", tx(c, "path", t1, sizeof(t1)),
+		tx(c, "status", t2, sizeof(t2)), dur_s,
 		i64(c, "samples"), i64(c, "gaps"));
 	sensor_clock(out, get(get(c, "clock"), "sensor"));
 	f = get(r, "findings");
 	for (size_t i = 0; i < json_object_array_length(f); i++) {
 		jobj *x = json_object_array_get_idx(f, i);
 
-		fprintf(out, "finding: %s%s%s: %s\n", str(x, "kind"),
-			get(x, "blocker") ? ": " : "", str(x, "blocker"),
-			str(x, "detail"));
+		fprintf(out, "finding: %s%s%s: %s\n",
+			tx(x, "kind", t1, sizeof(t1)),
+			get(x, "blocker") ? ": " : "",
+			tx(x, "blocker", t2, sizeof(t2)),
+			tx(x, "detail", t3, sizeof(t3)));
 	}
 	total = num(e, "total_uJ");
 	fprintf(out, "energy_total: %.3f mJ in %.3f s (mean %.3f mW)\n",
@@ -115,7 +149,8 @@ int sbrig_report_render_text(const char *json_path, FILE *out)
 		jobj *b = json_object_array_get_idx(bl, i);
 
 		fprintf(out, "blocker: %s: %.3f mJ (exclusive %.3f mJ), %"
-			PRId64 " activation(s), %.3f s active\n", str(b, "name"),
+			PRId64 " activation(s), %.3f s active\n",
+			tx(b, "name", t1, sizeof(t1)),
 			num(b, "energy_uJ") / 1000,
 			num(b, "exclusive_energy_uJ") / 1000,
 			i64(b, "activations"),

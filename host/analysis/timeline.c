@@ -28,23 +28,82 @@ static int64_t clip(int64_t t, int64_t lo, int64_t hi)
 	return t < lo ? lo : t > hi ? hi : t;
 }
 
-static struct an_blocker *blocker_get(struct an_timeline *tl,
+/* ---- names ----------------------------------------------------------------
+ *
+ * A name is looked up in a hash table (FNV-1a over the kind and the name,
+ * open addressing), so a capture of many names stays O(n).
+ */
+
+static uint64_t name_hash(bool ws, const char *name)
+{
+	uint64_t h = 1469598103934665603ULL ^ (uint64_t)ws;
+
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
+		h ^= *p;
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
+static bool is_ws(const struct an_blocker *b)
+{
+	return b->kind == AN_KIND_WAKEUP_SOURCE;
+}
+
+static int bhash_grow(struct an_timeline *tl)
+{
+	size_t cap = tl->bhash_cap ? tl->bhash_cap * 2 : 64;
+	size_t *h = calloc(cap, sizeof(*h));
+
+	if (!h)
+		return sbrig_set_error(-ENOMEM, "analysis: out of memory");
+	for (size_t i = 0; i < tl->nb; i++) {
+		size_t k = name_hash(is_ws(&tl->b[i]), tl->b[i].name) &
+			(cap - 1);
+
+		while (h[k])
+			k = (k + 1) & (cap - 1);
+		h[k] = i + 1;
+	}
+	free(tl->bhash);
+	tl->bhash = h;
+	tl->bhash_cap = cap;
+	return 0;
+}
+
+/* The entity named @name (a wakeup source if @ws); created if new. */
+static struct an_blocker *blocker_get(struct an_timeline *tl, bool ws,
 				      const char *name)
 {
 	struct an_blocker *b;
+	size_t k;
 
-	for (size_t i = 0; i < tl->nb; i++)
-		if (!strcmp(tl->b[i].name, name))
-			return &tl->b[i];
+	if (tl->bhash_cap) {
+		k = name_hash(ws, name) & (tl->bhash_cap - 1);
+		for (; tl->bhash[k]; k = (k + 1) & (tl->bhash_cap - 1)) {
+			b = &tl->b[tl->bhash[k] - 1];
+			if (is_ws(b) == ws && !strcmp(b->name, name))
+				return b;
+		}
+	}
+	if ((tl->nb + 1) * 2 > tl->bhash_cap && bhash_grow(tl))
+		return NULL;
 	if (an_grow((void **)&tl->b, &tl->cap, tl->nb + 1, sizeof(*tl->b)))
 		return NULL;
-	b = &tl->b[tl->nb++];
+	b = &tl->b[tl->nb];
 	memset(b, 0, sizeof(*b));
 	snprintf(b->name, sizeof(b->name), "%s", name);
-	b->kind = !strcmp(name, "main") || !strcmp(name, "unknown_wakeups") ?
-		AN_KIND_BUILTIN : AN_KIND_SUSPEND_BLOCKER;
-	b->active_since = -1;
+	if (ws)
+		b->kind = AN_KIND_WAKEUP_SOURCE;
+	else if (!strcmp(name, "main") || !strcmp(name, "unknown_wakeups"))
+		b->kind = AN_KIND_BUILTIN;
+	else
+		b->kind = AN_KIND_SUSPEND_BLOCKER;
 	b->snap_active_t = -1;
+	k = name_hash(ws, name) & (tl->bhash_cap - 1);
+	while (tl->bhash[k])
+		k = (k + 1) & (tl->bhash_cap - 1);
+	tl->bhash[k] = ++tl->nb;
 	return b;
 }
 
@@ -62,26 +121,51 @@ static int span_add(struct an_span **v, size_t *n, size_t *cap,
 	return 0;
 }
 
+/*
+ * The module logs a block only when an object becomes active and an
+ * unblock only when one becomes inactive, so a name's records count its
+ * active objects: a block opens an object, an unblock closes one. An
+ * unblock with none open closes an object that was active before the
+ * log shows it (from the capture's start).
+ */
 static int block(struct an_timeline *tl, struct an_blocker *b, int64_t t)
 {
-	if (b->active_since < 0)
-		b->active_since = t;
-	return 0;
+	int ret = an_grow((void **)&b->open, &b->open_cap, b->nopen + 1,
+			  sizeof(*b->open));
+
+	if (!ret)
+		b->open[b->nopen++] = t;
+	return ret;
 }
 
+/* An object ends at @t: its span, clipped (kept if within the capture). */
 static int unblock(struct an_timeline *tl, struct an_blocker *b, int64_t t)
 {
-	int64_t s = b->active_since;
+	/* none open: active since the start, or since records were lost */
+	int64_t s = b->nopen ? b->open[--b->nopen] :
+		tl->lost_since > tl->start ? tl->lost_since : tl->start;
+	int ret;
 
-	if (s < 0 && !b->nspans && !b->activations)
-		s = tl->start;	/* active before the capture: no block seen */
-	if (s < 0)
-		return 0;
-	b->active_since = -1;
-	b->activations = 1;	/* seen at all (recounted at the end) */
-	return span_add(&b->spans, &b->nspans, &b->cap, clip(s, tl->start,
-							       tl->end),
-			clip(t, tl->start, tl->end));
+	s = clip(s, tl->start, tl->end);
+	t = clip(t, s, tl->end);
+	if (t == s && (s <= tl->start || s >= tl->end))
+		return 0;	/* outside the capture */
+	ret = an_grow((void **)&b->ospans, &b->ocap, b->nospans + 1,
+		      sizeof(*b->ospans));
+	if (!ret)
+		b->ospans[b->nospans++] = (struct an_span){ s, t };
+	return ret;
+}
+
+/* The objects the first snapshot showed active, from the capture's start. */
+static int snap_open(struct an_timeline *tl, struct an_blocker *b)
+{
+	int ret = 0;
+
+	for (unsigned int i = 0; i < b->snap_active && !ret; i++)
+		ret = block(tl, b, tl->start);
+	b->snap_active = 0;
+	return ret;
 }
 
 /* ---- suspended stretches ------------------------------------------------ */
@@ -125,68 +209,150 @@ static int susp_end(struct an_timeline *tl, struct state *st, int64_t t,
 
 /* ---- stats snapshots ------------------------------------------------------ */
 
+static int64_t sat_add(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+static int64_t sat_sub(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_sub_overflow(a, b, &r))
+		return b < 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+/* The snapshot @b's rows were being summed in is complete. */
+static int stats_commit(struct an_blocker *b)
+{
+	struct an_stats_check *sc = &b->stats;
+	int ret;
+
+	if (!sc->acc_rows)
+		return 0;
+	if (sc->snapshots && sc->last_snap + 1 == sc->acc_snap &&
+	    sc->acc_rows == sc->last_rows && sc->acc_t > sc->last_t &&
+	    sc->acc_count >= sc->last_count &&
+	    sc->acc_total_ns >= sc->last_total_ns) {
+		/* the same objects in two snapshots in a row */
+		ret = span_add(&sc->win, &sc->nwin, &sc->win_cap, sc->last_t,
+			       sc->acc_t);
+		if (ret)
+			return ret;
+		sc->count_delta = sat_add(sc->count_delta,
+					  sat_sub(sc->acc_count,
+						  sc->last_count));
+		sc->total_delta_ns = sat_add(sc->total_delta_ns,
+					     sat_sub(sc->acc_total_ns,
+						     sc->last_total_ns));
+	}
+	sc->snapshots++;
+	sc->last_snap = sc->acc_snap;
+	sc->last_t = sc->acc_t;
+	sc->last_count = sc->acc_count;
+	sc->last_total_ns = sc->acc_total_ns;
+	sc->last_rows = sc->acc_rows;
+	sc->max_time_ns = sc->acc_max_ns;
+	sc->acc_rows = 0;
+	if (sc->acc_active) {
+		ret = an_grow((void **)&sc->active, &sc->active_cap,
+			      sc->nactive + 1, sizeof(*sc->active));
+		if (ret)
+			return ret;
+		sc->active[sc->nactive++] = (struct an_snap_active){
+			sc->acc_snap, sc->acc_active };
+	}
+	return 0;
+}
+
 /*
- * One pass over stats.tsv: a snapshot is a run of rows in which no name
- * comes twice. The first snapshot tells who is active at the start; each
- * blocker's first and last rows give the module's own deltas.
+ * One pass over stats.tsv. A snapshot is a run of rows with one t_ns (the
+ * daemon stamps a snapshot's rows with the time it began); a capture
+ * written before it did so (every row its own t_ns) is cut where a name
+ * comes again that is not the row before's, which is approximate when
+ * objects of one name are not listed next to each other. A name's rows
+ * in a snapshot (one per object) are summed. The first snapshot tells
+ * which objects are active at the start; consecutive snapshots give the
+ * module's own deltas.
  */
 static int read_stats(struct an_timeline *tl, struct sbrig_capread *cr)
 {
 	struct sbrig_blocker_stats row;
-	char (*seen)[SBRIG_NAME_MAX] = NULL;
-	size_t nseen = 0, seen_cap = 0;
-	unsigned int snap = 0;
-	int64_t t;
+	char prev[SBRIG_NAME_MAX] = "";
+	unsigned int snap = 0, deleted_snap = 0;
+	size_t rows = 0;
+	bool same_t = true;
+	int64_t t, snap_t = 0;
 	int ret;
 
 	while ((ret = sbrig_capread_next_stats(cr, &t, &row)) == 1) {
 		struct an_stats_check *sc;
-		struct an_blocker *b;
-		bool again = false;
+		struct an_blocker *b = NULL;
+		bool deleted = !strcmp(row.name, "deleted_suspend_blockers");
+		bool again;
 
-		for (size_t i = 0; i < nseen && !again; i++)
-			again = !strcmp(seen[i], row.name);
-		if (again || !nseen) {
+		if (!deleted) {
+			b = blocker_get(tl, false, row.name);
+			if (!b) {
+				ret = -ENOMEM;
+				break;
+			}
+		}
+		again = deleted ? deleted_snap == snap :
+			b->stats.acc_snap == snap && strcmp(prev, row.name);
+		if (!rows || (t != snap_t && (again || (rows > 1 && same_t)))) {
 			snap++;
-			nseen = 0;
-		}
-		ret = an_grow((void **)&seen, &seen_cap, nseen + 1,
-			      sizeof(*seen));
-		if (ret)
-			break;
-		snprintf(seen[nseen++], SBRIG_NAME_MAX, "%s", row.name);
-		if (!strcmp(row.name, "deleted_suspend_blockers"))
-			continue;	/* not a blocker */
-		b = blocker_get(tl, row.name);
-		if (!b) {
-			ret = -ENOMEM;
-			break;
-		}
-		if (snap == 1 && row.active_since_ns > 0) {
-			b->active_since = tl->start;
-			b->snap_active_t = t;
-		}
-		sc = &b->stats;
-		if (sc->snapshots && sc->last_snap == snap - 1 &&
-		    (int64_t)row.count >= sc->last_count &&
-		    row.total_time_ns >= sc->last_total_ns && t > sc->last_t) {
-			/* the same object in two snapshots in a row */
-			ret = span_add(&sc->win, &sc->nwin, &sc->win_cap,
-				       sc->last_t, t);
+			rows = 0;
+			same_t = true;
+			snap_t = t;
+			ret = an_grow((void **)&tl->snap_t, &tl->snap_cap,
+				      tl->nsnap + 1, sizeof(*tl->snap_t));
 			if (ret)
 				break;
-			sc->count_delta += (int64_t)row.count - sc->last_count;
-			sc->total_delta_ns += row.total_time_ns -
-				sc->last_total_ns;
+			tl->snap_t[tl->nsnap++] = t;
 		}
-		sc->snapshots++;
-		sc->last_snap = snap;
-		sc->last_t = t;
-		sc->last_count = (int64_t)row.count;
-		sc->last_total_ns = row.total_time_ns;
-		sc->max_time_ns = row.max_time_ns;
+		if (t != snap_t)
+			same_t = false;
+		rows++;
+		snprintf(prev, sizeof(prev), "%s", row.name);
+		if (deleted) {
+			deleted_snap = snap;
+			continue;	/* not a blocker */
+		}
+		sc = &b->stats;
+		if (sc->acc_snap != snap) {
+			ret = stats_commit(b);
+			if (ret)
+				break;
+			sc->acc_snap = snap;
+			sc->acc_t = t;
+			sc->acc_count = 0;
+			sc->acc_total_ns = 0;
+			sc->acc_max_ns = 0;
+			sc->acc_active = 0;
+		}
+		sc->acc_rows++;
+		if (row.active_since_ns > 0)
+			sc->acc_active++;
+		sc->acc_count = sat_add(sc->acc_count,
+					row.count > INT64_MAX ? INT64_MAX :
+					(int64_t)row.count);
+		sc->acc_total_ns = sat_add(sc->acc_total_ns,
+					   row.total_time_ns);
+		if (row.max_time_ns > sc->acc_max_ns)
+			sc->acc_max_ns = row.max_time_ns;
+		if (snap == 1 && row.active_since_ns > 0) {
+			b->snap_active++;
+			b->snap_active_t = t;
+		}
 	}
-	free(seen);
+	for (size_t i = 0; i < tl->nb && ret >= 0; i++)
+		ret = stats_commit(&tl->b[i]);
 	return ret < 0 ? ret : 0;
 }
 
@@ -225,16 +391,324 @@ static int add_event(struct an_event **v, size_t *n, size_t *cap,
 	return 0;
 }
 
+/* Every object of @b active now ends at @t. */
+static int close_all(struct an_timeline *tl, struct an_blocker *b, int64_t t)
+{
+	int ret = snap_open(tl, b);
+
+	while (b->nopen && !ret)
+		ret = unblock(tl, b, t);
+	return ret;
+}
+
+/* ---- phases ---------------------------------------------------------------
+ *
+ * The kernel traces each step of a suspend (suspend_resume: ACTION VAL
+ * begin|end) and the module logs them as "phase" records. sleepgraph's
+ * phases are the PM core's device passes: dpm_prepare is suspend_prepare
+ * ... dpm_complete is resume_complete. suspend_machine runs from the end
+ * of suspend_noirq to machine_suspend's begin; resume_machine from the
+ * platform running again to dpm_resume_noirq's begin. The kernel's clock
+ * stands still from timekeeping's suspend until syscore_resume (its
+ * records in between carry the moment it stopped), so "running again" is
+ * the latest record after machine_suspend's end and before
+ * dpm_resume_noirq.
+ *
+ * A phase starts at its first record's host time; its duration is the
+ * difference of its two records' target times (one boot, one cycle: the
+ * target's clock, not two clock mappings that may use different fits).
+ */
+
+/** struct phase_t - a phase record's time on both clocks */
+struct phase_t {
+	int64_t host, target;
+};
+
+static const struct {
+	const char *action, *phase;
+} dpm_phases[] = {
+	{ "dpm_prepare", "suspend_prepare" },
+	{ "dpm_suspend", "suspend" },
+	{ "dpm_suspend_late", "suspend_late" },
+	{ "dpm_suspend_noirq", "suspend_noirq" },
+	{ "dpm_resume_noirq", "resume_noirq" },
+	{ "dpm_resume_early", "resume_early" },
+	{ "dpm_resume", "resume" },
+	{ "dpm_complete", "resume_complete" },
+};
+
+/**
+ * struct phase_state - the cycle being read
+ * @open: a cycle is open (the last of @tl->cycles)
+ * @begin: begin time of each dpm_phases[] action, or -1
+ * @noirq_end: end of suspend_noirq, or -1
+ * @machine_end: machine_suspend's end was seen
+ * @wake_t: the latest record since machine_suspend's end
+ */
+struct phase_state {
+	bool open;
+	struct an_devpm slow[AN_ARRAY_SIZE(dpm_phases)][AN_DEVPM_SLOWEST];
+	bool any_slow[AN_ARRAY_SIZE(dpm_phases)];
+	struct phase_t begin[AN_ARRAY_SIZE(dpm_phases)];
+	struct phase_t noirq_end;
+	bool machine_end;
+	struct phase_t wake_t;
+};
+
+static void phases_close(struct an_timeline *tl, struct phase_state *ps)
+{
+	if (ps->open && !tl->cycles[tl->ncycles - 1].n) {
+		tl->ncycles--;	/* an attempt with no phase: none */
+		free(tl->cycles[tl->ncycles].slow);
+	}
+	ps->open = false;
+}
+
+/* A dev_pm record "DURATION_NS ERROR VERB DEVICE": the open phase's. */
+static int devpm_event(struct phase_state *ps, const char *arg)
+{
+	struct an_devpm d = { .duration_ns = 0 };
+	long long dur;
+	int n = 0;
+
+	if (sscanf(arg, "%lld %d %11s %n", &dur, &d.error, d.verb, &n) != 3 ||
+	    !n || dur <= 0)
+		return 1;
+	d.duration_ns = dur;
+	snprintf(d.device, sizeof(d.device), "%s", arg + n);
+	for (size_t i = 0; i < AN_ARRAY_SIZE(dpm_phases); i++) {
+		struct an_devpm *v = ps->slow[i];
+		size_t k = AN_DEVPM_SLOWEST;
+
+		if (ps->begin[i].target < 0)
+			continue;	/* not this phase */
+		while (k > 0 && v[k - 1].duration_ns < d.duration_ns)
+			k--;
+		if (k < AN_DEVPM_SLOWEST) {
+			memmove(&v[k + 1], &v[k], (AN_DEVPM_SLOWEST - k - 1) *
+				sizeof(*v));
+			v[k] = d;
+			ps->any_slow[i] = true;
+		}
+		return 0;
+	}
+	return 0;	/* outside a device pass: nothing to attach it to */
+}
+
+static int phase_add(struct an_timeline *tl, struct phase_state *ps,
+		     const char *name, struct phase_t start, struct phase_t end)
+{
+	struct an_cycle *c;
+
+	if (!ps->open) {
+		int ret = an_grow((void **)&tl->cycles, &tl->cycles_cap,
+				  tl->ncycles + 1, sizeof(*tl->cycles));
+
+		if (ret)
+			return ret;
+		tl->cycles[tl->ncycles].slow = NULL;
+		tl->cycles[tl->ncycles++].n = 0;
+		ps->open = true;
+	}
+	c = &tl->cycles[tl->ncycles - 1];
+	if (c->n == AN_PHASES || end.target < start.target)
+		return 0;	/* more than a cycle has: a garbled log */
+	c->ph[c->n++] = (struct an_phase){ name, start.host,
+					   end.target - start.target };
+	for (size_t i = 0; i < AN_ARRAY_SIZE(dpm_phases); i++) {
+		if (strcmp(dpm_phases[i].phase, name) || !ps->any_slow[i])
+			continue;
+		if (!c->slow) {
+			c->slow = calloc(AN_PHASES * AN_DEVPM_SLOWEST,
+					 sizeof(*c->slow));
+			if (!c->slow)
+				return -ENOMEM;
+		}
+		memcpy(&c->slow[(c->n - 1) * AN_DEVPM_SLOWEST], ps->slow[i],
+		       sizeof(ps->slow[i]));
+	}
+	return 0;
+}
+
+static void phases_reset(struct phase_state *ps)
+{
+	memset(ps->slow, 0, sizeof(ps->slow));
+	memset(ps->any_slow, 0, sizeof(ps->any_slow));
+	for (size_t i = 0; i < AN_ARRAY_SIZE(dpm_phases); i++)
+		ps->begin[i].target = -1;
+	ps->noirq_end.target = -1;
+	ps->machine_end = false;
+	ps->wake_t.target = -1;
+}
+
+/* A "phase" record at @t; 1 if its text is not "ACTION VAL begin|end". */
+static int phase_event(struct an_timeline *tl, struct phase_state *ps,
+		       const char *arg, struct phase_t t)
+{
+	char action[48], be[8];
+	bool begin;
+	int val, ret = 0;
+
+	if (sscanf(arg, "%47s %d %7s", action, &val, be) != 3 ||
+	    (strcmp(be, "begin") && strcmp(be, "end")))
+		return 1;
+	begin = be[0] == 'b';
+	if (begin && (!strcmp(action, "suspend_enter") ||
+		      !strcmp(action, "dpm_prepare")) && ps->open &&
+	    tl->cycles[tl->ncycles - 1].n) {
+		phases_close(tl, ps);	/* a new attempt */
+		phases_reset(ps);
+	}
+	if (ps->machine_end && t.target > ps->wake_t.target &&
+	    !(begin && !strcmp(action, "dpm_resume_noirq")))
+		ps->wake_t = t;	/* the clock may run again */
+	if (!strcmp(action, "machine_suspend")) {
+		if (begin && ps->noirq_end.target >= 0)
+			ret = phase_add(tl, ps, "suspend_machine",
+					ps->noirq_end, t);
+		if (!begin) {
+			ps->machine_end = true;
+			ps->wake_t = t;
+		}
+		return ret;
+	}
+	for (size_t i = 0; i < AN_ARRAY_SIZE(dpm_phases); i++) {
+		if (strcmp(action, dpm_phases[i].action))
+			continue;
+		if (begin) {
+			if (!strcmp(action, "dpm_resume_noirq") &&
+			    ps->machine_end) {
+				ret = phase_add(tl, ps, "resume_machine",
+						ps->wake_t, t);
+				ps->machine_end = false;
+			}
+			ps->begin[i] = t;
+		} else if (ps->begin[i].target >= 0) {
+			ret = phase_add(tl, ps, dpm_phases[i].phase,
+					ps->begin[i], t);
+			ps->begin[i].target = -1;
+			if (!strcmp(action, "dpm_suspend_noirq"))
+				ps->noirq_end = t;
+			if (!strcmp(action, "dpm_complete")) {
+				phases_close(tl, ps);
+				phases_reset(ps);
+			}
+		}
+		break;
+	}
+	return ret;
+}
+
+/* Objects of @b active in snapshot @snap (1-based), by its rows. */
+static unsigned int snap_active(const struct an_blocker *b, unsigned int snap)
+{
+	const struct an_stats_check *sc = &b->stats;
+	size_t lo = 0, hi = sc->nactive;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (sc->active[mid].snap < snap)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < sc->nactive && sc->active[lo].snap == snap ?
+		sc->active[lo].active : 0;
+}
+
+/*
+ * After "lost" records at @lost_t, the first stats snapshot says which
+ * objects are active: a blocker's objects the lost records released end
+ * at @lost_t, those they activated begin there (no phantom leak for an
+ * unblock that was lost). Wakeup sources have no statistics: their
+ * records tell, as before.
+ */
+static int resync(struct an_timeline *tl, unsigned int snap, int64_t lost_t)
+{
+	int ret = 0;
+
+	for (size_t i = 0; i < tl->nb && !ret; i++) {
+		struct an_blocker *b = &tl->b[i];
+		unsigned int want;
+
+		if (b->kind == AN_KIND_WAKEUP_SOURCE)
+			continue;
+		want = snap_active(b, snap);
+		ret = snap_open(tl, b);
+		while (!ret && b->nopen > want)
+			ret = unblock(tl, b, lost_t);
+		while (!ret && b->nopen < want)
+			ret = block(tl, b, lost_t);
+	}
+	return ret;
+}
+
 /* A new boot: every activation and a suspended stretch end at @t. */
 static int boot_change(struct an_timeline *tl, struct state *st, int64_t t)
 {
 	int ret = susp_end(tl, st, t, 0, false);
 
 	for (size_t i = 0; i < tl->nb && !ret; i++)
-		if (tl->b[i].active_since >= 0)
-			ret = unblock(tl, &tl->b[i], t);
+		ret = close_all(tl, &tl->b[i], t);
 	st->seen_platform = false;
+	tl->lost_since = -1;
 	tl->boots++;
+	return ret;
+}
+
+/* A block/unblock or ws_activate/ws_relax record of @name at @t. */
+static int object_event(struct an_timeline *tl, bool ws, const char *name,
+			bool on, int64_t t)
+{
+	struct an_blocker *b = blocker_get(tl, ws, name);
+	int ret = 0;
+
+	if (!b)
+		return -ENOMEM;
+	if (!b->seen_event && b->snap_active) {
+		if (t < b->snap_active_t)
+			b->snap_active = 0;	/* see @snap_active_t */
+		else
+			ret = snap_open(tl, b);
+	}
+	b->seen_event = true;
+	if (!ret)
+		ret = on ? block(tl, b, t) : unblock(tl, b, t);
+	return ret;
+}
+
+int an_cmp_span(const void *a, const void *b)
+{
+	const struct an_span *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return (x->end > y->end) - (x->end < y->end);
+}
+
+/* @b's spans: the union of its objects' (sorted by start, in place). */
+static int union_spans(struct an_blocker *b)
+{
+	int ret = 0;
+
+	if (b->nospans > 1)
+		qsort(b->ospans, b->nospans, sizeof(*b->ospans),
+		      an_cmp_span);
+	b->nspans = 0;
+	for (size_t i = 0; i < b->nospans && !ret; i++) {
+		const struct an_span *o = &b->ospans[i];
+		struct an_span *last = b->nspans ? &b->spans[b->nspans - 1] :
+			NULL;
+
+		if (last && o->start <= last->end) {
+			if (o->end > last->end)
+				last->end = o->end;
+			continue;
+		}
+		ret = span_add(&b->spans, &b->nspans, &b->cap, o->start,
+			       o->end);
+	}
 	return ret;
 }
 
@@ -242,10 +716,14 @@ static int events_pass(struct an_timeline *tl, struct sbrig_capread *cr,
 		       struct an_mapper *mp)
 {
 	struct state st = { .susp_since = -1 };
+	struct phase_state ps = { .open = false };
+	int64_t lost_t = -1;	/* "lost" seen, not yet re-synchronised */
+	size_t next_snap = 0;
 	char boot[SBRIG_BOOT_ID_MAX] = "", last_blocked[SBRIG_NAME_MAX] = "";
 	struct sbrig_event ev;
 	int ret;
 
+	phases_reset(&ps);
 	while ((ret = sbrig_capread_next_event(cr, &ev)) == 1) {
 		int64_t t, unc;
 		int k;
@@ -253,6 +731,8 @@ static int events_pass(struct an_timeline *tl, struct sbrig_capread *cr,
 		ret = 0;
 		tl->events++;
 		if (strcmp(ev.boot_id, boot)) {
+			phases_close(tl, &ps);
+			phases_reset(&ps);
 			if (boot[0]) {
 				ret = boot_change(tl, &st, ev.host_t_ns);
 				if (ret)
@@ -271,23 +751,27 @@ static int events_pass(struct an_timeline *tl, struct sbrig_capread *cr,
 			  " ns", ev.seq, ev.type, ev.arg, k, t, ev.host_t_ns, unc);
 		if (unc > tl->max_uncert_ns)
 			tl->max_uncert_ns = unc;
+		/* the snapshots taken by now; the first after a "lost" */
+		for (; next_snap < tl->nsnap && tl->snap_t[next_snap] <= t;
+		     next_snap++) {
+			if (lost_t < 0)
+				continue;
+			ret = resync(tl, (unsigned int)next_snap + 1, lost_t);
+			if (ret)
+				return ret;
+			lost_t = -1;
+		}
 
 		if (!strcmp(ev.type, "block") || !strcmp(ev.type, "unblock")) {
-			struct an_blocker *b = blocker_get(tl, ev.arg);
-
-			if (!b)
-				return -ENOMEM;
-			if (!b->seen_event && b->snap_active_t >= 0 &&
-			    t < b->snap_active_t && !b->nspans)
-				b->active_since = -1;	/* see @snap_active_t */
-			b->seen_event = true;
-			if (ev.type[0] == 'b') {
-				ret = block(tl, b, t);
-				snprintf(last_blocked, sizeof(last_blocked), "%s",
-					 ev.arg);
-			} else {
-				ret = unblock(tl, b, t);
-			}
+			ret = object_event(tl, false, ev.arg,
+					   ev.type[0] == 'b', t);
+			if (ev.type[0] == 'b')
+				snprintf(last_blocked, sizeof(last_blocked),
+					 "%s", ev.arg);
+		} else if (!strcmp(ev.type, "ws_activate") ||
+			   !strcmp(ev.type, "ws_relax")) {
+			ret = object_event(tl, true, ev.arg,
+					   ev.type[3] == 'a', t);
 		} else if (!strcmp(ev.type, "enter")) {
 			if (st.susp_since < 0) {
 				st.susp_since = t;
@@ -304,16 +788,35 @@ static int events_pass(struct an_timeline *tl, struct sbrig_capread *cr,
 			}
 			st.seen_platform = true;
 			ret = susp_end(tl, &st, t, unc, true);
+		} else if (!strcmp(ev.type, "dev_pm")) {
+			if (devpm_event(&ps, ev.arg))	/* unreadable */
+				ret = note_skipped(tl, ev.type);
+		} else if (!strcmp(ev.type, "phase")) {
+			ret = phase_event(tl, &ps, ev.arg, (struct phase_t){
+					t, ev.target_t_ns });
+			if (ret > 0)	/* unreadable: skipped, counted */
+				ret = note_skipped(tl, ev.type);
 		} else if (!strcmp(ev.type, "resume")) {
+			phases_close(tl, &ps);
+			phases_reset(&ps);
 			ret = add_event(&tl->resumes, &tl->nresumes,
 					&tl->resumes_cap, t, unc, ev.arg, "");
 		} else if (!strcmp(ev.type, "abort")) {
+			phases_close(tl, &ps);
+			phases_reset(&ps);
 			ret = add_event(&tl->aborts, &tl->naborts,
 					&tl->aborts_cap, t, unc, ev.arg,
 					last_blocked);
+		} else if (!strcmp(ev.type, "lost")) {
+			unsigned long long n = strtoull(ev.arg, NULL, 10);
+
+			tl->lost_records += n;
+			if (!tl->lost_lines++)
+				tl->lost_first_t = t;
+			tl->lost_since = t;
+			lost_t = t;
 		} else if (strcmp(ev.type, "suspend") &&
-			   strcmp(ev.type, "policy") &&
-			   strcmp(ev.type, "lost")) {
+			   strcmp(ev.type, "policy")) {
 			ret = note_skipped(tl, ev.type);
 		}
 		if (ret)
@@ -321,15 +824,25 @@ static int events_pass(struct an_timeline *tl, struct sbrig_capread *cr,
 	}
 	if (ret < 0)
 		return ret;
+	/* a snapshot after the last event still re-synchronises */
+	for (; lost_t >= 0 && next_snap < tl->nsnap; next_snap++) {
+		if (tl->snap_t[next_snap] < lost_t)
+			continue;
+		ret = resync(tl, (unsigned int)next_snap + 1, lost_t);
+		if (ret)
+			return ret;
+		lost_t = -1;
+	}
 	/* what is still open ends with the capture */
+	phases_close(tl, &ps);
 	ret = susp_end(tl, &st, tl->end, 0, false);
 	for (size_t i = 0; i < tl->nb && !ret; i++) {
 		struct an_blocker *b = &tl->b[i];
 
-		if (b->active_since < 0)
-			continue;
-		ret = unblock(tl, b, tl->end);
-		b->active_at_end = true;
+		b->active_at_end = b->nopen || b->snap_active;
+		ret = close_all(tl, b, tl->end);
+		if (!ret)
+			ret = union_spans(b);
 	}
 	return ret;
 }
@@ -366,6 +879,75 @@ static int read_stimuli(struct an_timeline *tl, struct sbrig_capread *cr)
 	return ret < 0 ? ret : 0;
 }
 
+/* |@a - @b| <= @tol, for any times (no overflow) */
+static bool within(int64_t a, int64_t b, int64_t tol)
+{
+	uint64_t d = a > b ? (uint64_t)a - (uint64_t)b :
+		(uint64_t)b - (uint64_t)a;
+
+	return tol >= 0 && d <= (uint64_t)tol;
+}
+
+/* The first of @n sorted disjoint windows that ends after @t (or @n). */
+static size_t win_after(const struct an_span *w, size_t n, int64_t t)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (w[mid].end <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * What the objects' spans show over the stats windows: activations that
+ * began inside one (after its start, up to its end), and the time they
+ * were active inside them, summed over the objects (as the module sums
+ * its rows).
+ */
+static void stats_events(struct an_blocker *b, int64_t edge_ns)
+{
+	struct an_stats_check *sc = &b->stats;
+
+	sc->events_count = 0;
+	sc->events_active_ns = 0;
+	sc->events_edge = 0;
+	for (size_t j = 0; j < b->nospans; j++) {
+		const struct an_span *s = &b->ospans[j];
+		size_t w = win_after(sc->win, sc->nwin, s->start);
+		bool near = false;
+
+		/* a snapshot's time near it: the edges around @w */
+		for (size_t k = w ? w - 1 : 0; k <= w && k < sc->nwin; k++)
+			near = near || within(s->start, sc->win[k].start,
+					      edge_ns) ||
+				within(s->start, sc->win[k].end, edge_ns);
+		if (near)
+			sc->events_edge++;
+
+		/* (start, end]: a start on a window's end is in it */
+		if (w > 0 && sc->win[w - 1].end == s->start &&
+		    s->start > sc->win[w - 1].start)
+			sc->events_count++;
+		else if (w < sc->nwin && s->start > sc->win[w].start)
+			sc->events_count++;
+		for (; w < sc->nwin && sc->win[w].start < s->end; w++) {
+			int64_t lo = s->start > sc->win[w].start ? s->start :
+				sc->win[w].start;
+			int64_t hi = s->end < sc->win[w].end ? s->end :
+				sc->win[w].end;
+
+			if (hi > lo)
+				sc->events_active_ns += hi - lo;
+		}
+	}
+}
+
 /* Activations and times from the spans; the stats cross-check. */
 static void summarise(struct an_timeline *tl)
 {
@@ -374,7 +956,7 @@ static void summarise(struct an_timeline *tl)
 		struct an_stats_check *sc = &b->stats;
 		int64_t tol;
 
-		b->activations = b->nspans;
+		b->activations = b->nospans;
 		b->active_ns = 0;
 		b->max_active_ns = 0;
 		for (size_t j = 0; j < b->nspans; j++) {
@@ -384,27 +966,17 @@ static void summarise(struct an_timeline *tl)
 			if (d > b->max_active_ns)
 				b->max_active_ns = d;
 		}
-		sc->events_count = 0;
-		sc->events_active_ns = 0;
-		for (size_t w = 0; w < sc->nwin; w++) {
-			for (size_t j = 0; j < b->nspans; j++) {
-				const struct an_span *s = &b->spans[j];
-				int64_t lo = s->start > sc->win[w].start ?
-					s->start : sc->win[w].start;
-				int64_t hi = s->end < sc->win[w].end ? s->end :
-					sc->win[w].end;
-
-				if (s->start > sc->win[w].start &&
-				    s->start <= sc->win[w].end)
-					sc->events_count++;
-				if (hi > lo)
-					sc->events_active_ns += hi - lo;
-			}
-		}
+		/*
+		 * a snapshot's time is when its rows came, some ms after the
+		 * module read its table: an activation that near it may be
+		 * in either window
+		 */
+		stats_events(b, sat_add(2000000, tl->max_uncert_ns));
 		tol = 2000000 * (sc->events_count + (int64_t)sc->nwin) +
 			2 * tl->max_uncert_ns;
 		sc->agree = !sc->nwin ||
-			(sc->count_delta == sc->events_count &&
+			(llabs(sc->count_delta - sc->events_count) <=
+			 sc->events_edge &&
 			 llabs(sc->total_delta_ns - sc->events_active_ns) <= tol);
 	}
 }
@@ -430,6 +1002,7 @@ int an_timeline_build(struct an_timeline *tl, struct sbrig_capread *cr,
 	memset(tl, 0, sizeof(*tl));
 	tl->start = start;
 	tl->end = AN_OPEN_END;
+	tl->lost_since = -1;
 	ret = read_stats(tl, cr);	/* first: who is active at the start */
 	if (!ret)
 		ret = read_events(tl, cr, clk);
@@ -463,8 +1036,21 @@ void an_timeline_finish(struct an_timeline *tl, int64_t end)
 	size_t n;
 
 	tl->end = end;
-	for (size_t i = 0; i < tl->nb; i++)
-		clip_spans(tl->b[i].spans, &tl->b[i].nspans, end);
+	for (size_t i = 0; i < tl->nb; i++) {
+		struct an_blocker *b = &tl->b[i];
+
+		clip_spans(b->spans, &b->nspans, end);
+		/* an object's: kept while it began in the capture */
+		n = 0;
+		for (size_t j = 0; j < b->nospans; j++) {
+			if (b->ospans[j].start >= end)
+				continue;
+			if (b->ospans[j].end > end)
+				b->ospans[j].end = end;
+			b->ospans[n++] = b->ospans[j];
+		}
+		b->nospans = n;
+	}
 	n = 0;
 	for (size_t i = 0; i < tl->nsusp; i++) {
 		if (tl->susp[i].end > end) {
@@ -493,14 +1079,22 @@ void an_timeline_free(struct an_timeline *tl)
 {
 	for (size_t i = 0; i < tl->nb; i++) {
 		free(tl->b[i].spans);
+		free(tl->b[i].ospans);
+		free(tl->b[i].open);
 		free(tl->b[i].stats.win);
+		free(tl->b[i].stats.active);
 	}
 	free(tl->b);
+	free(tl->bhash);
 	free(tl->susp);
 	free(tl->susp_unc);
 	free(tl->susp_edges);
 	free(tl->resumes);
 	free(tl->aborts);
 	free(tl->stimuli);
+	for (size_t i = 0; i < tl->ncycles; i++)
+		free(tl->cycles[i].slow);
+	free(tl->cycles);
+	free(tl->snap_t);
 	memset(tl, 0, sizeof(*tl));
 }

@@ -3,9 +3,11 @@
  * marker.c - pair marker-line edges with the module events that drove them.
  *
  * Model: the level is "any blocker active". The event stream says which
- * blockers are active (block adds a name, unblock removes it); a change of
- * the set between empty and non-empty is a transition, which the line
- * shows as an edge some microseconds later. Transitions and edges wait in
+ * blockers are active (block adds an object of its name, unblock removes
+ * one: objects may share a name, and the module logs a block only when an
+ * object becomes active, an unblock only when one becomes inactive); a
+ * change of the set between empty and non-empty is a transition, which
+ * the line shows as an edge some microseconds later. Transitions and edges wait in
  * two small FIFOs; the oldest of each pair up when they have the same
  * direction and the transition's mapped host time is within (its clock
  * uncertainty + window) of the edge. Otherwise the older of the two heads
@@ -31,7 +33,7 @@
 #include "internal.h"
 
 #define MK_FIFO		32	/* pending transitions / edges / pairs */
-#define MK_MAX_ACTIVE	256	/* names tracked at once */
+#define MK_MAX_ACTIVE	256	/* objects tracked at once */
 
 struct mk_item {
 	int64_t host_ns;	/* edge time, or mapped event time */
@@ -197,8 +199,7 @@ int sbrig_marker_add_event(struct sbrig_marker *mk,
 	if (mk->n_active < 0 || ev->cut)
 		return 0;	/* a cut name cannot be matched to its unblock */
 	if (!strcmp(ev->type, "block")) {
-		if (find_active(mk, ev->arg) >= 0 ||
-		    mk->n_active == MK_MAX_ACTIVE)
+		if (mk->n_active == MK_MAX_ACTIVE)
 			return 0;
 		snprintf(mk->active[mk->n_active++], SBRIG_NAME_MAX, "%s",
 			 ev->arg);

@@ -47,6 +47,7 @@ static struct {
 	struct sched_timer stats_timer;
 	int64_t last_progress_ns;
 	uint32_t snapshots[REC_SNAPSHOTS];	/* stats cmd ids in flight */
+	int64_t snap_t[REC_SNAPSHOTS];		/* their first row's time */
 	unsigned int nsnap;
 	bool closing;			/* finish() is under way */
 	int end_err;			/* finish()'s, for finish_close() */
@@ -191,6 +192,25 @@ static void duration_over(void *data)
 
 /* ---- stats snapshots ---------------------------------------------------- */
 
+/*
+ * Every row of a snapshot is stamped with the time its first row came
+ * (capture-format.md: one t_ns per snapshot, so that a reader can tell
+ * snapshots apart when objects of one name give several rows).
+ */
+static int64_t snapshot_time(uint32_t snapshot, uint32_t index)
+{
+	int64_t now = sbrig_now_ns();
+
+	for (unsigned int i = 0; i < REC_SNAPSHOTS; i++) {
+		if (rec.snapshots[i] != snapshot)
+			continue;
+		if (index == 0 || !rec.snap_t[i])
+			rec.snap_t[i] = now;
+		return rec.snap_t[i];
+	}
+	return now;
+}
+
 static void stats_reply(const struct sbrig_link_msg *m, void *data)
 {
 	int ret;
@@ -198,7 +218,9 @@ static void stats_reply(const struct sbrig_link_msg *m, void *data)
 	if (!rec.cap)
 		return;
 	if (m->type == SBRIG_LINK_STATS) {
-		ret = sbrig_capture_add_stats(rec.cap, sbrig_now_ns(),
+		ret = sbrig_capture_add_stats(rec.cap,
+					      snapshot_time(m->snapshot,
+							    m->index),
 					      &m->stats);
 		if (ret < 0)
 			failed(ret, "stats");
@@ -226,6 +248,7 @@ static void ask_stats(void *data)
 	if (rec.snapshots[slot])
 		rig_link_forget(rec.snapshots[slot]);
 	rec.snapshots[slot] = 0;
+	rec.snap_t[slot] = 0;
 	if (rig_has_link() && rig_target()->known &&
 	    rig_link_command("stats", stats_reply, NULL, &id) == 0)
 		rec.snapshots[slot] = id;

@@ -68,6 +68,41 @@ static void pairs_first_block_and_last_unblock(void **state)
 	sbrig_marker_free(mk);
 }
 
+/*
+ * Two objects of one name (every evdev client's blocker is "evdev"): the
+ * module logs a block for each, and the line stays high until both are
+ * released.
+ */
+static void same_named_objects_keep_the_line_high(void **state)
+{
+	struct sbrig_marker *mk = sbrig_marker_new(2 * MS);
+	struct sbrig_marker_pair p;
+	struct sbrig_event e;
+	struct sbrig_edge g;
+
+	g = edge(100 * MS, true);
+	sbrig_marker_add_edge(mk, &g);
+	e = ev("block", "evdev", 5000 * MS, 100 * MS + 100 * US, 1 * MS);
+	assert_int_equal(sbrig_marker_add_event(mk, &e), 1);
+	e = ev("block", "evdev", 5010 * MS, 110 * MS, 1 * MS);
+	assert_int_equal(sbrig_marker_add_event(mk, &e), 0);
+	assert_int_equal(sbrig_marker_active(mk), 2);
+	/* the first unblock is no falling edge: the other object is active */
+	e = ev("unblock", "evdev", 5020 * MS, 120 * MS, 1 * MS);
+	assert_int_equal(sbrig_marker_add_event(mk, &e), 0);
+	assert_int_equal(sbrig_marker_active(mk), 1);
+	g = edge(130 * MS + 10 * US, false);
+	sbrig_marker_add_edge(mk, &g);
+	e = ev("unblock", "evdev", 5030 * MS, 130 * MS, 1 * MS);
+	assert_int_equal(sbrig_marker_add_event(mk, &e), 1);
+	assert_int_equal(sbrig_marker_next_pair(mk, &p), 1);
+	assert_true(p.rising);
+	assert_int_equal(sbrig_marker_next_pair(mk, &p), 1);
+	assert_false(p.rising);
+	assert_int_equal(p.target_ns, 5030 * MS);
+	sbrig_marker_free(mk);
+}
+
 static void glitch_edges_and_far_events_do_not_pair(void **state)
 {
 	struct sbrig_marker *mk = sbrig_marker_new(2 * MS);
@@ -222,6 +257,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(pairs_first_block_and_last_unblock),
+		cmocka_unit_test(same_named_objects_keep_the_line_high),
 		cmocka_unit_test(glitch_edges_and_far_events_do_not_pair),
 		cmocka_unit_test(lost_events_stop_pairing_until_the_line_is_low),
 		cmocka_unit_test(reset_forgets_the_active_set),

@@ -107,7 +107,8 @@ Mirrors report.json's field names (``capture``, ``energy``, ``blockers``,
   stretches, every hold with its physical span, boots), for debugging.
 
 The library (:data:`SCENARIOS`, ``synthcap.py list``): basic, kitchen (all
-of it but a reboot), reboot, asleep (starts suspended), noclock, marker
+of it but a reboot), objects (same-named blockers, kernel wakeup sources),
+reboot, asleep (starts suspended), noclock, marker
 (the marker line wired, wrong online marker pairs in clock.tsv), latency
 (20 wakes), empty, killed, corrupt, corrupt-samples, bench (the 1 h
 benchmark capture; ``duration_s``).
@@ -126,6 +127,7 @@ import hashlib
 import json
 import math
 import random
+import re
 import statistics
 import struct
 import sys
@@ -160,9 +162,60 @@ TSV_COLUMNS = {
 }
 TEXT_COLUMNS = {"line", "edge", "what", "arg", "boot_id", "type", "name"}
 BUILTIN = ("main", "unknown_wakeups")
+# The phase records of one suspend-to-RAM cycle, in the order Debian's
+# 6.1 amd64 kernel writes them (seen on the virtual rig's QEMU target):
+# (ms from the enter "E" or the wake "W", ACTION VAL begin|end). The
+# records from machine_suspend's end to syscore_resume's begin carry the
+# moment timekeeping stopped (E + 1.2 ms).
+PHASE_RECORDS = (
+    ("E", -24.0, "suspend_enter 3 begin"), ("E", -23.9, "sync_filesystems 0 begin"),
+    ("E", -23.5, "sync_filesystems 0 end"), ("E", -23.0, "freeze_processes 0 begin"),
+    ("E", -18.0, "freeze_processes 0 end"), ("E", -17.9, "suspend_enter 3 end"),
+    ("E", -17.8, "dpm_prepare 2 begin"), ("E", -17.0, "dpm_prepare 2 end"),
+    ("E", -16.9, "dpm_suspend 2 begin"), ("E", -6.0, "dpm_suspend 2 end"),
+    ("E", -5.9, "dpm_suspend_late 2 begin"), ("E", -4.0, "dpm_suspend_late 2 end"),
+    ("E", -3.9, "dpm_suspend_noirq 2 begin"), ("E", 0.5, "dpm_suspend_noirq 2 end"),
+    ("E", 0.7, "syscore_suspend 0 begin"), ("E", 0.9, "syscore_suspend 0 end"),
+    ("E", 1.2, "machine_suspend 3 begin"), ("E", 1.2, "acpi_suspend 3 begin"),
+    ("E", 1.2, "acpi_suspend 3 end"), ("E", 1.2, "machine_suspend 3 end"),
+    ("E", 1.2, "syscore_resume 0 begin"), ("W", 1.0, "syscore_resume 0 end"),
+    ("W", 2.0, "dpm_resume_noirq 16 begin"), ("W", 7.0, "dpm_resume_noirq 16 end"),
+    ("W", 7.1, "dpm_resume_early 16 begin"), ("W", 8.0, "dpm_resume_early 16 end"),
+    ("W", 8.1, "dpm_resume 16 begin"), ("W", 25.0, "dpm_resume 16 end"),
+    ("W", 25.1, "dpm_complete 16 begin"), ("W", 26.0, "dpm_complete 16 end"),
+    ("W", 26.1, "resume_console 3 begin"), ("W", 26.2, "resume_console 3 end"),
+    ("W", 26.3, "thaw_processes 0 begin"), ("W", 35.0, "thaw_processes 0 end"),
+)
+# dev_pm records (the module's event_dev_pm_min_us): (at, ms, DURATION_NS
+# ERROR VERB DEVICE) inside the device passes, and what the report lists
+# as each phase's slowest callbacks (at most 3, slowest first)
+DEV_PM_RECORDS = (
+    ("E", -10.0, "4200000 0 suspend 0000:00:02.0"), ("E", -8.0, "900000 0 suspend serio0"),
+    ("E", -7.0, "6100000 0 suspend i8042"), ("E", -6.5, "100000 0 suspend rtc_cmos 00:00"),
+    ("W", 20.0, "12000000 -5 resume 0000:00:02.0"),
+)
+DEV_PM_SLOWEST = {
+    "suspend": [("i8042", "suspend", 6100000, 0), ("0000:00:02.0", "suspend", 4200000, 0),
+                ("serio0", "suspend", 900000, 0)],
+    "resume": [("0000:00:02.0", "resume", 12000000, -5)],
+}
+# sleepgraph's phases from them (report-format.md section 4): name, the
+# record that starts it, the record that ends it
+PHASES = (
+    ("suspend_prepare", "dpm_prepare 2 begin", "dpm_prepare 2 end"),
+    ("suspend", "dpm_suspend 2 begin", "dpm_suspend 2 end"),
+    ("suspend_late", "dpm_suspend_late 2 begin", "dpm_suspend_late 2 end"),
+    ("suspend_noirq", "dpm_suspend_noirq 2 begin", "dpm_suspend_noirq 2 end"),
+    ("suspend_machine", "dpm_suspend_noirq 2 end", "machine_suspend 3 begin"),
+    ("resume_machine", "syscore_resume 0 end", "dpm_resume_noirq 16 begin"),
+    ("resume_noirq", "dpm_resume_noirq 16 begin", "dpm_resume_noirq 16 end"),
+    ("resume_early", "dpm_resume_early 16 begin", "dpm_resume_early 16 end"),
+    ("resume", "dpm_resume 16 begin", "dpm_resume 16 end"),
+    ("resume_complete", "dpm_complete 16 begin", "dpm_complete 16 end"),
+)
 # severity order of report-format.md's findings table
-FINDING_RANK = ("leak", "aborted_suspend", "unknown_wakeup", "dominant", "gap",
-                "clock_uncertainty", "stats_mismatch", "skipped_events")
+FINDING_RANK = ("leak", "aborted_suspend", "unknown_wakeup", "dominant", "short_suspend",
+                "gap", "lost_events", "clock_uncertainty", "stats_mismatch", "skipped_events")
 WAKE_STIMULI = ("press", "plug", "unplug")
 
 
@@ -182,12 +235,24 @@ class Hold:
     (a leak), or until a reboot (the analysis ends it at the new boot's
     first event). ``extra_uW`` is what holding it costs while awake.
     ``logged`` False: its two records were overwritten in the module's
-    ring (the log says ``lost 2``) but the stats count it."""
+    ring (the log says ``lost 2``) but the stats count it. ``lost_end``:
+    only its unblock record was overwritten (``lost 1``): the analysis
+    ends it where the log says records were lost, once the next stats
+    snapshot shows it inactive (no phantom leak).
+
+    ``obj``: which object of the name (every evdev client's blocker is
+    named "evdev": holds of one name and different ``obj`` are distinct
+    objects, each with its own stats row, and may overlap). ``kind``
+    ``"wakeup_source"``: a kernel wakeup source (``ws_activate`` /
+    ``ws_relax`` records, no stats rows), attributed like a blocker."""
     name: str
     start_s: float | None
     end_s: float | None
     extra_uW: int = 0
     logged: bool = True
+    lost_end: bool = False
+    obj: int = 0
+    kind: str = "suspend_blocker"
 
 
 @dataclass
@@ -328,7 +393,11 @@ class Scenario:
 
     ``empty``: a capture with no rows at all. ``killed``: no ``[end]`` in
     meta.ini and a cut last line in samples and events (status ``open``).
-    ``corrupt``: see :class:`Corrupt`. ``provenance``: meta.ini
+    ``corrupt``: see :class:`Corrupt`. ``phases``: every suspend cycle
+    (not one asleep at the start) logs the kernel's ``suspend_resume``
+    records as a 6.1 suspend-to-RAM does (:data:`PHASE_RECORDS`; its sleeps
+    need ``injection_error_ns`` 0); ``dev_pm``: with them the slow device
+    callbacks of :data:`DEV_PM_RECORDS`. ``provenance``: meta.ini
     ``[provenance]`` values that replace the defaults (``git_sha``, the
     commit of a run; ``scenario_sha256``: repeated runs of one scenario
     file share it, where the default hashes the whole dataclass, seed and
@@ -358,6 +427,8 @@ class Scenario:
     clock: Clock = field(default_factory=Clock)
     marker: Marker | None = None
     stats_every_s: float | None = 5.0
+    phases: bool = False
+    dev_pm: bool = False
     leak_s: float = 5.0
     empty: bool = False
     killed: bool = False
@@ -420,6 +491,17 @@ def _jitter_np(k, seed: int, j: int):
     return out
 
 
+def _union(spans) -> list[tuple[int, int]]:
+    """The union of half-open spans, sorted and merged (touching ones too)."""
+    out: list[list[int]] = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return [(a, b) for a, b in out]
+
+
 def _percentiles(vals: list[int]) -> dict:
     """n/min/median/p95/max as report-format.md defines them."""
     v = sorted(vals)
@@ -478,6 +560,7 @@ class _Event:
     seq: int = 0
     target_t: int = 0
     host_t: int = 0        # the online host time written to events.tsv
+    lost_at: int = 0       # lost: the time of the "lost" record saying so
 
 
 # ---- the model ------------------------------------------------------------
@@ -688,12 +771,26 @@ class Model:
             add(b["first_event"], "policy", "opportunistic mem")
         for h in self.holds:
             lost = not h["hold"].logged
+            ws = h["hold"].kind == "wakeup_source"
             if not h["pre"]:
-                add(h["ps"], "block", h["name"], lost=lost)
+                add(h["ps"], "ws_activate" if ws else "block", h["name"], lost=lost)
             if not h["open"]:
-                add(h["pe"], "unblock", h["name"], lost=lost)
+                add(h["pe"], "ws_relax" if ws else "unblock", h["name"],
+                    lost=lost or h["hold"].lost_end)
+                h["end_ev"] = ev[-1]
         for s in self.sl:
             st = s["sleep"]
+            if sc.phases and not s["pre"]:
+                if st.injection_error_ns:
+                    raise ScenarioError("phases: a sleep with an injection error "
+                                        "(records between enter and exit map off)")
+                for at, ms, arg in PHASE_RECORDS:
+                    t = (s["enter"] if at == "E" else s["wake"]) + round(ms * 1e6)
+                    add(t, "phase", arg)
+                    s.setdefault("phase_t", {})[arg] = t
+                for at, ms, arg in DEV_PM_RECORDS if sc.dev_pm else ():
+                    add((s["enter"] if at == "E" else s["wake"]) + round(ms * 1e6),
+                        "dev_pm", arg)
             if not s["pre"]:
                 add(s["suspend"], "suspend", f"mem {st.kernel_state}")
                 add(s["enter"], "enter", st.kernel_state)
@@ -726,6 +823,8 @@ class Model:
             if lost:
                 out.append(_Event(e.t, e.boot, "lost", str(len(lost)), e.order,
                                   False, lost[0].seq))
+                for x in lost:
+                    x.lost_at = e.t         # where the log says so
             out.append(e)
         if pending_lost:
             raise ScenarioError("lost records need a later record of their boot")
@@ -853,8 +952,8 @@ class Model:
                                 "'lost' record is not modelled")
         t0, t1 = self.t_first, self.t_last
         rng = random.Random(f"{self.sc.seed}/marker")
-        pts = sorted([(h["ps"], 1) for h in self.holds] +
-                     [(h["pe"], -1) for h in self.holds])
+        sb = [h for h in self.holds if h["hold"].kind != "wakeup_source"]
+        pts = sorted([(h["ps"], 1) for h in sb] + [(h["pe"], -1) for h in sb])
         starts = {t for t, d in pts if d > 0}
         if any(t in starts for t, d in pts if d < 0):
             raise ScenarioError("a hold ends when another starts: the marker "
@@ -926,29 +1025,32 @@ class Model:
     def _snapshot_rows(self, ts: int) -> list[tuple]:
         boot = self.boot_at(ts)
         drift = self.sc.clock.drift_ppm / 1e6
-        names = {h["name"] for h in self.holds if h["boot"] == boot}
-        names.update(BUILTIN)
+        # one row per object (name, obj); wakeup sources have none
+        sb = [h for h in self.holds if h["hold"].kind != "wakeup_source"]
+        names = {(h["name"], h["hold"].obj) for h in sb if h["boot"] == boot}
+        names.update((n, 0) for n in BUILTIN)
         # the first blocker activated after each exit gets a wake_count
         first_after = {}
-        starts = sorted((h["ps"], h["name"]) for h in self.holds)
+        starts = sorted((h["ps"], h["name"], h["hold"].obj) for h in sb)
         for s in self.sl:
             if s["boot"] == boot and s["exit"] <= ts:
-                for ps, name in starts:
+                for ps, name, obj in starts:
                     if ps >= s["exit"]:
                         if ps <= ts:
-                            first_after[name] = first_after.get(name, 0) + 1
+                            first_after[name, obj] = first_after.get((name, obj), 0) + 1
                         break
         rows = []
-        for name in sorted(names):
+        for name, obj in sorted(names):
             if boot == 0 and name != "main":
-                count, total, mx = self._base(name)
+                count, total, mx = self._base(name if not obj else f"{name}#{obj}")
             else:
                 count, total, mx = 0, 0, 0
-            wake = (count // 3 if boot == 0 else 0) + first_after.get(name, 0)
+            wake = (count // 3 if boot == 0 else 0) + first_after.get((name, obj), 0)
             active_since = 0
             last = self.target_mono(self.boots[boot]["h0"], boot) - 3 * NS if boot == 0 else 0
-            for h in self.holds:
-                if h["name"] != name or h["boot"] != boot or h["ps"] > ts:
+            for h in sb:
+                if h["name"] != name or h["hold"].obj != obj or h["boot"] != boot or \
+                        h["ps"] > ts:
                     continue
                 count += 1
                 end = min(h["pe"], ts)
@@ -1231,7 +1333,15 @@ class _Truth:
             if not h["hold"].logged:
                 continue
             a_ = t0 if h["pre"] else an(h["ps"])
-            if h["open"]:
+            if h["hold"].lost_end:
+                # report-format.md: inactive at the next snapshot, so ended
+                # at the "lost" record
+                la = h["end_ev"].lost_at
+                if not any(x >= la for x, _ in m.snapshots):
+                    raise ScenarioError(f"hold {h['name']}: no stats snapshot "
+                                        "after its lost unblock")
+                b_ = an(la)
+            elif h["open"]:
                 if h["crash_end"]:
                     b_ = an(m.boots[h["boot"] + 1]["first_event"])
                 else:
@@ -1293,8 +1403,9 @@ class _Truth:
         # ---- attribution ----
         bl: dict[str, dict] = {}
         for name in spans:
+            kind = spans[name][0][2]["hold"].kind
             bl[name] = {"name": name,
-                        "kind": "builtin" if name in BUILTIN else "suspend_blocker",
+                        "kind": "builtin" if name in BUILTIN else kind,
                         "energy_uJ": 0.0, "exclusive_energy_uJ": 0.0,
                         "above_baseline_uJ": None if base is None else 0.0,
                         "_w": 0.0, "_wt": 0.0, "_tol": q + 1e-3, "_xtol": q + 1e-3}
@@ -1325,12 +1436,13 @@ class _Truth:
         blockers = []
         for name, b in bl.items():
             sp = spans[name]
-            durs = [min(b_, t1) - max(a_, t0) for a_, b_, _ in sp]
-            last = max(sp, key=lambda s: s[1])
-            held_end = t1 - last[0]
+            # the name is active while any of its objects is (report-format.md)
+            u_ = _union([(max(a_, t0), min(b_, t1)) for a_, b_, _ in sp])
+            durs = [y - x for x, y in u_]
+            held_end = t1 - u_[-1][0]
             b.update({"activations": len(sp), "active_ns": sum(durs),
                       "max_active_ns": max(durs),
-                      "active_at_end": last[1] >= t1})
+                      "active_at_end": u_[-1][1] >= t1})
             b["tol"] = {"energy_uJ": b["_tol"] + 1e-6 * abs(b["energy_uJ"]),
                         "exclusive_energy_uJ": b["_xtol"],
                         "above_baseline_uJ": (b["_tol"] + base_tol * b["_w"] / NS)
@@ -1345,7 +1457,8 @@ class _Truth:
             if gap_in:
                 b["alt"]["active_ns"] = b["active_ns"] - gap_in
             b["_held_end"] = held_end
-            b["stats_check"] = self._stats_check(name, sp)
+            b["stats_check"] = (None if b["kind"] == "wakeup_source"
+                                else self._stats_check(name, sp))
             blockers.append(b)
         blockers.sort(key=lambda b: -b["energy_uJ"])
         unattributed = {"awake_ns": un["awake_ns"], "energy_uJ": un["energy_uJ"],
@@ -1371,11 +1484,30 @@ class _Truth:
         stim_by_t = {t: (w, a_) for t, w, a_ in m.stim}
         for j, s in enumerate(sleeps):
             st = s["s"]["sleep"]
+            nxt = next((x["enter"] for x in sleeps[j + 1:]), t1)
             if not st.wake:
-                unknown += 1
+                # report-format.md section 3: the kernel wakeup source that
+                # became active first between the exit (the log's) and the
+                # resume, else unknown; the episode runs from the exit
+                ex, rs = an(s["s"]["exit"]), s["resume"]
+                src = min(((a_, n) for n, sp in spans.items() for a_, _, h in sp
+                           if h["hold"].kind == "wakeup_source" and ex <= a_ <= rs),
+                          default=(None, None))[1]
+                if src is None:
+                    unknown += 1
+                e, _ = m.M.integrate(ex, nxt)
+                names = [n for n, sp in sorted(spans.items(),
+                                               key=lambda kv: min(x[0] for x in kv[1]))
+                         if any(a_ < nxt and b_ > ex for a_, b_, _ in sp)]
+                wakeups.append({
+                    "cause": "unknown" if src is None else "wakeup_source",
+                    "wakeup_source": src, "stimulus": None, "t_ns": None,
+                    "resume_t_ns": rs, "latency_ns": None, "marker_t_ns": None,
+                    "awake_ns": nxt - rs, "energy_uJ": e, "blockers": names,
+                    "tol": {"resume_t_ns": delta + 1, "awake_ns": 2 * delta + 1,
+                            "energy_uJ": 2 * self.cut_uJ + q + 1e-3}})
                 continue
             tp = s["s"]["wake"]
-            nxt = next((x["enter"] for x in sleeps[j + 1:]), t1)
             for b in m.boots[1:]:
                 if s["resume"] < b["first_event"] < nxt:
                     raise ScenarioError("a reboot between a wakeup and the next enter")
@@ -1385,7 +1517,8 @@ class _Truth:
                 if any(a_ < nxt and b_ > tp for a_, b_, _ in sp):
                     names.append(name)
             what, arg = stim_by_t[tp]
-            w = {"stimulus": f"{what} {arg}".strip(), "t_ns": tp,
+            w = {"cause": "stimulus", "wakeup_source": None,
+                 "stimulus": f"{what} {arg}".strip(), "t_ns": tp,
                  "resume_t_ns": s["resume"],
                  "latency_ns": s["resume"] - tp,
                  "awake_ns": nxt - s["resume"], "energy_uJ": e,
@@ -1403,17 +1536,89 @@ class _Truth:
                     w["latency_ns"] = rise - tp
                     w["tol"]["marker_t_ns"] = w["tol"]["latency_ns"] = 1
             wakeups.append(w)
-        lat = _percentiles([w["latency_ns"] for w in wakeups])
-        lat_tol = max([w["tol"]["latency_ns"] for w in wakeups], default=1)
+        # the latency statistics: over the stimulus wakeups
+        lat = _percentiles([w["latency_ns"] for w in wakeups if w["cause"] == "stimulus"])
+        lat_tol = max([w["tol"]["latency_ns"] for w in wakeups if "latency_ns" in w["tol"]],
+                      default=1)
         lat["tol"] = {k: lat_tol for k in ("min_ns", "median_ns", "p95_ns", "max_ns")}
+
+        # ---- what each suspend costs (report-format.md section 6) ----
+        costs = {"idle_uW": None, "median_break_even_ns": None, "cycles": []}
+        if base is not None and un["awake_ns"] > 0:
+            idle = un["energy_uJ"] * NS / un["awake_ns"]
+            costs["idle_uW"] = idle
+            costs["tol"] = {"idle_uW": (un["_tol"] + 1e-3) * NS / un["awake_ns"]}
+            sb = [(a_, b_) for n, sp in spans.items() for a_, b_, h in sp
+                  if h["hold"].kind != "wakeup_source"]
+            bes = []
+            for j, sl_ in enumerate(sleeps):
+                if sl_["s"]["pre"]:
+                    continue
+                ent, ext = sl_["enter"], sl_["exit"]
+                prev = sleeps[j - 1]["exit"] if j else t0
+                nxt = sleeps[j + 1]["enter"] if j + 1 < len(sleeps) else t1
+                rel_ = max((b_ for _, b_ in sb if prev < b_ <= ent), default=None)
+                act = min((a_ for a_, _ in sb if ext <= a_ <= nxt), default=None)
+                c = {"t_ns": ent, "suspended_ns": ext - ent, "entry_ns": None,
+                     "entry_uJ": None, "exit_ns": None, "exit_uJ": None,
+                     "break_even_ns": None,
+                     "tol": {"t_ns": gdelta + 1, "suspended_ns": 2 * gdelta + 1,
+                             "entry_ns": 2 * gdelta + 1, "exit_ns": 2 * gdelta + 1}}
+                for key, a_, b_ in (("entry", rel_, ent), ("exit", ext, act)):
+                    if a_ is None or b_ is None or b_ <= a_:
+                        continue
+                    e, _ = m.M.integrate(a_, b_)
+                    c[key + "_ns"] = b_ - a_
+                    c[key + "_uJ"] = e - base * (b_ - a_) / NS
+                    c["tol"][key + "_uJ"] = 2 * self.cut_uJ + q + base_tol * (b_ - a_) / NS + 1e-3
+                if c["entry_uJ"] is not None and c["exit_uJ"] is not None and idle > base:
+                    be = (c["entry_uJ"] + c["exit_uJ"]) / (idle - base) * NS
+                    c["break_even_ns"] = max(0, round(be))
+                    c["tol"]["break_even_ns"] = (
+                        (c["tol"]["entry_uJ"] + c["tol"]["exit_uJ"]) / (idle - base) * NS +
+                        be * (costs["tol"]["idle_uW"] + base_tol) / (idle - base) + 2)
+                    bes.append(c["break_even_ns"])
+                costs["cycles"].append(c)
+            if bes:
+                bes.sort()
+                n_ = len(bes)
+                costs["median_break_even_ns"] = (bes[n_ // 2] if n_ % 2 else
+                                                 (bes[n_ // 2 - 1] + bes[n_ // 2]) / 2)
+                costs["tol"]["median_break_even_ns"] = max(
+                    x["tol"].get("break_even_ns", 0) for x in costs["cycles"])
+        self.costs = costs
 
         # ---- capture ----
         skipped: dict[str, int] = {}
         known = {"block", "unblock", "suspend", "enter", "exit", "resume", "abort",
-                 "policy", "lost"}
+                 "policy", "lost", "ws_activate", "ws_relax"}
         for e in m.events:
+            if e.type == "phase" and re.fullmatch(r"\S+ -?\d+ (begin|end)", e.arg):
+                continue            # a phase record the analysis reads
+            if e.type == "dev_pm" and re.fullmatch(r"[1-9]\d* -?\d+ \S+ .+", e.arg):
+                continue            # and a dev_pm record
             if e.type not in known:
                 skipped[e.type] = skipped.get(e.type, 0) + 1
+
+        # ---- phases (report-format.md section 4): per cycle, start on host
+        # time, duration on the target's clock ----
+        phases = []
+        for s in m.sl:
+            pt = s.get("phase_t")
+            if not pt:
+                continue
+            ph = []
+            for name, a_, b_ in PHASES:
+                ta, tb = pt[a_], pt[b_]
+                ph.append({"name": name, "t_ns": an(ta),
+                           "duration_ns": m.target_time(tb, s["boot"]) -
+                           m.target_time(ta, s["boot"]),
+                           "tol": {"t_ns": delta + 1, "duration_ns": 2}})
+                if sc.dev_pm and name in DEV_PM_SLOWEST:
+                    ph[-1]["slowest_devices"] = [
+                        {"device": d, "verb": v, "duration_ns": n_, "error": e_}
+                        for d, v, n_, e_ in DEV_PM_SLOWEST[name]]
+            phases.append({"cycle": len(phases) + 1, "phases": ph})
         segs = {x["seg"] for x in m.exchanges}
         capture = {
             "path": str(self.path), "status": "open" if sc.killed else "complete",
@@ -1481,7 +1686,8 @@ class _Truth:
             "generator": "tests/synth/synthcap.py",
             "capture": capture, "energy": en, "blockers": blockers,
             "unattributed": unattributed, "gaps": gaps, "wakeups": wakeups,
-            "unknown_wake_count": unknown, "latency": lat, "phases": [],
+            "unknown_wake_count": unknown, "latency": lat, "phases": phases,
+            "suspend_costs": costs,
             "findings": findings,
             "checks": {"blockers_plus_unattributed_plus_suspended_uJ": check},
             "tolerance": {"rel": 0.01, "clock_err_ns": delta, "notes": notes},
@@ -1545,10 +1751,16 @@ class _Truth:
         if len(snaps) < 2 or len(m.boots) > 1:
             return None                 # a reboot resets the module's statistics
         (ts1, r1), (ts2, r2) = snaps[0], snaps[-1]
-        row1 = next((r for r in r1 if r[0] == name), None)
-        row2 = next((r for r in r2 if r[0] == name), None)
-        if not row1 or not row2:
+        # a name's rows (one per object) summed, as the analysis does
+        rows1 = [r for r in r1 if r[0] == name]
+        rows2 = [r for r in r2 if r[0] == name]
+        if not rows1 or not rows2 or len(rows1) != len(rows2):
             return None
+        row1 = tuple(sum(r[i] for r in rows1) if i in (1, 4) else rows1[0][i]
+                     for i in range(8))
+        row2 = tuple(sum(r[i] for r in rows2) if i in (1, 4) else
+                     max(r[6] for r in rows2) if i == 6 else rows2[0][i]
+                     for i in range(8))
         ev_count = sum(1 for a_, _, h in sp if ts1 < a_ <= ts2 and not h["pre"])
         ev_active = sum(max(0, min(b_, ts2) - max(a_, ts1)) for a_, b_, _ in sp)
         count_delta = row2[1] - row1[1]
@@ -1599,8 +1811,20 @@ class _Truth:
                                         "attributed energy: too close to 50 %")
                 if share >= 0.5:
                     f.append({"kind": "dominant", "blocker": b["name"], "t_ns": None})
+        for c in self.costs["cycles"]:
+            be = c["break_even_ns"]
+            if be is None:
+                continue
+            if abs(c["suspended_ns"] - be) <= c["tol"]["break_even_ns"] + 0.01 * be:
+                raise ScenarioError(f"a suspend at {c['t_ns']} lasts about its "
+                                    "break-even: too close to say")
+            if c["suspended_ns"] < be:
+                f.append({"kind": "short_suspend", "blocker": None, "t_ns": c["t_ns"]})
         if gaps:
             f.append({"kind": "gap", "blocker": None, "t_ns": gaps[0]["t_ns"]})
+        lost = [e for e in m.events if e.type == "lost"]
+        if lost:
+            f.append({"kind": "lost_events", "blocker": None, "t_ns": m.an(lost[0].t)})
         if not sc.clock.enabled and m.events:
             f.append({"kind": "clock_uncertainty", "blocker": None, "t_ns": None})
         for b in blockers:
@@ -1861,7 +2085,7 @@ def _close(r, t, tol: float, rel: float) -> bool:
 
 
 ALL_SECTIONS = ("capture", "energy", "blockers", "unattributed", "gaps", "wakeups",
-                "latency", "findings")
+                "latency", "phases", "suspend_costs", "findings")
 
 
 def compare(report: dict, truth: dict, rel: float | None = None,
@@ -1991,7 +2215,8 @@ def _check_wakeups(report, truth, rel, bad):
     else:
         at, _ = _checkers(0, bad)         # instants: their bound, not 1 % of them
         for i, (r, t) in enumerate(zip(rw, truth["wakeups"])):
-            exact(f"wakeups[{i}]", r, t, ("stimulus", "t_ns", "latency_from"))
+            exact(f"wakeups[{i}]", r, t, ("cause", "wakeup_source", "stimulus", "t_ns",
+                                          "latency_from"))
             at(f"wakeups[{i}]", r, t, ("resume_t_ns", "marker_t_ns"))
             fig(f"wakeups[{i}]", r, t, ("latency_ns", "awake_ns", "energy_uJ"))
             if sorted(r.get("blockers", [])) != sorted(t["blockers"]):
@@ -2025,10 +2250,48 @@ def _check_findings(report, truth, rel, bad):
         bad.append(f"findings: {got} != truth {want}")
 
 
+def _check_costs(report, truth, rel, bad):
+    fig, exact = _checkers(rel, bad)
+    tc = truth.get("suspend_costs")
+    if tc is None:
+        return
+    rc = report.get("suspend_costs") or {}
+    fig("suspend_costs", rc, tc, ("idle_uW", "median_break_even_ns"))
+    rcy, tcy = rc.get("cycles", []), tc["cycles"]
+    if len(rcy) != len(tcy):
+        bad.append(f"suspend_costs.cycles: {len(rcy)} != truth {len(tcy)}")
+        return
+    at, _ = _checkers(0, bad)
+    for i, (r, t) in enumerate(zip(rcy, tcy)):
+        w = f"suspend_costs.cycles[{i}]"
+        at(w, r, t, ("t_ns", "suspended_ns", "entry_ns", "exit_ns"))
+        fig(w, r, t, ("entry_uJ", "exit_uJ", "break_even_ns"))
+
+
+def _check_phases(report, truth, rel, bad):
+    fig, exact = _checkers(0, bad)
+    rp, tp = report.get("phases", []), truth.get("phases", [])
+    if len(rp) != len(tp):
+        bad.append(f"phases: {len(rp)} cycles != truth {len(tp)}")
+        return
+    for rc, tc in zip(rp, tp):
+        w = f"phases[{tc['cycle']}]"
+        exact(w, rc, tc, ("cycle",))
+        names = [p["name"] for p in rc.get("phases", [])]
+        if names != [p["name"] for p in tc["phases"]]:
+            bad.append(f"{w}: {names} != truth {[p['name'] for p in tc['phases']]}")
+            continue
+        for r_, t_ in zip(rc["phases"], tc["phases"]):
+            fig(f"{w}.{t_['name']}", r_, t_, ("t_ns", "duration_ns"))
+            exact(f"{w}.{t_['name']}", r_, t_, ("slowest_devices",))
+
+
 _SECTION_CHECKS = {"capture": _check_capture, "energy": _check_energy,
                    "blockers": _check_blockers, "unattributed": _check_unattributed,
                    "gaps": _check_gaps, "wakeups": _check_wakeups,
-                   "latency": _check_latency, "findings": _check_findings}
+                   "latency": _check_latency, "phases": _check_phases,
+                   "suspend_costs": _check_costs,
+                   "findings": _check_findings}
 
 
 # ---- the scenario library -------------------------------------------------------
@@ -2105,13 +2368,59 @@ def scenario_kitchen(seed: int = 1, format_version: int = 1, **kw) -> Scenario:
             Gap(55.5, 3, declared=False), Gap(80.0, 700, declared=True)]
     # (host/lib/capture-read.c takes types of up to 11 bytes)
     odd = [OddEvent(2.5, "phase", "suspend_prepare"),
-           OddEvent(12.0, "ws_activate", "\"alarmtimer\""),
-           OddEvent(12.1, "ws_relax", "\"alarmtimer\"")]
+           OddEvent(12.0, "gremlin", "\"alarmtimer\""),
+           OddEvent(12.1, "gremlin", "\"alarmtimer\"")]
     stim = [Stimulus(1.2, "press", "volup"), Stimulus(1.3, "release", "volup"),
             Stimulus(52.5, "burn", "2s")]
     return Scenario("kitchen", 90.0, seed=seed, format_version=format_version,
                     holds=holds, sleeps=sleeps, aborts=aborts, loads=loads, gaps=gaps,
                     odd_events=odd, stimuli=stim, noise_uW=2_000, **kw)
+
+
+def scenario_objects(seed: int = 1, format_version: int = 1, **kw) -> Scenario:
+    """30 s of what the seed's target does: two evdev clients' blockers,
+    both named "evdev", overlapping (two objects, one name: one stats row
+    each), and kernel wakeup sources (``ws_activate``/``ws_relax``) that
+    share the equal split with the blockers, hold the target up alone,
+    and one active before the capture (a ``ws_relax`` with no
+    ``ws_activate``: active from the start). The suspend cycles log the
+    kernel's phase records (``Scenario.phases``); the third is woken by an
+    alarm, which only the kernel's "alarmtimer" wakeup source explains;
+    the fourth lasts 0.1 s after 0.6 s awake idle: shorter than its
+    break-even."""
+    H = Hold
+    WS = "wakeup_source"
+    holds = [
+        H("LNXPWRBN:00", None, 0.3, 20_000, kind=WS),
+        H("vport0p1", 0.5, 1.5, 30_000, kind=WS),
+        H("evdev", 1.0, 3.0, 50_000, obj=0), H("evdev", 2.0, 4.0, 50_000, obj=1),
+        H("wifi", 3.5, 5.0, 200_000),
+        # its unblock is overwritten in the ring: "lost 1" at the next
+        # record (7.0 s); the 10 s snapshot shows it inactive
+        H("gps", 5.5, 6.5, 100_000, lost_end=True),
+        H("test_ac", 6.0, 7.0, 80_000, kind=WS),
+        # a press wake: the keypad, both evdev clients, a virtio port
+        H("keypad-scan", 14.009, 15.0, 40_000),
+        H("evdev", 14.02, 14.5, 50_000, obj=0), H("evdev", 14.1, 14.8, 50_000, obj=1),
+        H("vport0p1", 14.3, 14.4, 30_000, kind=WS),
+        # a charger plug: the charger's wakeup source holds it up alone
+        H("test_ac", 22.007, 23.0, 80_000, kind=WS),
+        H("sync", 23.5, 25.0, 150_000),
+        # an alarm: no stimulus, the RTC's wakeup source between exit and resume
+        H("alarmtimer", 28.010, 28.030, 20_000, kind=WS),
+        # awake idle 0.6 s after the release, then down for 0.1 s only:
+        # shorter than its break-even (a short_suspend)
+        H("modem", 28.2, 28.3, 50_000),
+        H("keypad-scan", 29.009, 29.6, 40_000),
+    ]
+    sleeps = [Sleep(8.0, 14.0),
+              # the platform runs 300 ms past its enter: the press's
+              # episode ends where the power falls
+              Sleep(16.0, 22.0, wake="plug charger", latency_ms=50, lag_ms=300),
+              Sleep(26.0, 28.0, wake=None),
+              Sleep(28.9, 29.0)]
+    return Scenario("objects", 30.0, seed=seed, format_version=format_version,
+                    holds=holds, sleeps=sleeps, phases=True, dev_pm=True, **kw)
 
 
 def scenario_reboot(seed: int = 1, format_version: int = 1, **kw) -> Scenario:
@@ -2302,6 +2611,7 @@ def scenario_bench(seed: int = 1, format_version: int = 2, duration_s: float = 3
 SCENARIOS = {
     "basic": scenario_basic,
     "kitchen": scenario_kitchen,
+    "objects": scenario_objects,
     "reboot": scenario_reboot,
     "asleep": scenario_asleep,
     "noclock": scenario_noclock,

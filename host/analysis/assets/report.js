@@ -282,18 +282,23 @@
   const timelineRows = [];
   timelineRows.push({ name: 'suspended', cls: 'state', color: '#6baed6', spans: suspended });
   {
-    const byName = new Map(report.trace.timeline.map((t) => [t.name, t]));
-    const names = report.blockers.map((b) => b.name).filter((n) => byName.has(n));
-    for (const t of report.trace.timeline) if (!names.includes(t.name)) names.push(t.name);
-    names.forEach((n, i) => {
-      if (!blockerColor.has(n)) blockerColor.set(n, COLORS[(report.blockers.length + i) % COLORS.length]);
-      const spans = byName.get(n).spans.map(([a, b]) => [toS(a), toS(b)]).sort((a, b) => a[0] - b[0]);
-      timelineRows.push({ name: n, cls: 'blocker', color: blockerColor.get(n), spans });
+    // a kernel wakeup source and a blocker may share a name: keyed by both
+    const key = (kind, name) => (kind === 'wakeup_source' ? 'ws:' : 'sb:') + name;
+    const byName = new Map(report.trace.timeline.map((t) => [key(t.kind, t.name), t]));
+    const names = report.blockers.map((b) => key(b.kind, b.name)).filter((n) => byName.has(n));
+    for (const t of report.trace.timeline) if (!names.includes(key(t.kind, t.name))) names.push(key(t.kind, t.name));
+    names.forEach((k, i) => {
+      const t = byName.get(k), ws = t.kind === 'wakeup_source';
+      if (!blockerColor.has(t.name)) blockerColor.set(t.name, COLORS[(report.blockers.length + i) % COLORS.length]);
+      const spans = t.spans.map(([a, b]) => [toS(a), toS(b)]).sort((a, b) => a[0] - b[0]);
+      // wakeup sources: outlined, striped bars and a row label of their own class
+      timelineRows.push({ name: t.name, cls: ws ? 'ws' : 'blocker', color: blockerColor.get(t.name), spans });
     });
   }
   timelineRows.push({
     name: 'wakeups', cls: 'wakeups', color: '#e6550d',
-    spans: report.wakeups.map((w) => [toS(w.t_ns), toS(w.resume_t_ns)]).sort((a, b) => a[0] - b[0]),
+    spans: report.wakeups.filter((w) => w.t_ns !== null && w.t_ns !== undefined)
+      .map((w) => [toS(w.t_ns), toS(w.resume_t_ns)]).sort((a, b) => a[0] - b[0]),
   });
   // rows top to bottom; row r is drawn at y = nrows - 1 - r
   const yOfRow = (r) => timelineRows.length - 1 - r;
@@ -301,6 +306,19 @@
   // the rows' spans that touch [lo, hi]: spans of a row do not overlap
   function visibleSpans(spans, lo, hi, fn) {
     for (let i = lowerBound(spans, lo, (s) => s[1]); i < spans.length && spans[i][0] <= hi; i++) fn(spans[i]);
+  }
+  // a kernel wakeup source's bars: diagonal stripes of its colour
+  const wsPatterns = new Map();
+  function wsPattern(ctx, color) {
+    if (wsPatterns.has(color)) return wsPatterns.get(color);
+    const c = document.createElement('canvas');
+    c.width = c.height = 6;
+    const x = c.getContext('2d');
+    x.strokeStyle = color; x.lineWidth = 2;
+    x.beginPath(); x.moveTo(0, 6); x.lineTo(6, 0); x.stroke();
+    const p = ctx.createPattern(c, 'repeat');
+    wsPatterns.set(color, p);
+    return p;
   }
   function timelinePlotter(e) {
     const g = e.dygraph, ctx = e.drawingContext, area = e.plotArea;
@@ -310,10 +328,13 @@
     timelineRows.forEach((row, r) => {
       const yc = g.toDomYCoord(yOfRow(r)), h = ROW_PX * 0.62;
       if (r % 2) { ctx.fillStyle = 'rgba(0,0,0,0.035)'; ctx.fillRect(area.x, yc - ROW_PX / 2, area.w, ROW_PX); }
-      ctx.fillStyle = row.color;
+      const ws = row.cls === 'ws';
+      ctx.fillStyle = ws ? wsPattern(ctx, row.color) : row.color;
+      ctx.strokeStyle = row.color;
       visibleSpans(row.spans, lo, hi, ([a, b]) => {
         const x1 = g.toDomXCoord(Math.max(a, lo)), x2 = g.toDomXCoord(Math.min(b, hi));
         ctx.fillRect(x1, yc - h / 2, Math.max(1, x2 - x1), h);
+        if (ws) ctx.strokeRect(x1 + 0.5, yc - h / 2 + 0.5, Math.max(1, x2 - x1 - 1), h - 1);
       });
     });
     ctx.restore();
@@ -434,7 +455,7 @@
   function activeAt(x) {
     const names = [];
     for (const row of timelineRows) {
-      if (row.cls !== 'blocker') continue;
+      if (row.cls !== 'blocker' && row.cls !== 'ws') continue;
       const i = lowerBound(row.spans, x, (s) => s[1]);
       if (i < row.spans.length && row.spans[i][0] <= x) names.push(row.name);
     }
@@ -485,7 +506,7 @@
   }
 
   const FINDING_SEVERITY = { leak: 'bad', aborted_suspend: 'bad', unknown_wakeup: 'warn', dominant: 'warn',
-    gap: 'info', clock_uncertainty: 'info', stats_mismatch: 'info', skipped_events: 'info' };
+    short_suspend: 'warn', gap: 'info', lost_events: 'warn', clock_uncertainty: 'info', stats_mismatch: 'info', skipped_events: 'info' };
   function findings() {
     const list = report.findings;
     if (!list.length) return section('findings', 'Findings', empty('No findings: nothing the analysis checks for went wrong.'));
@@ -639,6 +660,16 @@
         row('total', e.total_uJ, e.awake_ns + e.suspended_ns, 'gaps excluded')));
   }
 
+  // what woke the target: the rig's stimulus, else a kernel wakeup source
+  function wokenBy(x) {
+    if (x.stimulus !== null && x.stimulus !== undefined) return x.stimulus;
+    return x.cause === 'wakeup_source' ? 'wakeup source ' + x.wakeup_source : 'unknown';
+  }
+  const at = (x) => (x.t_ns !== null && x.t_ns !== undefined ? x.t_ns : x.resume_t_ns);
+  function latencyTo(x) {
+    if (x.latency_ns === null || x.latency_ns === undefined) return '\u2013';
+    return x.latency_from === 'marker' ? 'marker edge' : 'resume';
+  }
   function wakeups() {
     const w = report.wakeups, lat = report.latency;
     const kids = [];
@@ -646,20 +677,20 @@
       ? ['latency over ', String(lat.n), ' wakeups: min ', fmtDur(lat.min_ns), ' \u00b7 median ', fmtDur(lat.median_ns),
         ' \u00b7 p95 ', fmtDur(lat.p95_ns), ' \u00b7 max ', fmtDur(lat.max_ns)]
       : 'No wakeup latency measured.',
-    report.unknown_wake_count ? ' \u00b7 ' + report.unknown_wake_count + ' unknown wakeups (no stimulus)' : ''));
+    report.unknown_wake_count ? ' \u00b7 ' + report.unknown_wake_count + ' unknown wakeups (no stimulus, no wakeup source)' : ''));
     if (!w.length) {
       kids.push(empty('No wakeups in this capture (no press or plug woke the target).'));
       return section('wakeups', 'Wakeups', ...kids);
     }
     kids.push(el('div', { id: 'latency-histogram', class: 'chart small' }));
     const table = el('table', { class: 'data', id: 'wakeup-table' },
-      el('thead', null, el('tr', null, ['#', 'stimulus', 'at', 'latency', '\u00b1', 'to', 'awake', 'energy', 'blockers'].map((h, i) =>
+      el('thead', null, el('tr', null, ['#', 'woken by', 'at', 'latency', '\u00b1', 'to', 'awake', 'energy', 'blockers'].map((h, i) =>
         el('th', { class: [0, 2, 3, 4, 6, 7].includes(i) ? 'num' : null, scope: 'col' }, h)))),
       el('tbody', null, w.map((x, i) => el('tr', { class: 'clickable', title: 'show on the trace',
-        onclick: () => zoomAround(x.t_ns, x.resume_t_ns + Math.min(x.awake_ns, 2e9)) },
-      td(String(i + 1), i + 1, 'num'), td(x.stimulus, x.stimulus), td(fmtAt(x.t_ns), x.t_ns, 'num'),
+        onclick: () => zoomAround(at(x), x.resume_t_ns + Math.min(x.awake_ns, 2e9)) },
+      td(String(i + 1), i + 1, 'num'), td(wokenBy(x), wokenBy(x)), td(fmtAt(at(x)), at(x), 'num'),
       td(fmtDur(x.latency_ns), x.latency_ns, 'num'), td(fmtDur(x.uncert_ns), x.uncert_ns, 'num'),
-      td(x.latency_from === 'marker' ? 'marker edge' : 'resume', x.latency_from || 'resume'),
+      td(latencyTo(x), latencyTo(x)),
       td(fmtDur(x.awake_ns), x.awake_ns, 'num'), td(fmtEnergy(x.energy_uJ), x.energy_uJ, 'num'),
       td(x.blockers.join(', '), x.blockers.join(', '))))));
     kids.push(el('div', { class: 'scroll' }, sortable(table)));
@@ -668,7 +699,9 @@
   function drawHistogram() {
     const div = document.getElementById('latency-histogram');
     if (!div) return;
-    const v = report.wakeups.map((w) => w.latency_ns / 1e6);
+    const v = report.wakeups.filter((w) => w.latency_ns !== null && w.latency_ns !== undefined)
+      .map((w) => w.latency_ns / 1e6);
+    if (!v.length) return;
     let lo = Math.min(...v), hi = Math.max(...v);
     const nb = Math.min(30, Math.max(5, Math.ceil(Math.sqrt(v.length) * 2)));
     if (hi - lo < 1e-3) { lo -= 0.5; hi += 0.5; }
@@ -684,11 +717,30 @@
     });
   }
 
+  // what each suspend cost: entry and exit above the baseline, break-even
+  function costs() {
+    const co = report.suspend_costs;
+    if (!co || !co.cycles.length) return [];
+    const en = (x) => (x === null || x === undefined ? '\u2013' : fmtEnergy(x));
+    const table = el('table', { class: 'data', id: 'cost-table' },
+      el('thead', null, el('tr', null, ['#', 'at', 'suspended', 'entry', 'entry energy', 'exit', 'exit energy', 'break-even'].map((h) =>
+        el('th', { class: 'num', scope: 'col' }, h)))),
+      el('tbody', null, co.cycles.map((c, i) => el('tr', { class: c.break_even_ns !== null && c.suspended_ns < c.break_even_ns ? 'short' : null },
+        td(String(i + 1), i + 1, 'num'), td(fmtAt(c.t_ns), c.t_ns, 'num'), td(fmtDur(c.suspended_ns), c.suspended_ns, 'num'),
+        td(fmtDur(c.entry_ns), c.entry_ns, 'num'), td(en(c.entry_uJ), c.entry_uJ, 'num'),
+        td(fmtDur(c.exit_ns), c.exit_ns, 'num'), td(en(c.exit_uJ), c.exit_uJ, 'num'),
+        td(fmtDur(c.break_even_ns), c.break_even_ns, 'num')))));
+    return [el('h3', null, 'What each suspend costs'),
+      el('p', { class: 'note', id: 'break-even' }, 'Energy above the suspended baseline going down (from the last release) and coming back ' +
+        '(to the first blocker); a suspend shorter than its break-even cost more than staying awake idle (' +
+        fmtPower(co.idle_uW) + '). Median break-even: ' + fmtDur(co.median_break_even_ns) + '.'),
+      el('div', { class: 'scroll' }, sortable(table))];
+  }
   function phases() {
     const cycles = report.phases;
     if (!cycles.length)
       return section('phases', 'Suspend and resume phases',
-        empty('No phases in this capture: the event log did not record the kernel\u2019s suspend/resume phases.'));
+        empty('No phases in this capture: the event log did not record the kernel\u2019s suspend/resume phases.'), ...costs());
     const names = [];
     for (const c of cycles) for (const p of c.phases) if (!names.includes(p.name)) names.push(p.name);
     const table = el('table', { class: 'data', id: 'phase-table' },
@@ -704,7 +756,7 @@
           td(fmtDur(total), total, 'num'));
       })));
     return section('phases', 'Suspend and resume phases',
-      el('div', { id: 'phase-chart', class: 'chart small' }), el('div', { class: 'scroll' }, sortable(table)));
+      el('div', { id: 'phase-chart', class: 'chart small' }), el('div', { class: 'scroll' }, sortable(table)), ...costs());
   }
   function drawPhases() {
     const div = document.getElementById('phase-chart');

@@ -114,7 +114,8 @@ void sbrig_analysis_latency(const struct sbrig_analysis *a,
 			    struct sbrig_latency_stats *st);
 
 /**
- * sbrig_analysis_wakeups() - the wakeups of @a, in time order
+ * sbrig_analysis_wakeups() - the stimulus wakeups of @a, in time order
+ *	(those a rig stimulus explains: their latencies)
  * @a: the analysis
  * @out: filled with the first @max of them (may be NULL if @max is 0)
  * @max: room in @out
