@@ -17,7 +17,7 @@
 #include <sys/types.h>
 
 #include <sbrig/config.h>
-#include <sbrig/gpio.h>
+#include <sbrig/records.h>
 
 #define GPIO_MAX_LINES (SBRIG_MAX_KEYS + 2)
 
