@@ -53,8 +53,9 @@ The rig channel (one request per job; lines of text):
                                      stop``, the same for compare.json in
                                      the set ``compare`` (or
                                      ``compare_verdict`` skip without a
-                                     baseline), ``error TEXT`` for what
-                                     failed
+                                     baseline, or with ``note no verdict:
+                                     WHY`` when compare refuses the runs),
+                                     ``error TEXT`` for what failed
     target: ack                      it left opportunistic suspend; the rig
                                      lets the key go
 
@@ -701,11 +702,20 @@ class RigHost:
                     out = store / f"{stamp}-compare"
                     p = self.sbrig("compare", "-o", out, *base_reports, "--", *reports,
                                    timeout=RUN_TIMEOUT_S, check=False)
-                    if p.returncode not in (0, 1, 4):
+                    if p.returncode in (2, 5) and not (out / "compare.json").exists():
+                        # refused: too few runs for any verdict (2), or runs
+                        # unfit to compare (5: open, gaps, durations): no
+                        # verdict, and the job says why
+                        why = " ".join(p.stderr.split())[-400:]
+                        session["compare_refused"] = why
+                        lines += [f"note no verdict: {why}",
+                                  "lava-test-case compare_verdict --result skip"]
+                    elif p.returncode not in (0, 1, 4):
                         raise RigError(f"sbrig compare failed (exit {p.returncode}): "
                                        f"{p.stderr.strip()[-500:]}")
-                    session["compare"] = str(out / "compare.json")
-                    lines += self._lava_lines(out / "compare.json")
+                    else:
+                        session["compare"] = str(out / "compare.json")
+                        lines += self._lava_lines(out / "compare.json")
             else:
                 lines += ["lava-test-case compare_verdict --result skip"]
             lines += ["lava-test-set stop"]
