@@ -447,7 +447,8 @@ def test_qemu_power_jobs_report_the_rigs_figures(amd64):
     assert "give at least 5 runs a side" in session["compare_refused"]
     assert sets["compare"] == {"compare_verdict": sets["compare"]["compare_verdict"]}
     assert sets["compare"]["compare_verdict"].result == "skip"
-    assert "rig: no verdict: 2 base and 2 new runs" in new.log.read_text()
+    assert "rig: no verdict: sbrig compare: 2 base and 2 new runs" \
+        in new.log.read_text()
 
     # every run was filed in the rig host's history, under its commit
     p = subprocess.run([str(BIN / "sbrig"), "history", "--db", str(rig_dir / "history.db"),
