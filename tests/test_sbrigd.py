@@ -132,7 +132,9 @@ def make_rig(tmp_path, timing: str = "", env: dict[str, str] | None = None,
     the daemon's environment extended by @env; the sensor at @power_uri
     instead of the emulator's; the agent reached as @target_host);
     yields a namespace."""
-    emu = Emulator(tmp_path, "--current-uA", "50000", "--rate", "1000")
+    truth = tmp_path / "ina226-truth.jsonl"
+    emu = Emulator(tmp_path, "--current-uA", "50000", "--rate", "1000",
+                   "--truth", str(truth))
     agent = FakeAgent(boot_id="boot-sbrigd-test", kernel="6.1.0-test")
     agent.cmd_handler = hold_handler(agent)
     conf = tmp_path / "rig.conf"
@@ -155,6 +157,7 @@ ping_interval_ms = 200
         pass
     r = R()
     r.emu, r.agent, r.daemon, r.sock, r.tmp, r.conf = emu, agent, d, sock, tmp_path, conf
+    r.truth = truth     # what the emulator emitted (ina226_iiod.py --truth)
     try:
         yield r
     finally:
@@ -189,6 +192,27 @@ def test_status_shows_sensor_and_link(rig):
     assert st["problems"] == []
 
 
+def emitted_streams(path: Path, since_ns: int, timeout: float = 10) -> list[dict]:
+    """The buffers the emulator opened after @since_ns (host monotonic), as
+    its truth file (ina226_iiod.py --truth) closes them: {"samples": N
+    sent, "period_ns": P}; waits until each is closed."""
+    from rig.virtual.ina226_iiod import read_truth
+
+    end = time.monotonic() + timeout
+    while True:
+        recs = read_truth(path)
+        opened = {r["stream"]: r for r in recs
+                  if r["type"] == "open" and r["t_ns"] >= since_ns}
+        closed = {r["stream"]: r for r in recs if r["type"] == "close"}
+        if opened.keys() <= closed.keys():
+            break
+        assert time.monotonic() < end, f"buffers still open: {recs}"
+        time.sleep(0.02)
+    assert not [r for r in recs if r["type"] == "drop"], recs
+    return [{"samples": closed[s]["samples"], "period_ns": o["period_ns"]}
+            for s, o in sorted(opened.items())]
+
+
 def test_capture_records_samples_and_events(rig):
     t0 = time.monotonic_ns()
     for i in range(3):
@@ -206,8 +230,14 @@ def test_capture_records_samples_and_events(rig):
     assert summary["status"] == "complete"
     assert summary["dir"] == str(cap)
     samples = read_rows(cap, "samples", typed=True)
-    # 1 kS/s for 2 s
-    assert 1500 <= len(samples) <= 2500, len(samples)
+    # every sample the sensor sent, counted by the sensor itself: the
+    # emulator's truth has the capture's buffer, opened after t0 and
+    # closed at the stop ("stopping loses no sample": power.c), no drop
+    truth = emitted_streams(rig.truth, t0)
+    assert len(truth) == 1, truth
+    assert len(samples) == truth[0]["samples"], (len(samples), truth)
+    # about 2 s at the chip's rate (892.9 S/s for --rate 1000)
+    assert 2e9 <= len(samples) * truth[0]["period_ns"] <= 2.5e9, truth
     assert int(summary["samples"]) == len(samples)
     assert all(abs(s.current_uA - 50000) <= 100 for s in samples)
     ts = [s.t_ns for s in samples]
