@@ -361,8 +361,19 @@ def test_sbrig_press(hostif, sbrigd):
 
 
 def test_sbrig_status_shows_the_link(hostif, agent, sbrigd):
+    import json
+
     vm = hostif.vm
     _wait_guest(vm, f"{_sbrig('status')} | grep -q {AGENT_BOOT_ID}", 20)
+    st = json.loads(vm.run_ok(_sbrig("status --json")))
+    link = st["link"]
+    # the link is up over the real UART, with what the agent's hello said
+    assert link["uri"] == "serial:/dev/ttyS1:115200", link
+    assert link["connected"] is True and link["asleep"] is False, link
+    assert link["boot_id"] == AGENT_BOOT_ID, link
+    assert link["kernel"] == agent.kernel, (link, agent.kernel)
+    text = vm.run_ok(_sbrig("status"))
+    assert "connected over serial:/dev/ttyS1:115200" in text, text
 
 
 def test_a_hung_up_serial_port_is_seen_at_once(hostif, agent, sbrigd):
