@@ -545,11 +545,16 @@ static void qmp_qemu_set_never_waits(void **state)
 	assert_int_equal(pump(gpio, 5000), 0);	/* QEMU answered */
 	assert_int_equal(sbrig_gpio_get(gpio, "power"), 1);
 
+	/*
+	 * A call that waited for the stopped QEMU would take the backend's
+	 * whole answer timeout (1 s) and fail: bound the calls by half of
+	 * it, not by a guess at how fast this (ASan, shared) host is.
+	 */
 	kill(q->pid, SIGSTOP);
 	t0 = sbrig_now_ns();
 	assert_int_equal(sbrig_gpio_set(gpio, "power", false, &t), 0);
 	dt = sbrig_now_ns() - t0;
-	if (dt > 100000000)
+	if (dt > 500000000)
 		fail_msg("sbrig_gpio_set() took %lld ms", (long long)(dt / 1000000));
 	assert_true(t >= t0 && t <= t0 + dt);
 	assert_int_equal(sbrig_gpio_pending(gpio), 1);
@@ -561,7 +566,8 @@ static void qmp_qemu_set_never_waits(void **state)
 	assert_int_equal(sbrig_gpio_set(gpio, "power", false, NULL), -ENOBUFS);
 	assert_non_null(strstr(sbrig_errmsg(), "16 requests unanswered"));
 	assert_non_null(strstr(sbrig_errmsg(), q->sock));
-	assert_true(sbrig_now_ns() - t0 < 500000000);
+	/* 17 calls, none waiting: under one answer timeout in all */
+	assert_true(sbrig_now_ns() - t0 < 1000000000);
 	kill(q->pid, SIGCONT);
 	i = pump(gpio, 5000);
 	if (i)
