@@ -442,7 +442,9 @@ def test_sbrig_capture(hostif, agent, sbrigd, tmp_path):
         ("press", "volume-up"), ("release", "volume-up")], stimuli
     ts = [x.t_ns for x in stimuli]
     assert s0 - 10_000_000 <= ts[0] <= ts[1] <= ts[2] <= ts[3] <= s1 + 10_000_000
-    assert 100_000_000 <= ts[3] - ts[2] < 200_000_000, ts
+    # held its 100 ms, released before the press request returned (<= s1,
+    # above); not "under 200 ms": that bounds this host's speed (TCG, ASan)
+    assert 100_000_000 <= ts[3] - ts[2], ts
 
 
 def _toggle_marker_while_stopped(h: HostIf, daemon, pairs: int) -> None:
