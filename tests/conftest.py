@@ -451,6 +451,29 @@ def pytest_runtest_makereport(item, call):
                                 text))
 
 
+#: (test id, why) of every retry a test made (the ``retried`` fixture)
+_RETRIES: list[tuple[str, str]] = []
+
+
+@pytest.fixture
+def retried(request, record_property):
+    """Call ``retried(WHY)`` when a test starts over because of a known,
+    documented race (and only then): each retry is counted, recorded as a
+    ``retry`` property of the test (JUnit XML) and listed with the count
+    at the end of the session, so that a race that grows is seen."""
+    def note(why: str) -> None:
+        _RETRIES.append((request.node.nodeid, why))
+        record_property("retry", why)
+    return note
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _RETRIES:
+        terminalreporter.section(f"retries: {len(_RETRIES)}")
+        for nodeid, why in _RETRIES:
+            terminalreporter.write_line(f"{nodeid}: {why}")
+
+
 def pytest_sessionfinish(session, exitstatus):
     """Reports printed after the last test's check (a guest's shutdown)
     still fail the run."""

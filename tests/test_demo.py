@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.capture import to_version2
+from tests.capture import read_rows, to_version2
 
 REPO = Path(__file__).resolve().parents[1]
 SBRIG = REPO / "build" / "host" / "asan" / "sbrig"
@@ -144,12 +144,23 @@ def test_demo_end_to_end(tmp_path):
     assert "blocker: demo-download:" in p.stdout
     assert "median_ms:" in p.stdout and "capture: " in p.stdout
     # the INA226 emulator's ground truth: what it really emitted, and in
-    # which state of the QEMU target (rig/virtual/README.md)
+    # which state of the QEMU target (rig/virtual/README.md), over the
+    # raw capture's span (not the report's, which is under test)
     sys.path.insert(0, str(REPO / "rig" / "virtual"))
     import ina226_iiod
     recs = ina226_iiod.read_truth(tmp_path / "vrig" / "power-truth.jsonl")
-    c = r["capture"]
-    t = ina226_iiod.truth_energy(recs, c["start_ns"], c["end_ns"])
+    raw = read_rows(tmp_path / "capture", "samples", typed=True)
+    missing = sum(int(g["missing"]) for g in read_rows(tmp_path / "capture", "gaps"))
+    t = ina226_iiod.truth_energy(recs, raw[0].t_ns, raw[-1].t_ns)
+    # every sample the emulator sent on the capture's buffer is in the
+    # capture or declared missing, and the report counts them all
+    (closed,) = [x for x in recs if x["type"] == "close" and x["stream"] == t["stream"]]
+    counts = (f"emitted {closed['samples']}, captured {len(raw)}, declared missing "
+              f"{missing}, report {r['capture']['samples']} + {r['capture']['missing_samples']}")
+    print(counts)
+    assert len(raw) + missing == closed["samples"], counts
+    assert (r["capture"]["samples"], r["capture"]["missing_samples"]) == (len(raw), missing), \
+        counts
     susp = t["by_state"].get("suspended", 0.0)
     awake = t["total_uJ"] - susp
     figures = (f"report {e['total_uJ']:.0f} / {e['suspended_uJ']:.0f} / "

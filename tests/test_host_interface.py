@@ -361,8 +361,19 @@ def test_sbrig_press(hostif, sbrigd):
 
 
 def test_sbrig_status_shows_the_link(hostif, agent, sbrigd):
+    import json
+
     vm = hostif.vm
     _wait_guest(vm, f"{_sbrig('status')} | grep -q {AGENT_BOOT_ID}", 20)
+    st = json.loads(vm.run_ok(_sbrig("status --json")))
+    link = st["link"]
+    # the link is up over the real UART, with what the agent's hello said
+    assert link["uri"] == "serial:/dev/ttyS1:115200", link
+    assert link["connected"] is True and link["asleep"] is False, link
+    assert link["boot_id"] == AGENT_BOOT_ID, link
+    assert link["kernel"] == agent.kernel, (link, agent.kernel)
+    text = vm.run_ok(_sbrig("status"))
+    assert "connected over serial:/dev/ttyS1:115200" in text, text
 
 
 def test_a_hung_up_serial_port_is_seen_at_once(hostif, agent, sbrigd):
@@ -431,7 +442,9 @@ def test_sbrig_capture(hostif, agent, sbrigd, tmp_path):
         ("press", "volume-up"), ("release", "volume-up")], stimuli
     ts = [x.t_ns for x in stimuli]
     assert s0 - 10_000_000 <= ts[0] <= ts[1] <= ts[2] <= ts[3] <= s1 + 10_000_000
-    assert 100_000_000 <= ts[3] - ts[2] < 200_000_000, ts
+    # held its 100 ms, released before the press request returned (<= s1,
+    # above); not "under 200 ms": that bounds this host's speed (TCG, ASan)
+    assert 100_000_000 <= ts[3] - ts[2], ts
 
 
 def _toggle_marker_while_stopped(h: HostIf, daemon, pairs: int) -> None:

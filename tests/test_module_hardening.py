@@ -82,7 +82,7 @@ def _kmsg_since(vm, mark: str) -> str:
 
 # -------------------------------------------- 1: cost of idle blockers --
 
-def test_block_cost_does_not_grow_with_idle_blockers(target):
+def test_20000_idle_blockers_change_nothing_a_block_counts(target):
     """suspend_block() used to walk every registered blocker while "main"
     is inactive (opportunistic, a state requested): any user could
     register blockers by the hundred thousand and slow every driver."""
@@ -92,26 +92,32 @@ def test_block_cost_does_not_grow_with_idle_blockers(target):
               f"echo {_sleep_state(vm)} > {sb.SYSFS}/state")
     assert not sb.stats(vm)["main"].active
 
-    def pair_ns() -> float:
-        sb.ctl(vm, "bench 6400")
-        return sb.ctl_state(vm)["bench_sb_pair_ps"] / 1000
-
-    # The walk this guards against costs ~20000 list steps per block (tens
-    # of microseconds for a ~100 ns pair: a ratio in the hundreds). On a
-    # loaded TCG host one measurement can be off by 2x (CI: 1.7x), so the
-    # two cases alternate, the fastest of three counts, and the bound is 3x.
-    # The figure itself is tests/bench/bench_module.py's.
-    none, idle = [], []
-    for _ in range(3):
-        none.append(pair_ns())
-        sb.ctl(vm, "idle_blockers 20000")
-        assert sb.ctl_state(vm)["idle_blockers"] == 20000
-        idle.append(pair_ns())
-        sb.ctl(vm, "idle_blockers 0")
-    ratio = min(idle) / min(none)
-    print(f"block+unblock: {min(none):.1f} ns, with 20000 idle blockers "
-          f"{min(idle):.1f} ns ({ratio:.2f}x)")
-    assert ratio < 3, "the block path depends on the number of idle blockers"
+    # How fast the block path is with idle blockers is a benchmark's
+    # question (tests/bench/bench_module.py bench_idle: 100 000 idle
+    # blockers against none, target <= 1.10x), not a test's: under TCG on
+    # a shared host a time ratio says little. Here, the behaviour with
+    # 20000 idle blockers: each of 6400 block+unblock pairs counted on its
+    # own blocker, nothing on the idle ones, and the system kept up by
+    # sb_test's blocker throughout (no suspend attempted).
+    sb.ctl(vm, "idle_blockers 20000")
+    assert sb.ctl_state(vm)["idle_blockers"] == 20000
+    seq0 = sb.last_seq(vm)
+    before = sb.stats(vm)["sb_test_bench"]
+    sb.ctl(vm, "bench 6400")
+    st = sb.ctl_state(vm)
+    after = sb.stats(vm)
+    assert st["bench_iters"] == 6400, st
+    bench = after["sb_test_bench"]
+    assert bench.count - before.count == 6400 and not bench.active, (before, bench)
+    idle = [x for name, x in after.items() if name.startswith("sb_test_idle_")]
+    assert len(idle) == 20000
+    assert not [x for x in idle if x.count or x.active], "an idle blocker was counted"
+    assert not after["main"].active and after["sb_test"].active
+    assert not [e for e in sb.events_after(vm, seq0)
+                if e.type in ("suspend", "enter", "abort")]
+    print(f"block+unblock with 20000 idle blockers: {st['bench_sb_pair_ps'] / 1000:.1f} ns "
+          "(the benchmark's figure is bench_module.py's)")
+    sb.ctl(vm, "idle_blockers 0")
     vm.run_ok(f"echo on > {sb.SYSFS}/state")   # before the release: no suspend
     sb.ctl(vm, "unblock")
 

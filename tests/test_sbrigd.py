@@ -42,9 +42,11 @@ class Daemon:
     """sbrigd in the background; its stderr collected in a thread."""
 
     def __init__(self, conf: Path, sock: Path, *extra: str,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None,
+                 prefix: tuple[str, ...] = ()) -> None:
         self.sock = sock
-        self.proc = subprocess.Popen([str(SBRIGD), "-c", str(conf), "-s",
+        # @prefix: a command that execs the rest (the pid stays sbrigd's)
+        self.proc = subprocess.Popen([*prefix, str(SBRIGD), "-c", str(conf), "-s",
                                       str(sock), *extra],
                                      env={**os.environ, **(env or {})},
                                      stdout=subprocess.DEVNULL,
@@ -127,12 +129,15 @@ def hold_handler(agent: FakeAgent):
 
 @contextlib.contextmanager
 def make_rig(tmp_path, timing: str = "", env: dict[str, str] | None = None,
-             power_uri: str | None = None, target_host: str = "127.0.0.1"):
+             power_uri: str | None = None, target_host: str = "127.0.0.1",
+             prefix: tuple[str, ...] = ()):
     """Emulator + fake agent + sbrigd ([timing] lines added: @timing;
-    the daemon's environment extended by @env; the sensor at @power_uri
-    instead of the emulator's; the agent reached as @target_host);
-    yields a namespace."""
-    emu = Emulator(tmp_path, "--current-uA", "50000", "--rate", "1000")
+    the daemon's environment extended by @env and started through
+    @prefix; the sensor at @power_uri instead of the emulator's; the agent
+    reached as @target_host); yields a namespace."""
+    truth = tmp_path / "ina226-truth.jsonl"
+    emu = Emulator(tmp_path, "--current-uA", "50000", "--rate", "1000",
+                   "--truth", str(truth))
     agent = FakeAgent(boot_id="boot-sbrigd-test", kernel="6.1.0-test")
     agent.cmd_handler = hold_handler(agent)
     conf = tmp_path / "rig.conf"
@@ -148,13 +153,14 @@ uri = tcp:{target_host}:{agent.port}
 ping_interval_ms = 200
 {timing}""")
     sock = tmp_path / "run" / "sbrigd.sock"
-    d = Daemon(conf, sock, env=env)
+    d = Daemon(conf, sock, env=env, prefix=prefix)
     d.wait_log("link: agent fake up")
 
     class R:
         pass
     r = R()
     r.emu, r.agent, r.daemon, r.sock, r.tmp, r.conf = emu, agent, d, sock, tmp_path, conf
+    r.truth = truth     # what the emulator emitted (ina226_iiod.py --truth)
     try:
         yield r
     finally:
@@ -189,6 +195,27 @@ def test_status_shows_sensor_and_link(rig):
     assert st["problems"] == []
 
 
+def emitted_streams(path: Path, since_ns: int, timeout: float = 10) -> list[dict]:
+    """The buffers the emulator opened after @since_ns (host monotonic), as
+    its truth file (ina226_iiod.py --truth) closes them: {"samples": N
+    sent, "period_ns": P}; waits until each is closed."""
+    from rig.virtual.ina226_iiod import read_truth
+
+    end = time.monotonic() + timeout
+    while True:
+        recs = read_truth(path)
+        opened = {r["stream"]: r for r in recs
+                  if r["type"] == "open" and r["t_ns"] >= since_ns}
+        closed = {r["stream"]: r for r in recs if r["type"] == "close"}
+        if opened.keys() <= closed.keys():
+            break
+        assert time.monotonic() < end, f"buffers still open: {recs}"
+        time.sleep(0.02)
+    assert not [r for r in recs if r["type"] == "drop"], recs
+    return [{"samples": closed[s]["samples"], "period_ns": o["period_ns"]}
+            for s, o in sorted(opened.items())]
+
+
 def test_capture_records_samples_and_events(rig):
     t0 = time.monotonic_ns()
     for i in range(3):
@@ -206,8 +233,14 @@ def test_capture_records_samples_and_events(rig):
     assert summary["status"] == "complete"
     assert summary["dir"] == str(cap)
     samples = read_rows(cap, "samples", typed=True)
-    # 1 kS/s for 2 s
-    assert 1500 <= len(samples) <= 2500, len(samples)
+    # every sample the sensor sent, counted by the sensor itself: the
+    # emulator's truth has the capture's buffer, opened after t0 and
+    # closed at the stop ("stopping loses no sample": power.c), no drop
+    truth = emitted_streams(rig.truth, t0)
+    assert len(truth) == 1, truth
+    assert len(samples) == truth[0]["samples"], (len(samples), truth)
+    # about 2 s at the chip's rate (892.9 S/s for --rate 1000)
+    assert 2e9 <= len(samples) * truth[0]["period_ns"] <= 2.5e9, truth
     assert int(summary["samples"]) == len(samples)
     assert all(abs(s.current_uA - 50000) <= 100 for s in samples)
     ts = [s.t_ns for s in samples]
@@ -575,26 +608,30 @@ def test_client_gone_mid_capture(rig):
 
 
 @pytest.fixture
-def tiny_fs(tmp_path):
-    """A 256 KiB tmpfs (needs root to mount; skipped where it cannot)."""
-    mnt = tmp_path / "tiny"
-    mnt.mkdir()
-    res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs",
-                          str(mnt)], capture_output=True, text=True)
-    if res.returncode:
-        pytest.skip(f"cannot mount a tmpfs to fill up: {res.stderr.strip()}")
-    try:
-        yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=True)
+def full_rig(tmp_path):
+    """The rig, its daemon in a mount namespace of its own (and a user
+    namespace, so that no privilege is needed) where DIR/tiny is a 256 KiB
+    tmpfs: a real file system that fills up, wherever the tests run. The
+    test sees the daemon's files through /proc/PID/root."""
+    tiny = tmp_path / "tiny"
+    tiny.mkdir()
+    prefix = ("unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
+              'mount -t tmpfs -o size=256k sbrig-tiny "$0" && exec "$@"', str(tiny))
+    with make_rig(tmp_path, prefix=prefix) as r:
+        r.tiny = tiny
+        r.seen = lambda p: Path(f"/proc/{r.daemon.proc.pid}/root{p}")
+        st = os.statvfs(r.seen(tiny))
+        assert st.f_blocks * st.f_frsize == 256 << 10, st
+        yield r
 
 
-def test_disk_full_fails_capture_daemon_lives(rig, tiny_fs):
+def test_disk_full_fails_capture_daemon_lives(full_rig):
     """The capture directory's file system fills up: the capture fails with
     a message naming the file and ENOSPC, what is on disk is whole rows,
     meta.ini says failed (with counts of the rows written), and the daemon
     serves the next request."""
-    cap = tiny_fs / "cap"
+    rig = full_rig
+    cap = rig.tiny / "cap"      # as the daemon names it
     t = time.monotonic()
     res = sbrig(rig.sock, "capture", "-d", "60s", "-o", str(cap), timeout=90)
     assert res.returncode == 1, (res.stdout, res.stderr)
@@ -602,6 +639,7 @@ def test_disk_full_fails_capture_daemon_lives(rig, tiny_fs):
     err = res.stderr
     assert re.search(rf"{re.escape(str(cap))}/\w+\.(tsv|bin)", err), err
     assert "No space left on device" in err and "ENOSPC" in err, err
+    cap = rig.seen(cap)         # as this test reads it
     # whole rows only (read_rows raises on a cut row), counted in meta.ini
     end = meta_section(cap, "end")
     assert end is not None, (cap / "meta.ini").read_text()

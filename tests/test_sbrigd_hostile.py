@@ -232,8 +232,42 @@ def test_a_million_steps_run_to_the_end_and_the_client_keeps_up(hrig):
     assert res.returncode == 0, res.stderr[-2000:]
     assert kv(res.stdout)["status"] == "complete"
     lines = [l for l in res.stdout.splitlines() if l.startswith("step ")]
-    assert lines and len(lines) < 3_000_001, len(lines)
+    # each line one of the scenario's 4 steps, the run's first and last
+    # step among them
+    assert lines and {l[:9] for l in lines} <= {f"step {i}/4 " for i in range(1, 5)}
+    assert lines[0].startswith("step 1/4 "), lines[0]
     assert lines[-1].startswith("step 4/4 "), lines[-1]
+    assert "too far behind" not in "".join(hrig.daemon.log)
+
+
+def test_a_client_that_reads_nothing_during_a_million_steps_gets_coalesced_progress(hrig):
+    """The same run with a client that reads not a byte until the run is
+    over (its capture's [end] is in meta.ini): the 3 M step lines, over
+    80 MB, are not queued for it (it would be dropped 'too far behind' at
+    4 MiB); it gets what fitted before coalescing began (the daemon's
+    64 KiB and the socket's buffer), the newest progress line and the
+    final answer."""
+    out = hrig.tmp / "million-unread"
+    c = Conn(hrig.sock, timeout=300)
+    try:
+        c.send(run_request(out, "repeat 1000000\nrepeat 1\nend\nend\n"))
+        end = time.monotonic() + 300
+        while not (out / "meta.ini").exists() or \
+                "[end]" not in (out / "meta.ini").read_text():
+            assert time.monotonic() < end, "the run did not end"
+            time.sleep(0.1)
+        final, before = c.answer()
+    finally:
+        c.close()
+    assert final.startswith("ok "), final
+    steps = [l for l in before if l.startswith("progress step=")]
+    # what the daemon queued before coalescing (64 KiB) and the socket's
+    # buffer held, then the newest line: well under the 4 MiB at which a
+    # client is dropped; uncoalesced, over 80 MB
+    size = sum(len(l) + 1 for l in steps)
+    assert 0 < size < 1 << 20, (len(steps), size)
+    assert steps[-1].startswith("progress step=4/4 "), steps[-1]
+    assert meta_section(out, "end")["status"] == "complete"
     assert "too far behind" not in "".join(hrig.daemon.log)
 
 

@@ -445,23 +445,78 @@ def test_reboot_truth(built):
     assert all(b["stats_check"] is None for b in t["blockers"])
 
 
+def as_report(t: dict) -> dict:
+    """The truth as a report would say it (a finding has a detail text)."""
+    report = copy.deepcopy(t)
+    for f in report["findings"]:
+        f["detail"] = "as the analysis words it"
+    return report
+
+
 def test_compare_accepts_the_truth_and_catches_a_1_percent_error(built):
     t = S.load_truth(built[("kitchen", 1)])
-    report = copy.deepcopy(t)
+    report = as_report(t)
     assert S.compare(report, t) == []
     assert S.compare(report, t, rel=0) == []
     report["blockers"][1]["energy_uJ"] *= 1.02
     bad = S.compare(report, t)
     assert len(bad) == 1 and "energy_uJ" in bad[0]
-    report = copy.deepcopy(t)
-    report["energy"]["suspended_ns"] = t["energy"]["alt"]["suspended_ns"]
-    assert S.compare(report, t, rel=0) == []                   # the other reading
+    report = as_report(t)
     report["findings"] = report["findings"][1:]
     assert any("findings" in x for x in S.compare(report, t))
-    report = copy.deepcopy(t)
+    report = as_report(t)
     report["latency"]["median_ns"] += 2 * t["tolerance"]["clock_err_ns"]
     assert S.compare(report, t) == []                         # within 1 %
     assert S.compare(report, t, rel=0) != []                  # not exact
+
+
+def _one_mismatch(report: dict, t: dict, *words: str, rel: float | None = None) -> None:
+    bad = S.compare(report, t, rel=rel)
+    assert len(bad) == 1 and all(w in bad[0] for w in words), bad
+
+
+def test_compare_catches_a_report_that_drops_or_bends_a_field(built):
+    """Each of these passed compare() once (issue 27): a dropped key, the
+    truth's other reading, missing_samples once a gap was undeclared, an
+    extra blocker with no activation, a finding's blocker, time or text."""
+    t = S.load_truth(built[("kitchen", 1)])
+    assert any(not g["declared"] for g in t["gaps"]), "kitchen has an undeclared gap"
+    for section, key in (("capture", "events"), ("capture", "missing_samples"),
+                         ("capture", "status"), ("energy", "total_uJ")):
+        report = as_report(t)
+        del report[section][key]
+        _one_mismatch(report, t, f"{section}.{key}", "missing")
+    report = as_report(t)
+    del report["blockers"][0]["activations"]
+    _one_mismatch(report, t, "activations", "missing")
+    # the other reading of an ambiguous figure is not the truth (51.7 ms
+    # off, beyond the bound, within 1 %: rel=0)
+    report = as_report(t)
+    report["energy"]["suspended_ns"] = t["energy"]["alt"]["suspended_ns"]
+    _one_mismatch(report, t, "energy.suspended_ns", rel=0)
+    # an undeclared gap's count: one sample either way, not any number
+    report = as_report(t)
+    report["capture"]["missing_samples"] += 100
+    _one_mismatch(report, t, "capture.missing_samples")
+    report = as_report(t)
+    report["blockers"].append({"name": "ghost", "kind": "suspend_blocker",
+                               "activations": 0})
+    _one_mismatch(report, t, "unexpected ghost")
+    # findings: every kind's blocker, duplicates, times, members
+    report = as_report(t)
+    gap = next(f for f in report["findings"] if f["kind"] == "gap")
+    gap["blocker"] = "wifi"
+    _one_mismatch(report, t, "findings")
+    report = as_report(t)
+    report["findings"].append(dict(report["findings"][0]))
+    _one_mismatch(report, t, "findings")
+    report = as_report(t)
+    leak = next(f for f in report["findings"] if f["kind"] == "leak")
+    leak["t_ns"] += 2 * t["tolerance"]["clock_err_ns"] + 1
+    _one_mismatch(report, t, "findings", "t_ns")
+    report = as_report(t)
+    del report["findings"][0]["detail"]
+    _one_mismatch(report, t, "findings[0]", "detail")
 
 
 def test_latency_statistics(built):

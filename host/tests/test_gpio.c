@@ -412,6 +412,22 @@ struct qemu {
 	char mon[108];
 };
 
+/*
+ * Skip the test, saying why this machine cannot run it, as
+ * "skip-because: TEST: WHY" on standard output: tests/test_host_unit.py
+ * fails a skip without it, and any skip where CI is set (CI's machine has
+ * what every test needs).
+ */
+#define skip_because(why) do {						\
+		printf("skip-because: %s: %s\n", __func__, (why));	\
+		fflush(stdout);						\
+		skip();							\
+	} while (0)
+
+/*
+ * Start QEMU. Returns false only when qemu-system-x86_64 is not installed
+ * (the exec fails); a QEMU that starts and dies fails the test.
+ */
 static bool qemu_start(struct qemu *q)
 {
 	char a1[160], a2[160];
@@ -443,7 +459,10 @@ static bool qemu_start(struct qemu *q)
 
 		if (waitpid(q->pid, &status, WNOHANG) == q->pid) {
 			q->pid = 0;
-			return false;	/* no QEMU here */
+			if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+				return false;	/* no QEMU here */
+			fail_msg("qemu-system-x86_64 ended before its monitors "
+				 "listened (status 0x%x)", status);
 		}
 		assert_true(sbrig_now_ns() < end);
 		poll(NULL, 0, 20);
@@ -517,7 +536,7 @@ static void qmp_qemu_set_never_waits(void **state)
 	int i;
 
 	if (!qemu_start(q))
-		skip();
+		skip_because("qemu-system-x86_64 is not installed");
 	qmp_key(&cfg, "power", q->sock, 116);
 	gpio = sbrig_gpio_new(&cfg, "test");
 	if (!gpio)
@@ -526,11 +545,16 @@ static void qmp_qemu_set_never_waits(void **state)
 	assert_int_equal(pump(gpio, 5000), 0);	/* QEMU answered */
 	assert_int_equal(sbrig_gpio_get(gpio, "power"), 1);
 
+	/*
+	 * A call that waited for the stopped QEMU would take the backend's
+	 * whole answer timeout (1 s) and fail: bound the calls by half of
+	 * it, not by a guess at how fast this (ASan, shared) host is.
+	 */
 	kill(q->pid, SIGSTOP);
 	t0 = sbrig_now_ns();
 	assert_int_equal(sbrig_gpio_set(gpio, "power", false, &t), 0);
 	dt = sbrig_now_ns() - t0;
-	if (dt > 100000000)
+	if (dt > 500000000)
 		fail_msg("sbrig_gpio_set() took %lld ms", (long long)(dt / 1000000));
 	assert_true(t >= t0 && t <= t0 + dt);
 	assert_int_equal(sbrig_gpio_pending(gpio), 1);
@@ -542,7 +566,8 @@ static void qmp_qemu_set_never_waits(void **state)
 	assert_int_equal(sbrig_gpio_set(gpio, "power", false, NULL), -ENOBUFS);
 	assert_non_null(strstr(sbrig_errmsg(), "16 requests unanswered"));
 	assert_non_null(strstr(sbrig_errmsg(), q->sock));
-	assert_true(sbrig_now_ns() - t0 < 500000000);
+	/* 17 calls, none waiting: under one answer timeout in all */
+	assert_true(sbrig_now_ns() - t0 < 1000000000);
 	kill(q->pid, SIGCONT);
 	i = pump(gpio, 5000);
 	if (i)
@@ -560,7 +585,7 @@ static void qmp_qemu_error_answer(void **state)
 	struct sbrig_gpio *gpio;
 
 	if (!qemu_start(q))
-		skip();
+		skip_because("qemu-system-x86_64 is not installed");
 	qmp_key(&cfg, "vol-up", q->sock, 115);
 	gpio = sbrig_gpio_new(&cfg, "test");
 	assert_non_null(gpio);
@@ -595,7 +620,7 @@ static void qmp_qemu_lost_and_reconnected(void **state)
 	int64_t t0;
 
 	if (!qemu_start(q))
-		skip();
+		skip_because("qemu-system-x86_64 is not installed");
 	qmp_key(&cfg, "power", q->sock, 116);
 	gpio = sbrig_gpio_new(&cfg, "test");
 	assert_non_null(gpio);
