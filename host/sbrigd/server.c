@@ -90,6 +90,9 @@ _Static_assert(SRV_MAX_CLIENTS - SRV_MAX_LASTING >= SRV_RESERVED,
 #define SRV_ACCEPT_BATCH 16
 #define SRV_ANSWER_MAX 16384
 
+/* the kinds of progress lines a newer one of the same kind replaces */
+enum progress_kind { PROGRESS_STEP, PROGRESS_CAPTURE, PROGRESS_KINDS };
+
 /**
  * struct client - one connection
  * @fd: the connection
@@ -99,7 +102,9 @@ _Static_assert(SRV_MAX_CLIENTS - SRV_MAX_LASTING >= SRV_RESERVED,
  * @out: answer bytes not yet written
  * @nout: bytes in @out
  * @out_size: allocated size of @out
- * @pending: a coalesced progress line waiting for room ("" = none)
+ * @pending: coalesced progress lines waiting for room, one per kind
+ *	(enum progress_kind; "" = none), sent in the order they were parked
+ *	(@pending_first: the kind parked first)
  * @busy: a request is in progress (its final answer is still due)
  * @status_wait: a status waits for the sensor (rig_sensor_settle())
  * @op: the handle of that request, if it takes time
@@ -134,7 +139,8 @@ struct client {
 	size_t nin;
 	char *out;
 	size_t nout, out_size;
-	char pending[SRV_ANSWER_MAX];
+	char pending[PROGRESS_KINDS][SRV_ANSWER_MAX];
+	int pending_first;
 	bool busy;
 	bool status_wait;
 	struct op_handle *op;
@@ -325,22 +331,43 @@ static void client_sendf(struct client *c, const char *fmt, ...)
  * client keeps up, else parked in @pending (the newest wins) until its
  * output drains.
  */
-static void client_progress_coalesced(struct client *c, struct line *l)
+static bool any_pending(const struct client *c)
 {
-	if (c->nout < SRV_COALESCE_AT && !c->pending[0]) {
+	return c->pending[0][0] || c->pending[1][0];
+}
+
+/* The next parked line to send (its kind), -1: none. */
+static int next_pending(const struct client *c)
+{
+	int other = !c->pending_first;
+
+	if (c->pending[c->pending_first][0])
+		return c->pending_first;
+	return c->pending[other][0] ? other : -1;
+}
+
+static void client_progress_coalesced(struct client *c, struct line *l,
+				      enum progress_kind kind)
+{
+	if (c->nout < SRV_COALESCE_AT && !any_pending(c)) {
 		client_send(c, l);
 		return;
 	}
-	snprintf(c->pending, sizeof(c->pending), "%s", l->buf);
+	/* a newer line of one kind makes only that kind's line obsolete */
+	if (!any_pending(c))
+		c->pending_first = kind;
+	snprintf(c->pending[kind], sizeof(c->pending[kind]), "%s", l->buf);
 	client_flush(c);
 }
 
 /* The request is over: "ok TEXT" or "err ERRNO TEXT". */
 static void client_final(struct client *c, int err, const char *text)
 {
-	if (c->pending[0]) {	/* the last progress goes before the answer */
-		client_sendf(c, "%s", c->pending);
-		c->pending[0] = '\0';
+	/* the last progress lines go before the answer */
+	for (int k; (k = next_pending(c)) >= 0;) {
+		client_sendf(c, "%s", c->pending[k]);
+		c->pending[k][0] = '\0';
+		c->pending_first = !k;
 	}
 	if (err)
 		client_sendf(c, "err %d %s", err < 0 ? -err : err, text);
@@ -696,7 +723,7 @@ static void send_capture_progress(struct client *c, const struct rec_result *r)
 	line_kvf(&l, "gaps", "%" PRIu64, r->n.gaps);
 	line_kvf(&l, "events", "%" PRIu64, r->n.events);
 	line_kvf(&l, "mean_mA", "%.3f", r->mean_mA);
-	client_progress_coalesced(c, &l);
+	client_progress_coalesced(c, &l, PROGRESS_CAPTURE);
 }
 
 /*
@@ -776,7 +803,7 @@ static void run_step(void *ctx, size_t index, const struct sbrig_scenario *sc)
 	sbrig_step_describe(s, true, desc, sizeof(desc));
 	line_add(&l, "progress step=%zu/%zu line=%u %s", index + 1,
 		 sc->nsteps, s->line, desc);
-	client_progress_coalesced(ctx, &l);
+	client_progress_coalesced(ctx, &l, PROGRESS_STEP);
 }
 
 static void run_capture(void *ctx, const struct rec_result *now)
@@ -1646,6 +1673,8 @@ static void client_idle(void *data)
 
 static void client_flush(struct client *c)
 {
+	int k;
+
 	while (!c->dead) {
 		while (c->nout) {
 			ssize_t n = send(c->fd, c->out, c->nout,
@@ -1663,10 +1692,12 @@ static void client_flush(struct client *c)
 			c->nout -= (size_t)n;
 		}
 		/* a coalesced progress line, once there is room */
-		if (!c->pending[0] || c->nout >= SRV_COALESCE_AT)
+		k = next_pending(c);
+		if (k < 0 || c->nout >= SRV_COALESCE_AT)
 			break;
-		client_put(c, c->pending, strlen(c->pending));
-		c->pending[0] = '\0';
+		client_put(c, c->pending[k], strlen(c->pending[k]));
+		c->pending[k][0] = '\0';
+		c->pending_first = !k;
 	}
 	if (c->nout == 0 && c->out_size > 65536) {	/* after a burst */
 		free(c->out);
