@@ -65,6 +65,8 @@ struct an_span {
 
 /* qsort() order of spans: by start, then end (timeline.c) */
 int an_cmp_span(const void *a, const void *b);
+/* |union of @v|: sorted in place and merged into @v, *@n shrinks (timeline.c) */
+int64_t an_merge_spans(struct an_span *v, size_t *n);
 
 /* ---- clockfit.c ---------------------------------------------------------- */
 

@@ -9,36 +9,6 @@
 
 #include "analysis-internal.h"
 
-static int cmp_span(const void *a, const void *b)
-{
-	const struct an_span *x = a, *y = b;
-
-	return x->start < y->start ? -1 : x->start > y->start;
-}
-
-/* |union of @v| (sorted in place, merged into @v; *@n shrinks) */
-static int64_t merge(struct an_span *v, size_t *n)
-{
-	size_t k = 0;
-	int64_t sum = 0;
-
-	if (!*n)
-		return 0;
-	qsort(v, *n, sizeof(*v), cmp_span);
-	for (size_t i = 1; i < *n; i++) {
-		if (v[i].start <= v[k].end) {
-			if (v[i].end > v[k].end)
-				v[k].end = v[i].end;
-		} else {
-			v[++k] = v[i];
-		}
-	}
-	*n = k + 1;
-	for (size_t i = 0; i < *n; i++)
-		sum += v[i].end - v[i].start;
-	return sum;
-}
-
 /* The state times (wall time: gaps included) and the unattributed time. */
 static int durations(struct sbrig_analysis *a)
 {
@@ -61,7 +31,7 @@ static int durations(struct sbrig_analysis *a)
 			u[n++] = tl->b[i].spans[k];
 		}
 	}
-	busy = merge(u, &n);
+	busy = an_merge_spans(u, &n);
 	/* the part of the union that is suspended (both sorted, disjoint) */
 	for (size_t i = 0; i < n; i++) {
 		while (j < tl->nsusp && tl->susp[j].end <= u[i].start)

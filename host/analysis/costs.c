@@ -42,7 +42,7 @@ static int sb_union(const struct an_timeline *tl, struct an_span **out,
 		    size_t *n)
 {
 	struct an_span *v = NULL;
-	size_t cap = 0, k = 0;
+	size_t cap = 0;
 
 	*n = 0;
 	for (size_t i = 0; i < tl->nb; i++) {
@@ -58,20 +58,7 @@ static int sb_union(const struct an_timeline *tl, struct an_span **out,
 			v[(*n)++] = b->spans[j];
 		}
 	}
-	if (!*n) {
-		*out = v;
-		return 0;
-	}
-	qsort(v, *n, sizeof(*v), an_cmp_span);
-	for (size_t i = 1; i < *n; i++) {
-		if (v[i].start <= v[k].end) {
-			if (v[i].end > v[k].end)
-				v[k].end = v[i].end;
-		} else {
-			v[++k] = v[i];
-		}
-	}
-	*n = k + 1;
+	an_merge_spans(v, n);
 	*out = v;
 	return 0;
 }

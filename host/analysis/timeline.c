@@ -687,6 +687,28 @@ int an_cmp_span(const void *a, const void *b)
 	return (x->end > y->end) - (x->end < y->end);
 }
 
+int64_t an_merge_spans(struct an_span *v, size_t *n)
+{
+	size_t k = 0;
+	int64_t sum = 0;
+
+	if (!*n)
+		return 0;
+	qsort(v, *n, sizeof(*v), an_cmp_span);
+	for (size_t i = 1; i < *n; i++) {
+		if (v[i].start <= v[k].end) {
+			if (v[i].end > v[k].end)
+				v[k].end = v[i].end;
+		} else {
+			v[++k] = v[i];
+		}
+	}
+	*n = k + 1;
+	for (size_t i = 0; i < *n; i++)
+		sum += v[i].end - v[i].start;
+	return sum;
+}
+
 /* @b's spans: the union of its objects' (sorted by start, in place). */
 static int union_spans(struct an_blocker *b)
 {

@@ -457,6 +457,23 @@ static bool syncer_start(struct sbrig_capture *cap);
 static int write_meta(struct sbrig_capture *cap, const char *tail);
 
 /*
+ * Work was handed to the syncer under its lock: wake it and unlock.
+ * Return: 0, or its first error, which fails the capture (its message is
+ * set once, with the error, and not changed after).
+ */
+static int syncer_wake_unlock(struct sbrig_capture *cap)
+{
+	struct cap_syncer *sy = &cap->syncer;
+	int err = sy->err;
+
+	pthread_cond_signal(&sy->cond);
+	pthread_mutex_unlock(&sy->lock);
+	if (err)
+		return cap_fail(cap, err, "%s", sy->msg);
+	return 0;
+}
+
+/*
  * The new meta.ini for the syncer to write (a target identity added
  * mid-capture: its rewrite and fsync would stall the caller's loop), or
  * written here if the syncer cannot run. Return: 0 or the capture's error.
@@ -465,7 +482,6 @@ static int write_meta_later(struct sbrig_capture *cap)
 {
 	struct cap_syncer *sy = &cap->syncer;
 	char *copy;
-	int err;
 
 	if (!syncer_start(cap))
 		return write_meta(cap, NULL);
@@ -478,12 +494,7 @@ static int write_meta_later(struct sbrig_capture *cap)
 	free(sy->meta);		/* an older version not written yet */
 	sy->meta = copy;
 	sy->meta_len = cap->meta_len;
-	err = sy->err;
-	pthread_cond_signal(&sy->cond);
-	pthread_mutex_unlock(&sy->lock);
-	if (err)
-		return cap_fail(cap, err, "%s", sy->msg);
-	return 0;
+	return syncer_wake_unlock(cap);
 }
 
 static int write_meta(struct sbrig_capture *cap, const char *tail)
@@ -1037,7 +1048,6 @@ static int sync_later(struct sbrig_capture *cap)
 {
 	struct cap_syncer *sy = &cap->syncer;
 	unsigned int i;
-	int err;
 
 	if (!syncer_start(cap))
 		return sync_all(cap);
@@ -1047,12 +1057,7 @@ static int sync_later(struct sbrig_capture *cap)
 			sy->want[i] = true;
 		cap->files[i].dirty = false;
 	}
-	err = sy->err;
-	pthread_cond_signal(&sy->cond);
-	pthread_mutex_unlock(&sy->lock);
-	if (err)
-		return cap_fail(cap, err, "%s", sy->msg);
-	return 0;
+	return syncer_wake_unlock(cap);
 }
 
 /* Writes every buffer and fdatasyncs what was written. */
