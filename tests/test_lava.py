@@ -414,10 +414,16 @@ def check_run_truth(cases: dict, run_dir: Path, recs: list[dict], where: str) ->
                f"{missing} missing; LAVA {lava['energy_total']:.0f} / "
                f"{lava['energy_suspended']:.0f} / {lava['energy_awake']:.0f} uJ, emitted "
                f"{t['total_uJ']:.0f} / {susp:.0f} / {t['total_uJ'] - susp:.0f} uJ "
-               f"(total / suspended / awake)")
+               f"(total / suspended / awake; the stream {closed['energy_uJ']:.0f} uJ)")
     assert len(raw) + missing == closed["samples"], figures
     assert susp > 0 and t["total_uJ"] > susp, figures
-    assert abs(lava["energy_total"] - t["total_uJ"]) <= 0.01 * t["total_uJ"], figures
+    # every emitted sample is in the capture or declared missing, so the
+    # whole stream's energy (the emulator's own integral, at close) is the
+    # truth: a window cut at the capture's mapped times would be off by the
+    # ip: sensor's least buffer delay (up to ~10 ms under load, at 1.5 W
+    # while the target runs: 1-2 % of a 3 s run), which no rig can know
+    assert abs(lava["energy_total"] - closed["energy_uJ"]) <= \
+        0.01 * closed["energy_uJ"], figures
     assert lava["energy_suspended"] + lava["energy_awake"] == \
         pytest.approx(lava["energy_total"], abs=2), figures
     return figures
@@ -453,6 +459,34 @@ def by_set(run) -> dict[str, dict]:
     return out
 
 
+def check_self_comparison(session: dict, sets: dict) -> None:
+    """The new job's compare.json and LAVA results: the same build on both
+    sides (BASE and NEW differ in name only)."""
+    cmp = json.loads(Path(session["compare"]).read_text())
+    for m in cmp["metrics"]:
+        print(f"compare {m['metric']} {m['blocker'] or ''}: {m['verdict']} "
+              f"({m.get('change_rel')}: {m.get('reason')})")
+    assert cmp["base"]["git_sha"] == [BASE] and cmp["new"]["git_sha"] == [NEW]
+    assert cmp["base"]["n"] == RUNS and cmp["new"]["n"] == RUNS
+    cases = sets["compare"]
+    verdict = cases.pop("compare_verdict")
+    regressed = sum(m["verdict"] == "regressed" for m in cmp["metrics"])
+    # the same build on both sides (BASE and NEW differ in name only): no
+    # metric may change significantly, either way. (Issue 27 wants the
+    # verdict "unchanged"; here it is "inconclusive": metrics of identical
+    # runs differ beyond their minimum change, see the printed lines.)
+    assert not [m for m in cmp["metrics"] if m["verdict"] in ("regressed", "improved")], \
+        [(m["metric"], m["blocker"], m["verdict"]) for m in cmp["metrics"]]
+    assert cmp["verdict"] in ("unchanged", "inconclusive"), cmp["verdict"]
+    assert verdict.result == LAVA_RESULT[cmp["verdict"]], (verdict, cmp["verdict"])
+    assert float(verdict.measurement) == regressed and verdict.units == "count"
+    assert len(cases) == len(cmp["metrics"])
+    for m in cmp["metrics"]:
+        name = exportrules.lava_name(
+            "compare_" + m["metric"] + (f"_{m['blocker']}" if m["blocker"] else ""))
+        assert cases[name].result == LAVA_RESULT[m["verdict"]], (name, m["verdict"])
+
+
 def test_qemu_power_jobs_report_the_rigs_figures(amd64):
     subprocess.run(["make", "-C", str(REPO / "host"), "-j2", f"O={BIN.parent}"],
                    check=True, capture_output=True)
@@ -468,6 +502,7 @@ def test_qemu_power_jobs_report_the_rigs_figures(amd64):
     assert sets[""]["power-rig"].result == "pass", base.log
     session = json.loads((rig_dir / "session.json").read_text())
     assert session["commit"] == BASE and len(session["runs"]) == RUNS
+    base_runs = session["runs"]
     for i, run_dir in enumerate(session["runs"], 1):
         report = json.loads((Path(run_dir) / "report" / "report.json").read_text())
         assert report["capture"]["provenance"]["git_sha"] == BASE
@@ -493,29 +528,17 @@ def test_qemu_power_jobs_report_the_rigs_figures(amd64):
     recs = ina226_iiod.read_truth(rig_dir / "power-truth.jsonl")
     for i, run_dir in enumerate(session["runs"], 1):
         print(check_run_truth(sets[f"run-{i}"], Path(run_dir), recs, f"new run-{i}"))
-    cmp = json.loads(Path(session["compare"]).read_text())
-    for m in cmp["metrics"]:
-        print(f"compare {m['metric']} {m['blocker'] or ''}: {m['verdict']} "
-              f"({m.get('change_rel')}: {m.get('reason')})")
-    assert cmp["base"]["git_sha"] == [BASE] and cmp["new"]["git_sha"] == [NEW]
-    assert cmp["base"]["n"] == RUNS and cmp["new"]["n"] == RUNS
-    cases = sets["compare"]
-    verdict = cases.pop("compare_verdict")
-    regressed = sum(m["verdict"] == "regressed" for m in cmp["metrics"])
-    # the same build on both sides (BASE and NEW differ in name only): no
-    # metric may change significantly, either way. (Issue 27 wants the
-    # verdict "unchanged"; here it is "inconclusive": metrics of identical
-    # runs differ beyond their minimum change, see the printed lines.)
-    assert not [m for m in cmp["metrics"] if m["verdict"] in ("regressed", "improved")], \
-        [(m["metric"], m["blocker"], m["verdict"]) for m in cmp["metrics"]]
-    assert cmp["verdict"] in ("unchanged", "inconclusive"), cmp["verdict"]
-    assert verdict.result == LAVA_RESULT[cmp["verdict"]], (verdict, cmp["verdict"])
-    assert float(verdict.measurement) == regressed and verdict.units == "count"
-    assert len(cases) == len(cmp["metrics"])
-    for m in cmp["metrics"]:
-        name = exportrules.lava_name(
-            "compare_" + m["metric"] + (f"_{m['blocker']}" if m["blocker"] else ""))
-        assert cases[name].result == LAVA_RESULT[m["verdict"]], (name, m["verdict"])
+    if session["compare"] is None:
+        # compare refuses runs with declared gaps (compare-format.md): under
+        # load the emulated driver can be late and lose samples. Then a run
+        # must really have gaps, and the job says so instead of a verdict.
+        gappy = [r for r in session["runs"] + base_runs
+                 if read_rows(Path(r) / "capture", "gaps")]
+        assert gappy and "gap" in session["compare_refused"], session
+        assert sets["compare"]["compare_verdict"].result == "skip"
+        print(f"no verdict: {session['compare_refused']}")
+    else:
+        check_self_comparison(session, sets)
 
     # every run was filed in the rig host's history, under its commit
     p = subprocess.run([str(BIN / "sbrig"), "history", "--db", str(rig_dir / "history.db"),
