@@ -84,7 +84,7 @@ def test_the_rules_give_the_sbrig_group_the_rigs_devices(guest, installed):
     vm = guest
     iio = vm.found["iio_dir"]
     chip = Path(vm.found["sim_dir"]).name
-    capture = "sbrig-powercat -s 10000 -r 3571 -n 200 local:"
+    capture = "sbrig-powercat -s 10000 -r 893 -n 200 local:"
     assert "groups=999(sbrig)" in vm.run_ok(AS_RIG.format("id"))
 
     # before: the rig user may neither capture nor read the chip
@@ -113,7 +113,7 @@ def test_the_rules_give_the_sbrig_group_the_rigs_devices(guest, installed):
     assert ok, out
     samples, _, _, info = parse(out.splitlines())
     assert len(samples) == 200 and info["shunt_uohm"] == "10000", out
-    assert float(info["rate_hz"]) == pytest.approx(1e6 / 280, rel=1e-4)
+    assert float(info["rate_hz"]) == pytest.approx(1e6 / 1120, rel=1e-4)   # 2 x 140 us x 4
     ok, out = as_rig(vm, f"gpioinfo --chip {chip}")
     assert ok and "line   0" in out, out
     # the attributes sbrigd does not write are still root's alone
