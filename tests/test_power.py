@@ -605,8 +605,14 @@ def test_local_capture_real_driver(local_guest):
     assert 0 < uptime_ns - ts[-1] < 60e9
     assert stats["gaps"] >= len(gaps)   # gap records cut at the -n limit
     for t, next_t, missing in gaps:
-        # a lost conversion puts the stamps after it more than a period apart
-        assert missing >= 1 and next_t - t > 1120000
+        # the stamps around a lost conversion need not be a period apart
+        # (the one before it may have been read late: the driver stamps
+        # at readout), but they are in order and count at least one. On
+        # i2c-stub the conversion-ready flag never clears, so the driver
+        # reads every period - 200 us (its early poll), not on the chip's
+        # grid: the gap rule's counts are checked against the emulator's
+        # truth (test_powercat_gaps_count_what_the_driver_lost), not here.
+        assert missing >= 1 and t < next_t
 
 
 def test_local_stop_takes_the_partial_buffer(local_guest):
