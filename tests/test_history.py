@@ -37,6 +37,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.skips import cannot_run
+
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
@@ -599,7 +601,7 @@ def test_readers_read_a_database_in_a_read_only_directory(tmp_path):
     mount namespace of its own: root ignores a directory's mode): the
     readers read it; add says why it cannot write."""
     if subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode:
-        pytest.skip("no mount namespace here (unshare -m)")
+        cannot_run("no mount namespace here (unshare -m)")
     d = tmp_path / "ro"
     d.mkdir()
     db = d / "h.db"
@@ -617,7 +619,7 @@ def test_readers_read_a_database_in_a_read_only_directory(tmp_path):
     r = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True,
                        text=True, env=ENV, timeout=300)
     if r.returncode == 99:
-        pytest.skip(f"cannot bind-mount read-only: {r.stderr}")
+        cannot_run(f"cannot bind-mount read-only: {r.stderr}")
     assert r.returncode == 0, r.stderr
     assert "6 commits, 11 runs" in r.stdout
     assert (tmp_path / "t.html").is_file()

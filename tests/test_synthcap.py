@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.skips import cannot_run
+
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
@@ -595,7 +597,7 @@ def test_emulator_truth_is_what_it_emitted(tmp_path):
     import shutil
     import subprocess
     if not shutil.which("iio_readdev"):
-        pytest.skip("no iio_readdev (libiio-utils)")
+        cannot_run("no iio_readdev (libiio-utils)")
     from tests.test_power import Emulator
     sys.path.insert(0, str(REPO / "rig" / "virtual"))
     import ina226_iiod as E
@@ -665,7 +667,7 @@ def test_vrig_writes_the_power_truth_with_the_guest_state(tmp_path):
     import subprocess
     import time
     if not shutil.which("iio_readdev"):
-        pytest.skip("no iio_readdev (libiio-utils)")
+        cannot_run("no iio_readdev (libiio-utils)")
     sys.path.insert(0, str(REPO / "rig" / "virtual"))
     import vrig
     vr = vrig.VirtualRig(tmp_path)
