@@ -354,6 +354,33 @@ def test_status_all_does_not_hang_on_a_silent_daemon(tmp_path):
     finally:
         s.close()
         (tmp_path / "stuck.sock").unlink()
+    # a stopped daemon whose listen queue is full: a blocking connect
+    # would wait for ever; it is refused at once
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(str(tmp_path / "full.sock"))
+    s.listen(0)
+    fillers = []
+    try:
+        while True:
+            c = socket.socket(socket.AF_UNIX)
+            c.setblocking(False)
+            try:
+                c.connect(str(tmp_path / "full.sock"))
+            except BlockingIOError:
+                c.close()
+                break
+            fillers.append(c)
+            assert len(fillers) < 1000
+        t0 = time.monotonic()
+        p = sbrig("--run-dir", str(tmp_path), "status", "--all", timeout=30)
+        assert time.monotonic() - t0 < 5
+        assert "full  not answering: sbrigd at " in p.stdout, p.stdout
+        assert "does not accept connections (its queue is full" in p.stdout
+    finally:
+        for c in fillers:
+            c.close()
+        s.close()
+        (tmp_path / "full.sock").unlink()
     p = sbrig("--run-dir", str(tmp_path / "none"), "status", "--all")
     assert p.returncode == 3 and "No such file or directory" in p.stderr
     p = sbrig("--run-dir", str(tmp_path), "status", "--all")
