@@ -39,10 +39,14 @@ static void on_sigint(int sig)
 		interrupted++;
 }
 
-/* Why the daemon cannot be reached: on stderr, or in @r->error if quiet. */
-static void client_error(struct reply *r, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void client_error(struct reply *r, const char *fmt, ...)
+/*
+ * Why the daemon cannot be reached: on stderr (after the progress line on
+ * a terminal if @progress), or in @r->error if quiet.
+ */
+static void client_error(struct reply *r, bool progress, const char *fmt,
+			 ...) __attribute__((format(printf, 3, 4)));
+static void client_error(struct reply *r, bool progress, const char *fmt,
+			 ...)
 {
 	va_list ap;
 
@@ -50,7 +54,7 @@ static void client_error(struct reply *r, const char *fmt, ...)
 	if (r->quiet) {
 		vsnprintf(r->error, sizeof(r->error), fmt, ap);
 	} else {
-		fprintf(stderr, "%ssbrig: ", tty ? "\n" : "");
+		fprintf(stderr, "%ssbrig: ", progress && tty ? "\n" : "");
 		vfprintf(stderr, fmt, ap);
 		fputc('\n', stderr);
 	}
@@ -67,7 +71,7 @@ static int connect_daemon(struct reply *r)
 	int fd, flags = SOCK_STREAM | SOCK_CLOEXEC;
 
 	if (strlen(sock_path) >= sizeof(sa.sun_path)) {
-		client_error(r, "socket path too long: %s", sock_path);
+		client_error(r, false, "socket path too long: %s", sock_path);
 		return -1;
 	}
 	strcpy(sa.sun_path, sock_path);
@@ -78,11 +82,11 @@ static int connect_daemon(struct reply *r)
 		int e = errno;
 
 		if (e == EAGAIN)
-			client_error(r, "sbrigd at %s does not accept connections "
+			client_error(r, false, "sbrigd at %s does not accept connections "
 				     "(its queue is full: is it stopped?)",
 				     sock_path);
 		else
-			client_error(r, "cannot reach sbrigd at %s: %s "
+			client_error(r, false, "cannot reach sbrigd at %s: %s "
 				     "(is sbrigd running? see sbrigd(8))",
 				     sock_path, strerror(e));
 		if (fd >= 0)
@@ -136,7 +140,7 @@ int request(const char *line, const char *body, size_t nbody,
 	sigaction(SIGTERM, &sa, &old_term);
 	if (send_all(fd, line, strlen(line)) < 0 || send_all(fd, "\n", 1) < 0 ||
 	    (nbody && send_all(fd, body, nbody) < 0)) {
-		client_error(r, "%s: %s", sock_path, strerror(errno));
+		client_error(r, false, "%s: %s", sock_path, strerror(errno));
 		goto out;
 	}
 	for (;;) {
@@ -161,7 +165,7 @@ int request(const char *line, const char *body, size_t nbody,
 		if (!stop_sent && deadline) {
 			left = deadline - sbrig_now_ns();
 			if (left <= 0) {
-				client_error(r, "sbrigd at %s did not answer "
+				client_error(r, true, "sbrigd at %s did not answer "
 					     "within %d ms", sock_path,
 					     r->timeout_ms);
 				break;
@@ -189,7 +193,7 @@ int request(const char *line, const char *body, size_t nbody,
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got <= 0) {
-			client_error(r, "sbrigd at %s closed the connection "
+			client_error(r, true, "sbrigd at %s closed the connection "
 				     "before answering", sock_path);
 			break;
 		}
