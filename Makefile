@@ -105,6 +105,7 @@ bench: deps host
 	$(PY) tests/bench/bench_analyze.py
 	$(PY) tests/bench/bench_history.py
 	$(PY) tests/bench/bench_compare.py
+	$(PY) tests/bench/bench_rigs.py
 
 install: host
 	$(MAKE) -C host install

@@ -137,6 +137,7 @@ def test_packages_build(debs):
               "/usr/share/man/man5/sbrig.conf.5.gz",
               "/usr/share/man/man8/sbrigd.8.gz",
               "/lib/systemd/system/sbrigd.service",
+              "/lib/systemd/system/sbrigd@.service",
               "/usr/lib/sysusers.d/sbrig.conf",
               "/usr/lib/tmpfiles.d/sbrig.conf",
               "/usr/share/bash-completion/completions/sbrig",
@@ -325,6 +326,50 @@ def test_sbrig_installs_and_its_daemon_answers(installed):
     assert st["sensor"]["current_mA"] == pytest.approx(30.0, rel=0.05), p.stdout
     v = run([str(i.sbrig), "--version"]).stdout
     assert VERSION in v, v
+
+
+def test_packaged_template_runs_a_second_rig(installed):
+    """sbrigd@lab-2.service as packaged: its ExecStart for the instance
+    (tests/test_rigs.py expands the specifiers), paths inside the root,
+    next to the default rig; sbrig -r and status --all find both."""
+    from tests.test_rigs import unit_exec_start
+    i = installed
+    unit = i.root / "lib/systemd/system/sbrigd@.service"
+    argv = unit_exec_start(unit, "lab-2")
+    assert argv == ["/usr/sbin/sbrigd", "-c", "/etc/sbrig/lab-2.conf", "-s",
+                    "/run/sbrig/lab-2.sock"]
+    assert unit_value(unit, "Group") == "sbrig"
+    # the template is not enabled by itself (an instance is)
+    assert not list((i.root / "etc/systemd/system").rglob("sbrigd@*"))
+    conf = i.root / "etc/sbrig/lab-2.conf"
+    power = [l for l in i.conf.read_text().splitlines() if l.startswith("uri")]
+    conf.write_text(f"[rig]\nname = lab2\n[power]\n{power[0]}\ndevice = ina226\n")
+    proc = subprocess.Popen([str(i.root / a.lstrip("/")) if a.startswith("/")
+                             else a for a in argv], env=i.env,
+                            group=i.groups["sbrig"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        sock = i.root / "run/sbrig/lab-2.sock"
+        deadline = time.monotonic() + 20
+        while not sock.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, \
+                proc.stderr.read() if proc.poll() is not None else "no socket"
+            time.sleep(0.1)
+        assert sock.stat().st_gid == i.groups["sbrig"]
+        env = {k: v for k, v in i.env.items() if k != "SBRIG_SOCKET"}
+        env["SBRIG_RUN_DIR"] = str(i.root / "run/sbrig")
+        p = run([str(i.sbrig), "-r", "lab-2", "status", "--json"], env=env,
+                timeout=30)
+        assert json.loads(p.stdout)["rig"]["name"] == "lab2"
+        p = run([str(i.sbrig), "status", "--all", "--json"], env=env,
+                timeout=30)
+        rigs = {r["rig"]: r for r in json.loads(p.stdout)["rigs"]}
+        assert rigs["sbrigd"]["default"] and rigs["sbrigd"]["answering"]
+        assert rigs["sbrigd"]["status"]["rig"]["name"] == "pkgtest"
+        assert rigs["lab-2"]["status"]["rig"]["name"] == "lab2"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(20) == 0
 
 
 def udev_rules(path: Path) -> list[dict[str, tuple[str, str]]]:
@@ -527,6 +572,7 @@ def test_make_install_destdir_prefix(tmp_path):
               "opt/sbrig/share/man/man8/sbrigd.8",
               "opt/sbrig/share/bash-completion/completions/sbrig",
               "lib/systemd/system/sbrigd.service",
+              "lib/systemd/system/sbrigd@.service",
               "usr/lib/sysusers.d/sbrig.conf",
               "usr/lib/tmpfiles.d/sbrig.conf",
               "lib/udev/rules.d/60-sbrig.rules",
@@ -539,6 +585,9 @@ def test_make_install_destdir_prefix(tmp_path):
     unit = dest / "lib/systemd/system/sbrigd.service"
     assert unit_value(unit, "ExecStart") == \
         "/opt/sbrig/sbin/sbrigd -c /etc/sbrig/rig.conf"
+    assert unit_value(dest / "lib/systemd/system/sbrigd@.service",
+                      "ExecStart") == \
+        "/opt/sbrig/sbin/sbrigd -c /etc/sbrig/%i.conf -s /run/sbrig/%i.sock"
     assert "g sbrig" in (dest / "usr/lib/sysusers.d/sbrig.conf").read_text()
     # libsbrig is not installed (internal archives, no stable ABI)
     assert not list(dest.rglob("*.a")) and not list(dest.rglob("*.pc"))

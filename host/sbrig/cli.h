@@ -15,6 +15,10 @@
 #include <stdio.h>
 
 #define DEFAULT_SOCKET "/run/sbrig/sbrigd.sock"
+/* where the daemons' sockets are: NAME.sock for the rig NAME (sbrigd@NAME) */
+#define DEFAULT_RUN_DIR "/run/sbrig"
+/* the longest rig name (sbrig -r NAME, sbrigd@NAME.service) */
+#define RIG_NAME_MAX 64
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_DAEMON = 3 };
 
@@ -51,8 +55,13 @@ int usage_error(const char *cmd, const char *fmt, ...)
 
 /* ---- client.c: talking to the daemon ------------------------------------ */
 
-/* The daemon's socket (-s, $SBRIG_SOCKET, DEFAULT_SOCKET); set by main(). */
+/*
+ * The daemon's socket (-s, -r, $SBRIG_SOCKET, $SBRIG_RIG, DEFAULT_SOCKET)
+ * and the directory of the rigs' sockets (--run-dir, $SBRIG_RUN_DIR,
+ * DEFAULT_RUN_DIR); set by main().
+ */
 extern const char *sock_path;
+extern const char *run_dir;
 /* Standard error is a terminal: live progress goes there. */
 extern bool tty;
 
@@ -63,6 +72,10 @@ extern bool tty;
  * @final: the text after "ok"/"err N" (filled in)
  * @err: errno of an "err" answer (0 for "ok")
  * @ctx: for the callbacks
+ * @timeout_ms: the longest wait for the connection and the whole answer
+ *	(0: no limit; a long request waits as long as it runs)
+ * @quiet: do not print why the daemon could not be reached: @error says
+ * @error: why the daemon could not be reached (EXIT_DAEMON)
  */
 struct reply {
 	void (*progress)(const char *text, void *ctx);
@@ -70,6 +83,9 @@ struct reply {
 	char final[4096];
 	int err;
 	void *ctx;
+	int timeout_ms;
+	bool quiet;
+	char error[512];
 };
 
 /*
@@ -103,6 +119,12 @@ int check_duration(const char *cmd, const char *what, const char *s,
 		   int64_t *ns);
 /* An absolute path for @dir (which need not exist yet). 0 or -errno. */
 int abs_dir(const char *dir, char *out, size_t size);
+/*
+ * Is @name a rig name (1 to RIG_NAME_MAX letters, digits, '.', '_', '-',
+ * not starting with '.' or '-', no ".." in it)? 0, or -EINVAL with the
+ * reason, naming the offending character's position, in @why.
+ */
+int rig_name_check(const char *name, char *why, size_t size);
 
 /* ---- target.c, status.c ------------------------------------------------- */
 

@@ -5,6 +5,7 @@
  * and the usage errors every command reports the same way. See cli.h.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -26,6 +27,7 @@
 #define STOP_WAIT_NS (30 * 1000000000LL)
 
 const char *sock_path;
+const char *run_dir;
 bool tty;
 static volatile sig_atomic_t interrupted;
 
@@ -37,25 +39,62 @@ static void on_sigint(int sig)
 		interrupted++;
 }
 
-static int connect_daemon(void)
+/*
+ * Why the daemon cannot be reached: on stderr (after the progress line on
+ * a terminal if @progress), or in @r->error if quiet.
+ */
+static void client_error(struct reply *r, bool progress, const char *fmt,
+			 ...) __attribute__((format(printf, 3, 4)));
+static void client_error(struct reply *r, bool progress, const char *fmt,
+			 ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (r->quiet) {
+		vsnprintf(r->error, sizeof(r->error), fmt, ap);
+	} else {
+		fprintf(stderr, "%ssbrig: ", progress && tty ? "\n" : "");
+		vfprintf(stderr, fmt, ap);
+		fputc('\n', stderr);
+	}
+	va_end(ap);
+}
+
+/*
+ * With a timeout the connect does not block: a daemon that is stopped
+ * with its listen queue full refuses at once (EAGAIN) instead of hanging.
+ */
+static int connect_daemon(struct reply *r)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd;
+	int fd, flags = SOCK_STREAM | SOCK_CLOEXEC;
 
 	if (strlen(sock_path) >= sizeof(sa.sun_path)) {
-		fprintf(stderr, "sbrig: socket path too long: %s\n", sock_path);
+		client_error(r, false, "socket path too long: %s", sock_path);
 		return -1;
 	}
 	strcpy(sa.sun_path, sock_path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (r->timeout_ms)
+		flags |= SOCK_NONBLOCK;
+	fd = socket(AF_UNIX, flags, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		fprintf(stderr, "sbrig: cannot reach sbrigd at %s: %s "
-			"(is sbrigd running? see sbrigd(8))\n", sock_path,
-			strerror(errno));
+		int e = errno;
+
+		if (e == EAGAIN)
+			client_error(r, false, "sbrigd at %s does not accept connections "
+				     "(its queue is full: is it stopped?)",
+				     sock_path);
+		else
+			client_error(r, false, "cannot reach sbrigd at %s: %s "
+				     "(is sbrigd running? see sbrigd(8))",
+				     sock_path, strerror(e));
 		if (fd >= 0)
 			close(fd);
 		return -1;
 	}
+	if (r->timeout_ms)
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 	return fd;
 }
 
@@ -85,11 +124,14 @@ int request(const char *line, const char *body, size_t nbody,
 	char buf[65536];
 	size_t n = 0;
 	bool stop_sent = false;
-	int64_t stop_deadline = 0;
+	int64_t stop_deadline = 0, deadline = 0;
 	struct sigaction sa = { .sa_handler = on_sigint }, old_int, old_term;
 	int fd, ret = EXIT_DAEMON;
 
-	fd = connect_daemon();
+	r->error[0] = '\0';
+	if (r->timeout_ms)
+		deadline = sbrig_now_ns() + r->timeout_ms * 1000000LL;
+	fd = connect_daemon(r);
 	if (fd < 0)
 		return EXIT_DAEMON;
 	/* from the moment the request may be sent, Ctrl-C means "stop" */
@@ -98,7 +140,7 @@ int request(const char *line, const char *body, size_t nbody,
 	sigaction(SIGTERM, &sa, &old_term);
 	if (send_all(fd, line, strlen(line)) < 0 || send_all(fd, "\n", 1) < 0 ||
 	    (nbody && send_all(fd, body, nbody) < 0)) {
-		fprintf(stderr, "sbrig: %s: %s\n", sock_path, strerror(errno));
+		client_error(r, false, "%s: %s", sock_path, strerror(errno));
 		goto out;
 	}
 	for (;;) {
@@ -120,9 +162,22 @@ int request(const char *line, const char *body, size_t nbody,
 				tty ? "\n" : "");
 			break;
 		}
-		left = stop_deadline - sbrig_now_ns();
-		pr = poll(&pfd, 1, !stop_sent ? -1 : left <= 0 ? 0 :
-			  (int)(left / 1000000 + 1));
+		if (!stop_sent && deadline) {
+			left = deadline - sbrig_now_ns();
+			if (left <= 0) {
+				client_error(r, true, "sbrigd at %s did not answer "
+					     "within %d ms", sock_path,
+					     r->timeout_ms);
+				break;
+			}
+			pr = poll(&pfd, 1, (int)(left / 1000000 + 1));
+			if (pr == 0)
+				continue;
+		} else {
+			left = stop_deadline - sbrig_now_ns();
+			pr = poll(&pfd, 1, !stop_sent ? -1 : left <= 0 ? 0 :
+				  (int)(left / 1000000 + 1));
+		}
 		if (pr < 0) {
 			if (errno == EINTR)
 				continue;
@@ -138,8 +193,8 @@ int request(const char *line, const char *body, size_t nbody,
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got <= 0) {
-			fprintf(stderr, "%ssbrig: sbrigd closed the connection "
-				"before answering\n", tty ? "\n" : "");
+			client_error(r, true, "sbrigd at %s closed the connection "
+				     "before answering", sock_path);
 			break;
 		}
 		n += got;
@@ -322,6 +377,48 @@ int check_duration(const char *cmd, const char *what, const char *s,
 				   "2s)", what, s);
 	if (ns)
 		*ns = v;
+	return 0;
+}
+
+int rig_name_check(const char *name, char *why, size_t size)
+{
+	size_t len = strlen(name);
+
+	if (!len) {
+		snprintf(why, size, "it is empty");
+		return -EINVAL;
+	}
+	if (len > RIG_NAME_MAX) {
+		snprintf(why, size, "it has %zu characters, at most %d", len,
+			 RIG_NAME_MAX);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)name[i];
+
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		      (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' ||
+		      ch == '-')) {
+			if (ch >= ' ' && ch < 0x7f)
+				snprintf(why, size, "character %zu ('%c') is not "
+					 "a letter, digit, '.', '_' or '-'",
+					 i + 1, ch);
+			else
+				snprintf(why, size, "character %zu (byte 0x%02x) "
+					 "is not a letter, digit, '.', '_' or "
+					 "'-'", i + 1, ch);
+			return -EINVAL;
+		}
+		if (i == 0 && (ch == '.' || ch == '-')) {
+			snprintf(why, size, "it starts with '%c'", ch);
+			return -EINVAL;
+		}
+		if (ch == '.' && name[i + 1] == '.') {
+			snprintf(why, size, "characters %zu-%zu are '..'", i + 1,
+				 i + 2);
+			return -EINVAL;
+		}
+	}
 	return 0;
 }
 

@@ -673,17 +673,25 @@ static const struct command commands[] = {
 static void usage(FILE *f)
 {
 	fprintf(f,
-"Usage: sbrig [-s SOCKET] COMMAND [ARGS...]\n"
+"Usage: sbrig [-s SOCKET | -r RIG] [--run-dir DIR] COMMAND [ARGS...]\n"
 "       sbrig COMMAND --help\n"
 "\n"
 "Client of sbrigd(8), the suspend-blocker test rig daemon.\n"
 "\n"
-"  -s, --socket PATH   daemon socket (default: $SBRIG_SOCKET or\n"
-"                      " DEFAULT_SOCKET ")\n"
+"  -s, --socket PATH   daemon socket\n"
+"  -r, --rig RIG       the daemon of the rig RIG (sbrigd@RIG.service):\n"
+"                      the socket DIR/RIG.sock; RIG is 1-%d letters,\n"
+"                      digits, '.', '_', '-', not starting with '.' or '-'\n"
+"                      and without '..'\n"
+"      --run-dir DIR   where the rigs' sockets are (default:\n"
+"                      $SBRIG_RUN_DIR or " DEFAULT_RUN_DIR ")\n"
+"                      The socket is the first of: -s, -r, $SBRIG_SOCKET,\n"
+"                      $SBRIG_RIG, " DEFAULT_SOCKET " (the default rig,\n"
+"                      sbrigd.service); -s and -r together are an error\n"
 "  -h, --help          this help\n"
 "  -V, --version       print the version\n"
 "\n"
-"Commands:\n");
+"Commands:\n", RIG_NAME_MAX);
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-8s %s\n", commands[i].name,
 			commands[i].summary);
@@ -694,21 +702,52 @@ static void usage(FILE *f)
 "sbrig history --help).\n");
 }
 
+/* DIR/NAME.sock for the rig NAME, checked; NULL after printing why not */
+static const char *rig_socket(const char *what, const char *name)
+{
+	static char path[PATH_MAX];
+	char why[128];
+
+	if (rig_name_check(name, why, sizeof(why)) < 0) {
+		fprintf(stderr, "sbrig: %s: bad rig name '", what);
+		for (const char *p = name; *p; p++)
+			fputc(*p >= ' ' && *p < 0x7f ? *p : '?', stderr);
+		fprintf(stderr, "': %s\n", why);
+		return NULL;
+	}
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s.sock", run_dir,
+			     name) >= sizeof(path)) {
+		fprintf(stderr, "sbrig: %s: the socket path is too long\n",
+			what);
+		return NULL;
+	}
+	return path;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option o[] = {
 		{ "socket", required_argument, NULL, 's' },
+		{ "rig", required_argument, NULL, 'r' },
+		{ "run-dir", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
+	const char *opt_sock = NULL, *opt_rig = NULL, *env;
 	int opt;
 
-	sock_path = getenv("SBRIG_SOCKET");
-	while ((opt = getopt_long(argc, argv, "+s:hV", o, NULL)) != -1) {
+	run_dir = getenv("SBRIG_RUN_DIR");
+	while ((opt = getopt_long(argc, argv, "+s:r:hV", o, NULL)) != -1) {
 		switch (opt) {
 		case 's':
-			sock_path = optarg;
+			opt_sock = optarg;
+			break;
+		case 'r':
+			opt_rig = optarg;
+			break;
+		case 'D':
+			run_dir = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -721,8 +760,29 @@ int main(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
-	if (!sock_path || !*sock_path)
+	if (!run_dir || !*run_dir)
+		run_dir = DEFAULT_RUN_DIR;
+	if (opt_sock && opt_rig) {
+		fprintf(stderr, "sbrig: -s SOCKET and -r RIG both name the "
+			"daemon: give one\n");
+		return EXIT_USAGE;
+	}
+	/* the command line, then the environment, the specific first */
+	if (opt_sock) {
+		sock_path = opt_sock;
+	} else if (opt_rig) {
+		sock_path = rig_socket("-r", opt_rig);
+		if (!sock_path)
+			return EXIT_USAGE;
+	} else if ((env = getenv("SBRIG_SOCKET")) && *env) {
+		sock_path = env;
+	} else if ((env = getenv("SBRIG_RIG")) && *env) {
+		sock_path = rig_socket("$SBRIG_RIG", env);
+		if (!sock_path)
+			return EXIT_USAGE;
+	} else {
 		sock_path = DEFAULT_SOCKET;
+	}
 	if (optind == argc) {
 		fprintf(stderr, "sbrig: a COMMAND is required\n");
 		usage(stderr);

@@ -10,13 +10,17 @@
  * text for a person puts those problems first, then one group a line or
  * a few, with units. What counts as a problem is one table, checks[].
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <json-c/json.h>
 
@@ -24,7 +28,7 @@
 
 typedef struct json_object jobj;
 
-const char status_args[] = "[--json]";
+const char status_args[] = "[--json] [--all [--timeout D]]";
 
 const char status_help[] =
 "Show the rig for a person: what is wrong first (a sensor or line error,\n"
@@ -40,9 +44,24 @@ const char status_help[] =
 "                          .rig.name, sensor.current_mA .sensor.current_mA),\n"
 "                          numbers as numbers, \"none\" as null, and\n"
 "                          \"problems\", a list of strings\n"
+"      --all               every rig of this host: each daemon's socket in\n"
+"                          the run directory (--run-dir, $SBRIG_RUN_DIR,\n"
+"                          /run/sbrig; RIG.sock is the rig RIG, sbrigd.sock\n"
+"                          the default rig), one line a rig, those with a\n"
+"                          problem first: a daemon that does not answer\n"
+"                          (and why), then the rigs' own problems; with\n"
+"                          --json an object: \"run_dir\" and \"rigs\", a list\n"
+"                          of {\"rig\", \"socket\", \"default\", \"answering\",\n"
+"                          \"error\", \"problems\" (a silent daemon's error is\n"
+"                          its problem), \"status\" (as --json's, or null)} in\n"
+"                          that order\n"
+"      --timeout D         with --all, the longest wait for each daemon's\n"
+"                          answer (default 2s)\n"
 "\n"
-"Exit status: 0 (also when there are problems: they are the answer), 1\n"
-"the daemon refused, 3 it cannot be reached.\n";
+"Exit status: 0 (also when there are problems: they are the answer, with\n"
+"--all also a daemon that does not answer), 1 the daemon refused, 2 usage\n"
+"error, 3 it cannot be reached (with --all: the run directory cannot be\n"
+"read or has no socket).\n";
 
 /* ---- the daemon's lines into one object --------------------------------- */
 
@@ -538,29 +557,21 @@ static void print_person(jobj *root)
 
 /* ---- the command -------------------------------------------------------- */
 
-int cmd_status(const struct command *c, int argc, char **argv)
+/*
+ * Ask the daemon at sock_path for its status (@r: how to wait): *@out the
+ * object with its "problems". Return: EXIT_OK, or as request().
+ */
+static int status_get(struct reply *r, jobj **out)
 {
-	jobj *root, *problems;
-	struct reply r = { .data = status_data };
-	bool json = false;
+	jobj *root = json_object_new_object(), *problems;
 	int ret;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			command_help(c, stdout);
-			return EXIT_OK;
-		}
-		if (strcmp(argv[i], "--json"))
-			return usage_error(c->name, "unexpected argument '%s'",
-					   argv[i]);
-		json = true;
-	}
-	root = json_object_new_object();
-	r.ctx = root;
-	ret = request("status", NULL, 0, &r);
+	r->data = status_data;
+	r->ctx = root;
+	ret = request("status", NULL, 0, r);
 	if (ret != EXIT_OK) {
 		json_object_put(root);
-		return fail(&r, ret, "status");
+		return ret;
 	}
 	/* the same members whatever the rig has */
 	if (!json_object_object_get_ex(root, "line", NULL))
@@ -571,10 +582,268 @@ int cmd_status(const struct command *c, int argc, char **argv)
 	for (size_t i = 0; i < sizeof(checks) / sizeof(checks[0]); i++)
 		checks[i](root, problems);
 	json_object_object_add(root, "problems", problems);
+	*out = root;
+	return EXIT_OK;
+}
+
+static void print_json(jobj *o)
+{
+	printf("%s\n", json_object_to_json_string_ext(o,
+		JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+		JSON_C_TO_STRING_NOSLASHESCAPE));
+}
+
+/* ---- --all: every rig of the host --------------------------------------- */
+
+/* the most sockets --all lists (the rest are counted) */
+#define ALL_MAX_RIGS 1024
+
+struct rig_entry {
+	char name[NAME_MAX + 1];	/* the socket's name without ".sock" */
+	char sock[PATH_MAX];
+	int rank;		/* 0 not answering, 1 problems, 2 fine */
+	char error[512];	/* why it does not answer, or is no rig */
+	jobj *status;		/* its status object (with "problems") */
+};
+
+static int rig_cmp(const void *a, const void *b)
+{
+	const struct rig_entry *x = a, *y = b;
+
+	if (x->rank != y->rank)
+		return x->rank - y->rank;
+	return strcmp(x->name, y->name);
+}
+
+/* @s on the terminal: control and non-ASCII bytes as '?' */
+static void put_safe(const char *s)
+{
+	for (; *s; s++)
+		putchar((unsigned char)*s >= ' ' && (unsigned char)*s < 0x7f ?
+			*s : '?');
+}
+
+/* The rigs' sockets in run_dir into @rigs (at most @max). -errno. */
+static int find_rigs(struct rig_entry *rigs, size_t max, size_t *n,
+		     size_t *more)
+{
+	DIR *d = opendir(run_dir);
+	struct dirent *de;
+
+	*n = 0;
+	*more = 0;
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+		struct stat st;
+		struct rig_entry *e;
+		char why[128];
+
+		if (len <= 5 || strcmp(de->d_name + len - 5, ".sock") ||
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
+		    !S_ISSOCK(st.st_mode))
+			continue;
+		if (*n == max) {
+			(*more)++;
+			continue;
+		}
+		e = &rigs[(*n)++];
+		memset(e, 0, sizeof(*e));
+		snprintf(e->name, sizeof(e->name), "%.*s", (int)(len - 5),
+			 de->d_name);
+		snprintf(e->sock, sizeof(e->sock), "%s/%s", run_dir,
+			 de->d_name);
+		if (rig_name_check(e->name, why, sizeof(why)) < 0)
+			snprintf(e->error, sizeof(e->error),
+				 "not a rig's socket: the name is not a rig "
+				 "name: %s", why);
+	}
+	closedir(d);
+	return 0;
+}
+
+static void ask_rig(struct rig_entry *e, int timeout_ms)
+{
+	struct reply r = { .timeout_ms = timeout_ms, .quiet = true };
+	int ret;
+
+	if (e->error[0])
+		return;		/* rank 0: listed with its error */
+	sock_path = e->sock;
+	ret = status_get(&r, &e->status);
+	if (ret == EXIT_DAEMON) {
+		snprintf(e->error, sizeof(e->error), "not answering: %s",
+			 r.error);
+	} else if (ret != EXIT_OK) {
+		snprintf(e->error, sizeof(e->error), "status refused: %s",
+			 r.final);
+	} else {
+		e->rank = json_object_array_length(get(e->status, "problems",
+						       NULL)) ? 1 : 2;
+	}
+}
+
+static void print_rig_line(const struct rig_entry *e, int width)
+{
+	jobj *root = e->status, *problems;
+	size_t n;
+
+	put_safe(e->name);
+	printf("%*s", width - (int)strlen(e->name) + 2, "");
+	if (!root) {
+		put_safe(e->error);
+		putchar('\n');
+		return;
+	}
+	problems = get(root, "problems", NULL);
+	n = json_object_array_length(problems);
+	if (n) {
+		printf("%zu problem%s: ", n, n == 1 ? "" : "s");
+		for (size_t i = 0; i < n; i++) {
+			if (i)
+				printf("; ");
+			put_safe(json_object_get_string(
+				json_object_array_get_idx(problems, i)));
+		}
+		printf(" (");
+	} else {
+		printf("ok (");
+	}
+	printf("rig ");
+	put_safe(str(root, "rig", "name"));
+	if (has(root, "sensor", "current_mA"))
+		printf(", %.3f mA", dbl(root, "sensor", "current_mA"));
+	if (get(root, "link", NULL))
+		printf(", target %s",
+		       json_object_get_boolean(get(root, "link", "asleep")) ?
+		       "asleep" :
+		       json_object_get_boolean(get(root, "link", "connected")) ?
+		       "connected" : "not connected");
+	if (get(root, "capture", NULL)) {
+		printf(", capturing into ");
+		put_safe(str(root, "capture", "dir"));
+	}
+	printf(")\n");
+}
+
+static int status_all(bool json, int timeout_ms)
+{
+	struct rig_entry *rigs = calloc(ALL_MAX_RIGS, sizeof(*rigs));
+	size_t n, more;
+	int width = 3, ret;
+
+	if (!rigs)
+		return EXIT_FAIL;
+	ret = find_rigs(rigs, ALL_MAX_RIGS, &n, &more);
+	if (ret < 0 || !n) {
+		fprintf(stderr, "sbrig status --all: %s: %s\n", run_dir,
+			ret < 0 ? strerror(-ret) : "no rig's socket (NAME.sock) "
+			"in it: no sbrigd runs here (see sbrigd(8))");
+		free(rigs);
+		return EXIT_DAEMON;
+	}
+	for (size_t i = 0; i < n; i++) {
+		ask_rig(&rigs[i], timeout_ms);
+		if ((int)strlen(rigs[i].name) > width)
+			width = (int)strlen(rigs[i].name);
+	}
+	qsort(rigs, n, sizeof(*rigs), rig_cmp);
+	if (json) {
+		jobj *o = json_object_new_object(), *a = json_object_new_array();
+
+		json_object_object_add(o, "run_dir",
+				       json_object_new_string(run_dir));
+		for (size_t i = 0; i < n; i++) {
+			jobj *r = json_object_new_object(), *p = NULL;
+			struct rig_entry *e = &rigs[i];
+
+			/* a daemon that does not answer is its problem */
+			if (e->status) {
+				json_object_deep_copy(get(e->status, "problems",
+							  NULL), &p, NULL);
+			} else {
+				p = json_object_new_array();
+				json_object_array_add(p, json_object_new_string(
+							e->error));
+			}
+			json_object_object_add(r, "rig",
+					       json_object_new_string(e->name));
+			json_object_object_add(r, "socket",
+					       json_object_new_string(e->sock));
+			json_object_object_add(r, "default",
+					       json_object_new_boolean(
+						!strcmp(e->name, "sbrigd")));
+			json_object_object_add(r, "answering",
+					       json_object_new_boolean(
+						e->status != NULL));
+			json_object_object_add(r, "error", e->error[0] ?
+				json_object_new_string(e->error) : NULL);
+			json_object_object_add(r, "problems", p);
+			json_object_object_add(r, "status", e->status);
+			e->status = NULL;	/* now @r's */
+			json_object_array_add(a, r);
+		}
+		json_object_object_add(o, "rigs", a);
+		print_json(o);
+		json_object_put(o);
+	} else {
+		printf("%-*s  %s\n", width, "RIG", "STATE");
+		for (size_t i = 0; i < n; i++)
+			print_rig_line(&rigs[i], width);
+		if (more)
+			printf("(%zu more sockets not listed: at most %d)\n",
+			       more, ALL_MAX_RIGS);
+	}
+	for (size_t i = 0; i < n; i++)
+		json_object_put(rigs[i].status);
+	free(rigs);
+	return EXIT_OK;
+}
+
+/* ---- the command -------------------------------------------------------- */
+
+int cmd_status(const struct command *c, int argc, char **argv)
+{
+	jobj *root;
+	struct reply r = { 0 };
+	bool json = false, all = false;
+	int64_t timeout_ns = 2000000000LL;
+	int ret;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			command_help(c, stdout);
+			return EXIT_OK;
+		}
+		if (!strcmp(argv[i], "--json")) {
+			json = true;
+		} else if (!strcmp(argv[i], "--all")) {
+			all = true;
+		} else if (!strcmp(argv[i], "--timeout")) {
+			if (i + 1 == argc)
+				return usage_error(c->name, "--timeout needs a "
+						   "DURATION");
+			if (check_duration(c->name, "--timeout", argv[++i],
+					   &timeout_ns))
+				return EXIT_USAGE;
+			if (timeout_ns > 3600 * 1000000000LL)
+				return usage_error(c->name, "--timeout: at most "
+						   "1h");
+			if (timeout_ns < 1000000)
+				timeout_ns = 1000000;
+		} else {
+			return usage_error(c->name, "unexpected argument '%s'",
+					   argv[i]);
+		}
+	}
+	if (all)
+		return status_all(json, (int)(timeout_ns / 1000000));
+	ret = status_get(&r, &root);
+	if (ret != EXIT_OK)
+		return fail(&r, ret, "status");
 	if (json)
-		printf("%s\n", json_object_to_json_string_ext(root,
-			JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-			JSON_C_TO_STRING_NOSLASHESCAPE));
+		print_json(root);
 	else
 		print_person(root);
 	json_object_put(root);
