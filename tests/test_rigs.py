@@ -387,6 +387,35 @@ def test_status_all_does_not_hang_on_a_silent_daemon(tmp_path):
     assert p.returncode == 3 and "no rig's socket" in p.stderr, p.stderr
 
 
+def test_status_all_asks_silent_daemons_together(tmp_path):
+    """Four daemons that never answer cost one --timeout, not four: the
+    rigs are asked together (sbrig(1)). One after the other this took
+    4 x 1.5 s = 6 s at least; the bound leaves the ASan build's start-up
+    and a loaded machine 2.5 s."""
+    socks = []
+    try:
+        for i in range(4):
+            s = socket.socket(socket.AF_UNIX)
+            s.bind(str(tmp_path / f"stuck{i}.sock"))
+            s.listen(4)
+            socks.append(s)
+        t0 = time.monotonic()
+        p = sbrig("--run-dir", str(tmp_path), "status", "--all", "--json",
+                  "--timeout", "1500ms", timeout=60)
+        took = time.monotonic() - t0
+        assert p.returncode == 0, p.stderr
+        rigs = json.loads(p.stdout)["rigs"]
+        assert sorted(r["rig"] for r in rigs) == [f"stuck{i}" for i in range(4)]
+        for r in rigs:
+            assert not r["answering"]
+            assert "did not answer within 1500 ms" in r["error"], r
+            assert r["socket"] == str(tmp_path / (r["rig"] + ".sock"))
+        assert took < 4.0, f"status --all took {took:.1f} s for 4 silent daemons"
+    finally:
+        for s in socks:
+            s.close()
+
+
 def test_units_verify(tmp_path):
     if not shutil.which("systemd-analyze"):
         cannot_run("systemd-analyze is missing (Debian package systemd)")

@@ -86,6 +86,10 @@ struct reply {
 	int timeout_ms;
 	bool quiet;
 	char error[512];
+	/* the daemon's socket (NULL: sock_path) */
+	const char *sock;
+	/* leave SIGINT/SIGTERM alone (a request on a thread of its own) */
+	bool no_signals;
 };
 
 /*

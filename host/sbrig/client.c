@@ -61,6 +61,12 @@ static void client_error(struct reply *r, bool progress, const char *fmt,
 	va_end(ap);
 }
 
+/* the socket @r is sent to */
+static const char *reply_sock(const struct reply *r)
+{
+	return r->sock ? r->sock : sock_path;
+}
+
 /*
  * With a timeout the connect does not block: a daemon that is stopped
  * with its listen queue full refuses at once (EAGAIN) instead of hanging.
@@ -68,13 +74,14 @@ static void client_error(struct reply *r, bool progress, const char *fmt,
 static int connect_daemon(struct reply *r)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	const char *path = reply_sock(r);
 	int fd, flags = SOCK_STREAM | SOCK_CLOEXEC;
 
-	if (strlen(sock_path) >= sizeof(sa.sun_path)) {
-		client_error(r, false, "socket path too long: %s", sock_path);
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		client_error(r, false, "socket path too long: %s", path);
 		return -1;
 	}
-	strcpy(sa.sun_path, sock_path);
+	strcpy(sa.sun_path, path);
 	if (r->timeout_ms)
 		flags |= SOCK_NONBLOCK;
 	fd = socket(AF_UNIX, flags, 0);
@@ -84,11 +91,11 @@ static int connect_daemon(struct reply *r)
 		if (e == EAGAIN)
 			client_error(r, false, "sbrigd at %s does not accept connections "
 				     "(its queue is full: is it stopped?)",
-				     sock_path);
+				     path);
 		else
 			client_error(r, false, "cannot reach sbrigd at %s: %s "
 				     "(is sbrigd running? see sbrigd(8))",
-				     sock_path, strerror(e));
+				     path, strerror(e));
 		if (fd >= 0)
 			close(fd);
 		return -1;
@@ -136,11 +143,13 @@ int request(const char *line, const char *body, size_t nbody,
 		return EXIT_DAEMON;
 	/* from the moment the request may be sent, Ctrl-C means "stop" */
 	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, &old_int);
-	sigaction(SIGTERM, &sa, &old_term);
+	if (!r->no_signals) {
+		sigaction(SIGINT, &sa, &old_int);
+		sigaction(SIGTERM, &sa, &old_term);
+	}
 	if (send_all(fd, line, strlen(line)) < 0 || send_all(fd, "\n", 1) < 0 ||
 	    (nbody && send_all(fd, body, nbody) < 0)) {
-		client_error(r, false, "%s: %s", sock_path, strerror(errno));
+		client_error(r, false, "%s: %s", reply_sock(r), strerror(errno));
 		goto out;
 	}
 	for (;;) {
@@ -166,7 +175,7 @@ int request(const char *line, const char *body, size_t nbody,
 			left = deadline - sbrig_now_ns();
 			if (left <= 0) {
 				client_error(r, true, "sbrigd at %s did not answer "
-					     "within %d ms", sock_path,
+					     "within %d ms", reply_sock(r),
 					     r->timeout_ms);
 				break;
 			}
@@ -194,7 +203,7 @@ int request(const char *line, const char *body, size_t nbody,
 			continue;
 		if (got <= 0) {
 			client_error(r, true, "sbrigd at %s closed the connection "
-				     "before answering", sock_path);
+				     "before answering", reply_sock(r));
 			break;
 		}
 		n += got;
@@ -232,8 +241,10 @@ int request(const char *line, const char *body, size_t nbody,
 			n = 0;	/* an absurdly long line: drop it */
 	}
 out:
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
+	if (!r->no_signals) {
+		sigaction(SIGINT, &old_int, NULL);
+		sigaction(SIGTERM, &old_term, NULL);
+	}
 	close(fd);
 	return ret;
 }

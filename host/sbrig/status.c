@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -55,8 +56,9 @@ const char status_help[] =
 "                          \"error\", \"problems\" (a silent daemon's error is\n"
 "                          its problem), \"status\" (as --json's, or null)} in\n"
 "                          that order\n"
-"      --timeout D         with --all, the longest wait for each daemon's\n"
-"                          answer (default 2s)\n"
+"      --timeout D         with --all, the longest wait for the daemons'\n"
+"                          answers (default 2s): they are asked together,\n"
+"                          64 at a time\n"
 "\n"
 "Exit status: 0 (also when there are problems: they are the answer, with\n"
 "--all also a daemon that does not answer), 1 the daemon refused, 2 usage\n"
@@ -663,14 +665,27 @@ static int find_rigs(struct rig_entry *rigs, size_t max, size_t *n,
 	return 0;
 }
 
+/* the most rigs asked at once (each on a thread of its own) */
+#define ALL_ASK_AT_ONCE 64
+
+struct ask_batch {
+	struct rig_entry *rigs;
+	size_t n;
+	int timeout_ms;
+	pthread_mutex_t lock;
+	size_t next;		/* the next rig a thread takes */
+};
+
 static void ask_rig(struct rig_entry *e, int timeout_ms)
 {
-	struct reply r = { .timeout_ms = timeout_ms, .quiet = true };
+	struct reply r = {
+		.timeout_ms = timeout_ms, .quiet = true, .sock = e->sock,
+		.no_signals = true,
+	};
 	int ret;
 
 	if (e->error[0])
 		return;		/* rank 0: listed with its error */
-	sock_path = e->sock;
 	ret = status_get(&r, &e->status);
 	if (ret == EXIT_DAEMON) {
 		snprintf(e->error, sizeof(e->error), "not answering: %s",
@@ -682,6 +697,44 @@ static void ask_rig(struct rig_entry *e, int timeout_ms)
 		e->rank = json_object_array_length(get(e->status, "problems",
 						       NULL)) ? 1 : 2;
 	}
+}
+
+static void *ask_thread(void *arg)
+{
+	struct ask_batch *b = arg;
+
+	for (;;) {
+		size_t i;
+
+		pthread_mutex_lock(&b->lock);
+		i = b->next++;
+		pthread_mutex_unlock(&b->lock);
+		if (i >= b->n)
+			return NULL;
+		ask_rig(&b->rigs[i], b->timeout_ms);
+	}
+}
+
+/*
+ * Ask every rig, ALL_ASK_AT_ONCE at a time: daemons that do not answer
+ * cost one timeout together, not one each. Where no thread can be made,
+ * the rest are asked here, one after another.
+ */
+static void ask_rigs(struct rig_entry *rigs, size_t n, int timeout_ms)
+{
+	struct ask_batch b = { .rigs = rigs, .n = n, .timeout_ms = timeout_ms };
+	pthread_t th[ALL_ASK_AT_ONCE];
+	size_t nth = 0;
+
+	pthread_mutex_init(&b.lock, NULL);
+	while (nth < ALL_ASK_AT_ONCE && nth < n &&
+	       !pthread_create(&th[nth], NULL, ask_thread, &b))
+		nth++;
+	if (!nth)
+		ask_thread(&b);
+	for (size_t i = 0; i < nth; i++)
+		pthread_join(th[i], NULL);
+	pthread_mutex_destroy(&b.lock);
 }
 
 static void print_rig_line(const struct rig_entry *e, int width)
@@ -743,8 +796,8 @@ static int status_all(bool json, int timeout_ms)
 		free(rigs);
 		return EXIT_DAEMON;
 	}
+	ask_rigs(rigs, n, timeout_ms);
 	for (size_t i = 0; i < n; i++) {
-		ask_rig(&rigs[i], timeout_ms);
 		if ((int)strlen(rigs[i].name) > width)
 			width = (int)strlen(rigs[i].name);
 	}
