@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * db.c - the history database: where it is, which backend its URI names
- * (a path or "sqlite:PATH": db-sqlite.c), opening and closing it through
+ * (a path or "sqlite:PATH": db-sqlite.c; "postgresql://...": db-pg.c), opening and closing it through
  * that backend, and the scenario a user names resolved to runs (with
  * SQL every backend takes). Nothing here knows a backend's API.
  */
@@ -46,8 +46,11 @@ int sbrig_history_default_path(char *buf, size_t size)
 static const struct {
 	const char *prefix;
 	const struct hi_backend *be;
+	bool whole;	/* the backend takes the whole URI (libpq's) */
 } schemes[] = {
-	{ "sqlite:", &hi_sqlite },
+	{ "sqlite:", &hi_sqlite, false },
+	{ "postgresql://", &hi_postgresql, true },
+	{ "postgres://", &hi_postgresql, true },
 };
 
 /*
@@ -66,7 +69,7 @@ static int backend_of(const char *uri, const struct hi_backend **be,
 
 		if (!strncasecmp(uri, schemes[i].prefix, len)) {
 			*be = schemes[i].be;
-			*where = uri + len;
+			*where = schemes[i].whole ? uri : uri + len;
 			return 0;
 		}
 	}

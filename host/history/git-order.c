@@ -10,7 +10,8 @@
  * by commit time), oldest first, and numbered in the order the walk meets
  * them. The numbers go into a TEMP table "commits" of the reader's own
  * connection, which every query of the history finds before the file's
- * own table of that name: show, trend, html and export then follow git's
+ * own table of that name (SQLite's TEMP schema, PostgreSQL's pg_temp are
+ * searched first): show, trend, html and export then follow git's
  * order without a word of SQL changed and without writing to the file.
  * A commit the repository does not have is left out (counted). libgit2's
  * errors are translated here, once.
@@ -125,17 +126,22 @@ static int number(struct sbrig_history *h, git_repository *repo,
 	char sql[256];
 	int ret, grc;
 
+	if (h->be->temp_on) {
+		ret = hi_exec(h, h->be->temp_on, "ordering its commits");
+		if (ret)
+			return ret;
+	}
 	snprintf(sql, sizeof(sql), "DROP TABLE IF EXISTS %s.commits; "
 		 "CREATE TEMP TABLE commits (sha TEXT PRIMARY KEY, "
 		 "seq BIGINT NOT NULL)", h->be->temp);
 	ret = hi_exec(h, sql, "ordering its commits");
 	if (ret)
-		return ret;
+		goto out;
 	snprintf(sql, sizeof(sql), "INSERT INTO %s.commits (sha, seq) VALUES "
 		 "(?1, ?2)", h->be->temp);
 	st = hi_prepare(h, sql, &ret);
 	if (!st)
-		return ret;
+		goto out;
 	grc = git_revwalk_new(&walk, repo);
 	if (!grc)
 		grc = git_revwalk_sorting(walk, GIT_SORT_TOPOLOGICAL |
@@ -171,6 +177,9 @@ static int number(struct sbrig_history *h, git_repository *repo,
 		ret = git_err(dir, grc, "walking its history");
 out:
 	hi_finalize(st);
+	if (h->be->temp_off && hi_exec(h, h->be->temp_off,
+				       "ordering its commits") && !ret)
+		ret = -EIO;
 	git_revwalk_free(walk);
 	return ret;
 }

@@ -45,6 +45,8 @@ struct hi_stmt {
  *
  * @name: "sqlite", "postgresql"
  * @temp: the schema of a connection's own temporary tables
+ * @temp_on, @temp_off: SQL a reader runs before and after making its
+ *	temporary tables (a read-only session may not create them), or NULL
  * @open: open @h->path's database (@where: it without the scheme) to read
  *	it (no write of any kind, an older schema read as the current one)
  *	or to write it (created, migrated, marked as sbrig's); sets
@@ -66,7 +68,7 @@ struct hi_stmt {
  * @rollback: roll it back (nothing to report: the transaction is lost)
  */
 struct hi_backend {
-	const char *name, *temp;
+	const char *name, *temp, *temp_on, *temp_off;
 	int (*open)(struct sbrig_history *h, const char *where, bool write);
 	void (*close)(struct sbrig_history *h);
 	int (*exec)(struct sbrig_history *h, const char *sql, const char *what);
@@ -87,7 +89,7 @@ struct hi_backend {
 	void (*rollback)(struct sbrig_history *h);
 };
 
-extern const struct hi_backend hi_sqlite;
+extern const struct hi_backend hi_sqlite, hi_postgresql;
 
 /**
  * struct sbrig_history - an open history

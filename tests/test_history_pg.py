@@ -1,0 +1,107 @@
+"""sbrig history on PostgreSQL: what is its server's own (issue 28).
+
+The tests of tests/test_history.py run on both backends; these are about
+PostgreSQL alone, against the session's real PostgreSQL 15 server
+(tests/pgserver.py):
+
+* the password: a URI that carries one is refused and the password never
+  printed; libpq's own mechanisms (PGPASSFILE here) give it; without one
+  the error names the database;
+* a database that is not sbrig's, or of a newer schema, is refused and left
+  as it is; one that does not exist is named;
+* a URI of an unknown scheme is refused naming the known ones.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from tests import test_history  # noqa: E402
+from tests.pgserver import PASSWORD, dbname  # noqa: E402
+from tests.test_history import ENV, EXIT_DB, EXIT_OK, SBRIG, history, query, \
+    series  # noqa: E402
+
+build = test_history.build
+pg_server = test_history.pg_server
+
+
+def test_a_password_in_the_uri_is_refused_and_never_printed(pg_server, tmp_path):
+    reps = series(tmp_path / "r", commits=1, per_commit=1)
+    uri = pg_server.newdb("pw")
+    host = uri.split("@", 1)[1]
+    for bad in (f"postgresql://sbrig:{PASSWORD}@{host}",
+                f"{uri}?password={PASSWORD}", f"postgres://sbrig:{PASSWORD}@{host}"):
+        for args in (("add", reps[0]), ("show",)):
+            r = history(bad, *args)
+            assert r.returncode == EXIT_DB, r.stderr
+            assert PASSWORD not in r.stderr + r.stdout
+            assert "a password in the URI is refused" in r.stderr and ".pgpass" in r.stderr
+    assert query(uri, "SELECT COUNT(*) FROM pg_tables WHERE schemaname = 'public'") == [(0,)]
+    # libpq's password file gives it (history() sets PGPASSFILE) ...
+    r = history(uri, "add", reps[0])
+    assert r.returncode == EXIT_OK, r.stderr
+    # ... and without it the server refuses us, naming the database
+    env = {k: v for k, v in ENV.items() if not k.startswith("PG")}
+    env["PGPASSFILE"] = str(tmp_path / "none")
+    r = subprocess.run([str(SBRIG), "history", "--db", uri, "show"], capture_output=True,
+                       text=True, env=env, timeout=60)
+    assert r.returncode == EXIT_DB
+    assert f"{uri}: connecting: " in r.stderr and "password" in r.stderr
+
+
+def test_a_foreign_or_newer_database_is_refused_and_left_as_it_is(pg_server, tmp_path):
+    reps = series(tmp_path / "r", commits=1, per_commit=1)
+    theirs = pg_server.newdb("theirs")
+    pg_server.psql(dbname(theirs), "CREATE TABLE notes (body TEXT); "
+                   "INSERT INTO notes VALUES ('mine')")
+    marked = pg_server.newdb("marked")
+    pg_server.psql(dbname(marked), "CREATE TABLE sbrig_meta (application_id INTEGER, "
+                   "schema_version INTEGER); INSERT INTO sbrig_meta VALUES (1234, 2); "
+                   "CREATE TABLE runs (id INTEGER)")
+    newer = pg_server.newdb("newer")
+    assert history(newer, "add", reps[0]).returncode == EXIT_OK
+    pg_server.psql(dbname(newer), "UPDATE sbrig_meta SET schema_version = 99")
+    tables = "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1"
+    for db, why in ((theirs, "not an sbrig history database (tables of another program"),
+                    (marked, "not an sbrig history database (sbrig_meta's application_id "
+                             "is 0x4d2, sbrig's is 0x53425247)"),
+                    (newer, "schema version 99 is newer than this sbrig reads (2)")):
+        before = query(db, tables)
+        for args in (("add", reps[0]), ("show",), ("export",),
+                     ("trend", "keypress", "energy_per_wakeup_uJ")):
+            r = history(db, *args)
+            assert r.returncode == EXIT_DB, (args, r.stderr)
+            assert f"{db}: {why}" in r.stderr, r.stderr
+        assert query(db, tables) == before
+    assert query(theirs, "SELECT body FROM notes") == [("mine",)]
+    # a database that is not there: named, not created
+    gone = pg_server.uri("nosuchdb")
+    r = history(gone, "add", reps[0])
+    assert r.returncode == EXIT_DB
+    assert f"{gone}: connecting: " in r.stderr and "does not exist" in r.stderr
+    assert "createdb" in r.stderr
+    # an empty one is no history for a reader, and add makes it one
+    empty = pg_server.newdb("empty")
+    r = history(empty, "show")
+    assert r.returncode == EXIT_DB and f"{empty}: an empty database" in r.stderr
+    assert query(empty, tables) == []
+
+
+def test_an_unknown_scheme_is_refused(tmp_path):
+    r = history("mysql://lab/history", "show")
+    assert r.returncode == EXIT_DB
+    assert "mysql: not a history backend (a path, sqlite:PATH, or postgresql://...)" \
+        in r.stderr
+    # sqlite:PATH is the file PATH
+    reps = series(tmp_path / "r", commits=1, per_commit=1)
+    r = history(f"sqlite:{tmp_path / 'h.db'}", "add", reps[0])
+    assert r.returncode == EXIT_OK, r.stderr
+    assert (tmp_path / "h.db").is_file()
+    r = history(tmp_path / "h.db", "show")
+    assert r.returncode == EXIT_OK and "keypress" in r.stdout
