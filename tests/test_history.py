@@ -865,7 +865,7 @@ def test_help_names_every_subcommand():
     r = subprocess.run([str(SBRIG), "history", "--help"], capture_output=True, text=True,
                        env=ENV)
     assert r.returncode == EXIT_OK
-    for word in ("add", "show", "trend", "export", "--db", "SBRIG_HISTORY",
+    for word in ("add", "show", "trend", "export", "copy", "--db", "SBRIG_HISTORY",
                  "XDG_DATA_HOME", "history-format.md"):
         assert word in r.stdout
 
@@ -889,3 +889,80 @@ def test_a_capture_and_its_report_are_one_run(tmp_path, newdb):
     assert r.returncode == EXIT_OK, r.stderr
     assert "0 added, 2 present" in r.stdout
     assert len(db_runs(db)) == 1
+
+
+# ---- copy between backends ---------------------------------------------------
+
+def export_rows(db) -> list[dict]:
+    """every value of @db as export writes it, without the run's id (each
+    database numbers its own runs)"""
+    r = history(db, "export")
+    assert r.returncode == EXIT_OK, r.stderr
+    return [{k: v for k, v in row.items() if k != "run"}
+            for row in csv.DictReader(io.StringIO(r.stdout))]
+
+
+def test_copy_sqlite_to_postgresql_and_back_whole_or_by_scenario(tmp_path, pg_server):
+    """history copy FROM TO: every run with its metrics, commit order and
+    report, from SQLite into PostgreSQL and back; twice adds nothing; a
+    run TO has already is left alone; --scenario copies only its runs."""
+    reps = series(tmp_path / "r", commits=12, per_commit=2, step_at=6, rise=0.2)
+    other = series(tmp_path / "o", commits=3, per_commit=1, seed=9)
+    for p in other:     # a second scenario, its commits interleaved
+        doc = json.loads(p.read_text())
+        doc["capture"]["provenance"]["scenario"] = "rig/scenarios/press.scn"
+        doc["capture"]["provenance"]["git_sha"] = "o" + doc["capture"]["provenance"]["git_sha"]
+        doc["capture"]["path"] += "-press"
+        p.write_text(json.dumps(doc))
+    src = tmp_path / "src.db"
+    assert history(src, "add", *reps[:10], *other, *reps[10:]).returncode == EXIT_OK
+    pg = pg_server.newdb("copy")
+    assert history(pg, "add", reps[3]).returncode == EXIT_OK     # one it has
+    r = history(None, "copy", src, pg, env=env_for(pg))
+    assert r.returncode == EXIT_OK, r.stderr
+    assert r.stdout == f"copied: 27 runs from {src} to {pg}: 26 added, 1 present\n"
+    # the same values; the commit sequence is the source's but for the
+    # commit the target had first (c01, seq 1 there)
+    want, got = export_rows(src), export_rows(pg)
+    key = lambda row: (row["capture"], row["metric"], row["blocker"])  # noqa: E731
+    strip = lambda rows: sorted(({k: v for k, v in x.items() if k != "seq"}  # noqa: E731
+                                 for x in rows), key=key)
+    assert strip(got) == strip(want) and len(got) > 27 * 10
+    assert [c for (c,) in query(pg, "SELECT sha FROM commits ORDER BY seq")] == \
+        ["c01"] + [c for (c,) in query(src, "SELECT sha FROM commits ORDER BY seq") if c != "c01"]
+    assert query(pg, "SELECT COUNT(*) FROM runs WHERE added_utc = '' OR report = ''") == [(0,)]
+    t1 = history(src, "trend", "keypress", "energy_per_wakeup_uJ").stdout.splitlines()
+    t2 = history(pg, "trend", "keypress", "energy_per_wakeup_uJ").stdout.splitlines()
+    # (the order differs by c01 only: the step is the same commit's)
+    assert [x[:12] for x in t1 if x.startswith("step: ")] == \
+        [x[:12] for x in t2 if x.startswith("step: ")] == ["step: c06: +"]
+    # twice: nothing added
+    r = history(None, "copy", src, pg, env=env_for(pg))
+    assert r.returncode == EXIT_OK, r.stderr
+    assert "27 runs" in r.stdout and ": 0 added, 27 present" in r.stdout
+    assert len(db_runs(pg)) == 27
+    # one scenario, by its file name, into a new PostgreSQL database
+    pg2 = pg_server.newdb("copy2")
+    r = history(None, "copy", "--scenario", "press", src, pg2, env=env_for(pg2))
+    assert r.returncode == EXIT_OK, r.stderr
+    assert r.stdout.startswith("copied scenario rig/scenarios/press.scn: 3 runs")
+    assert query(pg2, "SELECT DISTINCT scenario FROM runs") == [("rig/scenarios/press.scn",)]
+    assert query(pg2, "SELECT sha, seq FROM commits ORDER BY seq") == \
+        [("oc00", 1), ("oc01", 2), ("oc02", 3)]
+    # and back into SQLite: the same values again
+    back = tmp_path / "back.db"
+    r = history(None, "copy", pg, back, env=env_for(pg))
+    assert r.returncode == EXIT_OK, r.stderr
+    assert strip(export_rows(back)) == strip(want)
+    # errors: a scenario FROM lacks, a FROM that is not there (TO is not
+    # made), a password on the command line, usage
+    r = history(None, "copy", "--scenario", "nosuch", src, pg, env=env_for(pg))
+    assert r.returncode == EXIT_FAIL and f"{src}: no run of scenario 'nosuch'" in r.stderr
+    r = history(None, "copy", tmp_path / "none.db", tmp_path / "new.db")
+    assert r.returncode == EXIT_DB and str(tmp_path / "none.db") in r.stderr
+    assert not (tmp_path / "new.db").exists()
+    r = history(None, "copy", src, pg.replace("sbrig@", "sbrig:hunter2@"), env=env_for(pg))
+    assert r.returncode == EXIT_DB and "hunter2" not in r.stderr
+    assert history(None, "copy", src).returncode == EXIT_USAGE
+    assert history(src, "copy", src, pg).returncode == EXIT_USAGE
+    assert len(db_runs(pg)) == 27

@@ -20,7 +20,7 @@
 #include "cli.h"
 
 const char history_args[] =
-	"[--db FILE] add|show|trend|html|export [OPTIONS] [ARGS...]";
+	"[--db DB] add|show|trend|html|export|copy [OPTIONS] [ARGS...]";
 
 const char history_help[] =
 "The per-commit history of runs, in an SQLite database (offline, no daemon\n"
@@ -64,6 +64,11 @@ const char history_help[] =
 "      to each run's report (its report.html when one is beside it)\n"
 "  export [--scenario SCENARIO] [--git-dir DIR] [-o FILE]\n"
 "      every metric of every run as CSV (stdout, or FILE)\n"
+"  copy [--scenario SCENARIO] FROM TO\n"
+"      copy the runs of database FROM (all, or SCENARIO's) into database TO\n"
+"      (created like add's; either may be SQLite or PostgreSQL), in one\n"
+"      transaction; a run TO has is left as it is: copying twice adds\n"
+"      nothing\n"
 "\n"
 "  --db FILE   the database (before or after the subcommand)\n"
 "  --git-dir DIR\n"
@@ -469,6 +474,60 @@ static int h_export(const char *db, int argc, char **argv)
 	return ret ? status_of(-ret) : EXIT_OK;
 }
 
+static int h_copy(const char *db, int argc, char **argv)
+{
+	static const struct option o[] = {
+		{ "scenario", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct sbrig_history *from = NULL, *to = NULL;
+	struct sbrig_history_copied c;
+	const char *scenario = NULL;
+	char e[3100];
+	int opt, ret;
+
+	optind = 0;
+	while ((opt = getopt_long(argc, argv, "h", o, NULL)) != -1) {
+		switch (opt) {
+		case 's':
+			scenario = optarg;
+			break;
+		case 'h':
+			fputs(history_help, stdout);
+			return EXIT_OK;
+		default:
+			return usage_error(CMD, "bad option");
+		}
+	}
+	if (db)
+		return usage_error(CMD, "copy: no --db: it takes FROM and TO");
+	if (argc - optind != 2)
+		return usage_error(CMD, "copy: expected FROM TO (two databases)");
+	if (!*argv[optind] || !*argv[optind + 1])
+		return usage_error(CMD, "copy: an empty database name");
+	ret = open_db(argv[optind], false, &from);
+	if (ret)
+		return ret;
+	ret = open_db(argv[optind + 1], true, &to);
+	if (ret) {
+		sbrig_history_close(from);
+		return ret;
+	}
+	ret = sbrig_history_copy(from, to, scenario, &c);
+	if (ret)
+		fprintf(stderr, "sbrig history: %s\n", sbrig_errmsg());
+	else
+		printf("copied%s%s: %zu runs from %s to %s: %zu added, %zu "
+		       "present\n", *c.scenario ? " scenario " : "",
+		       sbrig_term(c.scenario, e, sizeof(e)), c.runs,
+		       sbrig_history_path(from), sbrig_history_path(to),
+		       c.added, c.runs - c.added);
+	sbrig_history_close(from);
+	sbrig_history_close(to);
+	return ret ? status_of(-ret) : EXIT_OK;
+}
+
 int cmd_history(const struct command *c, int argc, char **argv)
 {
 	static const struct {
@@ -480,6 +539,7 @@ int cmd_history(const struct command *c, int argc, char **argv)
 		{ "trend", h_trend },
 		{ "html", h_html },
 		{ "export", h_export },
+		{ "copy", h_copy },
 	};
 	const char *db = NULL;
 	int i = 1;
@@ -502,12 +562,12 @@ int cmd_history(const struct command *c, int argc, char **argv)
 	}
 	if (i == argc)
 		return usage_error(c->name, "expected a subcommand: add, show, "
-				   "trend, html or export");
+				   "trend, html, export or copy");
 	if (db && !*db)
 		return usage_error(c->name, "--db: an empty file name");
 	for (size_t k = 0; k < sizeof(subs) / sizeof(subs[0]); k++)
 		if (!strcmp(argv[i], subs[k].name))
 			return subs[k].fn(db, argc - i, argv + i);
 	return usage_error(c->name, "unknown subcommand '%s' (add, show, "
-			   "trend, html, export)", argv[i]);
+			   "trend, html, export, copy)", argv[i]);
 }

@@ -280,6 +280,36 @@ int sbrig_history_render_html(struct sbrig_history *h, const char *scenario,
 int sbrig_history_export_csv(struct sbrig_history *h, const char *scenario,
 			     FILE *out);
 
+/**
+ * struct sbrig_history_copied - what sbrig_history_copy() did
+ * @runs: the runs of FROM it copied or found in TO
+ * @added: of these, the ones TO did not have
+ * @scenario: the scenario copied (its provenance scenario), "" for all
+ */
+struct sbrig_history_copied {
+	size_t runs, added;
+	char scenario[1024];
+};
+
+/**
+ * sbrig_history_copy() - copy a history's runs into another (any backends)
+ * @from: opened to read
+ * @to: opened to write
+ * @scenario: NULL for every run, or a scenario as sbrig_history_trend()
+ *	takes it
+ * @out: what was copied
+ *
+ * FROM's runs, in its commit sequence, with their metrics, added to TO in
+ * one transaction: all or none. A run TO has (the same capture) is left
+ * as it is, so copying again adds nothing; a commit TO lacks is appended
+ * to its sequence.
+ *
+ * Return: 0, -ENOENT (no such scenario), -EINVAL (it names several), or a
+ * database error of either (the message names the database).
+ */
+int sbrig_history_copy(struct sbrig_history *from, struct sbrig_history *to,
+		       const char *scenario, struct sbrig_history_copied *out);
+
 #ifdef __cplusplus
 }
 #endif
