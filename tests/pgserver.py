@@ -91,13 +91,21 @@ class PgServer:
         if r.returncode:
             raise RuntimeError(f"initdb failed: {r.stdout}{r.stderr}")
         self.port = free_port()
+        self.start_server()
+        self.pgpass.write_text(f"127.0.0.1:{self.port}:*:{ROLE}:{PASSWORD}\n")
+        self.pgpass.chmod(0o600)
+
+    def start_server(self) -> None:
         self.pg_ctl("start", "-l", self.root / "server.log", "-o",
                     f"-c listen_addresses=127.0.0.1 -p {self.port} "
                     f"-c unix_socket_directories={self.run} -c fsync=off "
                     f"-c max_connections=60")
         self.up = True
-        self.pgpass.write_text(f"127.0.0.1:{self.port}:*:{ROLE}:{PASSWORD}\n")
-        self.pgpass.chmod(0o600)
+
+    def stop_server(self) -> None:
+        """stop it (fast: sessions are ended), its data kept"""
+        self.pg_ctl("stop", "-m", "fast")
+        self.up = False
 
     def stop(self) -> None:
         if self.up:

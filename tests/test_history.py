@@ -464,6 +464,40 @@ def test_concurrent_adders_lose_nothing(tmp_path, newdb):
             assert c.execute("PRAGMA integrity_check").fetchone() == ("ok",)
 
 
+def test_8_concurrent_adders_of_100_runs_lose_and_duplicate_nothing(tmp_path, newdb, backend):
+    """Issue 28: 8 sbrig history add at once, 100 runs each, and each also
+    adds 25 of its neighbour's (the same captures raced for): all 800 runs
+    are there once, each with all its metrics, 100 commits numbered 1..100
+    once each, and the adders' own counts say 800 added in all."""
+    import time
+
+    reps = series(tmp_path / "r", commits=100, per_commit=8)
+    db = newdb("h")
+    t = time.monotonic()
+    todo = [reps[i::8] + reps[(i + 1) % 8::8][:25] for i in range(8)]
+    for i, runs_of in enumerate(todo):     # each in its own order: commits raced for
+        random.Random(i).shuffle(runs_of)
+    procs = [subprocess.Popen([str(RELEASE), "history", "--db", str(db), "add",
+                               *map(str, todo[i])],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=env_for(db))
+             for i in range(8)]
+    added = 0
+    for p in procs:
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == EXIT_OK, err
+        added += int(re.search(r": (\d+) added, (\d+) present", out)[1])
+    took = time.monotonic() - t
+    print(f"\n8 x 100 adds on {backend}: {took:.1f} s, {added} added")
+    assert added == 800
+    got = db_runs(db)
+    assert len(got) == 800 and {Path(r[2]) for r in got} == set(reps)
+    assert query(db, "SELECT COUNT(*), COUNT(DISTINCT capture_path) FROM runs") == [(800, 800)]
+    assert len(metrics_per_run(db)) == 1
+    assert query(db, "SELECT COUNT(*), COUNT(DISTINCT seq), MIN(seq), MAX(seq) FROM commits") \
+        == [(100, 100, 1, 100)]
+
+
 def locked(db) -> bool:
     """Whether another connection holds the write lock now (PostgreSQL:
     the writers' advisory lock, db-pg.c)."""

@@ -9,13 +9,18 @@ PostgreSQL alone, against the session's real PostgreSQL 15 server
   the error names the database;
 * a database that is not sbrig's, or of a newer schema, is refused and left
   as it is; one that does not exist is named;
-* a URI of an unknown scheme is refused naming the known ones.
+* a URI of an unknown scheme is refused naming the known ones;
+* a server restarted or stopped under a reader, or one that never
+  answers: an error naming the database, bounded in time, not a hang.
 """
 
 from __future__ import annotations
 
+import os
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -24,7 +29,7 @@ if str(REPO) not in sys.path:
 
 from tests import test_history  # noqa: E402
 from tests.pgserver import PASSWORD, dbname  # noqa: E402
-from tests.test_history import ENV, EXIT_DB, EXIT_OK, SBRIG, history, query, \
+from tests.test_history import ENV, EXIT_DB, EXIT_OK, SBRIG, env_for, history, query, \
     series  # noqa: E402
 
 build = test_history.build
@@ -105,3 +110,81 @@ def test_an_unknown_scheme_is_refused(tmp_path):
     assert (tmp_path / "h.db").is_file()
     r = history(tmp_path / "h.db", "show")
     assert r.returncode == EXIT_OK and "keypress" in r.stdout
+
+
+def waiting_reader(pg_server, db: str) -> bool:
+    """whether sbrig's session on @db waits for a lock now"""
+    return query(pg_server.uri(db), "SELECT COUNT(*) FROM pg_stat_activity WHERE "
+                 f"application_name = 'sbrig' AND datname = '{db}' AND "
+                 "wait_event_type = 'Lock'") == [(1,)]
+
+
+def test_a_server_restarted_or_stopped_under_a_reader_is_an_error_not_a_hang(pg_server,
+                                                                             tmp_path):
+    """A reader inside its query (held by another session's lock) when
+    the server restarts gets an error naming the database at once; a
+    stopped server is an error naming it; afterwards it reads again."""
+    uri = pg_server.newdb("restart")
+    assert history(uri, "add", *series(tmp_path / "r", commits=4, per_commit=2)).returncode == 0
+    holder = subprocess.Popen(["psql", "-X", "-q", "-h", str(pg_server.run), "-p",
+                               str(pg_server.port), "-U", "sbrig", "-d", dbname(uri)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True,
+                              env=pg_server.env(dict(os.environ)))
+    reader = None
+    try:
+        holder.stdin.write("BEGIN; LOCK TABLE runs IN ACCESS EXCLUSIVE MODE;\n")
+        holder.stdin.flush()
+        time.sleep(0.5)
+        reader = subprocess.Popen([str(SBRIG), "history", "--db", uri, "show", "keypress"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env=env_for(uri))
+        deadline = time.monotonic() + 30
+        while not waiting_reader(pg_server, dbname(uri)):
+            assert reader.poll() is None, reader.communicate()
+            assert time.monotonic() < deadline, "the reader never waited for the lock"
+            time.sleep(0.1)
+        t = time.monotonic()
+        pg_server.restart()
+        out, err = reader.communicate(timeout=30)
+        took = time.monotonic() - t
+        assert reader.returncode == EXIT_DB, (out, err)
+        assert f"sbrig history: {uri}: " in err, err
+        assert "terminating connection" in err or "server closed the connection" in err, err
+        assert "(the server is down, restarting, or unreachable)" in err
+        assert took < 15, took
+    finally:
+        for p in (holder, reader):
+            if p and p.poll() is None:
+                p.kill()
+                p.communicate()
+    r = history(uri, "show", "keypress")
+    assert r.returncode == EXIT_OK and "keypress" in r.stdout, r.stderr
+    # stopped: refused at once, naming the database
+    pg_server.stop_server()
+    try:
+        t = time.monotonic()
+        r = history(uri, "trend", "keypress", "energy_per_wakeup_uJ", timeout=60)
+        assert r.returncode == EXIT_DB
+        assert f"{uri}: connecting: " in r.stderr and "refused" in r.stderr, r.stderr
+        assert time.monotonic() - t < 10
+    finally:
+        pg_server.start_server()
+    assert history(uri, "show").returncode == EXIT_OK
+
+
+def test_a_server_that_never_answers_times_out_naming_the_database(tmp_path):
+    """A port that accepts and never speaks (a hung server, a black hole):
+    connect_timeout ends it, from the URI or sbrig's default (10 s)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(8)
+        port = s.getsockname()[1]
+        for query_string, bound in (("?connect_timeout=2", 8), ("", 20)):
+            uri = f"postgresql://sbrig@127.0.0.1:{port}/h{query_string}"
+            t = time.monotonic()
+            r = history(uri, "show", timeout=120)
+            took = time.monotonic() - t
+            assert r.returncode == EXIT_DB, r.stderr
+            assert f"{uri}: connecting: " in r.stderr and "timeout" in r.stderr, r.stderr
+            assert took < bound, (uri, took)

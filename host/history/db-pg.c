@@ -141,7 +141,7 @@ static int pg_err(struct sbrig_history *h, const PGresult *res,
 	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) :
 			    NULL;
 	const char *msg = res ? PQresultErrorMessage(res) : NULL;
-	char e[1024];
+	char line[1024], e[1024];
 	size_t len;
 	int err;
 
@@ -151,14 +151,23 @@ static int pg_err(struct sbrig_history *h, const PGresult *res,
 	if (!res && CONN(h) && PQstatus(CONN(h)) == CONNECTION_OK)
 		err = -ENOMEM;	/* no result at all */
 	/* the server's message, one line, for a terminal */
-	sbrig_term(msg, e, sizeof(e));
-	len = strlen(e);
-	while (len && (e[len - 1] == '\n' || e[len - 1] == ' ' ||
-		       e[len - 1] == '.'))
-		e[--len] = '\0';
-	for (char *p = e; *p; p++)
-		if (*p == '\n')
-			*p = ' ';
+	snprintf(line, sizeof(line), "%s", msg);
+	len = strlen(line);
+	while (len && (line[len - 1] == '\n' || line[len - 1] == ' ' ||
+		       line[len - 1] == '.'))
+		line[--len] = '\0';
+	{	/* its lines as one, their indentation as one space */
+		char *w = line;
+
+		for (const char *p = line; *p; p++) {
+			char c = *p == '\n' || *p == '\t' ? ' ' : *p;
+
+			if (c != ' ' || w == line || w[-1] != ' ')
+				*w++ = c;
+		}
+		*w = '\0';
+	}
+	sbrig_term(line, e, sizeof(e));
 	return sbrig_set_error(err, "%s: %s: %s%s", h->path, what, e,
 			       err == -EBUSY ? " (another writer held the "
 			       "database longer than the lock timeout)" :
