@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * history.c - sbrig history add|show|trend|export: the per-commit history
+ * history.c - sbrig history add|show|trend|html|export|copy: the per-commit history
  * of runs, offline (no daemon), with libsbrig-history (sbrig/history.h).
  * Each subcommand is one entry of a table; they share --db. The command
  * only parses arguments, calls the library and prints what it returns.
@@ -23,16 +23,20 @@ const char history_args[] =
 	"[--db DB] add|show|trend|html|export|copy [OPTIONS] [ARGS...]";
 
 const char history_help[] =
-"The per-commit history of runs, in an SQLite database (offline, no daemon\n"
-"needed). The database is FILE of --db, else $SBRIG_HISTORY, else\n"
-"$XDG_DATA_HOME/sbrig/history.db ($HOME/.local/share/sbrig/history.db);\n"
-"'add' creates it (and its directory). Several sbrig history add may run at\n"
-"once (WAL mode, they wait for each other's transactions); one killed loses\n"
-"only the run it was adding. Only add writes: show, trend, html and export\n"
-"open the database read-only (no lock, no migration; an older version is\n"
-"read as it is, add migrates it). A file that is not sbrig's (its SQLite\n"
-"application_id, or another program's tables) is refused, left as it is.\n"
-"Layout, commit order and the change-point rule: host/doc/history-format.md.\n"
+"The per-commit history of runs, in a database (offline, no daemon needed):\n"
+"DB of --db, else $SBRIG_HISTORY, else $XDG_DATA_HOME/sbrig/history.db\n"
+"($HOME/.local/share/sbrig/history.db). DB is a path or sqlite:PATH (an\n"
+"SQLite file, the default), or a postgresql://[USER@]HOST[:PORT]/DBNAME[?...]\n"
+"URI (libpq's; its password only from ~/.pgpass, PGPASSFILE, PGPASSWORD or a\n"
+"service file: a URI with a password is refused). 'add' creates an SQLite\n"
+"file (and its directory), or sbrig's tables in an existing PostgreSQL\n"
+"database. Several sbrig history add may run at once (they wait for each\n"
+"other's transactions); one killed loses only the run it was adding. Only\n"
+"add and copy write: show, trend, html and export only read (no lock, no\n"
+"migration; an older version is read as it is, add migrates it). A database\n"
+"that is not sbrig's (SQLite's application_id or PostgreSQL's sbrig_meta, or\n"
+"another program's tables) is refused, left as it is. Layout, backends,\n"
+"commit order and the change-point rule: host/doc/history-format.md.\n"
 "\n"
 "  add [--commit SHA] RUN...\n"
 "      add runs: report.json files, directories holding one, or captures\n"
@@ -70,7 +74,7 @@ const char history_help[] =
 "      transaction; a run TO has is left as it is: copying twice adds\n"
 "      nothing\n"
 "\n"
-"  --db FILE   the database (before or after the subcommand)\n"
+"  --db DB     the database (before or after the subcommand; not with copy)\n"
 "  --git-dir DIR\n"
 "              the commits in the order of the history of the git\n"
 "              repository DIR (parents before children, whatever order the\n"
@@ -82,8 +86,9 @@ const char history_help[] =
 "5 the scenario ran on several rigs and no --rig was given, 6 a run cannot\n"
 "be read (the others are still added; the error names the file and the\n"
 "field), 7 the database cannot be opened or read (not a database, corrupt,\n"
-"not sbrig's), migrated or written, or an output file cannot be written\n"
-"(the error names the file).\n";
+"not sbrig's, a server that is down or does not answer within its\n"
+"connect_timeout), migrated or written, or an output file cannot be written\n"
+"(the error names the file or the database).\n";
 
 #define CMD "history"
 
