@@ -11,7 +11,9 @@ PostgreSQL alone, against the session's real PostgreSQL 15 server
   as it is; one that does not exist is named;
 * a URI of an unknown scheme is refused naming the known ones;
 * a server restarted or stopped under a reader, or one that never
-  answers: an error naming the database, bounded in time, not a hang.
+  answers: an error naming the database, bounded in time, not a hang;
+* readers do not wait for a writer's lock; tables another program altered
+  (NULLs, NaN, control bytes) are read safely.
 """
 
 from __future__ import annotations
@@ -135,7 +137,12 @@ def test_a_server_restarted_or_stopped_under_a_reader_is_an_error_not_a_hang(pg_
     try:
         holder.stdin.write("BEGIN; LOCK TABLE runs IN ACCESS EXCLUSIVE MODE;\n")
         holder.stdin.flush()
-        time.sleep(0.5)
+        deadline = time.monotonic() + 30
+        while query(uri, "SELECT COUNT(*) FROM pg_locks l JOIN pg_class c ON c.oid = "
+                    "l.relation WHERE c.relname = 'runs' AND l.mode = "
+                    "'AccessExclusiveLock' AND l.granted") != [(1,)]:
+            assert holder.poll() is None and time.monotonic() < deadline, "no lock taken"
+            time.sleep(0.05)
         reader = subprocess.Popen([str(SBRIG), "history", "--db", uri, "show", "keypress"],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                   env=env_for(uri))
@@ -188,3 +195,74 @@ def test_a_server_that_never_answers_times_out_naming_the_database(tmp_path):
             assert r.returncode == EXIT_DB, r.stderr
             assert f"{uri}: connecting: " in r.stderr and "timeout" in r.stderr, r.stderr
             assert took < bound, (uri, took)
+
+
+def test_readers_do_not_wait_for_a_writer_holding_the_write_lock(pg_server, tmp_path):
+    """show, trend, html and export while another session holds the
+    writers' advisory lock inside a transaction that deleted every metric:
+    they answer at once and see what was committed."""
+    uri = pg_server.newdb("readers")
+    assert history(uri, "add", *series(tmp_path / "r", commits=6, per_commit=2)).returncode == 0
+    holder = subprocess.Popen(["psql", "-X", "-q", "-h", str(pg_server.run), "-p",
+                               str(pg_server.port), "-U", "sbrig", "-d", dbname(uri)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True,
+                              env=pg_server.env(dict(os.environ)))
+    try:
+        holder.stdin.write("BEGIN; SELECT pg_advisory_xact_lock(1396855367); "
+                           "DELETE FROM metrics;\n")
+        holder.stdin.flush()
+        deadline = time.monotonic() + 30
+        while not test_history.locked(uri):
+            assert holder.poll() is None and time.monotonic() < deadline, "no lock taken"
+            time.sleep(0.05)
+        for args in (("show",), ("show", "keypress"), ("export",),
+                     ("trend", "keypress", "energy_per_wakeup_uJ"),
+                     ("html", "keypress", "-o", tmp_path / "t.html")):
+            t = time.monotonic()
+            r = history(uri, *args, timeout=30)
+            assert r.returncode == EXIT_OK, (args, r.stderr)
+            assert time.monotonic() - t < 5, args
+        assert "6 commits, 12 runs" in history(uri, "trend", "keypress",
+                                               "energy_per_wakeup_uJ").stdout
+    finally:
+        holder.kill()
+        holder.communicate()
+
+
+def test_a_database_altered_by_another_program_is_read_safely(pg_server, tmp_path):
+    """sbrig's tables in PostgreSQL as another program may leave them
+    (NOT NULL dropped, NULLs, a NaN, text with control bytes): every
+    reader answers without a crash, prints nothing raw."""
+    uri = pg_server.newdb("altered")
+    pg_server.psql(dbname(uri), """
+        CREATE TABLE sbrig_meta (application_id INTEGER, schema_version INTEGER);
+        INSERT INTO sbrig_meta VALUES (1396855367, 2);
+        CREATE TABLE runs (id BIGINT, commit_sha TEXT, scenario TEXT, scenario_sha256 TEXT,
+            rig_name TEXT, rig_sha256 TEXT, capture_path TEXT, start_ns BIGINT, end_ns BIGINT,
+            samples BIGINT, added_utc TEXT, report TEXT, host_version TEXT);
+        CREATE TABLE metrics (run_id BIGINT, metric TEXT, blocker TEXT, value DOUBLE PRECISION);
+        CREATE TABLE commits (sha TEXT, seq BIGINT);
+        INSERT INTO runs (id, commit_sha) VALUES (1, 'c1');
+        INSERT INTO runs (id, commit_sha, scenario, rig_sha256, rig_name)
+            VALUES (2, 'c1', 's', 'r', E'rig\\x1b[2J');
+        INSERT INTO runs (id, scenario, rig_sha256, rig_name)
+            VALUES (3, 's', 'r', E'rig\\x1b[2J');
+        INSERT INTO commits VALUES ('c1', 1), (NULL, 2), ('c2', NULL);
+        INSERT INTO metrics VALUES (1, 'energy_per_wakeup_uJ', NULL, NULL),
+            (2, 'energy_per_wakeup_uJ', '', 10), (2, 'energy_total_uJ', '', NULL),
+            (2, 'latency_median_ns', '', 'NaN'), (2, 'blocker_activations', NULL, 3),
+            (NULL, NULL, NULL, NULL);
+    """)
+    outs = [history(uri, "show"), history(uri, "show", "s"),
+            history(uri, "trend", "s", "energy_per_wakeup_uJ"),
+            history(uri, "html", "s", "-o", tmp_path / "n.html"), history(uri, "export")]
+    assert [r.returncode for r in outs] == [EXIT_OK] * 5, [r.stderr for r in outs]
+    assert "(no scenario)" in outs[0].stdout
+    assert "1 commits, 1 runs" in outs[2].stdout
+    assert ",energy_total_uJ,,," in outs[4].stdout     # a NULL value is no value
+    assert ",latency_median_ns,,," in outs[4].stdout   # nor is a NaN
+    r = history(uri, "trend", "s", "latency_median_ns")
+    assert r.returncode == 1 and "no run of scenario 's' has a value" in r.stderr
+    for r in outs[:4]:      # (export writes CSV, for a file: the data as it is)
+        assert "\x1b" not in r.stdout + r.stderr

@@ -4,6 +4,7 @@
  * every value as CSV (sbrig history export; history-format.md, "Export").
  */
 #include <errno.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -132,8 +133,8 @@ int sbrig_history_export_csv(struct sbrig_history *h, const char *scenario,
 			(long long)hi_int64(st, 1));
 		for (int i = 2; i <= 10; i++)
 			csv(out, hi_text(st, i), ',');
-		/* a number, not text: "-5" stays "-5" */
-		if (hi_null(st, 11))
+		/* a number, not text: "-5" stays "-5"; a NaN is no value */
+		if (hi_null(st, 11) || !isfinite(hi_double(st, 11)))
 			*num = '\0';
 		else
 			snprintf(num, sizeof(num), "%.10g",

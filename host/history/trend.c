@@ -256,6 +256,8 @@ struct sbrig_trend *sbrig_history_trend(struct sbrig_history *h,
 	while ((rc = hi_step(st, "reading the trend")) > 0) {
 		double v = hi_double(st, 2);
 
+		if (!hi_null(st, 2) && !isfinite(v))
+			continue;	/* no value (a NaN is not ours) */
 		if (!hi_null(st, 2))
 			nvalues++;
 		else if (o.blocker && !hi_int64(st, 4) &&
