@@ -84,6 +84,10 @@ class PgServer:
             pw = pwd.getpwnam(USER)
             for p in (self.root, self.run, pwfile):
                 os.chown(p, pw.pw_uid, pw.pw_gid)
+        if self._as_user(["test", "-w", self.root, "-a", "-r", pwfile]).returncode:
+            raise RuntimeError(f"{self.root}: the user {USER}, who runs the server, cannot "
+                               "write there (each parent directory must be searchable "
+                               "by others: chmod o+x)")
         r = self._as_user([BIN / "initdb", "-D", self.data, "-U", ROLE, "--pwfile", pwfile,
                            "--auth-local=trust", "--auth-host=scram-sha-256",
                            "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"])
