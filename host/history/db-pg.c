@@ -241,7 +241,7 @@ static struct hi_stmt *pg_prepare(struct sbrig_history *h, const char *sql,
 	return &s->base;
 }
 
-/* parameter @i's value (NULL when out of memory: step() reports it) */
+/* parameter @i's value (out of memory: SQL NULL, which our columns refuse) */
 static void bind(struct hi_stmt *st, int i, const char *v, unsigned int type)
 {
 	struct pg_stmt *s = PS(st);
