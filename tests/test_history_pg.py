@@ -266,3 +266,18 @@ def test_a_database_altered_by_another_program_is_read_safely(pg_server, tmp_pat
     assert r.returncode == 1 and "no run of scenario 's' has a value" in r.stderr
     for r in outs[:4]:      # (export writes CSV, for a file: the data as it is)
         assert "\x1b" not in r.stdout + r.stderr
+
+
+def test_sbrig_history_names_a_postgresql_database(pg_server, tmp_path):
+    """$SBRIG_HISTORY may be a postgresql:// URI (--db wins over it)."""
+    reps = series(tmp_path / "r", commits=2, per_commit=1)
+    uri = pg_server.newdb("env")
+    env = dict(pg_server.env(ENV), SBRIG_HISTORY=uri)
+    r = subprocess.run([str(SBRIG), "history", "add", *map(str, reps)], capture_output=True,
+                       text=True, env=env, timeout=120)
+    assert r.returncode == EXIT_OK, r.stderr
+    assert f"history: {uri}: 2 added, 0 present" in r.stdout
+    assert len(query(uri, "SELECT id FROM runs")) == 2
+    r = subprocess.run([str(SBRIG), "history", "--db", str(tmp_path / "none.db"), "show"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == EXIT_DB and str(tmp_path / "none.db") in r.stderr

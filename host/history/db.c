@@ -32,7 +32,7 @@ int sbrig_history_default_path(char *buf, size_t size)
 			     home);
 	else
 		return sbrig_set_error(-ENOENT, "no history database: give "
-				       "--db FILE, or set SBRIG_HISTORY or "
+				       "--db DB, or set SBRIG_HISTORY or "
 				       "HOME");
 	if (n < 0 || (size_t)n >= size)
 		return sbrig_set_error(-ENAMETOOLONG, "history database path "

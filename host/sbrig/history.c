@@ -549,7 +549,7 @@ int cmd_history(const struct command *c, int argc, char **argv)
 	const char *db = NULL;
 	int i = 1;
 
-	/* options before the subcommand: --db FILE, --help */
+	/* options before the subcommand: --db DB, --help */
 	while (i < argc && argv[i][0] == '-') {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			command_help(c, stdout);
