@@ -177,9 +177,11 @@ static int number(struct sbrig_history *h, git_repository *repo,
 		ret = git_err(dir, grc, "walking its history");
 out:
 	hi_finalize(st);
-	if (h->be->temp_off && hi_exec(h, h->be->temp_off,
-				       "ordering its commits") && !ret)
-		ret = -EIO;
+	if (h->be->temp_off) {
+		int err = hi_exec(h, h->be->temp_off, "ordering its commits");
+
+		ret = ret ? ret : err;
+	}
 	git_revwalk_free(walk);
 	return ret;
 }
