@@ -60,6 +60,7 @@ def test_a_password_in_the_uri_is_refused_and_never_printed(pg_server, tmp_path)
                        text=True, env=env, timeout=60)
     assert r.returncode == EXIT_DB
     assert f"{uri}: connecting: " in r.stderr and "password" in r.stderr
+    assert "the server is down" not in r.stderr     # it is up: the login failed
 
 
 def test_a_foreign_or_newer_database_is_refused_and_left_as_it_is(pg_server, tmp_path):

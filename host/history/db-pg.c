@@ -150,6 +150,9 @@ static int pg_err(struct sbrig_history *h, const PGresult *res,
 	err = errno_of(CONN(h), state);
 	if (!res && CONN(h) && PQstatus(CONN(h)) == CONNECTION_OK)
 		err = -ENOMEM;	/* no result at all */
+	else if (!state && (strstr(msg, "password") ||
+			    strstr(msg, "authentication")))
+		err = -EACCES;	/* the login (libpq gives no SQLSTATE) */
 	/* the server's message, one line, for a terminal */
 	snprintf(line, sizeof(line), "%s", msg);
 	len = strlen(line);
