@@ -282,3 +282,34 @@ def test_sbrig_history_names_a_postgresql_database(pg_server, tmp_path):
     r = subprocess.run([str(SBRIG), "history", "--db", str(tmp_path / "none.db"), "show"],
                        capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == EXIT_DB and str(tmp_path / "none.db") in r.stderr
+
+
+def test_the_uri_options_set_the_lock_timeout(pg_server, tmp_path):
+    """sbrig's 60 s lock timeout unless the URI's options say otherwise:
+    with options=-clock_timeout=1000 an add behind a writer holding the
+    lock gives up after ~1 s, naming the database and the lock."""
+    uri = pg_server.newdb("locktimeout")
+    reps = series(tmp_path / "r", commits=2, per_commit=1)
+    assert history(uri, "add", reps[0]).returncode == EXIT_OK
+    holder = subprocess.Popen(["psql", "-X", "-q", "-h", str(pg_server.run), "-p",
+                               str(pg_server.port), "-U", "sbrig", "-d", dbname(uri)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True,
+                              env=pg_server.env(dict(os.environ)))
+    try:
+        holder.stdin.write("BEGIN; SELECT pg_advisory_xact_lock(1396855367);\n")
+        holder.stdin.flush()
+        deadline = time.monotonic() + 30
+        while not test_history.locked(uri):
+            assert holder.poll() is None and time.monotonic() < deadline, "no lock taken"
+            time.sleep(0.05)
+        t = time.monotonic()
+        r = history(f"{uri}?options=-clock_timeout%3D1000", "add", reps[1], timeout=60)
+        took = time.monotonic() - t
+        assert r.returncode == EXIT_DB, r.stderr
+        assert "lock timeout" in r.stderr and dbname(uri) in r.stderr, r.stderr
+        assert took < 10, took
+    finally:
+        holder.kill()
+        holder.communicate()
+    assert len(query(uri, "SELECT id FROM runs")) == 1

@@ -10,8 +10,8 @@
  * bounded: connect_timeout (10 s unless the URI or PGCONNECT_TIMEOUT says
  * otherwise), TCP keepalives and a TCP user timeout (a server that is gone
  * is noticed within ~30 s), a statement timeout, and a lock timeout for
- * the write lock (HI_BUSY_TIMEOUT_MS): an error names the database, never
- * a hang.
+ * the write lock (HI_BUSY_TIMEOUT_MS), each unless the URI's options set
+ * it: an error names the database, never a hang.
  *
  * The schema is the SQLite one in PostgreSQL's types (BIGINT identities,
  * DOUBLE PRECISION values), in the connection's current schema (set it
@@ -586,7 +586,7 @@ static int pg_open(struct sbrig_history *h, const char *uri, bool write)
 		env_timeout && *env_timeout ? env_timeout : "10", "1", "10",
 		"5", "3", "30000", "sbrig", uri, NULL,
 	};
-	char sql[256];
+	char sql[384];
 	bool empty;
 	int ret, v;
 
@@ -610,8 +610,11 @@ static int pg_open(struct sbrig_history *h, const char *uri, bool write)
 				       "the database first, e.g. createdb)", e);
 	}
 	PQsetNoticeProcessor(CONN(h), quiet, NULL);
+	/* the timeouts unless the URI's options (or the role) set them */
 	snprintf(sql, sizeof(sql), "SET client_min_messages = warning; "
-		 "SET statement_timeout = %d; SET lock_timeout = %d; "
+		 "SELECT set_config(name, v, false) FROM (VALUES "
+		 "('statement_timeout', '%d'), ('lock_timeout', '%d')) t(name, v)"
+		 " WHERE current_setting(name) = '0'; "
 		 "SET default_transaction_read_only = %s",
 		 PG_STATEMENT_TIMEOUT_MS, HI_BUSY_TIMEOUT_MS,
 		 write ? "off" : "on");
