@@ -1,4 +1,11 @@
-"""sbrig history: the per-commit history of runs in SQLite.
+"""sbrig history: the per-commit history of runs, in SQLite and in PostgreSQL.
+
+Every test that is not about one backend's own file or server runs on both
+(``backend``: a file under tmp_path, or a new database of the session's
+PostgreSQL 15 server, tests/pgserver.py); the SQLite-only ones are about
+its file (WAL, application_id, read-only directory, corrupt pages, the
+version-1 fixture), the PostgreSQL-only ones (tests/test_history_pg.py)
+about its server.
 
 * add files runs under their commit, scenario and rig; the same capture
   twice is one run; show, export (CSV) and trend say what was added; the
@@ -37,6 +44,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import pgserver
 from tests.skips import cannot_run
 
 REPO = Path(__file__).resolve().parents[1]
@@ -64,10 +72,47 @@ def build():
                         f"{r.stderr[-3000:]}", pytrace=False)
 
 
+pg_server = pgserver.pg_server     # the session's PostgreSQL server
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend(request):
+    return request.param
+
+
+@pytest.fixture
+def newdb(backend, tmp_path, request):
+    """newdb(NAME): a database that does not exist yet (SQLite: a file
+    under tmp_path) or is empty (PostgreSQL: a new database)"""
+    if backend == "sqlite":
+        return lambda name="h": tmp_path / f"{name}.db"
+    return request.getfixturevalue("pg_server").newdb
+
+
+def is_pg(db) -> bool:
+    return str(db).startswith("postgresql://")
+
+
+def env_for(db, env=None) -> dict:
+    """the environment for sbrig on @db: libpq's password file for a
+    PostgreSQL one"""
+    env = env or ENV
+    return pgserver.CURRENT.env(env) if is_pg(db) else env
+
+
 def history(db, *args, sbrig=SBRIG, env=None, timeout=600, **kw) -> subprocess.CompletedProcess:
     cmd = [str(sbrig), "history"] + (["--db", str(db)] if db else []) + list(map(str, args))
-    return subprocess.run(cmd, capture_output=True, text=True, env=env or ENV,
+    return subprocess.run(cmd, capture_output=True, text=True, env=env_for(db, env),
                           timeout=timeout, **kw)
+
+
+def query(db, sql: str) -> list[tuple]:
+    """@sql's rows from either backend (PostgreSQL's numbers as ints)"""
+    if not is_pg(db):
+        with sqlite3.connect(db) as c:
+            return c.execute(sql).fetchall()
+    rows = pgserver.CURRENT.query(pgserver.dbname(str(db)), sql)
+    return [tuple(int(v) if re.fullmatch(r"-?[0-9]+", v) else v for v in r) for r in rows]
 
 
 def series(d: Path, commits: int = 30, per_commit: int = 3, step_at: int | None = None,
@@ -88,23 +133,20 @@ def series(d: Path, commits: int = 30, per_commit: int = 3, step_at: int | None 
     return runs.write_reports(reports, d)
 
 
-def db_runs(db: Path) -> list[tuple]:
-    with sqlite3.connect(db) as c:
-        return c.execute("SELECT id, commit_sha, report FROM runs ORDER BY id").fetchall()
+def db_runs(db) -> list[tuple]:
+    return query(db, "SELECT id, commit_sha, report FROM runs ORDER BY id")
 
 
-def metrics_per_run(db: Path) -> set[int]:
-    with sqlite3.connect(db) as c:
-        return {n for (n,) in c.execute(
-            "SELECT COUNT(m.metric) FROM runs r LEFT JOIN metrics m ON m.run_id = r.id "
-            "GROUP BY r.id")}
+def metrics_per_run(db) -> set[int]:
+    return {n for (n,) in query(db, "SELECT COUNT(m.metric) FROM runs r LEFT JOIN metrics m "
+                                    "ON m.run_id = r.id GROUP BY r.id")}
 
 
 # ---- add, show, export ----------------------------------------------------
 
-def test_add_is_idempotent_and_show_export_say_what_was_added(tmp_path):
+def test_add_is_idempotent_and_show_export_say_what_was_added(tmp_path, newdb):
     reps = series(tmp_path / "r", commits=3, per_commit=2)
-    db = tmp_path / "lab" / "history.db"
+    db = newdb("lab")
     r = history(db, "add", *reps)
     assert r.returncode == EXIT_OK, r.stderr
     assert r.stdout.count("added: ") == 6
@@ -114,11 +156,15 @@ def test_add_is_idempotent_and_show_export_say_what_was_added(tmp_path):
     assert r.returncode == EXIT_OK, r.stderr
     assert "0 added, 7 present" in r.stdout
     assert len(db_runs(db)) == 6
-    with sqlite3.connect(db) as c:
-        assert c.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-        assert c.execute("PRAGMA user_version").fetchone() == (2,)
-        assert c.execute("SELECT sha, seq FROM commits ORDER BY seq").fetchall() == \
-            [("c00", 1), ("c01", 2), ("c02", 3)]
+    if is_pg(db):   # sbrig_meta: PRAGMA application_id and user_version's stand-in
+        assert query(db, "SELECT application_id, schema_version FROM sbrig_meta") == \
+            [(0x53425247, 2)]
+    else:
+        with sqlite3.connect(db) as c:
+            assert c.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+            assert c.execute("PRAGMA user_version").fetchone() == (2,)
+    assert query(db, "SELECT sha, seq FROM commits ORDER BY seq") == \
+        [("c00", 1), ("c01", 2), ("c02", 3)]
 
     r = history(db, "show")
     assert r.returncode == EXIT_OK, r.stderr
@@ -167,8 +213,8 @@ def test_default_database_location(tmp_path):
 # ---- change points --------------------------------------------------------
 
 @pytest.mark.parametrize("k", [5, 17, 25])
-def test_a_step_at_commit_k_of_30_is_found_at_k(tmp_path, k):
-    db = tmp_path / "h.db"
+def test_a_step_at_commit_k_of_30_is_found_at_k(tmp_path, newdb, k):
+    db = newdb("h")
     r = history(db, "add", *series(tmp_path / "r", step_at=k, seed=k))
     assert r.returncode == EXIT_OK, r.stderr
     tj = tmp_path / "trend.json"
@@ -197,10 +243,10 @@ def test_a_step_at_commit_k_of_30_is_found_at_k(tmp_path, k):
 
 
 @pytest.mark.parametrize("k", [3, 27])
-def test_a_step_without_full_windows_is_provisional(tmp_path, k):
+def test_a_step_without_full_windows_is_provisional(tmp_path, newdb, k):
     """A step 3 commits from either end (window 5) is found, marked
     provisional: the windows it was judged on are not full."""
-    db = tmp_path / "h.db"
+    db = newdb("h")
     assert history(db, "add", *series(tmp_path / "r", step_at=k, rise=0.15,
                                       seed=k)).returncode == 0
     tj = tmp_path / "trend.json"
@@ -214,7 +260,7 @@ def test_a_step_without_full_windows_is_provisional(tmp_path, k):
     assert (s["commits_before"], s["commits_after"]) == ((3, 5) if k == 3 else (5, 3))
 
 
-def test_a_25_percent_step_is_named_and_nothing_else_flagged(tmp_path):
+def test_a_25_percent_step_is_named_and_nothing_else_flagged(tmp_path, newdb):
     """The detection figure of issue 24: runs with realistic noise (a
     run-to-run CV of 5 %, 3 runs a commit, 40 commits), one blocker's energy per
     wakeup +25 % from commit c23 on: every metric of every blocker
@@ -227,7 +273,7 @@ def test_a_25_percent_step_is_named_and_nothing_else_flagged(tmp_path):
             # the blocker's energy per wakeup: CV sqrt(2) x noise
             reports.append(runs.fake_report(rng, noise=0.035, git_sha=f"c{k:02d}", blockers={
                 "wifi": 50_000 * (1.25 if k >= 23 else 1), "gps": 20_000}))
-    db = tmp_path / "h.db"
+    db = newdb("h")
     r = history(db, "add", *runs.write_reports(reports, tmp_path / "r"), sbrig=RELEASE)
     assert r.returncode == EXIT_OK, r.stderr
     page = tmp_path / "t.html"
@@ -246,8 +292,8 @@ def test_a_25_percent_step_is_named_and_nothing_else_flagged(tmp_path):
     assert 0.15 < s["change_rel"] < 0.35     # 5 commits a side, 5 % noise per run
 
 
-def test_a_blocker_whose_energy_doubles_steps_at_its_commit(tmp_path):
-    db = tmp_path / "h.db"
+def test_a_blocker_whose_energy_doubles_steps_at_its_commit(tmp_path, newdb):
+    db = newdb("h")
     history(db, "add", *series(tmp_path / "r", step_at=12, rise=0, wifi=2))
     r = history(db, "trend", "keypress", "blocker_energy_per_wakeup_uJ", "--blocker", "wifi")
     assert r.returncode == EXIT_OK, r.stderr
@@ -260,7 +306,7 @@ def test_a_blocker_whose_energy_doubles_steps_at_its_commit(tmp_path):
     assert "steps: none" in r.stdout
 
 
-def test_a_blocker_that_comes_and_goes_steps_where_it_does(tmp_path):
+def test_a_blocker_that_comes_and_goes_steps_where_it_does(tmp_path, newdb):
     """A blocker the scenario has had counts as 0 in the runs without
     it, before it appears and after it goes (as compare counts it): its
     steps are seen at the commits where it came (c10) and went (c20)."""
@@ -272,7 +318,7 @@ def test_a_blocker_that_comes_and_goes_steps_where_it_does(tmp_path):
             bl["gps"] = 20_000.0
         for _ in range(3):
             reports.append(runs.fake_report(rng, git_sha=f"c{k:02d}", blockers=bl))
-    db = tmp_path / "h.db"
+    db = newdb("h")
     assert history(db, "add", *runs.write_reports(reports, tmp_path / "r")).returncode == 0
     tj = tmp_path / "t.json"
     r = history(db, "trend", "keypress", "blocker_energy_per_wakeup_uJ", "--blocker", "gps",
@@ -293,10 +339,10 @@ def test_a_blocker_that_comes_and_goes_steps_where_it_does(tmp_path):
     assert r.returncode == EXIT_FAIL and "no run of scenario" in r.stderr
 
 
-def test_series_without_a_step_are_not_flagged(tmp_path):
+def test_series_without_a_step_are_not_flagged(tmp_path, newdb):
     flagged = 0
     for seed in range(8):
-        db = tmp_path / f"h{seed}.db"
+        db = newdb(f"h{seed}")
         reps = series(tmp_path / f"r{seed}", seed=100 + seed)
         assert history(db, "add", *reps, sbrig=RELEASE).returncode == EXIT_OK
         r = history(db, "trend", "keypress", "energy_per_wakeup_uJ", sbrig=RELEASE)
@@ -305,8 +351,8 @@ def test_series_without_a_step_are_not_flagged(tmp_path):
     assert flagged == 0
 
 
-def test_an_improvement_is_a_step_too(tmp_path):
-    db = tmp_path / "h.db"
+def test_an_improvement_is_a_step_too(tmp_path, newdb):
+    db = newdb("h")
     history(db, "add", *series(tmp_path / "r", step_at=10, rise=-0.1))
     r = history(db, "trend", "keypress", "energy_per_wakeup_uJ")
     assert r.returncode == EXIT_OK, r.stderr
@@ -332,7 +378,7 @@ def git_repo(d: Path, n: int) -> list[str]:
     return shas
 
 
-def test_commit_order_from_git(tmp_path):
+def test_commit_order_from_git(tmp_path, newdb):
     """--git-dir orders the commits by their parents, not by when their
     runs were added: commits added out of order, and an old commit
     backfilled last, land where they belong, and the step is found at its
@@ -350,7 +396,7 @@ def test_commit_order_from_git(tmp_path):
                                             git_sha=shas[k][:12] if k % 2 else shas[k]))
     reports.append(runs.fake_report(rng, git_sha="--output=/tmp/x"))   # not a commit
     reports.append(runs.fake_report(rng, git_sha="c0ffee00"))          # not in the repository
-    db = tmp_path / "h.db"
+    db = newdb("h")
     assert history(db, "add", *runs.write_reports(reports, tmp_path / "r")).returncode == 0
     name = [s[:12] if k % 2 else s for k, s in enumerate(shas)]
 
@@ -395,13 +441,14 @@ def test_commit_order_from_git(tmp_path):
 
 # ---- concurrency and a killed writer --------------------------------------
 
-def test_concurrent_adders_lose_nothing(tmp_path):
+def test_concurrent_adders_lose_nothing(tmp_path, newdb):
     reps = series(tmp_path / "r", commits=10, per_commit=8)
-    db = tmp_path / "h.db"       # created by whichever adder comes first
+    db = newdb("h")       # created by whichever adder comes first
     # four adders at once, overlapping: each takes a slice and the first 10
     procs = [subprocess.Popen([str(RELEASE), "history", "--db", str(db), "add",
                                *map(str, reps[:10] + reps[10 + i::4])],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=env_for(db))
              for i in range(4)]
     for p in procs:
         out, err = p.communicate(timeout=300)
@@ -410,13 +457,53 @@ def test_concurrent_adders_lose_nothing(tmp_path):
     assert len(got) == len(reps)
     assert {Path(r[2]) for r in got} == set(reps)
     assert len(metrics_per_run(db)) == 1
-    with sqlite3.connect(db) as c:
-        assert c.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-        assert c.execute("SELECT COUNT(*) FROM commits").fetchone() == (10,)
+    assert query(db, "SELECT COUNT(*), COUNT(DISTINCT seq), MAX(seq) FROM commits") == \
+        [(10, 10, 10)]
+    if not is_pg(db):
+        with sqlite3.connect(db) as c:
+            assert c.execute("PRAGMA integrity_check").fetchone() == ("ok",)
 
 
-def locked(db: Path) -> bool:
-    """Whether another connection holds the write lock now."""
+def test_8_concurrent_adders_of_100_runs_lose_and_duplicate_nothing(tmp_path, newdb, backend):
+    """Issue 28: 8 sbrig history add at once, 100 runs each, and each also
+    adds 25 of its neighbour's (the same captures raced for): all 800 runs
+    are there once, each with all its metrics, 100 commits numbered 1..100
+    once each, and the adders' own counts say 800 added in all."""
+    import time
+
+    reps = series(tmp_path / "r", commits=100, per_commit=8)
+    db = newdb("h")
+    t = time.monotonic()
+    todo = [reps[i::8] + reps[(i + 1) % 8::8][:25] for i in range(8)]
+    for i, runs_of in enumerate(todo):     # each in its own order: commits raced for
+        random.Random(i).shuffle(runs_of)
+    procs = [subprocess.Popen([str(RELEASE), "history", "--db", str(db), "add",
+                               *map(str, todo[i])],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=env_for(db))
+             for i in range(8)]
+    added = 0
+    for p in procs:
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == EXIT_OK, err
+        added += int(re.search(r": (\d+) added, (\d+) present", out)[1])
+    took = time.monotonic() - t
+    print(f"\n8 x 100 adds on {backend}: {took:.1f} s, {added} added")
+    assert added == 800
+    got = db_runs(db)
+    assert len(got) == 800 and {Path(r[2]) for r in got} == set(reps)
+    assert query(db, "SELECT COUNT(*), COUNT(DISTINCT capture_path) FROM runs") == [(800, 800)]
+    assert len(metrics_per_run(db)) == 1
+    assert query(db, "SELECT COUNT(*), COUNT(DISTINCT seq), MIN(seq), MAX(seq) FROM commits") \
+        == [(100, 100, 1, 100)]
+
+
+def locked(db) -> bool:
+    """Whether another connection holds the write lock now (PostgreSQL:
+    the writers' advisory lock, db-pg.c)."""
+    if is_pg(db):
+        return query(db, "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' "
+                         "AND granted AND objid = 1396855367") == [(1,)]
     c = sqlite3.connect(db, timeout=0, isolation_level=None)
     try:
         c.execute("BEGIN IMMEDIATE")
@@ -429,13 +516,13 @@ def locked(db: Path) -> bool:
         c.close()
 
 
-def test_a_writer_killed_mid_transaction_loses_nothing_committed(tmp_path):
+def test_a_writer_killed_mid_transaction_loses_nothing_committed(tmp_path, newdb):
     reps = series(tmp_path / "r", commits=50, per_commit=8)
-    db = tmp_path / "h.db"
+    db = newdb("h")
     assert history(db, "add", reps[0]).returncode == EXIT_OK
     p = subprocess.Popen([str(RELEASE), "history", "--db", str(db), "add",
                           *map(str, reps[1:])], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+                         stderr=subprocess.PIPE, text=True, env=env_for(db))
     done = [str(reps[0])]
     killed = False
     # after each run it reports committed, stop it where it is; when it
@@ -462,8 +549,9 @@ def test_a_writer_killed_mid_transaction_loses_nothing_committed(tmp_path):
     assert set(done) <= {r[2] for r in got}
     assert len(got) in (len(done), len(done) + 1)   # +1: killed between commit and print
     assert len(metrics_per_run(db)) == 1
-    with sqlite3.connect(db) as c:
-        assert c.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    if not is_pg(db):
+        with sqlite3.connect(db) as c:
+            assert c.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     # the database opens and takes the rest
     r = history(db, "add", *reps)
     assert r.returncode == EXIT_OK, r.stderr
@@ -676,7 +764,7 @@ def test_a_database_with_null_columns_or_corrupt_pages(tmp_path):
         assert str(bad) in r.stderr and "malformed" in r.stderr, r.stderr
 
 
-def test_names_with_control_bytes_cannot_drive_the_terminal(tmp_path):
+def test_names_with_control_bytes_cannot_drive_the_terminal(tmp_path, newdb):
     """A commit, scenario or rig name with escape sequences (a report's
     git_sha, a capture's meta.ini) is printed with its control bytes as
     \\xNN by add, show, trend and the errors that list names: nothing it
@@ -694,7 +782,7 @@ def test_names_with_control_bytes_cannot_drive_the_terminal(tmp_path):
     other["capture"]["provenance"].update(rig_name=f"b{evil}", rig_sha256="cd" * 32)
     other["capture"]["path"] = "/elsewhere"
     (tmp_path / "o.json").write_text(json.dumps(other))
-    db = tmp_path / "h.db"
+    db = newdb("h")
     scen = f"rig/scenarios/k{evil}.scn"
     outs = [history(db, "add", *reps, tmp_path / "o.json")]
     outs.append(history(db, "show"))
@@ -719,7 +807,7 @@ def test_names_with_control_bytes_cannot_drive_the_terminal(tmp_path):
 
 # ---- bad input ------------------------------------------------------------
 
-def test_bad_runs_are_named_and_the_others_added(tmp_path):
+def test_bad_runs_are_named_and_the_others_added(tmp_path, newdb):
     reps = series(tmp_path / "r", commits=2, per_commit=1)
     bad = json.loads(reps[0].read_text())
     bad["version"] = 99
@@ -733,7 +821,7 @@ def test_bad_runs_are_named_and_the_others_added(tmp_path):
     del missing["energy"]
     ms = tmp_path / "missing.json"
     ms.write_text(json.dumps(missing))
-    db = tmp_path / "h.db"
+    db = newdb("h")
     locked = tmp_path / "unreadable.json"
     locked.write_text(reps[0].read_text())
     locked.chmod(0)
@@ -755,8 +843,8 @@ def test_bad_runs_are_named_and_the_others_added(tmp_path):
     assert "commit abc123" in r.stdout
 
 
-def test_trend_errors(tmp_path):
-    db = tmp_path / "h.db"
+def test_trend_errors(tmp_path, newdb):
+    db = newdb("h")
     reps = series(tmp_path / "r", commits=4, per_commit=2)
     other = json.loads(reps[0].read_text())
     other["capture"]["provenance"].update(rig_name="bench", rig_sha256="cd" * 32)
@@ -811,19 +899,19 @@ def test_help_names_every_subcommand():
     r = subprocess.run([str(SBRIG), "history", "--help"], capture_output=True, text=True,
                        env=ENV)
     assert r.returncode == EXIT_OK
-    for word in ("add", "show", "trend", "export", "--db", "SBRIG_HISTORY",
+    for word in ("add", "show", "trend", "export", "copy", "--db", "SBRIG_HISTORY",
                  "XDG_DATA_HOME", "history-format.md"):
         assert word in r.stdout
 
 
-def test_a_capture_and_its_report_are_one_run(tmp_path):
+def test_a_capture_and_its_report_are_one_run(tmp_path, newdb):
     """A capture directory is analysed on the fly; its report.json (from
     sbrig analyze) added later is the same run."""
     from tests.synth import synthcap
 
     synthcap.build(runs.press_scenario(7, git_sha="abc1234"), tmp_path)
     cap = tmp_path / "capture"
-    db = tmp_path / "h.db"
+    db = newdb("h")
     r = history(db, "add", cap)
     assert r.returncode == EXIT_OK, r.stderr
     assert "added: " in r.stdout and "commit abc1234, scenario rig/scenarios/press.scn" in r.stdout
@@ -835,3 +923,80 @@ def test_a_capture_and_its_report_are_one_run(tmp_path):
     assert r.returncode == EXIT_OK, r.stderr
     assert "0 added, 2 present" in r.stdout
     assert len(db_runs(db)) == 1
+
+
+# ---- copy between backends ---------------------------------------------------
+
+def export_rows(db) -> list[dict]:
+    """every value of @db as export writes it, without the run's id (each
+    database numbers its own runs)"""
+    r = history(db, "export")
+    assert r.returncode == EXIT_OK, r.stderr
+    return [{k: v for k, v in row.items() if k != "run"}
+            for row in csv.DictReader(io.StringIO(r.stdout))]
+
+
+def test_copy_sqlite_to_postgresql_and_back_whole_or_by_scenario(tmp_path, pg_server):
+    """history copy FROM TO: every run with its metrics, commit order and
+    report, from SQLite into PostgreSQL and back; twice adds nothing; a
+    run TO has already is left alone; --scenario copies only its runs."""
+    reps = series(tmp_path / "r", commits=12, per_commit=2, step_at=6, rise=0.2)
+    other = series(tmp_path / "o", commits=3, per_commit=1, seed=9)
+    for p in other:     # a second scenario, its commits interleaved
+        doc = json.loads(p.read_text())
+        doc["capture"]["provenance"]["scenario"] = "rig/scenarios/press.scn"
+        doc["capture"]["provenance"]["git_sha"] = "o" + doc["capture"]["provenance"]["git_sha"]
+        doc["capture"]["path"] += "-press"
+        p.write_text(json.dumps(doc))
+    src = tmp_path / "src.db"
+    assert history(src, "add", *reps[:10], *other, *reps[10:]).returncode == EXIT_OK
+    pg = pg_server.newdb("copy")
+    assert history(pg, "add", reps[3]).returncode == EXIT_OK     # one it has
+    r = history(None, "copy", src, pg, env=env_for(pg))
+    assert r.returncode == EXIT_OK, r.stderr
+    assert r.stdout == f"copied: 27 runs from {src} to {pg}: 26 added, 1 present\n"
+    # the same values; the commit sequence is the source's but for the
+    # commit the target had first (c01, seq 1 there)
+    want, got = export_rows(src), export_rows(pg)
+    key = lambda row: (row["capture"], row["metric"], row["blocker"])  # noqa: E731
+    strip = lambda rows: sorted(({k: v for k, v in x.items() if k != "seq"}  # noqa: E731
+                                 for x in rows), key=key)
+    assert strip(got) == strip(want) and len(got) > 27 * 10
+    assert [c for (c,) in query(pg, "SELECT sha FROM commits ORDER BY seq")] == \
+        ["c01"] + [c for (c,) in query(src, "SELECT sha FROM commits ORDER BY seq") if c != "c01"]
+    assert query(pg, "SELECT COUNT(*) FROM runs WHERE added_utc = '' OR report = ''") == [(0,)]
+    t1 = history(src, "trend", "keypress", "energy_per_wakeup_uJ").stdout.splitlines()
+    t2 = history(pg, "trend", "keypress", "energy_per_wakeup_uJ").stdout.splitlines()
+    # (the order differs by c01 only: the step is the same commit's)
+    assert [x[:12] for x in t1 if x.startswith("step: ")] == \
+        [x[:12] for x in t2 if x.startswith("step: ")] == ["step: c06: +"]
+    # twice: nothing added
+    r = history(None, "copy", src, pg, env=env_for(pg))
+    assert r.returncode == EXIT_OK, r.stderr
+    assert "27 runs" in r.stdout and ": 0 added, 27 present" in r.stdout
+    assert len(db_runs(pg)) == 27
+    # one scenario, by its file name, into a new PostgreSQL database
+    pg2 = pg_server.newdb("copy2")
+    r = history(None, "copy", "--scenario", "press", src, pg2, env=env_for(pg2))
+    assert r.returncode == EXIT_OK, r.stderr
+    assert r.stdout.startswith("copied scenario rig/scenarios/press.scn: 3 runs")
+    assert query(pg2, "SELECT DISTINCT scenario FROM runs") == [("rig/scenarios/press.scn",)]
+    assert query(pg2, "SELECT sha, seq FROM commits ORDER BY seq") == \
+        [("oc00", 1), ("oc01", 2), ("oc02", 3)]
+    # and back into SQLite: the same values again
+    back = tmp_path / "back.db"
+    r = history(None, "copy", pg, back, env=env_for(pg))
+    assert r.returncode == EXIT_OK, r.stderr
+    assert strip(export_rows(back)) == strip(want)
+    # errors: a scenario FROM lacks, a FROM that is not there (TO is not
+    # made), a password on the command line, usage
+    r = history(None, "copy", "--scenario", "nosuch", src, pg, env=env_for(pg))
+    assert r.returncode == EXIT_FAIL and f"{src}: no run of scenario 'nosuch'" in r.stderr
+    r = history(None, "copy", tmp_path / "none.db", tmp_path / "new.db")
+    assert r.returncode == EXIT_DB and str(tmp_path / "none.db") in r.stderr
+    assert not (tmp_path / "new.db").exists()
+    r = history(None, "copy", src, pg.replace("sbrig@", "sbrig:hunter2@"), env=env_for(pg))
+    assert r.returncode == EXIT_DB and "hunter2" not in r.stderr
+    assert history(None, "copy", src).returncode == EXIT_USAGE
+    assert history(src, "copy", src, pg).returncode == EXIT_USAGE
+    assert len(db_runs(pg)) == 27

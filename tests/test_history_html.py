@@ -2,7 +2,9 @@
 over the DevTools protocol (tests/cdp.py), as report.html is tested: no
 console error, no request but the page itself, a chart per metric in the
 DOM with its change points, each commit's runs linked to their reports,
-a screenshot that is not blank; and the page's assets are current.
+a screenshot that is not blank; and the page's assets are current. The
+pages are made from a history in SQLite and from one in PostgreSQL
+(tests/pgserver.py).
 """
 
 from __future__ import annotations
@@ -25,10 +27,18 @@ from tests.test_report_html import READY, assert_clean, not_blank  # noqa: E402
 
 STEP_AT = 12
 build = test_history.build      # the module's fixture: sbrig built first
+pg_server = test_history.pg_server      # the session's PostgreSQL server
 
 
-@pytest.fixture(scope="module")
-def page(tmp_path_factory):
+def new_db(request, d: Path, name: str):
+    """a new database of the backend @request is parametrised with"""
+    if request.param == "sqlite":
+        return d / f"{name}.db"
+    return request.getfixturevalue("pg_server").newdb(name)
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def page(tmp_path_factory, request):
     d = tmp_path_factory.mktemp("trend")
     reps = series(d / "r", commits=20, per_commit=3, step_at=STEP_AT, wifi=2)
     # one run's report.json has a report.html beside it: the link goes there
@@ -37,7 +47,7 @@ def page(tmp_path_factory):
     (rdir / "report.json").write_text(reps[0].read_text())
     (rdir / "report.html").write_text("<p>report</p>\n")
     reps[0].unlink()
-    db = d / "h.db"
+    db = new_db(request, d, "h")
     r = history(db, "add", rdir / "report.json", *reps[1:])
     assert r.returncode == EXIT_OK, r.stderr
     html = d / "trend.html"
@@ -124,8 +134,8 @@ def test_page_errors(page, tmp_path):
 HOSTILE = '<img src=x onerror="window.pwned=(window.pwned||0)+1">'
 
 
-@pytest.fixture(scope="module")
-def hostile_page(tmp_path_factory):
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def hostile_page(tmp_path_factory, request):
     import json
 
     d = tmp_path_factory.mktemp("hostile")
@@ -138,7 +148,7 @@ def hostile_page(tmp_path_factory):
         for b in doc["blockers"]:
             b["name"] = f"wifi{HOSTILE}"
         p.write_text(json.dumps(doc))
-    db = d / "h.db"
+    db = new_db(request, d, "h")
     r = history(db, "add", *reps)
     assert r.returncode == EXIT_OK, r.stderr
     html = d / "trend.html"

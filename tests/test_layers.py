@@ -166,3 +166,20 @@ def test_history_stands_on_the_analysis_and_nothing_above():
         for f in sorted((HOST / d).glob("*.[ch]")):
             assert "sbrig/history.h" not in {n for _, n in includes(f)}, \
                 f"{f.relative_to(REPO)} includes the history (a layer above it)"
+
+
+def test_history_backends_alone_know_their_database_library():
+    """host/history/: one backend interface (internal.h's struct
+    hi_backend, issue 28); only db-sqlite.c includes SQLite's header and
+    only db-pg.c libpq's, and no other file calls either library."""
+    own = {"sqlite3.h": "db-sqlite.c", "libpq-fe.h": "db-pg.c"}
+    calls = {"db-sqlite.c": re.compile(r"\bsqlite3_\w+\s*\("),
+             "db-pg.c": re.compile(r"\bPQ\w+\s*\(")}
+    for f in sorted((HOST / "history").glob("*.[ch]")):
+        names = {n for _, n in includes(f)}
+        for header, backend in own.items():
+            assert header not in names or f.name == backend, f"{f.name} includes {header}"
+        text = f.read_text()
+        for backend, pattern in calls.items():
+            assert f.name == backend or not pattern.search(text), \
+                f"{f.name} calls {backend}'s library: {pattern.search(text)[0]}"

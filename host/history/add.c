@@ -3,8 +3,8 @@
  * add.c - adding runs to the history.
  *
  * A run is read (and a capture analysed) before the database is touched,
- * so the write lock is held only for the inserts: BEGIN IMMEDIATE takes
- * it (waiting up to the busy timeout for another writer), the capture's
+ * so the write lock is held only for the inserts: hi_begin() takes it
+ * (waiting up to the busy timeout for another writer), the capture's
  * identity (path, start, end, samples: the runs table's UNIQUE key) is
  * looked up, and a new run is inserted with its commit (appended to the
  * commit sequence when it is new) and its metrics, then committed.
@@ -22,24 +22,18 @@
 
 #include "internal.h"
 
-static int step_done(struct sbrig_history *h, sqlite3_stmt *st,
-		     const char *what)
+static int step_done(struct hi_stmt *st, const char *what)
 {
-	int rc = sqlite3_step(st);
+	int rc = hi_step(st, what);
 
-	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : hi_err(h, rc, what);
-}
-
-static void bind_text(sqlite3_stmt *st, int i, const char *s)
-{
-	sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
+	return rc < 0 ? rc : 0;
 }
 
 /* the run's id when its capture is there already, else 0 */
 static int find_run(struct sbrig_history *h, const struct sbrig_run *r,
 		    int64_t *id)
 {
-	sqlite3_stmt *st;
+	struct hi_stmt *st;
 	int ret = 0, rc;
 
 	*id = 0;
@@ -47,20 +41,20 @@ static int find_run(struct sbrig_history *h, const struct sbrig_run *r,
 			"start_ns = ?2 AND end_ns = ?3 AND samples = ?4", &ret);
 	if (!st)
 		return ret;
-	bind_text(st, 1, sbrig_run_field(r, "path"));
-	sqlite3_bind_int64(st, 2, sbrig_run_int(r, "start_ns"));
-	sqlite3_bind_int64(st, 3, sbrig_run_int(r, "end_ns"));
-	sqlite3_bind_int64(st, 4, sbrig_run_int(r, "samples"));
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
-		*id = sqlite3_column_int64(st, 0);
-	else if (rc != SQLITE_DONE)
-		ret = hi_err(h, rc, "looking the capture up");
-	sqlite3_finalize(st);
+	hi_bind_text(st, 1, sbrig_run_field(r, "path"));
+	hi_bind_int64(st, 2, sbrig_run_int(r, "start_ns"));
+	hi_bind_int64(st, 3, sbrig_run_int(r, "end_ns"));
+	hi_bind_int64(st, 4, sbrig_run_int(r, "samples"));
+	rc = hi_step(st, "looking the capture up");
+	if (rc > 0)
+		*id = hi_int64(st, 0);
+	else
+		ret = rc;
+	hi_finalize(st);
 	return ret;
 }
 
-static int insert_metric(struct sbrig_history *h, sqlite3_stmt *st,
+static int insert_metric(struct sbrig_history *h, struct hi_stmt *st,
 			 int64_t id, enum sbrig_metric m, const char *bl,
 			 double v)
 {
@@ -68,12 +62,12 @@ static int insert_metric(struct sbrig_history *h, sqlite3_stmt *st,
 
 	if (isnan(v) || !isfinite(v))
 		return 0;
-	sqlite3_reset(st);
-	sqlite3_bind_int64(st, 1, id);
-	bind_text(st, 2, sbrig_metric_name(m));
-	bind_text(st, 3, bl ? bl : "");
-	sqlite3_bind_double(st, 4, v);
-	ret = step_done(h, st, "inserting a metric");
+	hi_reset(st);
+	hi_bind_int64(st, 1, id);
+	hi_bind_text(st, 2, sbrig_metric_name(m));
+	hi_bind_text(st, 3, bl ? bl : "");
+	hi_bind_double(st, 4, v);
+	ret = step_done(st, "inserting a metric");
 	return ret;
 }
 
@@ -82,46 +76,49 @@ static int insert_run(struct sbrig_history *h, const struct sbrig_run *r,
 {
 	const char *const *names;
 	size_t nb = sbrig_run_blockers(r, &names);
-	sqlite3_stmt *st;
+	struct hi_stmt *st;
 	char utc[32];
 	time_t now = time(NULL);
 	struct tm tm;
 	int ret = 0;
 
 	strftime(utc, sizeof(utc), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
-	st = hi_prepare(h, "INSERT OR IGNORE INTO commits (sha, seq) SELECT "
-			"?1, COALESCE(MAX(seq), 0) + 1 FROM commits", &ret);
+	st = hi_prepare(h, "INSERT INTO commits (sha, seq) SELECT ?1, "
+			"COALESCE(MAX(seq), 0) + 1 FROM commits WHERE TRUE "
+			"ON CONFLICT (sha) DO NOTHING", &ret);
 	if (!st)
 		return ret;
-	bind_text(st, 1, commit);
-	ret = step_done(h, st, "adding the commit");
-	sqlite3_finalize(st);
+	hi_bind_text(st, 1, commit);
+	ret = step_done(st, "adding the commit");
+	hi_finalize(st);
 	if (ret)
 		return ret;
 	st = hi_prepare(h, "INSERT INTO runs (commit_sha, scenario, "
 			"scenario_sha256, rig_name, rig_sha256, capture_path, "
 			"start_ns, end_ns, samples, added_utc, report, "
 			"host_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
-			"?9, ?10, ?11, ?12)", &ret);
+			"?9, ?10, ?11, ?12) RETURNING id", &ret);
 	if (!st)
 		return ret;
-	bind_text(st, 1, commit);
-	bind_text(st, 2, sbrig_run_field(r, "scenario"));
-	bind_text(st, 3, sbrig_run_field(r, "scenario_sha256"));
-	bind_text(st, 4, sbrig_run_field(r, "rig_name"));
-	bind_text(st, 5, sbrig_run_field(r, "rig_sha256"));
-	bind_text(st, 6, sbrig_run_field(r, "path"));
-	sqlite3_bind_int64(st, 7, sbrig_run_int(r, "start_ns"));
-	sqlite3_bind_int64(st, 8, sbrig_run_int(r, "end_ns"));
-	sqlite3_bind_int64(st, 9, sbrig_run_int(r, "samples"));
-	bind_text(st, 10, utc);
-	bind_text(st, 11, report);
-	bind_text(st, 12, sbrig_run_field(r, "host_version"));
-	ret = step_done(h, st, "inserting the run");
-	sqlite3_finalize(st);
-	if (ret)
+	hi_bind_text(st, 1, commit);
+	hi_bind_text(st, 2, sbrig_run_field(r, "scenario"));
+	hi_bind_text(st, 3, sbrig_run_field(r, "scenario_sha256"));
+	hi_bind_text(st, 4, sbrig_run_field(r, "rig_name"));
+	hi_bind_text(st, 5, sbrig_run_field(r, "rig_sha256"));
+	hi_bind_text(st, 6, sbrig_run_field(r, "path"));
+	hi_bind_int64(st, 7, sbrig_run_int(r, "start_ns"));
+	hi_bind_int64(st, 8, sbrig_run_int(r, "end_ns"));
+	hi_bind_int64(st, 9, sbrig_run_int(r, "samples"));
+	hi_bind_text(st, 10, utc);
+	hi_bind_text(st, 11, report);
+	hi_bind_text(st, 12, sbrig_run_field(r, "host_version"));
+	ret = hi_step(st, "inserting the run");
+	if (ret > 0)
+		*id = hi_int64(st, 0);
+	hi_finalize(st);
+	if (ret < 0)
 		return ret;
-	*id = sqlite3_last_insert_rowid(h->db);
+	ret = 0;
 	st = hi_prepare(h, "INSERT INTO metrics (run_id, metric, blocker, "
 			"value) VALUES (?1, ?2, ?3, ?4)", &ret);
 	if (!st)
@@ -136,7 +133,7 @@ static int insert_run(struct sbrig_history *h, const struct sbrig_run *r,
 			ret = insert_metric(h, st, *id, m, names[b],
 					    sbrig_run_metric(r, m, names[b]));
 	}
-	sqlite3_finalize(st);
+	hi_finalize(st);
 	return ret;
 }
 
@@ -166,7 +163,7 @@ int sbrig_history_add(struct sbrig_history *h, const char *arg,
 	snprintf(out->commit, sizeof(out->commit), "%s", commit);
 	snprintf(out->scenario, sizeof(out->scenario), "%s",
 		 sbrig_run_field(r, "scenario"));
-	ret = hi_exec(h, "BEGIN IMMEDIATE", "locking it to add a run");
+	ret = hi_begin(h, "locking it to add a run");
 	if (ret)
 		goto out;
 	ret = find_run(h, r, &id);
@@ -175,9 +172,9 @@ int sbrig_history_add(struct sbrig_history *h, const char *arg,
 		out->added = true;
 	}
 	if (!ret)
-		ret = hi_exec(h, "COMMIT", "committing the run");
+		ret = hi_commit(h, "committing the run");
 	if (ret) {
-		sqlite3_exec(h->db, "ROLLBACK", NULL, NULL, NULL);
+		hi_rollback(h);
 		out->added = false;
 	}
 	out->id = id;

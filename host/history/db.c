@@ -1,153 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * db.c - the history database: where it is, opening it, its schema and
- * migrations, SQLite's errors translated (history-format.md).
- *
- * The schema version is SQLite's PRAGMA user_version. migrations[i] takes
- * a database from version i to version i + 1 (migrations[0] creates the
- * first layout in an empty file), so a file of any older version is
- * brought up to date by the steps after its version, all in one
- * transaction with the new user_version: a migration that fails, or a
- * process killed during one, leaves the file at its old version. A file
- * of a newer version than SBRIG_HISTORY_VERSION is refused, never
- * written.
- *
- * sbrig's files carry its PRAGMA application_id (HI_APPLICATION_ID); a
- * file with another one, or an SQLite file of another program (no
- * application_id, tables of its own), is refused before anything is
- * written to it. Files made before the application_id was set (versions
- * 1 and 2 with our runs table) are ours and get it at their next write.
- *
- * A reader (show, trend, html, export) opens the file read-only: it takes
- * no lock and writes nothing, not even a migration; a file of an older
- * version is read through views of its own connection (read_as_current).
- * Only a writer (add) switches the file to WAL mode (readers do not block
- * the writer, nor it them; a writer killed mid-transaction leaves only an
- * uncommitted tail in the WAL, which the next opener ignores), synchronous
- * FULL (a commit is on disk when it returns), foreign keys, and migrates
- * it; with a busy timeout, concurrent writers queue for the write lock
- * instead of failing.
+ * db.c - the history database: where it is, which backend its URI names
+ * (a path or "sqlite:PATH": db-sqlite.c; "postgresql://...": db-pg.c), opening and closing it through
+ * that backend, and the scenario a user names resolved to runs (with
+ * SQL every backend takes). Nothing here knows a backend's API.
  */
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <sbrig/sbrig.h>
 
 #include "internal.h"
-
-/* ---- the schema, version by version ------------------------------------- */
-
-static const char *const migrations[SBRIG_HISTORY_VERSION] = {
-	/* 0 -> 1: the first layout */
-	"CREATE TABLE runs ("
-	" id INTEGER PRIMARY KEY,"
-	" commit_sha TEXT NOT NULL,"
-	" scenario TEXT NOT NULL,"
-	" scenario_sha256 TEXT NOT NULL,"
-	" rig_name TEXT NOT NULL,"
-	" rig_sha256 TEXT NOT NULL,"
-	" capture_path TEXT NOT NULL,"
-	" start_ns INTEGER NOT NULL,"
-	" end_ns INTEGER NOT NULL,"
-	" samples INTEGER NOT NULL,"
-	" added_utc TEXT NOT NULL,"
-	" UNIQUE (capture_path, start_ns, end_ns, samples));"
-	"CREATE TABLE metrics ("
-	" run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
-	" metric TEXT NOT NULL,"
-	" blocker TEXT NOT NULL DEFAULT '',"
-	" value REAL NOT NULL,"
-	" PRIMARY KEY (run_id, metric, blocker)) WITHOUT ROWID;",
-	/*
-	 * 1 -> 2: the commit sequence becomes a table (version 1 ordered the
-	 * commits by their first run's id, implicitly; the table keeps that
-	 * order), each run links its report and records the host version
-	 * that made it, and metrics are indexed for the trend's query
-	 */
-	"CREATE TABLE commits ("
-	" sha TEXT PRIMARY KEY,"
-	" seq INTEGER NOT NULL UNIQUE);"
-	"INSERT INTO commits (sha, seq)"
-	" SELECT commit_sha, ROW_NUMBER() OVER (ORDER BY MIN(id))"
-	" FROM runs GROUP BY commit_sha;"
-	"ALTER TABLE runs ADD COLUMN report TEXT NOT NULL DEFAULT '';"
-	"ALTER TABLE runs ADD COLUMN host_version TEXT NOT NULL DEFAULT '';"
-	"CREATE INDEX metrics_by_metric ON metrics (metric, blocker);",
-};
-
-/* ---- errors ------------------------------------------------------------- */
-
-int hi_err(struct sbrig_history *h, int rc, const char *what)
-{
-	int err;
-
-	switch (rc & 0xff) {
-	case SQLITE_BUSY:
-	case SQLITE_LOCKED:
-		err = -EBUSY;
-		break;
-	case SQLITE_NOTADB:
-	case SQLITE_CORRUPT:
-		err = -EBADMSG;
-		break;
-	case SQLITE_PERM:
-	case SQLITE_READONLY:
-	case SQLITE_AUTH:
-		err = -EACCES;
-		break;
-	case SQLITE_FULL:
-		err = -ENOSPC;
-		break;
-	case SQLITE_NOMEM:
-		err = -ENOMEM;
-		break;
-	case SQLITE_CANTOPEN:
-		err = -ENOENT;
-		break;
-	default:
-		err = -EIO;
-		break;
-	}
-	return sbrig_set_error(err, "%s: %s: %s%s", h->path, what,
-			       h->db ? sqlite3_errmsg(h->db) : sqlite3_errstr(rc),
-			       err == -EBUSY ? " (another writer held the "
-			       "database longer than the busy timeout)" :
-			       (rc & 0xff) == SQLITE_NOTADB ?
-			       " (is it an sbrig history database?)" : "");
-}
-
-int hi_exec(struct sbrig_history *h, const char *sql, const char *what)
-{
-	int rc = sqlite3_exec(h->db, sql, NULL, NULL, NULL);
-
-	return rc == SQLITE_OK ? 0 : hi_err(h, rc, what);
-}
-
-sqlite3_stmt *hi_prepare(struct sbrig_history *h, const char *sql, int *ret)
-{
-	sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(h->db, sql, -1, &st, NULL);
-
-	if (rc != SQLITE_OK) {
-		*ret = hi_err(h, rc, "preparing a query");
-		sqlite3_finalize(st);
-		return NULL;
-	}
-	return st;
-}
-
-const char *hi_text(sqlite3_stmt *st, int i)
-{
-	const char *s = (const char *)sqlite3_column_text(st, i);
-
-	return s ? s : "";
-}
 
 /* ---- where it is -------------------------------------------------------- */
 
@@ -166,7 +32,7 @@ int sbrig_history_default_path(char *buf, size_t size)
 			     home);
 	else
 		return sbrig_set_error(-ENOENT, "no history database: give "
-				       "--db FILE, or set SBRIG_HISTORY or "
+				       "--db DB, or set SBRIG_HISTORY or "
 				       "HOME");
 	if (n < 0 || (size_t)n >= size)
 		return sbrig_set_error(-ENAMETOOLONG, "history database path "
@@ -176,329 +42,81 @@ int sbrig_history_default_path(char *buf, size_t size)
 
 /* ---- opening ------------------------------------------------------------ */
 
-static int newer(struct sbrig_history *h, int v)
-{
-	return sbrig_set_error(-EPROTO, "%s: schema version %d is newer than "
-			       "this sbrig reads (%d): use a newer sbrig",
-			       h->path, v, SBRIG_HISTORY_VERSION);
-}
-
-static int foreign(struct sbrig_history *h, const char *why)
-{
-	return sbrig_set_error(-EBADMSG, "%s: not an sbrig history database "
-			       "(%s): refused, left as it is", h->path, why);
-}
-
-/*
- * Whose file this is, from what it says without being written to: ours
- * (our application_id; or, from before it was set, none with a schema
- * version of ours and our runs table), empty (no application_id, no
- * version, no table: a new file), or someone else's. Its schema version
- * into *@v; *@marked when it carries our application_id, *@empty when it
- * is empty. 0, -EBADMSG (not ours), -EPROTO (newer), or an SQLite error.
- */
-static int identify(struct sbrig_history *h, int *v, bool *marked,
-		    bool *empty)
-{
-	sqlite3_stmt *st;
-	int app = 0, ret = 0, rc, objects = 0, runs = 0;
-	char why[96];
-
-	*empty = false;
-	/* one statement: one snapshot (another process may be creating it) */
-	st = hi_prepare(h, "SELECT (SELECT application_id FROM "
-			"pragma_application_id), (SELECT user_version FROM "
-			"pragma_user_version), COUNT(*), COUNT(*) FILTER (WHERE "
-			"type = 'table' AND name = 'runs') FROM sqlite_schema",
-			&ret);
-	if (!st)
-		return ret;
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		app = sqlite3_column_int(st, 0);
-		*v = sqlite3_column_int(st, 1);
-		objects = sqlite3_column_int(st, 2);
-		runs = sqlite3_column_int(st, 3);
-	} else {
-		ret = hi_err(h, rc, "reading its application id, schema "
-			     "version and tables");
-	}
-	sqlite3_finalize(st);
-	if (ret)
-		return ret;
-	*marked = app == HI_APPLICATION_ID;
-	if (app && app != HI_APPLICATION_ID) {
-		snprintf(why, sizeof(why), "its application_id is %#x, sbrig's "
-			 "is %#x", (unsigned int)app, HI_APPLICATION_ID);
-		return foreign(h, why);
-	}
-	if (*v > SBRIG_HISTORY_VERSION)
-		return newer(h, *v);
-	if (!app && !*v && !objects) {
-		*empty = true;
-		return 0;
-	}
-	if (!app && !*v)
-		return foreign(h, "an SQLite database of another program: no "
-			       "application_id, no schema version, tables of "
-			       "its own");
-	if (*v < 1 || (*v < SBRIG_HISTORY_VERSION && !runs) ||
-	    (!app && !runs)) {
-		snprintf(why, sizeof(why), "schema version %d but no runs "
-			 "table", *v);
-		return foreign(h, why);
-	}
-	return 0;
-}
-
-/*
- * Bring the schema to SBRIG_HISTORY_VERSION and mark the file as ours
- * (application_id), in one transaction, identified again under the write
- * lock (another process may have created or migrated it meanwhile).
- */
-static int migrate(struct sbrig_history *h)
-{
-	char sql[96], what[64];
-	bool marked, empty;
-	int v = 0, ret;
-
-	ret = hi_exec(h, "BEGIN IMMEDIATE", "locking it to check its schema");
-	if (ret)
-		return ret;
-	ret = identify(h, &v, &marked, &empty);
-	if (ret)
-		goto rollback;
-	if (marked && v == SBRIG_HISTORY_VERSION) {
-		h->migrated_from = v;
-		return hi_exec(h, "COMMIT", "committing its schema");
-	}
-	h->migrated_from = v;
-	for (int i = v; i < SBRIG_HISTORY_VERSION; i++) {
-		snprintf(what, sizeof(what), "migrating schema version %d to "
-			 "%d", i, i + 1);
-		ret = hi_exec(h, migrations[i], what);
-		if (ret)
-			goto rollback;
-	}
-	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d; "
-		 "PRAGMA application_id = %d", SBRIG_HISTORY_VERSION,
-		 HI_APPLICATION_ID);
-	ret = hi_exec(h, sql, "setting the schema version");
-	if (ret)
-		goto rollback;
-	return hi_exec(h, "COMMIT", "committing its schema");
-rollback:
-	sqlite3_exec(h->db, "ROLLBACK", NULL, NULL, NULL);
-	return ret;
-}
-
-/*
- * A reader of a file of an older schema version sees it as the current
- * one, through objects of its own connection's TEMP schema (searched
- * before the file's own for a name without a schema): nothing is written
- * to the file. Version 1: the commit sequence of its runs' order, and
- * runs without a report or host version.
- */
-static const char *const read_as_current[SBRIG_HISTORY_VERSION] = {
-	NULL,
-	"CREATE TEMP TABLE commits AS SELECT commit_sha AS sha,"
-	" ROW_NUMBER() OVER (ORDER BY MIN(id)) AS seq"
-	" FROM main.runs GROUP BY commit_sha;"
-	"CREATE TEMP VIEW runs AS SELECT *, '' AS report,"
-	" '' AS host_version FROM main.runs;",
+/* the schemes of the URIs of the backends that are built in */
+static const struct {
+	const char *prefix;
+	const struct hi_backend *be;
+	bool whole;	/* the backend takes the whole URI (libpq's) */
+} schemes[] = {
+	{ "sqlite:", &hi_sqlite, false },
+	{ "postgresql://", &hi_postgresql, true },
+	{ "postgres://", &hi_postgresql, true },
 };
 
-/* "file:" URI of @path (RFC 3986: what is not unreserved or '/' escaped) */
-static int uri_of(const char *path, const char *query, char *buf,
-		  size_t size)
-{
-	size_t k = 0;
-	int n;
-
-	n = snprintf(buf, size, "file:");
-	k = (size_t)n;
-	for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
-		if (k + 4 >= size)
-			return -ENAMETOOLONG;
-		if (strchr("/-._~", *p) || (*p >= '0' && *p <= '9') ||
-		    ((*p | 0x20) >= 'a' && (*p | 0x20) <= 'z'))
-			buf[k++] = (char)*p;
-		else
-			k += (size_t)snprintf(buf + k, size - k, "%%%02X", *p);
-	}
-	n = snprintf(buf + k, size - k, "?%s", query);
-	return n < 0 || (size_t)n >= size - k ? -ENAMETOOLONG : 0;
-}
-
 /*
- * Open @path read-only. A file in WAL mode needs its -shm file, which a
- * reader cannot create in a directory it may not write: when there is no
- * -wal file either (no writer is active, the last one checkpointed
- * everything into the file), the file alone is the database, and it is
- * opened as immutable.
+ * The backend @uri names, and what it names without the scheme, into
+ * *@where: a "SCHEME:" of schemes[]; a plain path is SQLite's. A URI of
+ * another scheme ("x://...") is refused, naming the known ones.
  */
-static int open_reader(struct sbrig_history *h)
+static int backend_of(const char *uri, const struct hi_backend **be,
+		      const char **where)
 {
-	char wal[4200], uri[3 * 4096 + 64];
-	int rc, ret;
+	size_t n = strspn(uri, "abcdefghijklmnopqrstuvwxyz"
+			  "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-");
 
-	rc = sqlite3_open_v2(h->path, &h->db, SQLITE_OPEN_READONLY, NULL);
-	if (rc != SQLITE_OK)
-		return hi_err(h, rc, "opening it");
-	sqlite3_extended_result_codes(h->db, 1);
-	rc = sqlite3_exec(h->db, "SELECT COUNT(*) FROM sqlite_schema", NULL,
-			  NULL, NULL);
-	snprintf(wal, sizeof(wal), "%s-wal", h->path);
-	if (((rc & 0xff) != SQLITE_READONLY && (rc & 0xff) != SQLITE_CANTOPEN) ||
-	    !access(wal, F_OK))
-		return 0;	/* open, or an error the first read reports */
-	sqlite3_close(h->db);
-	h->db = NULL;
-	ret = uri_of(h->path, "immutable=1", uri, sizeof(uri));
-	if (ret)
-		return sbrig_set_error(ret, "%s: path too long", h->path);
-	rc = sqlite3_open_v2(uri, &h->db, SQLITE_OPEN_READONLY |
-			     SQLITE_OPEN_URI, NULL);
-	if (rc != SQLITE_OK)
-		return hi_err(h, rc, "opening it");
-	sqlite3_extended_result_codes(h->db, 1);
+	for (size_t i = 0; i < sizeof(schemes) / sizeof(*schemes); i++) {
+		size_t len = strlen(schemes[i].prefix);
+
+		if (!strncasecmp(uri, schemes[i].prefix, len)) {
+			*be = schemes[i].be;
+			*where = schemes[i].whole ? uri : uri + len;
+			return 0;
+		}
+	}
+	if (n && !strncmp(uri + n, "://", 3))
+		return sbrig_set_error(-EINVAL, "%.*s: not a history backend "
+				       "(a path, sqlite:PATH, or "
+				       "postgresql://...)", (int)n, uri);
+	*be = &hi_sqlite;
+	*where = uri;
 	return 0;
 }
 
-/*
- * Switch a writer's file to WAL mode. Two adders creating one new file at
- * once can find it locked by the other's switch without SQLite's busy
- * handler being asked (seen: "database is locked" at once): retried, for
- * up to the busy timeout, until one of them has switched it.
- */
-static int to_wal(struct sbrig_history *h)
-{
-	for (int waited_ms = 0;; waited_ms += 10) {
-		int rc = sqlite3_exec(h->db, "PRAGMA journal_mode = WAL", NULL,
-				      NULL, NULL);
-
-		if (rc == SQLITE_OK)
-			return 0;
-		if ((rc & 0xff) != SQLITE_BUSY || waited_ms >= HI_BUSY_TIMEOUT_MS)
-			return hi_err(h, rc, "switching to WAL mode");
-		sqlite3_sleep(10);
-	}
-}
-
-/*
- * A writer writes the file and, beside it, its -wal and -shm files: say
- * so when it cannot, rather than SQLite's "unable to open database file"
- */
-static int writable(struct sbrig_history *h)
-{
-	char dir[sizeof(h->path)];
-	char *slash;
-
-	snprintf(dir, sizeof(dir), "%s", h->path);
-	slash = strrchr(dir, '/');
-	if (!slash)
-		snprintf(dir, sizeof(dir), ".");
-	else
-		slash[slash == dir] = '\0';	/* "/h.db" -> "/" */
-	if ((access(h->path, F_OK) || !access(h->path, W_OK)) &&
-	    !access(dir, W_OK))
-		return 0;
-	return sbrig_set_error(-errno, "%s: cannot add to it: %s (sbrig "
-			       "history add writes the file and its -wal and "
-			       "-shm files beside it, in %s)", h->path,
-			       strerror(errno), dir);
-}
-
-struct sbrig_history *sbrig_history_open(const char *path, bool write)
+struct sbrig_history *sbrig_history_open(const char *uri, bool write)
 {
 	struct sbrig_history *h = calloc(1, sizeof(*h));
-	struct stat st;
-	bool marked, empty;
-	int ret, rc, v = 0;
+	const char *where = uri;
+	int ret;
 
 	if (!h) {
 		errno = ENOMEM;
-		sbrig_set_error(-ENOMEM, "%s: out of memory", path);
+		sbrig_set_error(-ENOMEM, "%s: out of memory", uri);
 		return NULL;
 	}
-	snprintf(h->path, sizeof(h->path), "%s", path);
-	if (!*path) {
-		ret = sbrig_set_error(-EINVAL, "the history database: an "
-				      "empty file name");
-		goto fail;
+	ret = backend_of(uri, &h->be, &where);
+	if (ret) {
+		free(h);
+		errno = -ret;
+		return NULL;
 	}
-	if (stat(path, &st) == 0) {
-		if (!S_ISREG(st.st_mode)) {
-			ret = sbrig_set_error(-EINVAL, "%s: not a regular file",
-					      path);
-			goto fail;
-		}
-	} else if (errno != ENOENT || !write) {
-		ret = sbrig_set_error(-errno, "%s: %s%s", path, strerror(errno),
-				      errno == ENOENT ? " (no history there "
-				      "yet: 'sbrig history add' creates it)" :
-				      "");
-		goto fail;
-	} else if ((ret = sbrig_mkdir_parent(path, 0755)) < 0) {
-		sbrig_prefix_error("%s: creating its directory", path);
-		goto fail;
-	}
-	if (write) {
-		ret = writable(h);
-		if (ret)
-			goto fail;
-		rc = sqlite3_open_v2(path, &h->db, SQLITE_OPEN_READWRITE |
-				     SQLITE_OPEN_CREATE, NULL);
-		ret = rc == SQLITE_OK ? 0 : hi_err(h, rc, "opening it");
-		if (!ret)
-			sqlite3_extended_result_codes(h->db, 1);
-	} else {
-		ret = open_reader(h);
-	}
-	if (ret)
-		goto fail;
-	sqlite3_busy_timeout(h->db, HI_BUSY_TIMEOUT_MS);
-	/* a file that is not ours, or too new, is refused before any write */
-	ret = identify(h, &v, &marked, &empty);
-	if (ret)
-		goto fail;
+	snprintf(h->path, sizeof(h->path), "%s", where);
 	h->migrated_from = SBRIG_HISTORY_VERSION;
-	if (!write) {
-		if (empty) {
-			ret = sbrig_set_error(-ENOENT, "%s: an empty database "
-					      "(no history there yet: 'sbrig "
-					      "history add' makes one)", path);
-			goto fail;
-		}
-		for (int i = v; i < SBRIG_HISTORY_VERSION && !ret; i++)
-			if (read_as_current[i])
-				ret = hi_exec(h, read_as_current[i],
-					      "reading an older schema version");
-		if (ret)
-			goto fail;
-		h->read_as_from = v;
-		return h;
+	h->read_as_from = SBRIG_HISTORY_VERSION;
+	ret = h->be->open(h, where, write);
+	if (ret) {
+		sbrig_history_close(h);
+		errno = -ret;
+		return NULL;
 	}
-	ret = to_wal(h);
-	if (!ret)
-		ret = hi_exec(h, "PRAGMA synchronous = FULL; "
-			      "PRAGMA foreign_keys = ON", "setting it up");
-	if (!ret)
-		ret = migrate(h);
-	if (ret)
-		goto fail;
 	return h;
-fail:
-	sbrig_history_close(h);
-	errno = -ret;
-	return NULL;
 }
 
 void sbrig_history_close(struct sbrig_history *h)
 {
 	if (!h)
 		return;
-	sqlite3_close(h->db);
+	if (h->conn)
+		h->be->close(h);
 	free(h);
 }
 
@@ -544,7 +162,7 @@ static const char *stem(const char *path, char *buf, size_t size)
 int hi_scenario_resolve(struct sbrig_history *h, const char *arg,
 			struct hi_scenario *out)
 {
-	sqlite3_stmt *st;
+	struct hi_stmt *st;
 	char known[2048] = "", s[1024], e[1100];
 	const char *found = NULL;
 	char *first = NULL;
@@ -557,7 +175,7 @@ int hi_scenario_resolve(struct sbrig_history *h, const char *arg,
 			"runs ORDER BY scenario", &ret);
 	if (!st)
 		return ret;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+	while ((rc = hi_step(st, "listing its scenarios")) > 0) {
 		const char *name = hi_text(st, 0);
 		const char *hash = hi_text(st, 1);
 
@@ -579,10 +197,10 @@ int hi_scenario_resolve(struct sbrig_history *h, const char *arg,
 			nfound++;
 		}
 	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
+	hi_finalize(st);
+	if (rc < 0) {
 		free(first);
-		return hi_err(h, rc, "listing its scenarios");
+		return rc;
 	}
 	if (!first)
 		return sbrig_set_error(-ENOENT, "%s: no run of scenario '%s' "

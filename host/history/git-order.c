@@ -10,7 +10,8 @@
  * by commit time), oldest first, and numbered in the order the walk meets
  * them. The numbers go into a TEMP table "commits" of the reader's own
  * connection, which every query of the history finds before the file's
- * own table of that name: show, trend, html and export then follow git's
+ * own table of that name (SQLite's TEMP schema, PostgreSQL's pg_temp are
+ * searched first): show, trend, html and export then follow git's
  * order without a word of SQL changed and without writing to the file.
  * A commit the repository does not have is left out (counted). libgit2's
  * errors are translated here, once.
@@ -59,7 +60,7 @@ static int resolve(struct sbrig_history *h, git_repository *repo,
 		   const char *dir, struct named **v, size_t *n,
 		   size_t *unknown)
 {
-	sqlite3_stmt *st;
+	struct hi_stmt *st;
 	size_t cap = 0, len;
 	int ret = 0, rc;
 
@@ -68,7 +69,7 @@ static int resolve(struct sbrig_history *h, git_repository *repo,
 	st = hi_prepare(h, "SELECT sha FROM commits", &ret);
 	if (!st)
 		return ret;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+	while ((rc = hi_step(st, "listing its commits")) > 0) {
 		const char *sha = hi_text(st, 0);
 		bool named = commit_name(sha, &len);
 		git_object *obj = NULL;
@@ -106,9 +107,9 @@ static int resolve(struct sbrig_history *h, git_repository *repo,
 			break;
 		}
 	}
-	if (!ret && rc != SQLITE_DONE)
-		ret = hi_err(h, rc, "listing its commits");
-	sqlite3_finalize(st);
+	if (!ret && rc < 0)
+		ret = rc;
+	hi_finalize(st);
 	if (!ret && *n)
 		qsort(*v, *n, sizeof(**v), cmp_named);
 	return ret;
@@ -119,20 +120,28 @@ static int number(struct sbrig_history *h, git_repository *repo,
 		  const char *dir, const struct named *v, size_t n)
 {
 	git_revwalk *walk = NULL;
-	sqlite3_stmt *st = NULL;
+	struct hi_stmt *st = NULL;
 	int64_t seq = 0;
 	git_oid oid;
+	char sql[256];
 	int ret, grc;
 
-	ret = hi_exec(h, "DROP TABLE IF EXISTS temp.commits; "
-		      "CREATE TEMP TABLE commits (sha TEXT PRIMARY KEY, "
-		      "seq INTEGER NOT NULL)", "ordering its commits");
+	if (h->be->temp_on) {
+		ret = hi_exec(h, h->be->temp_on, "ordering its commits");
+		if (ret)
+			return ret;
+	}
+	snprintf(sql, sizeof(sql), "DROP TABLE IF EXISTS %s.commits; "
+		 "CREATE TEMP TABLE commits (sha TEXT PRIMARY KEY, "
+		 "seq BIGINT NOT NULL)", h->be->temp);
+	ret = hi_exec(h, sql, "ordering its commits");
 	if (ret)
-		return ret;
-	st = hi_prepare(h, "INSERT INTO temp.commits (sha, seq) VALUES "
-			"(?1, ?2)", &ret);
+		goto out;
+	snprintf(sql, sizeof(sql), "INSERT INTO %s.commits (sha, seq) VALUES "
+		 "(?1, ?2)", h->be->temp);
+	st = hi_prepare(h, sql, &ret);
 	if (!st)
-		return ret;
+		goto out;
 	grc = git_revwalk_new(&walk, repo);
 	if (!grc)
 		grc = git_revwalk_sorting(walk, GIT_SORT_TOPOLOGICAL |
@@ -155,20 +164,24 @@ static int number(struct sbrig_history *h, git_repository *repo,
 		while (f > v && !git_oid_cmp(&f[-1].oid, &oid))
 			f--;
 		for (; f < v + n && !git_oid_cmp(&f->oid, &oid); f++) {
-			sqlite3_reset(st);
-			sqlite3_bind_text(st, 1, f->sha, -1, SQLITE_STATIC);
-			sqlite3_bind_int64(st, 2, seq);
-			if (sqlite3_step(st) != SQLITE_DONE) {
-				ret = hi_err(h, sqlite3_errcode(h->db),
-					     "ordering its commits");
+			hi_reset(st);
+			hi_bind_text(st, 1, f->sha);
+			hi_bind_int64(st, 2, seq);
+			ret = hi_step(st, "ordering its commits");
+			if (ret < 0)
 				goto out;
-			}
+			ret = 0;
 		}
 	}
 	if (grc != GIT_ITEROVER)
 		ret = git_err(dir, grc, "walking its history");
 out:
-	sqlite3_finalize(st);
+	hi_finalize(st);
+	if (h->be->temp_off) {
+		int err = hi_exec(h, h->be->temp_off, "ordering its commits");
+
+		ret = ret ? ret : err;
+	}
 	git_revwalk_free(walk);
 	return ret;
 }

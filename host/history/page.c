@@ -42,7 +42,7 @@ static int commits_json(struct sbrig_history *h, const struct hi_scenario *sc,
 			const char *rig_sha, struct json_object *out)
 {
 	struct json_object *c = NULL, *reps = NULL;
-	sqlite3_stmt *st;
+	struct hi_stmt *st;
 	char sql[768], lbuf[4200];
 	int64_t last = -1;
 	int ret = 0, rc;
@@ -53,10 +53,10 @@ static int commits_json(struct sbrig_history *h, const struct hi_scenario *sc,
 	st = hi_prepare(h, sql, &ret);
 	if (!st)
 		return ret;
-	sqlite3_bind_text(st, 1, sc->param, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 2, rig_sha, -1, SQLITE_TRANSIENT);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		int64_t seq = sqlite3_column_int64(st, 0);
+	hi_bind_text(st, 1, sc->param);
+	hi_bind_text(st, 2, rig_sha);
+	while ((rc = hi_step(st, "listing the commits")) > 0) {
+		int64_t seq = hi_int64(st, 0);
 
 		if (seq != last) {
 			c = json_object_new_object();
@@ -72,15 +72,15 @@ static int commits_json(struct sbrig_history *h, const struct hi_scenario *sc,
 			hi_text(st, 2), lbuf,
 			sizeof(lbuf))));
 	}
-	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? 0 : hi_err(h, rc, "listing the commits");
+	hi_finalize(st);
+	return rc < 0 ? rc : 0;
 }
 
 /* the blockers the scenario's runs have a per-blocker metric of */
 static int blockers_of(struct sbrig_history *h, const struct hi_scenario *sc,
 		       struct json_object *out)
 {
-	sqlite3_stmt *st;
+	struct hi_stmt *st;
 	char sql[512];
 	int ret = 0, rc;
 
@@ -90,12 +90,12 @@ static int blockers_of(struct sbrig_history *h, const struct hi_scenario *sc,
 	st = hi_prepare(h, sql, &ret);
 	if (!st)
 		return ret;
-	sqlite3_bind_text(st, 1, sc->param, -1, SQLITE_TRANSIENT);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+	hi_bind_text(st, 1, sc->param);
+	while ((rc = hi_step(st, "listing the blockers")) > 0)
 		json_object_array_add(out, json_object_new_string(
 			hi_text(st, 0)));
-	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? 0 : hi_err(h, rc, "listing the blockers");
+	hi_finalize(st);
+	return rc < 0 ? rc : 0;
 }
 
 /* add metric @m's trend (of @blocker) to @trends; a metric without values is left out */

@@ -74,7 +74,7 @@ static int pick_rig(struct sbrig_history *h, const struct hi_scenario *sc,
 		    size_t nsize)
 {
 	char sql[512], list[1024] = "", e1[300], e2[60], e3[3100];
-	sqlite3_stmt *st;
+	struct hi_stmt *st;
 	size_t n = 0, match = 0, len;
 	int ret = 0, rc;
 
@@ -84,8 +84,8 @@ static int pick_rig(struct sbrig_history *h, const struct hi_scenario *sc,
 	st = hi_prepare(h, sql, &ret);
 	if (!st)
 		return ret;
-	sqlite3_bind_text(st, 1, sc->param, -1, SQLITE_TRANSIENT);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+	hi_bind_text(st, 1, sc->param);
+	while ((rc = hi_step(st, "listing the scenario's rigs")) > 0) {
 		const char *s = hi_text(st, 0);
 		const char *nm = hi_text(st, 1);
 
@@ -102,9 +102,9 @@ static int pick_rig(struct sbrig_history *h, const struct hi_scenario *sc,
 			snprintf(name, nsize, "%s", nm);
 		}
 	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE)
-		return hi_err(h, rc, "listing the scenario's rigs");
+	hi_finalize(st);
+	if (rc < 0)
+		return rc;
 	if (want && !match)
 		return sbrig_set_error(-ENOENT, "%s: scenario '%s' has no run "
 				       "on rig '%s' (it has runs on: %s)",
@@ -184,7 +184,7 @@ struct sbrig_trend *sbrig_history_trend(struct sbrig_history *h,
 	const struct sbrig_compare_config *cfg = o.cfg;
 	struct hi_scenario sc;
 	struct sbrig_trend *t = NULL;
-	sqlite3_stmt *st = NULL;
+	struct hi_stmt *st = NULL;
 	char sql[1024], rig_sha[128] = "";
 	char e[3100], eb[3100];
 	size_t nvalues = 0;
@@ -248,32 +248,34 @@ struct sbrig_trend *sbrig_history_trend(struct sbrig_history *h,
 	st = hi_prepare(h, sql, &ret);
 	if (!st)
 		goto fail;
-	sqlite3_bind_text(st, 1, sc.param, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 2, rig_sha, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 3, metric, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 4, t->blocker, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 5, absent_needs(m), -1, SQLITE_STATIC);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		double v = sqlite3_column_double(st, 2);
+	hi_bind_text(st, 1, sc.param);
+	hi_bind_text(st, 2, rig_sha);
+	hi_bind_text(st, 3, metric);
+	hi_bind_text(st, 4, t->blocker);
+	hi_bind_text(st, 5, absent_needs(m));
+	while ((rc = hi_step(st, "reading the trend")) > 0) {
+		double v = hi_double(st, 2);
 
-		if (sqlite3_column_type(st, 2) != SQLITE_NULL)
+		if (!hi_null(st, 2) && !isfinite(v))
+			continue;	/* no value (a NaN is not ours) */
+		if (!hi_null(st, 2))
 			nvalues++;
-		else if (o.blocker && !sqlite3_column_int(st, 4) &&
-			 sqlite3_column_int(st, 5))
+		else if (o.blocker && !hi_int64(st, 4) &&
+			 hi_int64(st, 5))
 			v = 0;	/* a run without the blocker */
 		else
 			continue;	/* no value (a NULL is not ours) */
-		if (add_value(t, sqlite3_column_int64(st, 0), hi_text(st, 1), v,
+		if (add_value(t, hi_int64(st, 0), hi_text(st, 1), v,
 			      hi_text(st, 3))) {
 			ret = -ENOMEM;
 			goto fail;
 		}
 	}
-	if (rc != SQLITE_DONE) {
-		ret = hi_err(h, rc, "reading the trend");
+	if (rc < 0) {
+		ret = rc;
 		goto fail;
 	}
-	sqlite3_finalize(st);
+	hi_finalize(st);
 	st = NULL;
 	if (!nvalues) {	/* (a blocker the scenario never had: no zeros) */
 		ret = sbrig_set_error(-ENOENT, "%s: no run of scenario '%s' has "
@@ -321,7 +323,7 @@ struct sbrig_trend *sbrig_history_trend(struct sbrig_history *h,
 fail:
 	if (ret == -ENOMEM)
 		sbrig_set_error(-ENOMEM, "%s: out of memory", h->path);
-	sqlite3_finalize(st);
+	hi_finalize(st);
 	sbrig_trend_free(t);
 	errno = -ret;
 	return NULL;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * history.c - sbrig history add|show|trend|export: the per-commit history
+ * history.c - sbrig history add|show|trend|html|export|copy: the per-commit history
  * of runs, offline (no daemon), with libsbrig-history (sbrig/history.h).
  * Each subcommand is one entry of a table; they share --db. The command
  * only parses arguments, calls the library and prints what it returns.
@@ -20,19 +20,23 @@
 #include "cli.h"
 
 const char history_args[] =
-	"[--db FILE] add|show|trend|html|export [OPTIONS] [ARGS...]";
+	"[--db DB] add|show|trend|html|export|copy [OPTIONS] [ARGS...]";
 
 const char history_help[] =
-"The per-commit history of runs, in an SQLite database (offline, no daemon\n"
-"needed). The database is FILE of --db, else $SBRIG_HISTORY, else\n"
-"$XDG_DATA_HOME/sbrig/history.db ($HOME/.local/share/sbrig/history.db);\n"
-"'add' creates it (and its directory). Several sbrig history add may run at\n"
-"once (WAL mode, they wait for each other's transactions); one killed loses\n"
-"only the run it was adding. Only add writes: show, trend, html and export\n"
-"open the database read-only (no lock, no migration; an older version is\n"
-"read as it is, add migrates it). A file that is not sbrig's (its SQLite\n"
-"application_id, or another program's tables) is refused, left as it is.\n"
-"Layout, commit order and the change-point rule: host/doc/history-format.md.\n"
+"The per-commit history of runs, in a database (offline, no daemon needed):\n"
+"DB of --db, else $SBRIG_HISTORY, else $XDG_DATA_HOME/sbrig/history.db\n"
+"($HOME/.local/share/sbrig/history.db). DB is a path or sqlite:PATH (an\n"
+"SQLite file, the default), or a postgresql://[USER@]HOST[:PORT]/DBNAME[?...]\n"
+"URI (libpq's; its password only from ~/.pgpass, PGPASSFILE, PGPASSWORD or a\n"
+"service file: a URI with a password is refused). 'add' creates an SQLite\n"
+"file (and its directory), or sbrig's tables in an existing PostgreSQL\n"
+"database. Several sbrig history add may run at once (they wait for each\n"
+"other's transactions); one killed loses only the run it was adding. Only\n"
+"add and copy write: show, trend, html and export only read (no lock, no\n"
+"migration; an older version is read as it is, add migrates it). A database\n"
+"that is not sbrig's (SQLite's application_id or PostgreSQL's sbrig_meta, or\n"
+"another program's tables) is refused, left as it is. Layout, backends,\n"
+"commit order and the change-point rule: host/doc/history-format.md.\n"
 "\n"
 "  add [--commit SHA] RUN...\n"
 "      add runs: report.json files, directories holding one, or captures\n"
@@ -64,8 +68,13 @@ const char history_help[] =
 "      to each run's report (its report.html when one is beside it)\n"
 "  export [--scenario SCENARIO] [--git-dir DIR] [-o FILE]\n"
 "      every metric of every run as CSV (stdout, or FILE)\n"
+"  copy [--scenario SCENARIO] FROM TO\n"
+"      copy the runs of database FROM (all, or SCENARIO's) into database TO\n"
+"      (created like add's; either may be SQLite or PostgreSQL), in one\n"
+"      transaction; a run TO has is left as it is: copying twice adds\n"
+"      nothing\n"
 "\n"
-"  --db FILE   the database (before or after the subcommand)\n"
+"  --db DB     the database (before or after the subcommand; not with copy)\n"
 "  --git-dir DIR\n"
 "              the commits in the order of the history of the git\n"
 "              repository DIR (parents before children, whatever order the\n"
@@ -77,8 +86,9 @@ const char history_help[] =
 "5 the scenario ran on several rigs and no --rig was given, 6 a run cannot\n"
 "be read (the others are still added; the error names the file and the\n"
 "field), 7 the database cannot be opened or read (not a database, corrupt,\n"
-"not sbrig's), migrated or written, or an output file cannot be written\n"
-"(the error names the file).\n";
+"not sbrig's, a server that is down or does not answer within its\n"
+"connect_timeout), migrated or written, or an output file cannot be written\n"
+"(the error names the file or the database).\n";
 
 #define CMD "history"
 
@@ -469,6 +479,60 @@ static int h_export(const char *db, int argc, char **argv)
 	return ret ? status_of(-ret) : EXIT_OK;
 }
 
+static int h_copy(const char *db, int argc, char **argv)
+{
+	static const struct option o[] = {
+		{ "scenario", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct sbrig_history *from = NULL, *to = NULL;
+	struct sbrig_history_copied c;
+	const char *scenario = NULL;
+	char e[3100];
+	int opt, ret;
+
+	optind = 0;
+	while ((opt = getopt_long(argc, argv, "h", o, NULL)) != -1) {
+		switch (opt) {
+		case 's':
+			scenario = optarg;
+			break;
+		case 'h':
+			fputs(history_help, stdout);
+			return EXIT_OK;
+		default:
+			return usage_error(CMD, "bad option");
+		}
+	}
+	if (db)
+		return usage_error(CMD, "copy: no --db: it takes FROM and TO");
+	if (argc - optind != 2)
+		return usage_error(CMD, "copy: expected FROM TO (two databases)");
+	if (!*argv[optind] || !*argv[optind + 1])
+		return usage_error(CMD, "copy: an empty database name");
+	ret = open_db(argv[optind], false, &from);
+	if (ret)
+		return ret;
+	ret = open_db(argv[optind + 1], true, &to);
+	if (ret) {
+		sbrig_history_close(from);
+		return ret;
+	}
+	ret = sbrig_history_copy(from, to, scenario, &c);
+	if (ret)
+		fprintf(stderr, "sbrig history: %s\n", sbrig_errmsg());
+	else
+		printf("copied%s%s: %zu runs from %s to %s: %zu added, %zu "
+		       "present\n", *c.scenario ? " scenario " : "",
+		       sbrig_term(c.scenario, e, sizeof(e)), c.runs,
+		       sbrig_history_path(from), sbrig_history_path(to),
+		       c.added, c.runs - c.added);
+	sbrig_history_close(from);
+	sbrig_history_close(to);
+	return ret ? status_of(-ret) : EXIT_OK;
+}
+
 int cmd_history(const struct command *c, int argc, char **argv)
 {
 	static const struct {
@@ -480,11 +544,12 @@ int cmd_history(const struct command *c, int argc, char **argv)
 		{ "trend", h_trend },
 		{ "html", h_html },
 		{ "export", h_export },
+		{ "copy", h_copy },
 	};
 	const char *db = NULL;
 	int i = 1;
 
-	/* options before the subcommand: --db FILE, --help */
+	/* options before the subcommand: --db DB, --help */
 	while (i < argc && argv[i][0] == '-') {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			command_help(c, stdout);
@@ -502,12 +567,12 @@ int cmd_history(const struct command *c, int argc, char **argv)
 	}
 	if (i == argc)
 		return usage_error(c->name, "expected a subcommand: add, show, "
-				   "trend, html or export");
+				   "trend, html, export or copy");
 	if (db && !*db)
 		return usage_error(c->name, "--db: an empty file name");
 	for (size_t k = 0; k < sizeof(subs) / sizeof(subs[0]); k++)
 		if (!strcmp(argv[i], subs[k].name))
 			return subs[k].fn(db, argc - i, argv + i);
 	return usage_error(c->name, "unknown subcommand '%s' (add, show, "
-			   "trend, html, export)", argv[i]);
+			   "trend, html, export, copy)", argv[i]);
 }

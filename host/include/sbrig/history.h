@@ -2,7 +2,8 @@
 /**
  * DOC: the per-commit history of runs (libsbrig-history)
  *
- * An SQLite database of runs (report.json documents, or captures analysed
+ * A database of runs (an SQLite file or a PostgreSQL database; report.json
+ * documents, or captures analysed
  * on the fly) with the commit, scenario and rig they were made on
  * (report.json's capture.provenance) and the metrics sbrig compare takes
  * from each (sbrig/compare.h); trends of one metric of one scenario over
@@ -12,20 +13,24 @@
  * documented in host/doc/history-format.md (the contract).
  *
  * Layers: host/history/ stands on libsbrig-analysis (to read runs),
- * libsqlite3 and libgit2; db.c opens and migrates the database, add.c
+ * libsqlite3, libpq and libgit2; db.c chooses the backend by the
+ * database's URI (db-sqlite.c, db-pg.c: one interface, internal.h's
+ * struct hi_backend, which open, migrate and query it), add.c
  * adds runs, trend.c queries a trend, steps.c finds its change points
  * (pure functions, no database), git-order.c orders the commits as a git
- * repository's history does, export.c writes the database out. The CLI
+ * repository's history does, export.c writes the database out, copy.c
+ * copies it into another (any backends). The CLI
  * (sbrig history) only parses arguments and prints what this returns.
  *
- * Concurrency: the database is in WAL mode with a busy timeout, every
- * change is one transaction, so concurrent writers (several sbrig history
- * add) wait for each other and a writer killed mid-transaction leaves
+ * Concurrency: every change is one transaction under the database's write
+ * lock (SQLite: WAL mode and a busy timeout; PostgreSQL: an advisory lock
+ * and a lock timeout), so concurrent writers (several sbrig history add)
+ * wait for each other and a writer killed mid-transaction leaves
  * what was committed before it intact. A handle is used by one thread.
  *
  * Errors follow libsbrig's convention (sbrig.h): 0 / -errno, NULL +
  * errno, sbrig_errmsg() naming the database file or the run's file and
- * field. SQLite's errors are translated once, in db.c.
+ * field. Each backend's errors are translated once, in its db-*.c.
  */
 #ifndef SBRIG_HISTORY_H
 #define SBRIG_HISTORY_H
@@ -41,7 +46,7 @@
 extern "C" {
 #endif
 
-/* the schema version this library writes (PRAGMA user_version) */
+/* the schema version this library writes (SQLite's PRAGMA user_version) */
 #define SBRIG_HISTORY_VERSION 2
 /* trend.json's "schema" and "version" */
 #define SBRIG_TREND_SCHEMA "sbrig-trend"
@@ -64,7 +69,10 @@ int sbrig_history_default_path(char *buf, size_t size);
 
 /**
  * sbrig_history_open() - open a history database to read it, or to write it
- * @path: the database file
+ * @path: the database: a path or "sqlite:PATH" (an SQLite file, as
+ *	below), or a "postgresql://" / "postgres://" URI (libpq's; one with a
+ *	password is refused, -EINVAL: history-format.md, "Backends", says how
+ *	PostgreSQL differs); another "SCHEME://" is refused (-EINVAL)
  * @write: false: to read it (sbrig_history_show(), _trend(), _render_html(),
  *	_export_csv()): opened read-only, it takes no lock and writes nothing
  *	(a file of an older schema version is read as the current one
@@ -88,7 +96,7 @@ struct sbrig_history *sbrig_history_open(const char *path, bool write);
 /** sbrig_history_close() - close the database; NULL ok */
 void sbrig_history_close(struct sbrig_history *h);
 
-/** sbrig_history_path() - the file @h was opened from (owned by @h) */
+/** sbrig_history_path() - the file or URI @h was opened from (owned by @h) */
 const char *sbrig_history_path(const struct sbrig_history *h);
 
 /**
@@ -279,6 +287,36 @@ int sbrig_history_render_html(struct sbrig_history *h, const char *scenario,
  */
 int sbrig_history_export_csv(struct sbrig_history *h, const char *scenario,
 			     FILE *out);
+
+/**
+ * struct sbrig_history_copied - what sbrig_history_copy() did
+ * @runs: the runs of FROM it copied or found in TO
+ * @added: of these, the ones TO did not have
+ * @scenario: the scenario copied (its provenance scenario), "" for all
+ */
+struct sbrig_history_copied {
+	size_t runs, added;
+	char scenario[1024];
+};
+
+/**
+ * sbrig_history_copy() - copy a history's runs into another (any backends)
+ * @from: opened to read
+ * @to: opened to write
+ * @scenario: NULL for every run, or a scenario as sbrig_history_trend()
+ *	takes it
+ * @out: what was copied
+ *
+ * FROM's runs, in its commit sequence, with their metrics, added to TO in
+ * one transaction: all or none. A run TO has (the same capture) is left
+ * as it is, so copying again adds nothing; a commit TO lacks is appended
+ * to its sequence.
+ *
+ * Return: 0, -ENOENT (no such scenario), -EINVAL (it names several), or a
+ * database error of either (the message names the database).
+ */
+int sbrig_history_copy(struct sbrig_history *from, struct sbrig_history *to,
+		       const char *scenario, struct sbrig_history_copied *out);
 
 #ifdef __cplusplus
 }
