@@ -84,8 +84,10 @@ int64_t an_merge_spans(struct an_span *v, size_t *n);
  * @max_marker_resid_ns: largest |residual| of a marker pair
  * @t_marker_first, @t_marker_last: target times of its first and last
  *	marker pair
- * @n: exchanges retained
+ * @n: exchanges retained (in the fit: not spikes, not outliers)
  * @markers: of which marker pairs
+ * @drift_clamped: the fitted drift was beyond +/- 200 ppm, clamped
+ * @s_first, @s_end: its samples, [@s_first, @s_end) of an_clock.s
  */
 struct an_segment {
 	int64_t host_first, host_last;
@@ -99,6 +101,20 @@ struct an_segment {
 	int64_t t_marker_first, t_marker_last;
 	unsigned int n;
 	unsigned int markers;
+	bool drift_clamped;
+	size_t s_first, s_end;
+};
+
+/**
+ * struct an_clock_resid - how far the used samples of one kind lie from
+ *	their segment's fit (the alignment error the mapping keeps)
+ * @n: samples
+ * @median_ns: median |residual|, -1 without samples
+ * @p95_ns: 95th percentile (nearest rank), -1 without samples
+ */
+struct an_clock_resid {
+	size_t n;
+	int64_t median_ns, p95_ns;
 };
 
 /* the half-width of a marker edge's time (the GPIO path's spread) */
@@ -113,6 +129,10 @@ struct an_clock_sample;	/* one exchange or marker pair (clockfit.c) */
  * @marker_rows: clock.tsv's marker rows taken (the daemon's pairs)
  * @marker_rows_skipped: those left out (the edges are paired offline)
  * @marker_pairs: pairs added by an_clock_add_markers()
+ * @spikes: samples off the line that the next one did not confirm as a
+ *	jump (left out)
+ * @outliers: samples beyond 3 half-widths of their segment's fit (left out)
+ * @resid: the residuals of the pings [0] and marker pairs [1]
  */
 struct an_clock {
 	struct an_segment *seg;
@@ -121,6 +141,8 @@ struct an_clock {
 	size_t ns, scap;
 	uint64_t marker_rows, marker_rows_skipped;
 	uint64_t marker_pairs;
+	uint64_t spikes, outliers;
+	struct an_clock_resid resid[2];
 };
 
 /*

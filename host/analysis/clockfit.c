@@ -20,9 +20,20 @@
  *    half-width) + DRIFT_BUDGET of the time between them: a target reboot
  *    (CLOCK_BOOTTIME from 0) or the error in the sleep time a resume
  *    injected into CLOCK_BOOTTIME.
+ *    A jump must be confirmed: the next retained sample must agree with
+ *    the new offset (within the same limit). A single sample off the line
+ *    is a spike, left out of the fit (c->spikes), as chrony does not step
+ *    its clock on one exchange.
  * 4. Each segment: weighted least squares of offset against target time
  *    (weight 1 / h^2); below two samples or MIN_SPAN_NS of target time, the
- *    weighted mean offset and no drift.
+ *    weighted mean offset and no drift. As chrony's regression does, the
+ *    fit survives outliers: samples whose residual is above REJECT_K
+ *    half-widths are left out and the segment is fitted again (at most
+ *    REJECT_ROUNDS times; every round judges every sample afresh, so one
+ *    wrongly dropped by a fit an outlier skewed comes back), never down
+ *    to no sample (c->outliers). The drift is clamped to +/- MAX_DRIFT
+ *    (a crystal is off by tens of ppm; more is a fit misled by a few
+ *    samples), the offset then fitted again with the drift held.
  * 5. Marker pairs found offline (markers.c) are merged into the pings by
  *    host time and steps 3 and 4 run again: an_clock_add_markers().
  *
@@ -52,6 +63,9 @@
 #define JUMP_MIN_NS	1000000		/* 1 ms */
 #define DRIFT_BUDGET	20e-6		/* 20 ppm */
 #define MIN_SPAN_NS	2000000000LL
+#define REJECT_K	3		/* half-widths */
+#define REJECT_ROUNDS	8
+#define MAX_DRIFT	200e-6		/* 200 ppm */
 
 struct an_clock_sample {
 	int64_t host;		/* midpoint */
@@ -59,8 +73,22 @@ struct an_clock_sample {
 	int64_t rtt;		/* 0 for a marker pair */
 	double off;		/* host - target */
 	int64_t half;
-	bool keep;
+	bool keep;		/* passed the band filter */
+	bool spike;		/* an unconfirmed jump (step 3) */
+	bool out;		/* an outlier of its segment's fit (step 4) */
 };
+
+/* in a segment (step 3) */
+static bool kept(const struct an_clock_sample *s)
+{
+	return s->keep && !s->spike;
+}
+
+/* in its segment's fit (step 4) */
+static bool used(const struct an_clock_sample *s)
+{
+	return kept(s) && !s->out;
+}
 
 int an_grow(void **p, size_t *cap, size_t need, size_t size)
 {
@@ -95,8 +123,9 @@ static void band_filter(struct an_clock_sample *s, size_t n)
 	}
 }
 
-static void fit(struct an_segment *g, const struct an_clock_sample *s,
-		size_t n)
+/* One weighted least-squares fit of @g over the used samples of @s. */
+static void fit_once(struct an_segment *g, const struct an_clock_sample *s,
+		     size_t n)
 {
 	double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
 	int64_t t0 = -1;
@@ -106,10 +135,11 @@ static void fit(struct an_segment *g, const struct an_clock_sample *s,
 	g->min_half_ns = INT64_MAX;
 	g->max_resid_ns = 0;
 	g->max_marker_resid_ns = 0;
+	g->drift_clamped = false;
 	for (size_t i = 0; i < n; i++) {
 		double w, x;
 
-		if (!s[i].keep)
+		if (!used(&s[i]))
 			continue;
 		if (t0 < 0)
 			t0 = s[i].t;
@@ -139,19 +169,77 @@ static void fit(struct an_segment *g, const struct an_clock_sample *s,
 			g->drift = (sw * sxy - sx * sy) / den;
 			g->offset_ns = (sy - g->drift * sx) / sw;
 		}
+		if (fabs(g->drift) > MAX_DRIFT) {
+			g->drift = g->drift > 0 ? MAX_DRIFT : -MAX_DRIFT;
+			g->offset_ns = (sy - g->drift * sx) / sw;
+			g->drift_clamped = true;
+		}
+	}
+}
+
+/* |residual| of @s against @g's fit, in ns (saturated) */
+static double resid(const struct an_segment *g, const struct an_clock_sample *s)
+{
+	return fabs(s->off - (g->offset_ns + g->drift * (double)(s->t - g->t_ref)));
+}
+
+static int64_t ns_sat(double v)
+{
+	return v >= 9.2e18 ? INT64_MAX : v <= -9.2e18 ? INT64_MIN : (int64_t)v;
+}
+
+/*
+ * Step 4: fit, leave out the samples beyond REJECT_K half-widths, fit
+ * again; returns how many samples are left out.
+ */
+static unsigned int fit(struct an_segment *g, struct an_clock_sample *s,
+			size_t n)
+{
+	unsigned int nout = 0;
+
+	for (size_t i = 0; i < n; i++)
+		s[i].out = false;
+	fit_once(g, s, n);
+	for (int round = 0; round < REJECT_ROUNDS; round++) {
+		unsigned int rej = 0, left = 0;
+		bool changed = false;
+
+		for (size_t i = 0; i < n; i++) {
+			if (!kept(&s[i]))
+				continue;
+			if (resid(g, &s[i]) > REJECT_K * (double)s[i].half)
+				rej++;
+			else
+				left++;
+		}
+		if (!left)	/* nothing fits: keep what the fit has */
+			break;
+		for (size_t i = 0; i < n; i++) {
+			bool o;
+
+			if (!kept(&s[i]))
+				continue;
+			o = resid(g, &s[i]) > REJECT_K * (double)s[i].half;
+			changed |= o != s[i].out;
+			s[i].out = o;
+		}
+		nout = rej;
+		if (!changed)
+			break;
+		fit_once(g, s, n);
 	}
 	for (size_t i = 0; i < n; i++) {
-		double pred, r;
+		int64_t r;
 
-		if (!s[i].keep)
+		if (!used(&s[i]))
 			continue;
-		pred = g->offset_ns + g->drift * (double)(s[i].t - t0);
-		r = fabs(s[i].off - pred);
-		if (r > (double)g->max_resid_ns)
-			g->max_resid_ns = (int64_t)r;
-		if (!s[i].rtt && r > (double)g->max_marker_resid_ns)
-			g->max_marker_resid_ns = (int64_t)r;
+		r = ns_sat(resid(g, &s[i]));
+		if (r > g->max_resid_ns)
+			g->max_resid_ns = r;
+		if (!s[i].rtt && r > g->max_marker_resid_ns)
+			g->max_marker_resid_ns = r;
 	}
+	return nout;
 }
 
 /*
@@ -175,21 +263,21 @@ static int64_t seg_uncert(const struct an_segment *g, int64_t *first,
 	return u > g->max_resid_ns ? u : g->max_resid_ns;
 }
 
-static int add_segment(struct an_clock *c, const struct an_clock_sample *s,
-		       size_t n)
+static int add_segment(struct an_clock *c, size_t from, size_t to)
 {
+	struct an_clock_sample *s = c->s;
 	struct an_segment *g;
-	size_t first = n, last = 0;
+	size_t first = to, last = 0;
 	int ret;
 
-	for (size_t i = 0; i < n; i++) {
-		if (!s[i].keep)
+	for (size_t i = from; i < to; i++) {
+		if (!kept(&s[i]))
 			continue;
-		if (first == n)
+		if (first == to)
 			first = i;
 		last = i;
 	}
-	if (first == n)
+	if (first == to)
 		return 0;
 	ret = an_grow((void **)&c->seg, &c->cap, c->nseg + 1, sizeof(*c->seg));
 	if (ret)
@@ -200,48 +288,105 @@ static int add_segment(struct an_clock *c, const struct an_clock_sample *s,
 	g->host_last = s[last].host;
 	g->t_first = s[first].t;
 	g->t_last = s[last].t;
-	fit(g, s + first, last + 1 - first);
+	g->s_first = first;
+	g->s_end = last + 1;
+	c->outliers += fit(g, s + first, last + 1 - first);
+	return 0;
+}
+
+/* Is @b's offset more than a jump away from @a's (step 3)? */
+static bool jumps(const struct an_clock_sample *a,
+		  const struct an_clock_sample *b)
+{
+	int64_t h = a->half > b->half ? a->half : b->half;
+	double lim = (h < JUMP_MIN_NS / 3 ? JUMP_MIN_NS : 3.0 * (double)h) +
+		DRIFT_BUDGET * fabs((double)b->host - (double)a->host);
+
+	return fabs(b->off - a->off) > lim;
+}
+
+/* The next sample after @i that passed the band filter, or @n. */
+static size_t next_kept(const struct an_clock_sample *s, size_t n, size_t i)
+{
+	while (++i < n && !kept(&s[i]))
+		;
+	return i;
+}
+
+/*
+ * The residuals of the used samples, by kind: median and p95 (nearest
+ * rank, sbrig_latency_stats()) into @c.
+ */
+static int residual_stats(struct an_clock *c)
+{
+	int64_t *v = malloc((c->ns ? c->ns : 1) * sizeof(*v));
+	struct sbrig_latency_stats st;
+
+	if (!v)
+		return sbrig_set_error(-ENOMEM, "analysis: out of memory");
+	for (int marker = 0; marker < 2; marker++) {
+		size_t n = 0;
+
+		for (size_t k = 0; k < c->nseg; k++) {
+			const struct an_segment *g = &c->seg[k];
+
+			for (size_t i = g->s_first; i < g->s_end; i++)
+				if (used(&c->s[i]) &&
+				    (c->s[i].rtt == 0) == (marker == 1))
+					v[n++] = ns_sat(resid(g, &c->s[i]));
+		}
+		sbrig_latency_stats(v, NULL, n, &st);
+		c->resid[marker].n = n;
+		c->resid[marker].median_ns = n ? st.median_ns : -1;
+		c->resid[marker].p95_ns = n ? st.p95_ns : -1;
+	}
+	free(v);
 	return 0;
 }
 
 /* Steps 3 and 4 over the samples of @c (their keep flags set). */
 static int segments(struct an_clock *c)
 {
-	const struct an_clock_sample *s = c->s;
+	struct an_clock_sample *s = c->s;
 	size_t n = c->ns, from = 0, prev = SIZE_MAX;
 	int64_t first, last;
-	int ret;
+	int ret = 0;
 
 	c->nseg = 0;
+	c->spikes = c->outliers = 0;
+	for (size_t i = 0; i < n; i++)
+		s[i].spike = s[i].out = false;
 	for (size_t i = 0; i < n; i++) {
-		double lim;
+		size_t j;
 
 		if (!s[i].keep)
 			continue;
-		if (prev != SIZE_MAX) {
-			int64_t h = s[i].half > s[prev].half ? s[i].half :
-				s[prev].half;
-
-			lim = (double)(3 * h > JUMP_MIN_NS ? 3 * h : JUMP_MIN_NS) +
-				DRIFT_BUDGET * fabs((double)(s[i].host -
-							     s[prev].host));
-			if (fabs(s[i].off - s[prev].off) > lim) {
-				ret = add_segment(c, s + from, i - from);
-				if (ret)
-					return ret;
-				from = i;
+		if (prev != SIZE_MAX && jumps(&s[prev], &s[i])) {
+			/* confirmed by the next exchange, or a spike */
+			j = next_kept(s, n, i);
+			if (j == n || jumps(&s[i], &s[j])) {
+				s[i].spike = true;
+				c->spikes++;
+				continue;
 			}
+			ret = add_segment(c, from, i);
+			if (ret)
+				return ret;
+			from = i;
 		}
 		prev = i;
 	}
-	ret = add_segment(c, s + from, n - from);
+	ret = add_segment(c, from, n);
+	if (!ret)
+		ret = residual_stats(c);
 	for (size_t k = 0; k < c->nseg && !ret; k++)
 		sbrig_log(SBRIG_LOG_DEBUG, "clock segment %zu: host %" PRId64
 			  "..%" PRId64 ", %u exchange(s) (%u marker), offset "
-			  "%.0f ns, drift %.1f ppm, +/- %" PRId64 " ns", k,
+			  "%.0f ns, drift %.1f ppm%s, +/- %" PRId64 " ns", k,
 			  c->seg[k].host_first, c->seg[k].host_last,
 			  c->seg[k].n, c->seg[k].markers, c->seg[k].offset_ns,
 			  c->seg[k].drift * 1e6,
+			  c->seg[k].drift_clamped ? " (clamped)" : "",
 			  seg_uncert(&c->seg[k], &first, &last));
 	return ret;
 }

@@ -300,6 +300,27 @@ static jobj *capture(const struct sbrig_analysis *a)
 	put(c, "targets", tg);
 	put(ck, "segments", ji((int64_t)a->clk.nseg));
 	put(ck, "max_uncert_ns", ji(a->tl.max_uncert_ns));
+	{
+		jobj *rs = json_object_new_object();
+		const char *kind[2] = { "ping", "marker" };
+		int64_t clamped = 0;
+
+		for (int i = 0; i < 2; i++) {
+			const struct an_clock_resid *r = &a->clk.resid[i];
+			jobj *o = json_object_new_object();
+
+			put(o, "count", ji((int64_t)r->n));
+			put(o, "median_ns", r->n ? ji(r->median_ns) : NULL);
+			put(o, "p95_ns", r->n ? ji(r->p95_ns) : NULL);
+			put(rs, kind[i], o);
+		}
+		put(ck, "residuals", rs);
+		put(ck, "spikes_rejected", ji((int64_t)a->clk.spikes));
+		put(ck, "outliers_rejected", ji((int64_t)a->clk.outliers));
+		for (size_t k = 0; k < a->clk.nseg; k++)
+			clamped += a->clk.seg[k].drift_clamped;
+		put(ck, "drift_clamped_segments", ji(clamped));
+	}
 	put(ck, "marker_edges", ji((int64_t)a->mk.edges));
 	put(ck, "marker_pairs", ji((int64_t)(a->mk.edges ? a->clk.marker_pairs :
 					     a->clk.marker_rows)));
