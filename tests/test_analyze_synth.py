@@ -293,3 +293,90 @@ def test_events_in_reverse_order_are_memory_safe(tmp_path):
     assert "ERROR: AddressSanitizer" not in r.stderr
     rep = json.loads((tmp_path / "report" / "report.json").read_text())
     assert rep["energy"]["total_uJ"] > 0
+
+
+# ---- hostile captures at the INT64 extremes (issue 23) -----------------------
+
+I64_MAX, I64_MIN, U64_MAX = 2**63 - 1, -2**63, 2**64 - 1
+
+# (file, column, value, every row or only the third data row (gaps.tsv's
+# second, its last), what the ASan
+# build must say: None = accepted, the report and every export from it
+# made without a sanitizer report; else a regex its error must match,
+# naming the file and the field)
+EXTREMES = [
+    ("clock.tsv", "host_send_ns", I64_MIN, False, None),
+    ("clock.tsv", "host_recv_ns", I64_MIN, False, None),
+    ("events.tsv", "uncert_ns", I64_MAX, False, None),
+    ("events.tsv", "uncert_ns", I64_MAX, True, None),
+    ("events.tsv", "host_t_ns", I64_MIN, False, None),
+    ("events.tsv", "host_t_ns", I64_MAX, True, None),
+    ("events.tsv", "host_t_ns", I64_MIN, True, None),
+    ("events.tsv", "target_t_ns", I64_MIN, False, None),
+    ("stats.tsv", "count", U64_MAX, True, None),
+    ("stimuli.tsv", "t_ns", I64_MIN, True, None),
+    ("events.tsv", "uncert_ns", I64_MIN, False,
+     r"events\.tsv:4: column 2 \(uncert_ns\): '-9223372036854775808': "
+     r"not a 64-bit integer >= 0"),
+    ("samples.tsv", "t_ns", I64_MAX, False,
+     r"samples\.tsv: sample 3: t_ns 9223372036854775807: not a time"),
+    ("samples.tsv", "t_ns", I64_MIN, False,
+     r"samples\.tsv: sample 3: t_ns -9223372036854775808: not a time"),
+    # a declared gap from INT64_MIN covered every sample after it: a
+    # 35 MB report.json its own loader refused
+    ("gaps.tsv", "t_ns", I64_MIN, False,
+     r"gaps\.tsv:3: gap -9223372036854775808\.\.\d+: t_ns is before the "
+     r"previous gap's next_t_ns"),
+]
+
+
+@pytest.fixture(scope="module")
+def kitchen(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("kitchen")
+    S.build(S.scenario("kitchen"), d)
+    return d / "capture"
+
+
+@pytest.mark.parametrize("fname,col,value,every,err", EXTREMES,
+                         ids=[f"{f}:{c}={v}{':all' if a else ''}"
+                              for f, c, v, a, _ in EXTREMES])
+def test_int64_extremes_saturate_or_are_refused(kitchen, tmp_path, fname, col,
+                                                value, every, err):
+    """A time, uncertainty or count at INT64_MIN/MAX (UINT64_MAX) in any file
+    of a capture: the analysis (ASan/UBSan build) runs through and the
+    renderer and every exporter take its report, or it refuses the capture
+    naming the file and the field. UBSan aborted in clockfit.c,
+    integrate.c, wakeups.c, findings.c and report-json.c before."""
+    import re
+    import shutil
+
+    cap = tmp_path / "capture"
+    shutil.copytree(kitchen, cap)
+    path = cap / fname
+    head, *rows = path.read_text().splitlines()
+    k = head.split("\t").index(col)
+    for i in range(len(rows)) if every else [min(2, len(rows) - 1)]:
+        cells = rows[i].split("\t")
+        cells[k] = str(value)
+        rows[i] = "\t".join(cells)
+    path.write_text("\n".join([head, *rows]) + "\n")
+    r = analyze(cap, tmp_path / "report")
+    assert "runtime error" not in r.stderr and "Sanitizer" not in r.stderr, \
+        r.stderr[-3000:]
+    if err:
+        assert r.returncode == 1, r.stderr
+        assert re.search(err, r.stderr), r.stderr
+        assert not (tmp_path / "report" / "report.json").exists()
+        return
+    assert r.returncode == 0, r.stderr[-3000:]
+    rep = tmp_path / "report" / "report.json"
+    assert json.loads(rep.read_text())["energy"]["total_uJ"] > 0
+    for args in (["render", str(rep)], ["export", str(rep), "--perfetto"],
+                 ["export", str(rep), "--csv", "blockers"],
+                 ["export", str(rep), "--csv", "wakeups"],
+                 ["export", str(rep), "--csv", "envelope"],
+                 ["export", str(rep), "--lava"]):
+        x = subprocess.run([str(SBRIG), *args, "-o", str(tmp_path / "out")],
+                           capture_output=True, text=True, timeout=120)
+        assert x.returncode == 0 and "runtime error" not in x.stderr, \
+            (args, x.stderr[-3000:])

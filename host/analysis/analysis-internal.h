@@ -68,6 +68,49 @@ int an_cmp_span(const void *a, const void *b);
 /* |union of @v|: sorted in place and merged into @v, *@n shrinks (timeline.c) */
 int64_t an_merge_spans(struct an_span *v, size_t *n);
 
+/*
+ * Saturating time arithmetic: times, uncertainties and durations come from
+ * the capture (whatever a hostile file holds), so a sum or difference of
+ * two of them must not overflow; it sticks at INT64_MIN / INT64_MAX.
+ */
+static inline int64_t an_sat_add(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+static inline int64_t an_sat_sub(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_sub_overflow(a, b, &r))
+		return b < 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+/* |@a - @b|, saturated */
+static inline int64_t an_sat_dist(int64_t a, int64_t b)
+{
+	return a > b ? an_sat_sub(a, b) : an_sat_sub(b, a);
+}
+
+/*
+ * The latest sample time the analysis takes (2^62 ns, 146 years of
+ * CLOCK_MONOTONIC): any two sample times then differ, and add up, without
+ * overflow. A sample outside [0, AN_TIME_MAX] is refused (integrate.c).
+ */
+#define AN_TIME_MAX	((int64_t)1 << 62)
+
+/* @v (ns) as an int64_t, saturated; NaN gives 0 */
+static inline int64_t an_sat_ns(double v)
+{
+	return v >= 9.2e18 ? INT64_MAX : v <= -9.2e18 ? INT64_MIN :
+		v == v ? (int64_t)v : 0;
+}
+
 /* ---- clockfit.c ---------------------------------------------------------- */
 
 /**

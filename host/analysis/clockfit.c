@@ -149,7 +149,7 @@ static void fit_once(struct an_segment *g, const struct an_clock_sample *s,
 			g->t_marker_last = s[i].t;
 		}
 		w = 1.0 / ((double)s[i].half * (double)s[i].half);
-		x = (double)(s[i].t - t0);
+		x = (double)s[i].t - (double)t0;
 		sw += w;
 		sx += w * x;
 		sy += w * s[i].off;
@@ -180,12 +180,8 @@ static void fit_once(struct an_segment *g, const struct an_clock_sample *s,
 /* |residual| of @s against @g's fit, in ns (saturated) */
 static double resid(const struct an_segment *g, const struct an_clock_sample *s)
 {
-	return fabs(s->off - (g->offset_ns + g->drift * (double)(s->t - g->t_ref)));
-}
-
-static int64_t ns_sat(double v)
-{
-	return v >= 9.2e18 ? INT64_MAX : v <= -9.2e18 ? INT64_MIN : (int64_t)v;
+	return fabs(s->off - (g->offset_ns +
+			      g->drift * ((double)s->t - (double)g->t_ref)));
 }
 
 /*
@@ -233,7 +229,7 @@ static unsigned int fit(struct an_segment *g, struct an_clock_sample *s,
 
 		if (!used(&s[i]))
 			continue;
-		r = ns_sat(resid(g, &s[i]));
+		r = an_sat_ns(resid(g, &s[i]));
 		if (r > g->max_resid_ns)
 			g->max_resid_ns = r;
 		if (!s[i].rtt && r > g->max_marker_resid_ns)
@@ -333,7 +329,7 @@ static int residual_stats(struct an_clock *c)
 			for (size_t i = g->s_first; i < g->s_end; i++)
 				if (used(&c->s[i]) &&
 				    (c->s[i].rtt == 0) == (marker == 1))
-					v[n++] = ns_sat(resid(g, &c->s[i]));
+					v[n++] = an_sat_ns(resid(g, &c->s[i]));
 		}
 		sbrig_latency_stats(v, NULL, n, &st);
 		c->resid[marker].n = n;
@@ -409,10 +405,11 @@ int an_clock_fit(struct an_clock *c, struct sbrig_capread *cr,
 
 	memset(c, 0, sizeof(*c));
 	while ((ret = sbrig_capread_next_clock(cr, &row)) == 1) {
-		int64_t rtt = row.host_recv_ns - row.host_send_ns;
+		int64_t rtt = an_sat_sub(row.host_recv_ns, row.host_send_ns);
 
-		if (rtt < 0)
-			continue;	/* not a possible exchange */
+		/* not a possible exchange; or one no clock could time */
+		if (rtt < 0 || rtt == INT64_MAX)
+			continue;
 		if (!rtt && !marker_rows) {
 			c->marker_rows_skipped++;
 			continue;
@@ -425,7 +422,7 @@ int an_clock_fit(struct an_clock *c, struct sbrig_capread *cr,
 		s->host = row.host_send_ns + rtt / 2;
 		s->t = row.target_ns;
 		s->rtt = rtt;
-		s->half = rtt ? (rtt + 1) / 2 : MARKER_HALF_NS;
+		s->half = rtt ? rtt / 2 + (rtt & 1) : MARKER_HALF_NS;
 		s->off = (double)s->host - (double)s->t;
 		s->keep = true;
 		if (!rtt)
@@ -499,8 +496,10 @@ int an_clock_segment_at(const struct an_clock *c, int64_t host_ns)
 
 	for (size_t k = 0; k < c->nseg; k++) {
 		const struct an_segment *g = &c->seg[k];
-		int64_t d = host_ns < g->host_first ? g->host_first - host_ns :
-			host_ns > g->host_last ? host_ns - g->host_last : 0;
+		int64_t d = host_ns < g->host_first ?
+			an_sat_sub(g->host_first, host_ns) :
+			host_ns > g->host_last ?
+			an_sat_sub(host_ns, g->host_last) : 0;
 
 		if (d < bd) {
 			bd = d;
@@ -523,14 +522,13 @@ void an_clock_map(const struct an_clock *c, int k, int64_t target_ns,
 {
 	const struct an_segment *g = &c->seg[k];
 	double h = (double)target_ns + g->offset_ns +
-		g->drift * (double)(target_ns - g->t_ref);
+		g->drift * ((double)target_ns - (double)g->t_ref);
 	int64_t first, last, u = seg_uncert(g, &first, &last);
-	int64_t out = target_ns < first ? first - target_ns :
-		target_ns > last ? target_ns - last : 0;
+	int64_t out = target_ns < first ? an_sat_sub(first, target_ns) :
+		target_ns > last ? an_sat_sub(target_ns, last) : 0;
 
-	*host_ns = h >= 9.2e18 ? INT64_MAX : h <= -9.2e18 ? INT64_MIN :
-		(int64_t)llround(h);
-	*uncert_ns = u + (int64_t)(DRIFT_BUDGET * (double)out);
+	*host_ns = an_sat_ns(nearbyint(h));
+	*uncert_ns = an_sat_add(u, an_sat_ns(DRIFT_BUDGET * (double)out));
 }
 
 /* ---- mapping events by their epochs ----------------------------------- */
@@ -563,7 +561,7 @@ int an_mapper_init(struct an_mapper *mp, const struct an_clock *clk,
 	mp->clk = clk;
 	mp->enter_online = -1;
 	while ((ret = sbrig_capread_next_event(cr, &ev)) == 1) {
-		int64_t early = ev.host_t_ns - (int64_t)ev.uncert_ns;
+		int64_t early = an_sat_sub(ev.host_t_ns, ev.uncert_ns);
 
 		if (strcmp(boot, ev.boot_id)) {
 			snprintf(boot, sizeof(boot), "%s", ev.boot_id);
@@ -608,8 +606,10 @@ static int epoch_segment(const struct an_clock *clk, int64_t from, int64_t to,
 	}
 	for (size_t i = 0; i < clk->nseg; i++) {
 		const struct an_segment *g = &clk->seg[i];
-		int64_t d = online < g->host_first ? g->host_first - online :
-			online > g->host_last ? online - g->host_last : 0;
+		int64_t d = online < g->host_first ?
+			an_sat_sub(g->host_first, online) :
+			online > g->host_last ?
+			an_sat_sub(online, g->host_last) : 0;
 
 		if (g->host_first < to && d < bd) {
 			bd = d;
@@ -629,10 +629,10 @@ static int epoch_segment(const struct an_clock *clk, int64_t from, int64_t to,
  */
 static bool agrees(const struct sbrig_event *ev, int64_t host_ns, int64_t unc)
 {
-	int64_t d = host_ns > ev->host_t_ns ? host_ns - ev->host_t_ns :
-		ev->host_t_ns - host_ns;
+	double d = (double)an_sat_dist(host_ns, ev->host_t_ns);
 
-	return d <= 4 * (unc + (int64_t)ev->uncert_ns) + ONLINE_SLACK_NS;
+	return d <= 4 * ((double)unc + (double)ev->uncert_ns) +
+		ONLINE_SLACK_NS;
 }
 
 /*
@@ -652,7 +652,7 @@ static int other_segment(const struct an_clock *clk,
 		if ((int)i == k)
 			continue;
 		an_clock_map(clk, (int)i, ev->target_t_ns, &h, &u);
-		d = h > ev->host_t_ns ? h - ev->host_t_ns : ev->host_t_ns - h;
+		d = an_sat_dist(h, ev->host_t_ns);
 		if (agrees(ev, h, u) && d < best_d) {
 			best_d = d;
 			best = (int)i;
@@ -660,7 +660,7 @@ static int other_segment(const struct an_clock *clk,
 	}
 	sbrig_log(SBRIG_LOG_DEBUG, "event %" PRIu64 " %s: segment %d's mapping "
 		  "is %" PRId64 " ns from its online time; %s %d", ev->seq,
-		  ev->type, k, *host_ns - ev->host_t_ns,
+		  ev->type, k, an_sat_sub(*host_ns, ev->host_t_ns),
 		  best >= 0 ? "segment" : "kept the online time, segment", best);
 	if (best >= 0) {
 		an_clock_map(clk, best, ev->target_t_ns, host_ns, uncert_ns);
