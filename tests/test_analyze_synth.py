@@ -198,6 +198,16 @@ def test_same_named_objects_and_wakeup_sources_in_every_output(tmp_path):
                       for n, k in kinds.items()}
     assert {"ph": "M", "pid": 2, "name": "process_name",
             "args": {"name": "kernel wakeup sources"}} in ev
+    # a device pass's slowest callbacks (dev_pm) ride on its phase slice
+    want = [(p["name"], p["t_ns"], [(d["device"], d["verb"], d["duration_ns"], d["error"])
+                                    for d in p["slowest_devices"]])
+            for c in rep["phases"] for p in c["phases"] if p.get("slowest_devices")]
+    got = [(e["name"], round(e["ts"] * 1000), [(d["device"], d["verb"], round(d["duration_us"] * 1000),
+                                                d["error"]) for d in e["args"]["slowest_devices"]])
+           for e in ev if e["ph"] == "X" and e["cat"] == "phase" and "args" in e]
+    assert got == want and len(want) == 8
+    assert want[0][2][0] == ("i8042", "suspend", 6_100_000, 0)
+    assert want[1][2] == [("0000:00:02.0", "resume", 12_000_000, -5)]
     assert [(w["cause"], w["stimulus"], w["wakeup_source"]) for w in rep["wakeups"]] == [
         ("stimulus", "press power", None), ("stimulus", "plug charger", None),
         ("wakeup_source", None, "alarmtimer"), ("stimulus", "press power", None)]
