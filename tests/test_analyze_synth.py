@@ -325,9 +325,11 @@ EXTREMES = [
     ("events.tsv", "target_t_ns", I64_MIN, False, None),
     ("stats.tsv", "count", U64_MAX, True, None),
     ("stimuli.tsv", "t_ns", I64_MIN, True, None),
+    # -1 is the daemon's "not mapped online" (with host_t_ns 0)
+    ("events.tsv", "uncert_ns", -1, True, None),
     ("events.tsv", "uncert_ns", I64_MIN, False,
      r"events\.tsv:4: column 2 \(uncert_ns\): '-9223372036854775808': "
-     r"not a 64-bit integer >= 0"),
+     r"not an uncertainty \(>= 0, or -1: not mapped online\)"),
     ("samples.tsv", "t_ns", I64_MAX, False,
      r"samples\.tsv: sample 3: t_ns 9223372036854775807: not a time"),
     ("samples.tsv", "t_ns", I64_MIN, False,
