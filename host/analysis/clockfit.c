@@ -20,10 +20,13 @@
  *    half-width) + DRIFT_BUDGET of the time between them: a target reboot
  *    (CLOCK_BOOTTIME from 0) or the error in the sleep time a resume
  *    injected into CLOCK_BOOTTIME.
- *    A jump must be confirmed: the next retained sample must agree with
- *    the new offset (within the same limit). A single sample off the line
- *    is a spike, left out of the fit (c->spikes), as chrony does not step
- *    its clock on one exchange.
+ *    A jump is taken when the next retained sample confirms it (agrees
+ *    with the new offset within the same limit). A single sample off the
+ *    line, the next one back on it, is a spike, left out of the fit
+ *    (c->spikes), as chrony does not step its clock on one exchange. A
+ *    sample with no next one, or whose next one jumps again, is the only
+ *    word on its stretch (a target that slept again after one exchange):
+ *    it is taken.
  * 4. Each segment: weighted least squares of offset against target time
  *    (weight 1 / h^2); below two samples or MIN_SPAN_NS of target time, the
  *    weighted mean offset and no drift. As chrony's regression does, the
@@ -358,9 +361,16 @@ static int segments(struct an_clock *c)
 		if (!s[i].keep)
 			continue;
 		if (prev != SIZE_MAX && jumps(&s[prev], &s[i])) {
-			/* confirmed by the next exchange, or a spike */
+			/*
+			 * a spike when the next exchange is back on the line
+			 * before it; confirmed when the next one agrees; else
+			 * (the last exchange, or one between two jumps: a wake
+			 * too short for a second one) the only word on its
+			 * stretch, taken
+			 */
 			j = next_kept(s, n, i);
-			if (j == n || jumps(&s[i], &s[j])) {
+			if (j < n && jumps(&s[i], &s[j]) &&
+			    !jumps(&s[prev], &s[j])) {
 				s[i].spike = true;
 				c->spikes++;
 				continue;

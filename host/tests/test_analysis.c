@@ -508,10 +508,13 @@ static void clock_fit_leaves_outliers_out(void **state)
 }
 
 /*
- * A jump of the offset is taken only when the next exchange confirms it
+ * A jump of the offset is taken when the next exchange confirms it
  * (clockfit.c, step 3): pings every 0.5 s (round trip 200 us) at 5 s, one
- * of them (the 9th) alone 50 ms off, and from the 21st on 80 ms off: one
- * spike left out, two segments, the second from the 21st ping.
+ * of them (the 9th) alone 50 ms off, the next back: a spike, left out;
+ * from the 21st on 80 ms off: confirmed, a second segment. The 31st alone
+ * at 120 ms, the 32nd to 40th at 160 ms, and a last, 41st, at 200 ms:
+ * exchanges with no confirmation but no contradiction either (a wake too
+ * short for two exchanges) are taken, a segment each.
  */
 static void clock_jump_confirmed_spike_not(void **state)
 {
@@ -522,11 +525,13 @@ static void clock_jump_confirmed_spike_not(void **state)
 	cap_dir(dir, sizeof(dir), "jump");
 	cap = sbrig_capture_new(dir, &prov);
 	assert_non_null(cap);
-	add_samples(cap, 20 * S, MS, flat);
-	for (int i = 0; i < 40; i++) {
+	add_samples(cap, 21 * S, MS, flat);
+	for (int i = 0; i < 41; i++) {
 		int64_t send = T0 + i * 500 * MS, off = 5 * S;
 
-		off += i == 8 ? 50 * MS : i >= 20 ? 80 * MS : 0;
+		off += i == 8 ? 50 * MS : i == 40 ? 200 * MS :
+			i > 30 ? 160 * MS : i == 30 ? 120 * MS :
+			i >= 20 ? 80 * MS : 0;
 		assert_int_equal(sbrig_capture_add_clock(cap, send,
 							 send + 200000,
 							 send + 100000 - off,
@@ -536,12 +541,18 @@ static void clock_jump_confirmed_spike_not(void **state)
 	a = sbrig_analysis_run(dir, NULL);
 	assert_non_null(a);
 	assert_int_equal(a->clk.spikes, 1);
-	assert_int_equal(a->clk.nseg, 2);
+	assert_int_equal(a->clk.nseg, 5);
 	assert_int_equal(a->clk.seg[0].n, 19);
-	assert_int_equal(a->clk.seg[1].n, 20);
+	assert_int_equal(a->clk.seg[1].n, 10);
 	assert_int_equal(a->clk.seg[1].host_first, T0 + 20 * 500 * MS + 100000);
+	assert_int_equal(a->clk.seg[2].n, 1);
+	assert_int_equal(a->clk.seg[3].n, 9);
+	assert_int_equal(a->clk.seg[4].n, 1);
 	assert_true(fabs(a->clk.seg[0].offset_ns - 5e9) < 1);
 	assert_true(fabs(a->clk.seg[1].offset_ns - 5.08e9) < 1);
+	assert_true(fabs(a->clk.seg[2].offset_ns - 5.12e9) < 1);
+	assert_true(fabs(a->clk.seg[3].offset_ns - 5.16e9) < 1);
+	assert_true(fabs(a->clk.seg[4].offset_ns - 5.2e9) < 1);
 	sbrig_analysis_free(a);
 }
 
