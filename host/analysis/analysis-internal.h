@@ -172,8 +172,8 @@ struct an_clock_sample;	/* one exchange or marker pair (clockfit.c) */
  * @marker_rows: clock.tsv's marker rows taken (the daemon's pairs)
  * @marker_rows_skipped: those left out (the edges are paired offline)
  * @marker_pairs: pairs added by an_clock_add_markers()
- * @spikes: samples off the line that the next one did not confirm as a
- *	jump (left out)
+ * @spikes: samples off the line whose next one is back on the line
+ *	before them (left out)
  * @outliers: samples beyond 3 half-widths of their segment's fit (left out)
  * @resid: the residuals of the pings [0] and marker pairs [1]
  */

@@ -77,7 +77,7 @@ struct an_clock_sample {
 	double off;		/* host - target */
 	int64_t half;
 	bool keep;		/* passed the band filter */
-	bool spike;		/* an unconfirmed jump (step 3) */
+	bool spike;		/* off the line, the next back on it (step 3) */
 	bool out;		/* an outlier of its segment's fit (step 4) */
 };
 
