@@ -198,6 +198,16 @@ def test_same_named_objects_and_wakeup_sources_in_every_output(tmp_path):
                       for n, k in kinds.items()}
     assert {"ph": "M", "pid": 2, "name": "process_name",
             "args": {"name": "kernel wakeup sources"}} in ev
+    # a device pass's slowest callbacks (dev_pm) ride on its phase slice
+    want = [(p["name"], p["t_ns"], [(d["device"], d["verb"], d["duration_ns"], d["error"])
+                                    for d in p["slowest_devices"]])
+            for c in rep["phases"] for p in c["phases"] if p.get("slowest_devices")]
+    got = [(e["name"], round(e["ts"] * 1000), [(d["device"], d["verb"], round(d["duration_us"] * 1000),
+                                                d["error"]) for d in e["args"]["slowest_devices"]])
+           for e in ev if e["ph"] == "X" and e["cat"] == "phase" and "args" in e]
+    assert got == want and len(want) == 8
+    assert want[0][2][0] == ("i8042", "suspend", 6_100_000, 0)
+    assert want[1][2] == [("0000:00:02.0", "resume", 12_000_000, -5)]
     assert [(w["cause"], w["stimulus"], w["wakeup_source"]) for w in rep["wakeups"]] == [
         ("stimulus", "press power", None), ("stimulus", "plug charger", None),
         ("wakeup_source", None, "alarmtimer"), ("stimulus", "press power", None)]
@@ -293,3 +303,182 @@ def test_events_in_reverse_order_are_memory_safe(tmp_path):
     assert "ERROR: AddressSanitizer" not in r.stderr
     rep = json.loads((tmp_path / "report" / "report.json").read_text())
     assert rep["energy"]["total_uJ"] > 0
+
+
+# ---- hostile captures at the INT64 extremes (issue 23) -----------------------
+
+I64_MAX, I64_MIN, U64_MAX = 2**63 - 1, -2**63, 2**64 - 1
+
+# (file, column, value, every row or only the third data row (gaps.tsv's
+# second, its last), what the ASan
+# build must say: None = accepted, the report and every export from it
+# made without a sanitizer report; else a regex its error must match,
+# naming the file and the field)
+EXTREMES = [
+    ("clock.tsv", "host_send_ns", I64_MIN, False, None),
+    ("clock.tsv", "host_recv_ns", I64_MIN, False, None),
+    ("events.tsv", "uncert_ns", I64_MAX, False, None),
+    ("events.tsv", "uncert_ns", I64_MAX, True, None),
+    ("events.tsv", "host_t_ns", I64_MIN, False, None),
+    ("events.tsv", "host_t_ns", I64_MAX, True, None),
+    ("events.tsv", "host_t_ns", I64_MIN, True, None),
+    ("events.tsv", "target_t_ns", I64_MIN, False, None),
+    ("stats.tsv", "count", U64_MAX, True, None),
+    ("stimuli.tsv", "t_ns", I64_MIN, True, None),
+    # -1 is the daemon's "not mapped online" (with host_t_ns 0)
+    ("events.tsv", "uncert_ns", -1, True, None),
+    ("events.tsv", "uncert_ns", I64_MIN, False,
+     r"events\.tsv:4: column 2 \(uncert_ns\): '-9223372036854775808': "
+     r"not an uncertainty \(>= 0, or -1: not mapped online\)"),
+    ("samples.tsv", "t_ns", I64_MAX, False,
+     r"samples\.tsv: sample 3: t_ns 9223372036854775807: not a time"),
+    ("samples.tsv", "t_ns", I64_MIN, False,
+     r"samples\.tsv: sample 3: t_ns -9223372036854775808: not a time"),
+    # a declared gap from INT64_MIN covered every sample after it: a
+    # 35 MB report.json its own loader refused
+    ("gaps.tsv", "t_ns", I64_MIN, False,
+     r"gaps\.tsv:3: gap -9223372036854775808\.\.\d+: t_ns is before the "
+     r"previous gap's next_t_ns"),
+]
+
+
+@pytest.fixture(scope="module")
+def kitchen(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("kitchen")
+    S.build(S.scenario("kitchen"), d)
+    return d / "capture"
+
+
+@pytest.mark.parametrize("fname,col,value,every,err", EXTREMES,
+                         ids=[f"{f}:{c}={v}{':all' if a else ''}"
+                              for f, c, v, a, _ in EXTREMES])
+def test_int64_extremes_saturate_or_are_refused(kitchen, tmp_path, fname, col,
+                                                value, every, err):
+    """A time, uncertainty or count at INT64_MIN/MAX (UINT64_MAX) in any file
+    of a capture: the analysis (ASan/UBSan build) runs through and the
+    renderer and every exporter take its report, or it refuses the capture
+    naming the file and the field. UBSan aborted in clockfit.c,
+    integrate.c, wakeups.c, findings.c and report-json.c before."""
+    import re
+    import shutil
+
+    cap = tmp_path / "capture"
+    shutil.copytree(kitchen, cap)
+    path = cap / fname
+    head, *rows = path.read_text().splitlines()
+    k = head.split("\t").index(col)
+    for i in range(len(rows)) if every else [min(2, len(rows) - 1)]:
+        cells = rows[i].split("\t")
+        cells[k] = str(value)
+        rows[i] = "\t".join(cells)
+    path.write_text("\n".join([head, *rows]) + "\n")
+    r = analyze(cap, tmp_path / "report")
+    assert "runtime error" not in r.stderr and "Sanitizer" not in r.stderr, \
+        r.stderr[-3000:]
+    if err:
+        assert r.returncode == 1, r.stderr
+        assert re.search(err, r.stderr), r.stderr
+        assert not (tmp_path / "report" / "report.json").exists()
+        return
+    assert r.returncode == 0, r.stderr[-3000:]
+    rep = tmp_path / "report" / "report.json"
+    assert json.loads(rep.read_text())["energy"]["total_uJ"] > 0
+    for args in (["render", str(rep)], ["export", str(rep), "--perfetto"],
+                 ["export", str(rep), "--csv", "blockers"],
+                 ["export", str(rep), "--csv", "wakeups"],
+                 ["export", str(rep), "--csv", "envelope"],
+                 ["export", str(rep), "--lava"]):
+        x = subprocess.run([str(SBRIG), *args, "-o", str(tmp_path / "out")],
+                           capture_output=True, text=True, timeout=120)
+        assert x.returncode == 0 and "runtime error" not in x.stderr, \
+            (args, x.stderr[-3000:])
+
+
+# ---- the stats check's tolerance near a snapshot (issue 23) -------------------
+
+_BOOT = "5f1c2a9e-0000-4000-8000-000000000023"
+_OFF = 5_000_000_000            # host = target + 5 s
+_MS = 1_000_000
+
+
+def _snapshot_capture(d: Path, x_holds: list[tuple[int, int]],
+                      snapshots: list[tuple[int, int, int]]) -> Path:
+    """A 10 s capture, written row by row: 1 W flat, pings every 0.5 s
+    (round trip 200 us, exact), blocker "x" held over @x_holds (host ns,
+    start and end; events exact, uncertainty 100 us) and stats snapshots
+    (host ns, x's count, x's total_time_ns) @snapshots, each with an idle
+    "y" and the deleted row, as the module lists them."""
+    cap = d / "capture"
+    cap.mkdir(parents=True)
+    t0, t1 = 100_000 * _MS, 110_000 * _MS
+    (cap / "meta.ini").write_text(
+        "[capture]\nformat = sbrig-capture\nversion = 1\n"
+        "created = 2024-05-01T10:00:00.000000000Z\n"
+        f"created_realtime_ns = 1714557600000000000\ncreated_monotonic_ns = {t0 - _MS}\n\n"
+        "[provenance]\nrig_name = synthetic\nrig_config = tests/test_analyze_synth.py\n"
+        "rig_sha256 = \nhost_version = synth\ngit_sha = \nscenario = synth:snapshot-edge\n"
+        "scenario_sha256 = \npower_uri = synth:ina226\ntarget_uri = synth:target\n\n"
+        f"[target]\nboot_id = {_BOOT}\nkernel = 6.1.0-synth-amd64\nmodule = 0.2\n"
+        f"agent = 0.2\nseen_monotonic_ns = {t0}\n")
+    with open(cap / "samples.tsv", "w") as f:
+        f.write("t_ns\tcurrent_uA\tbus_uV\tshunt_nV\tpower_uW\n")
+        for t in range(t0, t1 + 1, _MS):
+            f.write(f"{t}\t200000\t5000000\t20000000\t1000000\n")
+    with open(cap / "clock.tsv", "w") as f:
+        f.write("host_send_ns\thost_recv_ns\ttarget_ns\tretained\n")
+        for t in range(t0, t1 + 1, 500 * _MS):
+            f.write(f"{t}\t{t + 200_000}\t{t + 100_000 - _OFF}\t1\n")
+    ev = [(a, "block") for a, _ in x_holds] + [(b, "unblock") for _, b in x_holds]
+    with open(cap / "events.tsv", "w") as f:
+        f.write("host_t_ns\tuncert_ns\ttarget_t_ns\tboot_id\tseq\ttype\targ\tcut\n")
+        for i, (t, typ) in enumerate(sorted(ev)):
+            f.write(f"{t}\t100000\t{t - _OFF}\t{_BOOT}\t{i + 1}\t{typ}\tx\t0\n")
+    with open(cap / "stats.tsv", "w") as f:
+        f.write("t_ns\tname\tcount\twake_count\tactive_since_ns\ttotal_time_ns\t"
+                "sleep_time_ns\tmax_time_ns\tlast_change_ns\n")
+        for t, count, total in snapshots:     # x, an idle "y", the deleted
+            f.write(f"{t}\tx\t{count}\t0\t0\t{total}\t{total}\t{500 * _MS}\t{t - _OFF}\n"
+                    f"{t}\ty\t0\t0\t0\t0\t0\t0\t0\n"
+                    f"{t}\tdeleted_suspend_blockers\t0\t0\t0\t0\t0\t0\t0\n")
+    for name, head in (("gaps", "t_ns\tnext_t_ns\tmissing"), ("edges", "t_ns\tline\tedge\tseqno"),
+                       ("stimuli", "t_ns\twhat\targ")):
+        (cap / f"{name}.tsv").write_text(head + "\n")
+    with open(cap / "meta.ini", "a") as f:
+        f.write(f"\n[end]\nstatus = complete\nclosed_monotonic_ns = {t1 + _MS}\n")
+    return cap
+
+
+S1, S2 = 101_000 * _MS, 108_000 * _MS      # the two snapshots
+# x held 0.5 s at 102 s and 105 s: well inside the window
+INSIDE = [(102_000 * _MS, 102_500 * _MS), (105_000 * _MS, 105_500 * _MS)]
+
+
+@pytest.mark.parametrize("case,third,count,total,agree", [
+    # the module read its table 0.8 ms after a block the events map 0.5 ms
+    # after the snapshot's time: counted in the window before; within
+    # 2 ms + the clock's uncertainty, so it may be: agree
+    ("near", 108_000 * _MS + 500_000, 3, 1000 * _MS + 300_000, True),
+    # the same block 50 ms after the snapshot, counted before it: no
+    ("far", 108_050 * _MS, 3, 1000 * _MS + 300_000, False),
+    # the activation at 105 s, clearly inside the window, missing from
+    # the stats
+    ("missing", None, 1, 500 * _MS, False),
+])
+def test_stats_check_tolerance_near_a_snapshot(tmp_path, case, third, count, total,
+                                               agree):
+    """report-format.md's stats check: the counts may differ by the
+    activations within 2 ms plus the snapshot's clock uncertainty of its
+    time (events_near_snapshot), no more: a correct capture is not
+    flagged, a really mismatching one is."""
+    holds = INSIDE + ([(third, third + 200 * _MS)] if third else [])
+    cap = _snapshot_capture(tmp_path, holds, [(S1, 0, 0), (S2, count, total)])
+    r = analyze(cap, tmp_path / "report")
+    assert r.returncode == 0, r.stderr
+    rep = json.loads((tmp_path / "report" / "report.json").read_text())
+    x = next(b for b in rep["blockers"] if b["name"] == "x")
+    sc = x["stats_check"]
+    assert sc["count_delta"] == count and sc["events_count"] == 2, sc
+    assert sc["events_near_snapshot"] == (1 if case == "near" else 0), sc
+    assert sc["agree"] is agree, sc
+    flagged = [f for f in rep["findings"] if f["kind"] == "stats_mismatch"]
+    assert [f["blocker"] for f in flagged] == ([] if agree else ["x"])

@@ -573,4 +573,17 @@ def test_wakeup_sources_are_drawn_apart(sbrig, browser, tmp_path):
     assert p.eval(col) == ["press power", "plug charger", "wakeup source alarmtimer",
                            "press power"]
     assert "No phases in this capture" not in p.eval("document.body.innerText")
+    # the device passes' slowest callbacks (dev_pm): a row each, and the
+    # phase cell's title names them
+    want = [[str(c["cycle"]), ph["name"], d["device"], d["verb"], str(d["error"])]
+            for c in rep["phases"] for ph in c["phases"] for d in ph.get("slowest_devices", [])]
+    assert len(want) == 16
+    got = p.eval("Array.from(document.querySelectorAll('#devpm-table tbody tr')).map(r => "
+                 "Array.from(r.children).map(c => c.textContent))")
+    assert [[g[0], g[1], g[2], g[3], g[5]] for g in got] == want
+    assert got[0][4] == "6.100 ms" and got[3][4] == "12.00 ms", got
+    titles = p.eval("Array.from(document.querySelectorAll('#phase-table td[title]')).map(c => c.title)")
+    assert len(titles) == 8 and all(t.startswith("slowest: ") for t in titles)
+    assert titles[:2] == ["slowest: i8042 suspend 6.100 ms, 0000:00:02.0 suspend 4.200 ms, "
+                          "serio0 suspend 900.0 \u00b5s", "slowest: 0000:00:02.0 resume 12.00 ms"]
     assert_clean(p, html)

@@ -68,6 +68,49 @@ int an_cmp_span(const void *a, const void *b);
 /* |union of @v|: sorted in place and merged into @v, *@n shrinks (timeline.c) */
 int64_t an_merge_spans(struct an_span *v, size_t *n);
 
+/*
+ * Saturating time arithmetic: times, uncertainties and durations come from
+ * the capture (whatever a hostile file holds), so a sum or difference of
+ * two of them must not overflow; it sticks at INT64_MIN / INT64_MAX.
+ */
+static inline int64_t an_sat_add(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+static inline int64_t an_sat_sub(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_sub_overflow(a, b, &r))
+		return b < 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+/* |@a - @b|, saturated */
+static inline int64_t an_sat_dist(int64_t a, int64_t b)
+{
+	return a > b ? an_sat_sub(a, b) : an_sat_sub(b, a);
+}
+
+/*
+ * The latest sample time the analysis takes (2^62 ns, 146 years of
+ * CLOCK_MONOTONIC): any two sample times then differ, and add up, without
+ * overflow. A sample outside [0, AN_TIME_MAX] is refused (integrate.c).
+ */
+#define AN_TIME_MAX	((int64_t)1 << 62)
+
+/* @v (ns) as an int64_t, saturated; NaN gives 0 */
+static inline int64_t an_sat_ns(double v)
+{
+	return v >= 9.2e18 ? INT64_MAX : v <= -9.2e18 ? INT64_MIN :
+		v == v ? (int64_t)v : 0;
+}
+
 /* ---- clockfit.c ---------------------------------------------------------- */
 
 /**
@@ -84,8 +127,10 @@ int64_t an_merge_spans(struct an_span *v, size_t *n);
  * @max_marker_resid_ns: largest |residual| of a marker pair
  * @t_marker_first, @t_marker_last: target times of its first and last
  *	marker pair
- * @n: exchanges retained
+ * @n: exchanges retained (in the fit: not spikes, not outliers)
  * @markers: of which marker pairs
+ * @drift_clamped: the fitted drift was beyond +/- 200 ppm, clamped
+ * @s_first, @s_end: its samples, [@s_first, @s_end) of an_clock.s
  */
 struct an_segment {
 	int64_t host_first, host_last;
@@ -99,6 +144,20 @@ struct an_segment {
 	int64_t t_marker_first, t_marker_last;
 	unsigned int n;
 	unsigned int markers;
+	bool drift_clamped;
+	size_t s_first, s_end;
+};
+
+/**
+ * struct an_clock_resid - how far the used samples of one kind lie from
+ *	their segment's fit (the alignment error the mapping keeps)
+ * @n: samples
+ * @median_ns: median |residual|, -1 without samples
+ * @p95_ns: 95th percentile (nearest rank), -1 without samples
+ */
+struct an_clock_resid {
+	size_t n;
+	int64_t median_ns, p95_ns;
 };
 
 /* the half-width of a marker edge's time (the GPIO path's spread) */
@@ -113,6 +172,10 @@ struct an_clock_sample;	/* one exchange or marker pair (clockfit.c) */
  * @marker_rows: clock.tsv's marker rows taken (the daemon's pairs)
  * @marker_rows_skipped: those left out (the edges are paired offline)
  * @marker_pairs: pairs added by an_clock_add_markers()
+ * @spikes: samples off the line whose next one is back on the line
+ *	before them (left out)
+ * @outliers: samples beyond 3 half-widths of their segment's fit (left out)
+ * @resid: the residuals of the pings [0] and marker pairs [1]
  */
 struct an_clock {
 	struct an_segment *seg;
@@ -121,6 +184,8 @@ struct an_clock {
 	size_t ns, scap;
 	uint64_t marker_rows, marker_rows_skipped;
 	uint64_t marker_pairs;
+	uint64_t spikes, outliers;
+	struct an_clock_resid resid[2];
 };
 
 /*

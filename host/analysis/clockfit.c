@@ -20,9 +20,23 @@
  *    half-width) + DRIFT_BUDGET of the time between them: a target reboot
  *    (CLOCK_BOOTTIME from 0) or the error in the sleep time a resume
  *    injected into CLOCK_BOOTTIME.
+ *    A jump is taken when the next retained sample confirms it (agrees
+ *    with the new offset within the same limit). A single sample off the
+ *    line, the next one back on it, is a spike, left out of the fit
+ *    (c->spikes), as chrony does not step its clock on one exchange. A
+ *    sample with no next one, or whose next one jumps again, is the only
+ *    word on its stretch (a target that slept again after one exchange):
+ *    it is taken.
  * 4. Each segment: weighted least squares of offset against target time
  *    (weight 1 / h^2); below two samples or MIN_SPAN_NS of target time, the
- *    weighted mean offset and no drift.
+ *    weighted mean offset and no drift. As chrony's regression does, the
+ *    fit survives outliers: samples whose residual is above REJECT_K
+ *    half-widths are left out and the segment is fitted again (at most
+ *    REJECT_ROUNDS times; every round judges every sample afresh, so one
+ *    wrongly dropped by a fit an outlier skewed comes back), never down
+ *    to no sample (c->outliers). The drift is clamped to +/- MAX_DRIFT
+ *    (a crystal is off by tens of ppm; more is a fit misled by a few
+ *    samples), the offset then fitted again with the drift held.
  * 5. Marker pairs found offline (markers.c) are merged into the pings by
  *    host time and steps 3 and 4 run again: an_clock_add_markers().
  *
@@ -52,6 +66,9 @@
 #define JUMP_MIN_NS	1000000		/* 1 ms */
 #define DRIFT_BUDGET	20e-6		/* 20 ppm */
 #define MIN_SPAN_NS	2000000000LL
+#define REJECT_K	3		/* half-widths */
+#define REJECT_ROUNDS	8
+#define MAX_DRIFT	200e-6		/* 200 ppm */
 
 struct an_clock_sample {
 	int64_t host;		/* midpoint */
@@ -59,8 +76,22 @@ struct an_clock_sample {
 	int64_t rtt;		/* 0 for a marker pair */
 	double off;		/* host - target */
 	int64_t half;
-	bool keep;
+	bool keep;		/* passed the band filter */
+	bool spike;		/* off the line, the next back on it (step 3) */
+	bool out;		/* an outlier of its segment's fit (step 4) */
 };
+
+/* in a segment (step 3) */
+static bool kept(const struct an_clock_sample *s)
+{
+	return s->keep && !s->spike;
+}
+
+/* in its segment's fit (step 4) */
+static bool used(const struct an_clock_sample *s)
+{
+	return kept(s) && !s->out;
+}
 
 int an_grow(void **p, size_t *cap, size_t need, size_t size)
 {
@@ -95,8 +126,9 @@ static void band_filter(struct an_clock_sample *s, size_t n)
 	}
 }
 
-static void fit(struct an_segment *g, const struct an_clock_sample *s,
-		size_t n)
+/* One weighted least-squares fit of @g over the used samples of @s. */
+static void fit_once(struct an_segment *g, const struct an_clock_sample *s,
+		     size_t n)
 {
 	double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
 	int64_t t0 = -1;
@@ -106,10 +138,11 @@ static void fit(struct an_segment *g, const struct an_clock_sample *s,
 	g->min_half_ns = INT64_MAX;
 	g->max_resid_ns = 0;
 	g->max_marker_resid_ns = 0;
+	g->drift_clamped = false;
 	for (size_t i = 0; i < n; i++) {
 		double w, x;
 
-		if (!s[i].keep)
+		if (!used(&s[i]))
 			continue;
 		if (t0 < 0)
 			t0 = s[i].t;
@@ -119,7 +152,7 @@ static void fit(struct an_segment *g, const struct an_clock_sample *s,
 			g->t_marker_last = s[i].t;
 		}
 		w = 1.0 / ((double)s[i].half * (double)s[i].half);
-		x = (double)(s[i].t - t0);
+		x = (double)s[i].t - (double)t0;
 		sw += w;
 		sx += w * x;
 		sy += w * s[i].off;
@@ -139,19 +172,73 @@ static void fit(struct an_segment *g, const struct an_clock_sample *s,
 			g->drift = (sw * sxy - sx * sy) / den;
 			g->offset_ns = (sy - g->drift * sx) / sw;
 		}
+		if (fabs(g->drift) > MAX_DRIFT) {
+			g->drift = g->drift > 0 ? MAX_DRIFT : -MAX_DRIFT;
+			g->offset_ns = (sy - g->drift * sx) / sw;
+			g->drift_clamped = true;
+		}
+	}
+}
+
+/* |residual| of @s against @g's fit, in ns (saturated) */
+static double resid(const struct an_segment *g, const struct an_clock_sample *s)
+{
+	return fabs(s->off - (g->offset_ns +
+			      g->drift * ((double)s->t - (double)g->t_ref)));
+}
+
+/*
+ * Step 4: fit, leave out the samples beyond REJECT_K half-widths, fit
+ * again; returns how many samples are left out.
+ */
+static unsigned int fit(struct an_segment *g, struct an_clock_sample *s,
+			size_t n)
+{
+	unsigned int nout = 0;
+
+	for (size_t i = 0; i < n; i++)
+		s[i].out = false;
+	fit_once(g, s, n);
+	for (int round = 0; round < REJECT_ROUNDS; round++) {
+		unsigned int rej = 0, left = 0;
+		bool changed = false;
+
+		for (size_t i = 0; i < n; i++) {
+			if (!kept(&s[i]))
+				continue;
+			if (resid(g, &s[i]) > REJECT_K * (double)s[i].half)
+				rej++;
+			else
+				left++;
+		}
+		if (!left)	/* nothing fits: keep what the fit has */
+			break;
+		for (size_t i = 0; i < n; i++) {
+			bool o;
+
+			if (!kept(&s[i]))
+				continue;
+			o = resid(g, &s[i]) > REJECT_K * (double)s[i].half;
+			changed |= o != s[i].out;
+			s[i].out = o;
+		}
+		nout = rej;
+		if (!changed)
+			break;
+		fit_once(g, s, n);
 	}
 	for (size_t i = 0; i < n; i++) {
-		double pred, r;
+		int64_t r;
 
-		if (!s[i].keep)
+		if (!used(&s[i]))
 			continue;
-		pred = g->offset_ns + g->drift * (double)(s[i].t - t0);
-		r = fabs(s[i].off - pred);
-		if (r > (double)g->max_resid_ns)
-			g->max_resid_ns = (int64_t)r;
-		if (!s[i].rtt && r > (double)g->max_marker_resid_ns)
-			g->max_marker_resid_ns = (int64_t)r;
+		r = an_sat_ns(resid(g, &s[i]));
+		if (r > g->max_resid_ns)
+			g->max_resid_ns = r;
+		if (!s[i].rtt && r > g->max_marker_resid_ns)
+			g->max_marker_resid_ns = r;
 	}
+	return nout;
 }
 
 /*
@@ -175,21 +262,21 @@ static int64_t seg_uncert(const struct an_segment *g, int64_t *first,
 	return u > g->max_resid_ns ? u : g->max_resid_ns;
 }
 
-static int add_segment(struct an_clock *c, const struct an_clock_sample *s,
-		       size_t n)
+static int add_segment(struct an_clock *c, size_t from, size_t to)
 {
+	struct an_clock_sample *s = c->s;
 	struct an_segment *g;
-	size_t first = n, last = 0;
+	size_t first = to, last = 0;
 	int ret;
 
-	for (size_t i = 0; i < n; i++) {
-		if (!s[i].keep)
+	for (size_t i = from; i < to; i++) {
+		if (!kept(&s[i]))
 			continue;
-		if (first == n)
+		if (first == to)
 			first = i;
 		last = i;
 	}
-	if (first == n)
+	if (first == to)
 		return 0;
 	ret = an_grow((void **)&c->seg, &c->cap, c->nseg + 1, sizeof(*c->seg));
 	if (ret)
@@ -200,48 +287,112 @@ static int add_segment(struct an_clock *c, const struct an_clock_sample *s,
 	g->host_last = s[last].host;
 	g->t_first = s[first].t;
 	g->t_last = s[last].t;
-	fit(g, s + first, last + 1 - first);
+	g->s_first = first;
+	g->s_end = last + 1;
+	c->outliers += fit(g, s + first, last + 1 - first);
+	return 0;
+}
+
+/* Is @b's offset more than a jump away from @a's (step 3)? */
+static bool jumps(const struct an_clock_sample *a,
+		  const struct an_clock_sample *b)
+{
+	int64_t h = a->half > b->half ? a->half : b->half;
+	double lim = (h < JUMP_MIN_NS / 3 ? JUMP_MIN_NS : 3.0 * (double)h) +
+		DRIFT_BUDGET * fabs((double)b->host - (double)a->host);
+
+	return fabs(b->off - a->off) > lim;
+}
+
+/* The next sample after @i that passed the band filter, or @n. */
+static size_t next_kept(const struct an_clock_sample *s, size_t n, size_t i)
+{
+	while (++i < n && !kept(&s[i]))
+		;
+	return i;
+}
+
+/*
+ * The residuals of the used samples, by kind: median and p95 (nearest
+ * rank, sbrig_latency_stats()) into @c.
+ */
+static int residual_stats(struct an_clock *c)
+{
+	int64_t *v = malloc((c->ns ? c->ns : 1) * sizeof(*v));
+	struct sbrig_latency_stats st;
+
+	if (!v)
+		return sbrig_set_error(-ENOMEM, "analysis: out of memory");
+	for (int marker = 0; marker < 2; marker++) {
+		size_t n = 0;
+
+		for (size_t k = 0; k < c->nseg; k++) {
+			const struct an_segment *g = &c->seg[k];
+
+			for (size_t i = g->s_first; i < g->s_end; i++)
+				if (used(&c->s[i]) &&
+				    (c->s[i].rtt == 0) == (marker == 1))
+					v[n++] = an_sat_ns(resid(g, &c->s[i]));
+		}
+		sbrig_latency_stats(v, NULL, n, &st);
+		c->resid[marker].n = n;
+		c->resid[marker].median_ns = n ? st.median_ns : -1;
+		c->resid[marker].p95_ns = n ? st.p95_ns : -1;
+	}
+	free(v);
 	return 0;
 }
 
 /* Steps 3 and 4 over the samples of @c (their keep flags set). */
 static int segments(struct an_clock *c)
 {
-	const struct an_clock_sample *s = c->s;
+	struct an_clock_sample *s = c->s;
 	size_t n = c->ns, from = 0, prev = SIZE_MAX;
 	int64_t first, last;
-	int ret;
+	int ret = 0;
 
 	c->nseg = 0;
+	c->spikes = c->outliers = 0;
+	for (size_t i = 0; i < n; i++)
+		s[i].spike = s[i].out = false;
 	for (size_t i = 0; i < n; i++) {
-		double lim;
+		size_t j;
 
 		if (!s[i].keep)
 			continue;
-		if (prev != SIZE_MAX) {
-			int64_t h = s[i].half > s[prev].half ? s[i].half :
-				s[prev].half;
-
-			lim = (double)(3 * h > JUMP_MIN_NS ? 3 * h : JUMP_MIN_NS) +
-				DRIFT_BUDGET * fabs((double)(s[i].host -
-							     s[prev].host));
-			if (fabs(s[i].off - s[prev].off) > lim) {
-				ret = add_segment(c, s + from, i - from);
-				if (ret)
-					return ret;
-				from = i;
+		if (prev != SIZE_MAX && jumps(&s[prev], &s[i])) {
+			/*
+			 * a spike when the next exchange is back on the line
+			 * before it; confirmed when the next one agrees; else
+			 * (the last exchange, or one between two jumps: a wake
+			 * too short for a second one) the only word on its
+			 * stretch, taken
+			 */
+			j = next_kept(s, n, i);
+			if (j < n && jumps(&s[i], &s[j]) &&
+			    !jumps(&s[prev], &s[j])) {
+				s[i].spike = true;
+				c->spikes++;
+				continue;
 			}
+			ret = add_segment(c, from, i);
+			if (ret)
+				return ret;
+			from = i;
 		}
 		prev = i;
 	}
-	ret = add_segment(c, s + from, n - from);
+	ret = add_segment(c, from, n);
+	if (!ret)
+		ret = residual_stats(c);
 	for (size_t k = 0; k < c->nseg && !ret; k++)
 		sbrig_log(SBRIG_LOG_DEBUG, "clock segment %zu: host %" PRId64
 			  "..%" PRId64 ", %u exchange(s) (%u marker), offset "
-			  "%.0f ns, drift %.1f ppm, +/- %" PRId64 " ns", k,
+			  "%.0f ns, drift %.1f ppm%s, +/- %" PRId64 " ns", k,
 			  c->seg[k].host_first, c->seg[k].host_last,
 			  c->seg[k].n, c->seg[k].markers, c->seg[k].offset_ns,
 			  c->seg[k].drift * 1e6,
+			  c->seg[k].drift_clamped ? " (clamped)" : "",
 			  seg_uncert(&c->seg[k], &first, &last));
 	return ret;
 }
@@ -264,10 +415,11 @@ int an_clock_fit(struct an_clock *c, struct sbrig_capread *cr,
 
 	memset(c, 0, sizeof(*c));
 	while ((ret = sbrig_capread_next_clock(cr, &row)) == 1) {
-		int64_t rtt = row.host_recv_ns - row.host_send_ns;
+		int64_t rtt = an_sat_sub(row.host_recv_ns, row.host_send_ns);
 
-		if (rtt < 0)
-			continue;	/* not a possible exchange */
+		/* not a possible exchange; or one no clock could time */
+		if (rtt < 0 || rtt == INT64_MAX)
+			continue;
 		if (!rtt && !marker_rows) {
 			c->marker_rows_skipped++;
 			continue;
@@ -280,7 +432,7 @@ int an_clock_fit(struct an_clock *c, struct sbrig_capread *cr,
 		s->host = row.host_send_ns + rtt / 2;
 		s->t = row.target_ns;
 		s->rtt = rtt;
-		s->half = rtt ? (rtt + 1) / 2 : MARKER_HALF_NS;
+		s->half = rtt ? rtt / 2 + (rtt & 1) : MARKER_HALF_NS;
 		s->off = (double)s->host - (double)s->t;
 		s->keep = true;
 		if (!rtt)
@@ -354,8 +506,10 @@ int an_clock_segment_at(const struct an_clock *c, int64_t host_ns)
 
 	for (size_t k = 0; k < c->nseg; k++) {
 		const struct an_segment *g = &c->seg[k];
-		int64_t d = host_ns < g->host_first ? g->host_first - host_ns :
-			host_ns > g->host_last ? host_ns - g->host_last : 0;
+		int64_t d = host_ns < g->host_first ?
+			an_sat_sub(g->host_first, host_ns) :
+			host_ns > g->host_last ?
+			an_sat_sub(host_ns, g->host_last) : 0;
 
 		if (d < bd) {
 			bd = d;
@@ -378,14 +532,13 @@ void an_clock_map(const struct an_clock *c, int k, int64_t target_ns,
 {
 	const struct an_segment *g = &c->seg[k];
 	double h = (double)target_ns + g->offset_ns +
-		g->drift * (double)(target_ns - g->t_ref);
+		g->drift * ((double)target_ns - (double)g->t_ref);
 	int64_t first, last, u = seg_uncert(g, &first, &last);
-	int64_t out = target_ns < first ? first - target_ns :
-		target_ns > last ? target_ns - last : 0;
+	int64_t out = target_ns < first ? an_sat_sub(first, target_ns) :
+		target_ns > last ? an_sat_sub(target_ns, last) : 0;
 
-	*host_ns = h >= 9.2e18 ? INT64_MAX : h <= -9.2e18 ? INT64_MIN :
-		(int64_t)llround(h);
-	*uncert_ns = u + (int64_t)(DRIFT_BUDGET * (double)out);
+	*host_ns = an_sat_ns(nearbyint(h));
+	*uncert_ns = an_sat_add(u, an_sat_ns(DRIFT_BUDGET * (double)out));
 }
 
 /* ---- mapping events by their epochs ----------------------------------- */
@@ -418,7 +571,7 @@ int an_mapper_init(struct an_mapper *mp, const struct an_clock *clk,
 	mp->clk = clk;
 	mp->enter_online = -1;
 	while ((ret = sbrig_capread_next_event(cr, &ev)) == 1) {
-		int64_t early = ev.host_t_ns - (int64_t)ev.uncert_ns;
+		int64_t early = an_sat_sub(ev.host_t_ns, ev.uncert_ns);
 
 		if (strcmp(boot, ev.boot_id)) {
 			snprintf(boot, sizeof(boot), "%s", ev.boot_id);
@@ -463,8 +616,10 @@ static int epoch_segment(const struct an_clock *clk, int64_t from, int64_t to,
 	}
 	for (size_t i = 0; i < clk->nseg; i++) {
 		const struct an_segment *g = &clk->seg[i];
-		int64_t d = online < g->host_first ? g->host_first - online :
-			online > g->host_last ? online - g->host_last : 0;
+		int64_t d = online < g->host_first ?
+			an_sat_sub(g->host_first, online) :
+			online > g->host_last ?
+			an_sat_sub(online, g->host_last) : 0;
 
 		if (g->host_first < to && d < bd) {
 			bd = d;
@@ -484,10 +639,10 @@ static int epoch_segment(const struct an_clock *clk, int64_t from, int64_t to,
  */
 static bool agrees(const struct sbrig_event *ev, int64_t host_ns, int64_t unc)
 {
-	int64_t d = host_ns > ev->host_t_ns ? host_ns - ev->host_t_ns :
-		ev->host_t_ns - host_ns;
+	double d = (double)an_sat_dist(host_ns, ev->host_t_ns);
 
-	return d <= 4 * (unc + (int64_t)ev->uncert_ns) + ONLINE_SLACK_NS;
+	return d <= 4 * ((double)unc + (double)ev->uncert_ns) +
+		ONLINE_SLACK_NS;
 }
 
 /*
@@ -507,7 +662,7 @@ static int other_segment(const struct an_clock *clk,
 		if ((int)i == k)
 			continue;
 		an_clock_map(clk, (int)i, ev->target_t_ns, &h, &u);
-		d = h > ev->host_t_ns ? h - ev->host_t_ns : ev->host_t_ns - h;
+		d = an_sat_dist(h, ev->host_t_ns);
 		if (agrees(ev, h, u) && d < best_d) {
 			best_d = d;
 			best = (int)i;
@@ -515,7 +670,7 @@ static int other_segment(const struct an_clock *clk,
 	}
 	sbrig_log(SBRIG_LOG_DEBUG, "event %" PRIu64 " %s: segment %d's mapping "
 		  "is %" PRId64 " ns from its online time; %s %d", ev->seq,
-		  ev->type, k, *host_ns - ev->host_t_ns,
+		  ev->type, k, an_sat_sub(*host_ns, ev->host_t_ns),
 		  best >= 0 ? "segment" : "kept the online time, segment", best);
 	if (best >= 0) {
 		an_clock_map(clk, best, ev->target_t_ns, host_ns, uncert_ns);

@@ -7,7 +7,8 @@
  *	  power_uW     a counter track ("ph":"C"): the finest envelope
  *	               level's mean per bucket, at the bucket's start
  *	  tid 1 states   suspended / awake as complete slices ("ph":"X")
- *	  tid 2 phases   the suspend/resume phases as complete slices
+ *	  tid 2 phases   the suspend/resume phases as complete slices, a
+ *	               device pass's slowest callbacks in its args
  *	  tid 3 events   stimuli, resumes and findings as instants ("ph":"i")
  *	  blockers     each blocker one async track: its activations as
  *	               "ph":"b" / "ph":"e" pairs with the blocker's id
@@ -102,6 +103,44 @@ static void slice(FILE *out, bool *first, int tid, const char *cat,
 	ex_us(out, t_ns);
 	fputs(",\"dur\":", out);
 	ex_us(out, dur_ns);
+	fputc('}', out);
+}
+
+/*
+ * A suspend/resume phase as a complete slice; its slowest device
+ * callbacks (dev_pm records), when it has some, as the slice's args:
+ * "slowest_devices": [{"device", "verb", "duration_us", "error"}, ...],
+ * slowest first (the log gives their durations, not their start times:
+ * no slices of their own).
+ */
+static void phase(FILE *out, bool *first, jobj *p)
+{
+	jobj *dv = get(p, "slowest_devices");
+	int64_t t = i64(p, "t_ns"), dur = i64(p, "duration_ns");
+
+	sep(out, first);
+	fprintf(out, "{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"cat\":\"phase\","
+		"\"name\":\"", PID, TID_PHASES);
+	ex_json_str(out, str(p, "name"));
+	fputs("\",\"ts\":", out);
+	ex_us(out, t);
+	fputs(",\"dur\":", out);
+	ex_us(out, dur);
+	if (dv && len(dv)) {
+		fputs(",\"args\":{\"slowest_devices\":[", out);
+		for (size_t i = 0; i < len(dv); i++) {
+			jobj *d = idx(dv, i);
+
+			fputs(i ? ",{\"device\":\"" : "{\"device\":\"", out);
+			ex_json_str(out, str(d, "device"));
+			fputs("\",\"verb\":\"", out);
+			ex_json_str(out, str(d, "verb"));
+			fputs("\",\"duration_us\":", out);
+			ex_us(out, i64(d, "duration_ns"));
+			fprintf(out, ",\"error\":%" PRId64 "}", i64(d, "error"));
+		}
+		fputs("]}", out);
+	}
 	fputc('}', out);
 }
 
@@ -227,9 +266,7 @@ int ex_perfetto(jobj *r, FILE *out)
 		jobj *p = get(idx(ph, c), "phases");
 
 		for (size_t k = 0; k < len(p); k++)
-			slice(out, &first, TID_PHASES, "phase",
-			      str(idx(p, k), "name"), i64(idx(p, k), "t_ns"),
-			      i64(idx(p, k), "duration_ns"));
+			phase(out, &first, idx(p, k));
 	}
 	for (size_t i = 0; i < len(tl); i++) {
 		jobj *row = idx(tl, i), *sp = get(row, "spans");

@@ -228,7 +228,7 @@ int an_findings_collect(struct an_findings *fd, const struct an_timeline *tl,
 			  " place(s), the first at %.3f s: the blockers' states "
 			  "are taken again from the next stats snapshot",
 			  tl->lost_records, tl->lost_lines,
-			  secs(tl->lost_first_t - tl->start));
+			  secs(an_sat_sub(tl->lost_first_t, tl->start)));
 	if (!ret)
 		ret = clock(fd, tl, wk);
 	for (size_t i = 0; i < tl->nb && !ret; i++) {

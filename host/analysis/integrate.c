@@ -22,6 +22,7 @@
  * a gap (report-format.md, "Gaps").
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -320,11 +321,13 @@ static int raw_windows(struct an_energy *en, const struct an_timeline *tl,
 	int ret = 0;
 
 	for (size_t i = 0; wk && i < wk->n && !ret; i++)
-		ret = raw_add(en, &cap, wk->w[i].t_ns - RAW_BEFORE_NS,
-			      wk->w[i].resume_t_ns + RAW_AFTER_NS);
+		ret = raw_add(en, &cap,
+			      an_sat_sub(wk->w[i].t_ns, RAW_BEFORE_NS),
+			      an_sat_add(wk->w[i].resume_t_ns, RAW_AFTER_NS));
 	for (size_t i = 0; i < tl->naborts && !ret; i++)
-		ret = raw_add(en, &cap, tl->aborts[i].t_ns - RAW_BEFORE_NS,
-			      tl->aborts[i].t_ns + RAW_AFTER_NS);
+		ret = raw_add(en, &cap,
+			      an_sat_sub(tl->aborts[i].t_ns, RAW_BEFORE_NS),
+			      an_sat_add(tl->aborts[i].t_ns, RAW_AFTER_NS));
 	if (ret || !en->nraw)
 		return ret;
 	qsort(en->raw, en->nraw, sizeof(*en->raw), cmp_span);
@@ -552,7 +555,8 @@ static void fast_run(struct walk *w, const struct sbrig_sample *buf,
 		int64_t t = buf[k].t_ns;
 		double p;
 
-		if (t >= lim || t < tp || t - tp > gap_ns)
+		/* tp >= 0 (the per-sample path checked it): no overflow */
+		if (t >= lim || t < tp || t > AN_TIME_MAX || t - tp > gap_ns)
 			break;
 		p = an_sample_power_uW(&buf[k]);
 		if (p < pmin)
@@ -626,6 +630,23 @@ int an_integrate(struct an_energy *en, struct sbrig_capread *cr,
 		struct sbrig_gap g;
 
 		while ((ret = sbrig_capread_next_gap(cr, &g)) == 1) {
+			/* in order, apart: the walk takes them one by one */
+			if (g.next_t_ns <= g.t_ns ||
+			    (ndg && g.t_ns < dgaps[ndg - 1].next_t_ns)) {
+				struct sbrig_capfile_info fi;
+
+				sbrig_capread_file_info(cr, SBRIG_CAPFILE_GAPS,
+							&fi);
+				ret = sbrig_set_error(-EINVAL, "%s/gaps.tsv:%"
+					PRIu64 ": gap %" PRId64 "..%" PRId64
+					": %s", sbrig_capread_dir(cr), fi.line,
+					g.t_ns, g.next_t_ns,
+					g.next_t_ns <= g.t_ns ?
+					"next_t_ns is not after t_ns" :
+					"t_ns is before the previous gap's "
+					"next_t_ns");
+				goto out;
+			}
 			ret = an_grow((void **)&dgaps, &dg_cap, ndg + 1,
 				      sizeof(*dgaps));
 			if (ret)
@@ -659,12 +680,13 @@ int an_integrate(struct an_energy *en, struct sbrig_capread *cr,
 	}
 	nhead = nbuf < MEDIAN_SAMPLES ? nbuf : MEDIAN_SAMPLES;
 	for (size_t i = 1; i < nhead; i++)
-		dts[i - 1] = buf[i].t_ns - buf[i - 1].t_ns;
+		dts[i - 1] = an_sat_sub(buf[i].t_ns, buf[i - 1].t_ns);
 	if (nhead > 1) {
 		qsort(dts, nhead - 1, sizeof(*dts), cmp_i64);
 		median = dts[(nhead - 1) / 2];
 		if (median > 0)
-			gap_ns = median * GAP_FACTOR;
+			gap_ns = median > INT64_MAX / GAP_FACTOR ? INT64_MAX :
+				median * GAP_FACTOR;
 	}
 
 	w.act = calloc(tl->nb + 1, sizeof(*w.act));
@@ -701,6 +723,17 @@ int an_integrate(struct an_energy *en, struct sbrig_capread *cr,
 				continue;
 		}
 		s = buf[bi++];
+		if (s.t_ns < 0 || s.t_ns > AN_TIME_MAX) {
+			ret = sbrig_set_error(-EINVAL, "%s/%s: sample %" PRIu64
+					      ": t_ns %" PRId64 ": not a time "
+					      "on the host's clock (0 to %"
+					      PRId64 ")", sbrig_capread_dir(cr),
+					      sbrig_capread_file_name(cr,
+						SBRIG_CAPFILE_SAMPLES),
+					      en->samples + 1, s.t_ns,
+					      AN_TIME_MAX);
+			goto out;
+		}
 		p = an_sample_power_uW(&s);
 		if (!en->samples++)
 			en->first_t = s.t_ns;

@@ -267,7 +267,7 @@ static jobj *capture(const struct sbrig_analysis *a)
 	put(c, "format_version", ji(m->version));
 	put(c, "start_ns", ji(a->tl.start));
 	put(c, "end_ns", ji(a->tl.end));
-	put(c, "duration_ns", ji(a->tl.end - a->tl.start));
+	put(c, "duration_ns", ji(an_sat_sub(a->tl.end, a->tl.start)));
 	put(c, "samples", ji((int64_t)a->en.samples));
 	put(c, "gaps", ji((int64_t)a->en.ngaps));
 	put(c, "missing_samples", ji((int64_t)a->en.missing));
@@ -300,6 +300,27 @@ static jobj *capture(const struct sbrig_analysis *a)
 	put(c, "targets", tg);
 	put(ck, "segments", ji((int64_t)a->clk.nseg));
 	put(ck, "max_uncert_ns", ji(a->tl.max_uncert_ns));
+	{
+		jobj *rs = json_object_new_object();
+		const char *kind[2] = { "ping", "marker" };
+		int64_t clamped = 0;
+
+		for (int i = 0; i < 2; i++) {
+			const struct an_clock_resid *r = &a->clk.resid[i];
+			jobj *o = json_object_new_object();
+
+			put(o, "count", ji((int64_t)r->n));
+			put(o, "median_ns", r->n ? ji(r->median_ns) : NULL);
+			put(o, "p95_ns", r->n ? ji(r->p95_ns) : NULL);
+			put(rs, kind[i], o);
+		}
+		put(ck, "residuals", rs);
+		put(ck, "spikes_rejected", ji((int64_t)a->clk.spikes));
+		put(ck, "outliers_rejected", ji((int64_t)a->clk.outliers));
+		for (size_t k = 0; k < a->clk.nseg; k++)
+			clamped += a->clk.seg[k].drift_clamped;
+		put(ck, "drift_clamped_segments", ji(clamped));
+	}
 	put(ck, "marker_edges", ji((int64_t)a->mk.edges));
 	put(ck, "marker_pairs", ji((int64_t)(a->mk.edges ? a->clk.marker_pairs :
 					     a->clk.marker_rows)));
@@ -434,7 +455,7 @@ static jobj *wakeups(const struct sbrig_analysis *a)
 		put(o, "latency_from", !stim ? NULL :
 		    js(w->marker_t_ns >= 0 ? "marker" : "resume"));
 		put(o, "awake_ns", ji(w->end_ns > w->resume_t_ns ?
-				      w->end_ns - w->resume_t_ns : 0));
+				      an_sat_sub(w->end_ns, w->resume_t_ns) : 0));
 		put(o, "energy_uJ", jd(w->energy_uJ, 3));
 		for (size_t k = 0; k < w->nblockers; k++)
 			json_object_array_add(b, js(a->tl.b[w->blockers[k]].name));
@@ -523,10 +544,10 @@ static jobj *suspend_costs(const struct an_costs *co,
 		put(x, "t_ns", ji(tl->susp[c->susp].start));
 		put(x, "suspended_ns", ji(c->suspended_ns));
 		put(x, "entry_ns", c->has_entry ?
-		    ji(c->entry.end - c->entry.start) : NULL);
+		    ji(an_sat_sub(c->entry.end, c->entry.start)) : NULL);
 		put(x, "entry_uJ", c->has_entry ? jd(c->entry_uJ, 3) : NULL);
 		put(x, "exit_ns", c->has_exit ?
-		    ji(c->exit.end - c->exit.start) : NULL);
+		    ji(an_sat_sub(c->exit.end, c->exit.start)) : NULL);
 		put(x, "exit_uJ", c->has_exit ? jd(c->exit_uJ, 3) : NULL);
 		put(x, "break_even_ns", c->break_even_ns >= 0 ?
 		    ji(c->break_even_ns) : NULL);

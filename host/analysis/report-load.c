@@ -48,9 +48,24 @@ static const struct jfield f_sensor_clock[] = {
 	{ "uncert_ns", J_INT, 0, 0, NULL },
 	{ NULL, 0, 0, 0, NULL },
 };
+static const struct jfield f_clock_resid[] = {
+	{ "count", J_INT, 0, 0, NULL },
+	{ "median_ns", J_INT, J_NULL, 0, NULL },
+	{ "p95_ns", J_INT, J_NULL, 0, NULL },
+	{ NULL, 0, 0, 0, NULL },
+};
+static const struct jfield f_clock_resids[] = {
+	{ "ping", J_OBJ, 0, 0, f_clock_resid },
+	{ "marker", J_OBJ, 0, 0, f_clock_resid },
+	{ NULL, 0, 0, 0, NULL },
+};
 static const struct jfield f_clock[] = {
 	{ "segments", J_INT, J_OPT, 0, NULL },
 	{ "max_uncert_ns", J_INT, J_OPT | J_NULL, 0, NULL },
+	{ "residuals", J_OBJ, J_OPT, 0, f_clock_resids },
+	{ "spikes_rejected", J_INT, J_OPT, 0, NULL },
+	{ "outliers_rejected", J_INT, J_OPT, 0, NULL },
+	{ "drift_clamped_segments", J_INT, J_OPT, 0, NULL },
 	{ "sensor", J_OBJ, J_OPT, 0, f_sensor_clock },
 	{ NULL, 0, 0, 0, NULL },
 };

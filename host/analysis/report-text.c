@@ -104,6 +104,36 @@ static void sensor_clock(FILE *out, jobj *sc)
 		(double)i64(sc, "uncert_ns") / 1e6);
 }
 
+/*
+ * The target clock's fit: how far its exchanges lie from it (the
+ * alignment error every mapped time keeps), and what it left out.
+ */
+static void target_clock(FILE *out, jobj *ck)
+{
+	jobj *rs = get(ck, "residuals");
+	const char *kind[2] = { "ping", "marker" };
+
+	if (!rs)
+		return;
+	fprintf(out, "clock: %" PRId64 " segment(s); residuals:",
+		i64(ck, "segments"));
+	for (int i = 0; i < 2; i++) {
+		jobj *o = get(rs, kind[i]);
+
+		if (!i64(o, "count")) {
+			fprintf(out, " %s none;", kind[i]);
+			continue;
+		}
+		fprintf(out, " %s median %.3f ms, p95 %.3f ms (%" PRId64 ");",
+			kind[i], (double)i64(o, "median_ns") / 1e6,
+			(double)i64(o, "p95_ns") / 1e6, i64(o, "count"));
+	}
+	fprintf(out, " left out: %" PRId64 " spike(s), %" PRId64
+		" outlier(s); drift clamped in %" PRId64 " segment(s)\n",
+		i64(ck, "spikes_rejected"), i64(ck, "outliers_rejected"),
+		i64(ck, "drift_clamped_segments"));
+}
+
 int sbrig_report_render_text(const char *json_path, FILE *out)
 {
 	jobj *r = load(json_path), *c, *e, *bl, *f, *lat, *un;
@@ -119,6 +149,7 @@ int sbrig_report_render_text(const char *json_path, FILE *out)
 		" gaps)\n", tx(c, "path", t1, sizeof(t1)),
 		tx(c, "status", t2, sizeof(t2)), dur_s,
 		i64(c, "samples"), i64(c, "gaps"));
+	target_clock(out, get(c, "clock"));
 	sensor_clock(out, get(get(c, "clock"), "sensor"));
 	f = get(r, "findings");
 	for (size_t i = 0; i < json_object_array_length(f); i++) {

@@ -61,7 +61,7 @@ static size_t susp_after(const struct an_timeline *tl, int64_t x, bool eq)
 static long stretch_before(const struct an_timeline *tl, int64_t t,
 			   int64_t unc)
 {
-	return (long)susp_after(tl, t + unc, false) - 1;
+	return (long)susp_after(tl, an_sat_add(t, unc), false) - 1;
 }
 
 /* the stimuli in time order (stimuli.tsv's order, kept for ties) */
@@ -168,6 +168,8 @@ int an_wakeups_find(struct an_wakeups *wk, const struct an_timeline *tl,
 	for (size_t r = 0; r < tl->nresumes && !ret; r++) {
 		const struct an_event *res = &tl->resumes[r];
 		long k = stretch_before(tl, res->t_ns, res->uncert_ns);
+		/* the latest the resume can be */
+		int64_t late = an_sat_add(res->t_ns, res->uncert_ns);
 		int64_t from = k >= 0 ? sat_sub(tl->susp[k].start,
 						tl->susp_unc[k]) : prev_resume;
 		long pick = -1, src = -1;
@@ -182,8 +184,7 @@ int an_wakeups_find(struct an_wakeups *wk, const struct an_timeline *tl,
 			while (lo < hi) {
 				size_t mid = lo + (hi - lo) / 2;
 
-				if (tl->stimuli[ord[mid]].t_ns <=
-				    res->t_ns + res->uncert_ns)
+				if (tl->stimuli[ord[mid]].t_ns <= late)
 					lo = mid + 1;
 				else
 					hi = mid;
@@ -201,7 +202,7 @@ int an_wakeups_find(struct an_wakeups *wk, const struct an_timeline *tl,
 		if (pick < 0 && k >= 0)
 			src = first_source(tl, sat_sub(tl->susp[k].end,
 						       tl->susp_unc[k]),
-					   res->t_ns + res->uncert_ns);
+					   late);
 		prev_resume = res->t_ns;
 		ret = an_grow((void **)&wk->w, &wk->cap, wk->n + 1,
 			      sizeof(*wk->w));
@@ -218,9 +219,7 @@ int an_wakeups_find(struct an_wakeups *wk, const struct an_timeline *tl,
 			w->cause = AN_CAUSE_STIMULUS;
 			w->stim = (size_t)pick;
 			w->t_ns = tl->stimuli[pick].t_ns;
-			w->marker_t_ns = an_markers_rise_in(mk, w->t_ns,
-							    res->t_ns +
-							    res->uncert_ns);
+			w->marker_t_ns = an_markers_rise_in(mk, w->t_ns, late);
 		} else {
 			w->cause = src >= 0 ? AN_CAUSE_WAKEUP_SOURCE :
 				AN_CAUSE_UNKNOWN;
@@ -232,10 +231,10 @@ int an_wakeups_find(struct an_wakeups *wk, const struct an_timeline *tl,
 				tl->susp[k].end : res->t_ns;
 		}
 		if (w->marker_t_ns >= 0) {
-			w->latency_ns = w->marker_t_ns - w->t_ns;
+			w->latency_ns = an_sat_sub(w->marker_t_ns, w->t_ns);
 			w->uncert_ns = AN_MARKER_HALF_NS;
 		} else {
-			w->latency_ns = res->t_ns - w->t_ns;
+			w->latency_ns = an_sat_sub(res->t_ns, w->t_ns);
 			w->uncert_ns = res->uncert_ns;
 		}
 		w->end_ns = tl->end;

@@ -447,6 +447,20 @@ static int col_i64(struct sbrig_capread *cr, enum sbrig_capfile id,
 			(int)(c[col].n > 32 ? 32 : c[col].n), c[col].s);
 }
 
+/*
+ * An event's uncertainty: a half-width (>= 0), or -1 for an event the
+ * daemon could not map online (link.c); nothing else.
+ */
+static int col_uncert(struct sbrig_capread *cr, enum sbrig_capfile id,
+		      const struct field *c, unsigned int col, int64_t *v)
+{
+	if (parse_i64(c[col], v) && *v >= -1)
+		return 0;
+	return col_fail(cr, id, col, "'%.*s': not an uncertainty (>= 0, or "
+			"-1: not mapped online)",
+			(int)(c[col].n > 32 ? 32 : c[col].n), c[col].s);
+}
+
 static int col_u64(struct sbrig_capread *cr, enum sbrig_capfile id,
 		   const struct field *c, unsigned int col, uint64_t *v)
 {
@@ -965,7 +979,7 @@ int sbrig_capread_next_event(struct sbrig_capread *cr, struct sbrig_event *ev)
 		return ret;
 	memset(&r, 0, sizeof(r));
 	if (col_i64(cr, id, c, 0, &r.host_t_ns) ||
-	    col_i64(cr, id, c, 1, &r.uncert_ns) ||
+	    col_uncert(cr, id, c, 1, &r.uncert_ns) ||
 	    col_i64(cr, id, c, 2, &r.target_t_ns) ||
 	    col_text(cr, id, c, 3, r.boot_id, sizeof(r.boot_id)) ||
 	    col_u64(cr, id, c, 4, &r.seq) ||

@@ -450,6 +450,152 @@ static void a_wrong_segment_is_caught_by_the_online_time(void **state)
 	sbrig_analysis_free(a);
 }
 
+/*
+ * The clock fit survives outliers (clockfit.c, step 4). 40 pings, one every
+ * 0.5 s, round trip 200 us (half-width 100 us), on host - target = 5 s +
+ * 30 ppm, each off the line by a fixed pattern within +/- 50 us; four of
+ * them (7, 15, 23, 31) 700 us off: inside the jump limit (1 ms), beyond
+ * three half-widths. The fit leaves the four out and fits the 36 others.
+ * The constants, by numpy over the same rows (t0 the first row's target
+ * time; x = t - t0, y = host - t; residuals truncated to ns as the C does):
+ *   good = rows without 7, 15, 23, 31
+ *   b, m = np.linalg.lstsq(np.vstack([ones, x]).T, y)[0]
+ *	-> b = 4999995563.361, m = 3.034117270550e-05
+ *   r = sorted(trunc(|y - (b + m x)|)): n = 36, median (mean of the two
+ *	middle ones) 31276, p95 (nearest rank: r[ceil(.95 n) - 1]) 51207
+ * Over all 40 rows, the fit would be b = 5000071029 (71 us off).
+ */
+static void clock_fit_leaves_outliers_out(void **state)
+{
+	const int64_t off = 5 * S;
+	struct sbrig_capture *cap;
+	struct sbrig_analysis *a;
+	const struct an_segment *g;
+	char dir[4096];
+
+	cap_dir(dir, sizeof(dir), "outliers");
+	cap = sbrig_capture_new(dir, &prov);
+	assert_non_null(cap);
+	add_samples(cap, 20 * S, MS, flat);
+	for (int i = 0; i < 40; i++) {
+		int64_t send = T0 + i * 500 * MS, mid = send + 100000;
+		int64_t e = ((i * 37) % 11 - 5) * 10000;
+
+		if (i == 7 || i == 15 || i == 23 || i == 31)
+			e = 700000;
+		assert_int_equal(sbrig_capture_add_clock(cap, send,
+							 send + 200000,
+							 mid - (off + i * 15000 + e),
+							 1), 0);
+	}
+	assert_int_equal(sbrig_capture_close(cap, "complete"), 0);
+	a = sbrig_analysis_run(dir, NULL);
+	assert_non_null(a);
+	assert_int_equal(a->clk.nseg, 1);
+	assert_int_equal(a->clk.spikes, 0);
+	assert_int_equal(a->clk.outliers, 4);
+	g = &a->clk.seg[0];
+	assert_int_equal(g->n, 36);
+	assert_true(fabs(g->offset_ns - 4999995563.361) < 1);
+	assert_true(fabs(g->drift - 3.034117270550e-05) < 1e-12);
+	assert_false(g->drift_clamped);
+	assert_int_equal(a->clk.resid[0].n, 36);
+	assert_true(llabs(a->clk.resid[0].median_ns - 31276) <= 1);
+	assert_true(llabs(a->clk.resid[0].p95_ns - 51207) <= 1);
+	assert_int_equal(a->clk.resid[1].n, 0);
+	assert_int_equal(a->clk.resid[1].median_ns, -1);
+	sbrig_analysis_free(a);
+}
+
+/*
+ * A jump of the offset is taken when the next exchange confirms it
+ * (clockfit.c, step 3): pings every 0.5 s (round trip 200 us) at 5 s, one
+ * of them (the 9th) alone 50 ms off, the next back: a spike, left out;
+ * from the 21st on 80 ms off: confirmed, a second segment. The 31st alone
+ * at 120 ms, the 32nd to 40th at 160 ms, and a last, 41st, at 200 ms:
+ * exchanges with no confirmation but no contradiction either (a wake too
+ * short for two exchanges) are taken, a segment each.
+ */
+static void clock_jump_confirmed_spike_not(void **state)
+{
+	struct sbrig_capture *cap;
+	struct sbrig_analysis *a;
+	char dir[4096];
+
+	cap_dir(dir, sizeof(dir), "jump");
+	cap = sbrig_capture_new(dir, &prov);
+	assert_non_null(cap);
+	add_samples(cap, 21 * S, MS, flat);
+	for (int i = 0; i < 41; i++) {
+		int64_t send = T0 + i * 500 * MS, off = 5 * S;
+
+		off += i == 8 ? 50 * MS : i == 40 ? 200 * MS :
+			i > 30 ? 160 * MS : i == 30 ? 120 * MS :
+			i >= 20 ? 80 * MS : 0;
+		assert_int_equal(sbrig_capture_add_clock(cap, send,
+							 send + 200000,
+							 send + 100000 - off,
+							 1), 0);
+	}
+	assert_int_equal(sbrig_capture_close(cap, "complete"), 0);
+	a = sbrig_analysis_run(dir, NULL);
+	assert_non_null(a);
+	assert_int_equal(a->clk.spikes, 1);
+	assert_int_equal(a->clk.nseg, 5);
+	assert_int_equal(a->clk.seg[0].n, 19);
+	assert_int_equal(a->clk.seg[1].n, 10);
+	assert_int_equal(a->clk.seg[1].host_first, T0 + 20 * 500 * MS + 100000);
+	assert_int_equal(a->clk.seg[2].n, 1);
+	assert_int_equal(a->clk.seg[3].n, 9);
+	assert_int_equal(a->clk.seg[4].n, 1);
+	assert_true(fabs(a->clk.seg[0].offset_ns - 5e9) < 1);
+	assert_true(fabs(a->clk.seg[1].offset_ns - 5.08e9) < 1);
+	assert_true(fabs(a->clk.seg[2].offset_ns - 5.12e9) < 1);
+	assert_true(fabs(a->clk.seg[3].offset_ns - 5.16e9) < 1);
+	assert_true(fabs(a->clk.seg[4].offset_ns - 5.2e9) < 1);
+	sbrig_analysis_free(a);
+}
+
+/*
+ * A drift beyond +/- 200 ppm is clamped: 21 pings, one every 0.5 s, round
+ * trip 20 ms (half-width 10 ms: no residual is an outlier), host - target
+ * growing by 250 us a ping (500 ppm). Held at 200 ppm, the offset at the
+ * first ping's target time is the mean of y - 200e-6 x, numpy:
+ *   x = i * 499.75e6, y = 5e9 + i * 250000 -> 5001500500
+ * (5 s + the mean of i * 150050 over i = 0..20).
+ */
+static void clock_drift_clamped(void **state)
+{
+	struct sbrig_capture *cap;
+	struct sbrig_analysis *a;
+	const struct an_segment *g;
+	char dir[4096];
+
+	cap_dir(dir, sizeof(dir), "drift");
+	cap = sbrig_capture_new(dir, &prov);
+	assert_non_null(cap);
+	add_samples(cap, 11 * S, MS, flat);
+	for (int i = 0; i < 21; i++) {
+		int64_t send = T0 + i * 500 * MS;
+
+		assert_int_equal(sbrig_capture_add_clock(cap, send,
+							 send + 20 * MS,
+							 send + 10 * MS -
+							 (5 * S + i * 250000),
+							 1), 0);
+	}
+	assert_int_equal(sbrig_capture_close(cap, "complete"), 0);
+	a = sbrig_analysis_run(dir, NULL);
+	assert_non_null(a);
+	assert_int_equal(a->clk.nseg, 1);
+	g = &a->clk.seg[0];
+	assert_int_equal(g->n, 21);
+	assert_true(g->drift_clamped);
+	assert_true(fabs(g->drift - 200e-6) < 1e-15);
+	assert_true(fabs(g->offset_ns - 5001500500.0) < 1);
+	sbrig_analysis_free(a);
+}
+
 /* ---- the marker line ----------------------------------------------------- */
 
 static void add_edge(struct sbrig_capture *cap, int64_t t, bool rising,
@@ -642,6 +788,9 @@ int main(void)
 		cmocka_unit_test(equal_split_exclusive_and_baseline),
 		cmocka_unit_test(blocker_active_at_start_and_leak),
 		cmocka_unit_test(events_remapped_with_the_whole_clock),
+		cmocka_unit_test(clock_fit_leaves_outliers_out),
+		cmocka_unit_test(clock_jump_confirmed_spike_not),
+		cmocka_unit_test(clock_drift_clamped),
 		cmocka_unit_test(a_wrong_segment_is_caught_by_the_online_time),
 		cmocka_unit_test(marker_rise_in_range),
 		cmocka_unit_test(marker_edges_paired_offline),

@@ -736,6 +736,14 @@
         fmtPower(co.idle_uW) + '). Median break-even: ' + fmtDur(co.median_break_even_ns) + '.'),
       el('div', { class: 'scroll' }, sortable(table))];
   }
+  // a phase's duration; its slowest device callbacks, if any, as its title
+  function phaseCell(p) {
+    const cell = td(fmtDur(p.duration_ns), p.duration_ns, 'num');
+    const dv = p.slowest_devices || [];
+    if (dv.length)
+      cell.title = 'slowest: ' + dv.map((d) => d.device + ' ' + d.verb + ' ' + fmtDur(d.duration_ns)).join(', ');
+    return cell;
+  }
   function phases() {
     const cycles = report.phases;
     if (!cycles.length)
@@ -752,11 +760,29 @@
         const total = c.phases.reduce((s, p) => s + p.duration_ns, 0);
         const at = c.phases.length ? c.phases[0].t_ns : null;
         return el('tr', null, td(String(c.cycle), c.cycle, 'num'), td(fmtAt(at), at, 'num'),
-          names.map((n) => by.has(n) ? td(fmtDur(by.get(n).duration_ns), by.get(n).duration_ns, 'num') : td('\u2013', '', 'num')),
+          names.map((n) => by.has(n) ? phaseCell(by.get(n)) : td('\u2013', '', 'num')),
           td(fmtDur(total), total, 'num'));
       })));
     return section('phases', 'Suspend and resume phases',
-      el('div', { id: 'phase-chart', class: 'chart small' }), el('div', { class: 'scroll' }, sortable(table)), ...costs());
+      el('div', { id: 'phase-chart', class: 'chart small' }), el('div', { class: 'scroll' }, sortable(table)),
+      ...devices(cycles), ...costs());
+  }
+  // the slowest device callbacks of each device pass (the log's dev_pm records)
+  function devices(cycles) {
+    const rows = [];
+    for (const c of cycles) for (const p of c.phases) for (const d of (p.slowest_devices || []))
+      rows.push({ cycle: c.cycle, phase: p.name, ...d });
+    if (!rows.length) return [];
+    const table = el('table', { class: 'data', id: 'devpm-table' },
+      el('thead', null, el('tr', null, ['cycle', 'phase', 'device', 'callback', 'duration', 'error'].map((h) =>
+        el('th', { class: h === 'cycle' || h === 'duration' || h === 'error' ? 'num' : null, scope: 'col' }, h)))),
+      el('tbody', null, rows.map((r) => el('tr', null, td(String(r.cycle), r.cycle, 'num'), td(r.phase, r.phase),
+        td(r.device, r.device), td(r.verb, r.verb), td(fmtDur(r.duration_ns), r.duration_ns, 'num'),
+        td(String(r.error), r.error, 'num')))));
+    return [el('h3', null, 'Slowest device callbacks'),
+      el('p', { class: 'note' }, 'Per device pass, its slowest device PM callbacks (at most 3) that took at least ' +
+        'the module\u2019s event_dev_pm_min_us; an error other than 0 is the callback\u2019s return value.'),
+      el('div', { class: 'scroll' }, sortable(table))];
   }
   function drawPhases() {
     const div = document.getElementById('phase-chart');
