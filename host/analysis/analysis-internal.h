@@ -226,12 +226,45 @@ struct an_mapper {
 	size_t next;
 	int64_t enter_online;
 	char boot[SBRIG_BOOT_ID_MAX];
+	struct an_epoch *ep;	/* n + 1 epochs (place.c) */
+	size_t epcap;
+	bool past_exit;		/* the current epoch's exit was mapped */
 };
+
+/* an_mapper_map()'s answer for an event placed by the power (place.c) */
+#define AN_SEG_PLACED	(-2)
+
+/**
+ * struct an_epoch - the events from one enter to the next, for place.c
+ * @exit_t: target time of its first exit, or -1
+ * @enter_t: target time of the enter that ends it, or -1
+ * @online_first: the earliest its first event with an online time can
+ *	be (host - uncertainty)
+ * @online_last: the latest its last event with an online time can be
+ * @boot: which boot of the log (counted from 0); a boot that changes
+ *	inside the epoch makes @exit_t -1
+ * @online: one of its events has an online host time
+ * @placed: placed by the power: host = target + @offset +/- @uncert
+ */
+struct an_epoch {
+	int64_t exit_t, enter_t;
+	int64_t online_first, online_last;
+	unsigned int boot;
+	bool online;
+	bool placed;
+	int64_t offset, uncert;
+};
+
+/* Place the epochs with no online time by the power. 0 or -errno. */
+int an_place_epochs(struct an_epoch *ep, size_t n, struct sbrig_capread *cr);
 
 /* Read the enters (events.tsv, rewound). 0 or -errno. */
 int an_mapper_init(struct an_mapper *mp, const struct an_clock *clk,
 		   struct sbrig_capread *cr);
-/* Map the next event: the segment used, or -1 (online time kept). */
+/*
+ * Map the next event: the segment used, AN_SEG_PLACED (placed by the
+ * power), or -1 (online time kept).
+ */
 int an_mapper_map(struct an_mapper *mp, const struct sbrig_event *ev,
 		  int64_t *host_ns, int64_t *uncert_ns);
 void an_mapper_free(struct an_mapper *mp);
@@ -467,6 +500,7 @@ struct an_timeline {
 	uint64_t skipped_other;		/* types beyond the table */
 	uint64_t events;
 	uint64_t unmapped;		/* kept their online host time */
+	uint64_t placed;		/* placed by the power (place.c) */
 	int64_t max_uncert_ns;
 	unsigned int boots;
 };

@@ -543,6 +543,72 @@ void an_clock_map(const struct an_clock *c, int k, int64_t target_ns,
 
 /* ---- mapping events by their epochs ----------------------------------- */
 
+/* What place.c needs of @ev's epoch (the one after mp->n enters). */
+static int epoch_note(struct an_mapper *mp, const struct sbrig_event *ev,
+		      unsigned int boot)
+{
+	struct an_epoch *e;
+	size_t old = mp->epcap;
+	int ret = an_grow((void **)&mp->ep, &mp->epcap, mp->n + 2,
+			  sizeof(*mp->ep));
+
+	if (ret)
+		return ret;
+	for (size_t i = old; i < mp->epcap; i++)
+		mp->ep[i] = (struct an_epoch){ .exit_t = -1, .enter_t = -1,
+					       .boot = UINT32_MAX };
+	e = &mp->ep[mp->n];
+	if (e->boot == UINT32_MAX)
+		e->boot = boot;
+	else if (e->boot != boot)
+		e->exit_t = INT64_MIN;	/* a reboot inside: never placed */
+	if (!strcmp(ev->type, "exit") && e->exit_t == -1)
+		e->exit_t = ev->target_t_ns;
+	if (!strcmp(ev->type, "enter"))
+		e->enter_t = ev->target_t_ns;
+	return 0;
+}
+
+/*
+ * Which epochs the clock maps, and where: each event the segments map
+ * (an_mapper_map() before any placement), from its epoch's exit on (the
+ * events before it are the sleep's own: its suspend path's tail, and
+ * the resume path that CLOCK_BOOTTIME's step already moved), widens its
+ * epoch's online_first/online_last. The mapper is then reset and the
+ * events rewound.
+ */
+static int epochs_mapped(struct an_mapper *mp, struct sbrig_capread *cr)
+{
+	struct sbrig_event ev;
+	bool awake = true;	/* a capture begins awake */
+	int ret;
+
+	while ((ret = sbrig_capread_next_event(cr, &ev)) == 1) {
+		struct an_epoch *e = &mp->ep[mp->next <= mp->n ? mp->next :
+					     mp->n];
+		int64_t h, u;
+		int k;
+
+		if (!strcmp(ev.type, "exit") || strcmp(ev.boot_id, mp->boot))
+			awake = true;
+		k = an_mapper_map(mp, &ev, &h, &u);
+		if (k >= 0 && awake) {
+			if (!e->online || an_sat_sub(h, u) < e->online_first)
+				e->online_first = an_sat_sub(h, u);
+			if (!e->online || an_sat_add(h, u) > e->online_last)
+				e->online_last = an_sat_add(h, u);
+			e->online = true;
+		}
+		if (!strcmp(ev.type, "enter"))
+			awake = false;
+	}
+	mp->next = 0;
+	mp->enter_online = -1;
+	mp->boot[0] = '\0';
+	mp->past_exit = false;
+	return ret < 0 ? ret : sbrig_capread_rewind(cr, SBRIG_CAPFILE_EVENTS);
+}
+
 /**
  * an_mapper_init() - the enters of events.tsv, for an_mapper_map()
  * @mp: out (zeroed storage)
@@ -564,6 +630,7 @@ int an_mapper_init(struct an_mapper *mp, const struct an_clock *clk,
 {
 	char boot[SBRIG_BOOT_ID_MAX] = "";
 	int64_t lb = INT64_MIN;		/* the log's lower bound so far */
+	unsigned int boots = 0;
 	struct sbrig_event ev;
 	int ret;
 
@@ -574,9 +641,14 @@ int an_mapper_init(struct an_mapper *mp, const struct an_clock *clk,
 		int64_t early = an_sat_sub(ev.host_t_ns, ev.uncert_ns);
 
 		if (strcmp(boot, ev.boot_id)) {
+			if (boot[0])
+				boots++;
 			snprintf(boot, sizeof(boot), "%s", ev.boot_id);
 			lb = INT64_MIN;
 		}
+		ret = epoch_note(mp, &ev, boots);
+		if (ret)
+			break;
 		if (!strcmp(ev.type, "enter")) {
 			ret = an_grow((void **)&mp->enters, &mp->cap, mp->n + 1,
 				      sizeof(*mp->enters));
@@ -590,6 +662,10 @@ int an_mapper_init(struct an_mapper *mp, const struct an_clock *clk,
 	}
 	if (!ret)
 		ret = sbrig_capread_rewind(cr, SBRIG_CAPFILE_EVENTS);
+	if (!ret && mp->ep)
+		ret = epochs_mapped(mp, cr);
+	if (!ret && mp->ep)
+		ret = an_place_epochs(mp->ep, mp->n + 1, cr);
 	if (ret < 0)
 		an_mapper_free(mp);
 	return ret < 0 ? ret : 0;
@@ -681,6 +757,31 @@ static int other_segment(const struct an_clock *clk,
 	return best;
 }
 
+/*
+ * The placed epoch (place.c) that maps @ev, or NULL. From its exit on,
+ * an event is its epoch's. Before the exit an epoch holds the tail of
+ * the sleep's suspend path (target times near the last enter: the wake
+ * before, on the clock before the resume's step) and the head of its
+ * resume path (near the exit: this wake): the nearer one's placement.
+ * A placed epoch's events are its wake's even where the daemon gave
+ * them an online time: that is the pre-resume model, off by the step.
+ */
+static const struct an_epoch *placed_epoch(const struct an_mapper *mp,
+					   const struct sbrig_event *ev)
+{
+	const struct an_epoch *e, *prev;
+
+	if (!mp->ep || mp->next > mp->n)
+		return NULL;
+	e = &mp->ep[mp->next];
+	prev = mp->next ? &mp->ep[mp->next - 1] : NULL;
+	if (!mp->past_exit && prev && e->exit_t >= 0 && prev->enter_t >= 0 &&
+	    an_sat_sub(ev->target_t_ns, prev->enter_t) <
+	    an_sat_sub(e->exit_t, ev->target_t_ns))
+		return prev->placed ? prev : NULL;
+	return e->placed ? e : NULL;
+}
+
 /**
  * an_mapper_map() - map the next event of events.tsv
  * @mp: the mapper
@@ -688,17 +789,30 @@ static int other_segment(const struct an_clock *clk,
  * @host_ns: out: its host time (the online one if it cannot be mapped)
  * @uncert_ns: out: its uncertainty (likewise)
  *
- * Return: the segment used, or -1 (no exchange in the event's epoch).
+ * Return: the segment used, AN_SEG_PLACED (an epoch the clock did not see,
+ * placed by the power: place.c), or -1 (no exchange in the event's epoch).
  */
 int an_mapper_map(struct an_mapper *mp, const struct sbrig_event *ev,
 		  int64_t *host_ns, int64_t *uncert_ns)
 {
+	const struct an_epoch *e;
 	int64_t to;
 	int k;
 
 	if (strcmp(ev->boot_id, mp->boot)) {
 		snprintf(mp->boot, sizeof(mp->boot), "%s", ev->boot_id);
 		mp->enter_online = -1;
+		mp->past_exit = true;
+	}
+	if (!strcmp(ev->type, "exit"))
+		mp->past_exit = true;
+	/* an epoch the clock did not see, placed by the power (place.c) */
+	e = placed_epoch(mp, ev);
+	if (e) {
+		*host_ns = an_sat_add(ev->target_t_ns, e->offset);
+		*uncert_ns = e->uncert;
+		k = AN_SEG_PLACED;
+		goto out;
 	}
 	/* the next enter, or this one (stamped before its sleep) */
 	to = mp->next < mp->n ? mp->enters[mp->next] : AN_OPEN_END;
@@ -710,7 +824,9 @@ int an_mapper_map(struct an_mapper *mp, const struct sbrig_event *ev,
 		if (!agrees(ev, *host_ns, *uncert_ns))
 			k = other_segment(mp->clk, ev, k, host_ns, uncert_ns);
 	}
+out:
 	if (!strcmp(ev->type, "enter")) {
+		mp->past_exit = false;
 		mp->enter_online = mp->next < mp->n ? mp->enters[mp->next] :
 			ev->host_t_ns;
 		mp->next++;
@@ -720,6 +836,7 @@ int an_mapper_map(struct an_mapper *mp, const struct sbrig_event *ev,
 
 void an_mapper_free(struct an_mapper *mp)
 {
+	free(mp->ep);
 	free(mp->enters);
 	memset(mp, 0, sizeof(*mp));
 }

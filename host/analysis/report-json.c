@@ -273,6 +273,7 @@ static jobj *capture(const struct sbrig_analysis *a)
 	put(c, "missing_samples", ji((int64_t)a->en.missing));
 	put(c, "events", ji((int64_t)a->tl.events));
 	put(c, "unmapped_events", ji((int64_t)a->tl.unmapped));
+	put(c, "placed_events", ji((int64_t)a->tl.placed));
 	for (size_t i = 0; i < a->tl.nskipped; i++)
 		put(sk, a->tl.skipped[i].type, ji((int64_t)a->tl.skipped[i].n));
 	if (a->tl.skipped_other)

@@ -766,7 +766,9 @@ static int events_pass(struct an_timeline *tl, struct sbrig_capread *cr,
 			last_blocked[0] = '\0';
 		}
 		k = an_mapper_map(mp, &ev, &t, &unc);
-		if (k < 0)
+		if (k == AN_SEG_PLACED)
+			tl->placed++;
+		else if (k < 0)
 			tl->unmapped++;
 		sbrig_log(SBRIG_LOG_DEBUG, "event %" PRIu64 " %s %s: segment %d, "
 			  "host %" PRId64 " (online %" PRId64 "), +/- %" PRId64

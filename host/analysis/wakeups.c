@@ -56,11 +56,20 @@ static size_t susp_after(const struct an_timeline *tl, int64_t x, bool eq)
 	return lo;
 }
 
-/* The suspended stretch a resume at @t ends (the last to start before
- * it), or -1. */
+/*
+ * The suspended stretch a resume at @t ends (the last to start before it;
+ * if none does, the last to start before @t + @unc), or -1. A stretch
+ * that starts after the resume's own time is not the one it ends, even
+ * within its uncertainty: the resume and the enter after it in its epoch
+ * are mapped alike, so their order holds however wide that is.
+ */
 static long stretch_before(const struct an_timeline *tl, int64_t t,
 			   int64_t unc)
 {
+	long k = (long)susp_after(tl, t, false) - 1;
+
+	if (k >= 0)
+		return k;
 	return (long)susp_after(tl, an_sat_add(t, unc), false) - 1;
 }
 

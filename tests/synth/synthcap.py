@@ -276,7 +276,13 @@ class Sleep:
     analysis must find from the samples (report-format.md, "State edges
     by the power"). ``enter_online_error_ns``: the ``enter`` record's online
     host time is off by this much, with as much uncertainty (the daemon
-    could only guess it: logged with the clock of the suspend it ends)."""
+    could only guess it: logged with the clock of the suspend it ends).
+    ``unseen``: the wake after this sleep is too short for the clock: no
+    ping is answered from this sleep's suspend to the next one's, and the
+    records from its ``exit`` to the next ``enter`` have no online host
+    time (``host_t_ns`` 0, ``uncert_ns`` -1, as the daemon writes them);
+    the analysis must place them by the power (report-format.md, "Wakes
+    the clock did not see")."""
     enter_s: float | None
     wake_s: float
     wake: str | None = "press power"
@@ -289,6 +295,7 @@ class Sleep:
     kernel_state: str = "deep"
     lag_ms: float = 0.0
     enter_online_error_ns: int = 0
+    unseen: bool = False
 
 
 @dataclass
@@ -895,10 +902,18 @@ class Model:
         self.stim = st
 
     # -- clock exchanges --------------------------------------------------------
+    def _unseen(self) -> list[tuple[int, int]]:
+        """The wakes of ``Sleep.unseen``: (its exit, the next enter)."""
+        return [(a["exit"], b["enter"]) for a, b in zip(self.sl, self.sl[1:])
+                if a["sleep"].unseen]
+
     def _unresponsive(self) -> list[tuple[int, int]]:
         w = []
-        for s in self.sl:
-            w.append((s["suspend"] if not s["pre"] else self.t_first - NS, s["resume"]))
+        for i, s in enumerate(self.sl):
+            end = s["resume"]
+            if s["sleep"].unseen and i + 1 < len(self.sl):
+                end = self.sl[i + 1]["suspend"]
+            w.append((s["suspend"] if not s["pre"] else self.t_first - NS, end))
         for a in self.ab:
             w.append((a["suspend"], a["end"]))
         for i, b in enumerate(self.boots[:-1]):
@@ -1255,6 +1270,10 @@ class _Truth:
             if e.type == "enter":           # logged before its own injection
                 seg = m.segment_of(e.t - 1, e.boot)
             xs = by_seg.get(seg)
+            placed = self.placed_err_ns(e.t) if not xs else None
+            if placed is not None:
+                worst = max(worst, placed)
+                continue
             if not xs:
                 raise ScenarioError(
                     f"no clock exchange in the segment of event {e.type} {e.arg} "
@@ -1273,6 +1292,40 @@ class _Truth:
             worst = max(worst, bound)
         self.dmax = dmax
         return int(worst)
+
+    def placed_uncertain(self) -> bool:
+        """A stimulus wake placed by the power (``Sleep.unseen``) whose
+        latency the placement knows to 10 % or worse: the uncertainty is
+        half the platform's run outside the kernel's exit .. enter
+        (``exit_ms`` + the next sleep's ``lag_ms``) plus a sample
+        interval (report-format.md)."""
+        m, sc = self.m, self.sc
+        dt_ms = 1e3 / sc.rate_hz
+        for a, b in zip(m.sl, m.sl[1:]):
+            s = a["sleep"]
+            if not s.unseen or not s.wake:
+                continue
+            unc = (s.exit_ms + b["sleep"].lag_ms) / 2 + dt_ms
+            if abs(unc - 0.1 * s.latency_ms) < 2 * dt_ms:
+                raise ScenarioError("an unseen wake's latency is known to about "
+                                    "10 %: too close to say")
+            if unc > 0.1 * s.latency_ms:
+                return True
+        return False
+
+    def placed_err_ns(self, t: int) -> float | None:
+        """Bound of the mapping error of an event at true host time @t in
+        an unseen wake (``Sleep.unseen``), placed by the power: its epoch's
+        offset is the middle of [rise - exit, fall - enter], off by half
+        the difference of ``lag_ms`` and ``exit_ms`` and by the rise and
+        the fall each found within a sample interval (and its jitter) of
+        the platform's; None when @t is in no unseen wake."""
+        m, sc = self.m, self.sc
+        for a, b in zip(m.sl, m.sl[1:]):
+            if a["sleep"].unseen and a["exit"] <= t <= b["enter"]:
+                skew = abs(b["sleep"].lag_ms - a["sleep"].exit_ms) * 1e6 / 2
+                return skew + 2 * NS / sc.rate_hz + 2 * sc.jitter_ns + 1000
+        return None
 
     def marker_err_ns(self, t: int, seg, anchors: list[int]) -> float:
         """Bound of the mapping error at true host time @t in segment @seg
@@ -1835,6 +1888,8 @@ class _Truth:
             f.append({"kind": "lost_events", "blocker": None, "t_ns": m.an(lost[0].t)})
         if not sc.clock.enabled and m.events:
             f.append({"kind": "clock_uncertainty", "blocker": None, "t_ns": None})
+        elif self.placed_uncertain():
+            f.append({"kind": "clock_uncertainty", "blocker": None, "t_ns": None})
         for b in blockers:
             c = b["stats_check"]
             if c and c["agree"] is False:
@@ -2044,8 +2099,12 @@ def write_capture(m: Model, cap: Path) -> None:
     unc = sc.clock.online_uncert_ns
     guessed = {s["enter"]: s["sleep"].enter_online_error_ns for s in getattr(m, "sl", [])
                if not s["pre"] and s["sleep"].enter_online_error_ns}
+    unseen = m._unseen() if hasattr(m, "sl") else []
     for e in m.events:
         err = guessed.get(e.t, 0) if e.type == "enter" else 0
+        if any(a <= e.host_t <= b for a, b in unseen):
+            w.row((0, -1, e.target_t, m.boot_ids[e.boot], e.seq, e.type, e.arg, 0))
+            continue
         w.row((e.host_t + err, max(unc, abs(err)), e.target_t, m.boot_ids[e.boot],
                e.seq, e.type, e.arg, 0))
     cut = None
