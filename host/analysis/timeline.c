@@ -197,11 +197,16 @@ static struct an_object *obj_get(struct an_timeline *tl, uint64_t id,
 	return &tl->obj[k];
 }
 
-/* A new boot: the module numbers its objects from 1 again. */
+/*
+ * A new boot: the module numbers its objects from 1 again. The table is
+ * given back (not cleared), so that many short boots after a large one
+ * cost what they hold.
+ */
 static void obj_reset(struct an_timeline *tl)
 {
-	if (tl->obj_cap)
-		memset(tl->obj, 0, tl->obj_cap * sizeof(*tl->obj));
+	free(tl->obj);
+	tl->obj = NULL;
+	tl->obj_cap = 0;
 	tl->nobj = 0;
 }
 
@@ -283,14 +288,16 @@ static int block_id(struct an_timeline *tl, struct an_blocker *b, int64_t t,
 		return -ENOMEM;
 	if (o->slot != NO_SLOT) {
 		ob = &tl->b[o->b];
-		if (ob == b) {
-			/* open already (its unblock was lost): still active */
-			b->open[o->slot].epoch = tl->lost_epoch;
-			return 0;
-		}
-		/* an id of another name: the module was reloaded and
-		 * numbers from 1 again; the other object's end is unknown */
-		ret = span_end(tl, ob, open_take(tl, ob, o->slot), t);
+		if (ob == b && b->open[o->slot].epoch == tl->lost_epoch)
+			return 0;	/* a repeat: still active */
+		/*
+		 * Of this name, with records lost since it was last seen:
+		 * its unblock was among them, so that activation ended at
+		 * the lost record. Of another name: the module was reloaded
+		 * and numbers from 1 again; that object's end is not known.
+		 */
+		ret = span_end(tl, ob, open_take(tl, ob, o->slot),
+			       ob == b ? unseen_since(tl) : t);
 		if (ret)
 			return ret;
 	}
