@@ -63,7 +63,7 @@
 
 /*
  * suspend_blockers_lock protects the blocker list and, for every blocker,
- * its link, flags, cookie and stat; it also protects every static variable
+ * its link, flags, cookie, id and stat; it also protects every static variable
  * below that is not said otherwise, our wakeup source's activity (the
  * mirror) and the marker line's state (marker.c): these change together
  * when the first blocker is activated and the last one released. It is
@@ -107,6 +107,11 @@ static bool sb_wait_for_wakeup;
  * the lock; read without it by sb_now().
  */
 static bool sb_clock_frozen;
+/*
+ * The last id given to a blocker (struct suspend_blocker's @id): 64 bits,
+ * so it never wraps and an id is never reused while the module is loaded.
+ */
+static u64 sb_next_id;
 /* A per-load secret: a live blocker's cookie is its address XOR this. */
 static unsigned long sb_cookie_key;
 /* Policy is opportunistic: mirror activity onto sb_ws. */
@@ -334,6 +339,7 @@ void suspend_blocker_init(struct suspend_blocker *blocker, const char *name)
 		blocker->name_len = strlen(name);
 		blocker->flags = SBLK_INITIALIZED;
 		blocker->cookie = sb_cookie(blocker);
+		blocker->id = ++sb_next_id;
 		list_add(&blocker->link, &sb_blockers);
 	}
 	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
@@ -372,7 +378,7 @@ void suspend_blocker_destroy(struct suspend_blocker *blocker)
 	if (was_active) {
 		sb_stat_unblock_locked(blocker, now);
 		sb_event_add_irqs_off(SB_EV_UNBLOCK, now, blocker->name,
-				      blocker->name_len);
+				      blocker->name_len, blocker->id);
 	}
 	sb_stat_destroy_locked(blocker);
 	blocker->flags &= ~(SBLK_INITIALIZED | SBLK_ACTIVE);
@@ -415,7 +421,7 @@ void suspend_block(struct suspend_blocker *blocker)
 			sb_main_changed_locked(true, now);
 		blocker->flags |= SBLK_ACTIVE;
 		sb_event_add_irqs_off(SB_EV_BLOCK, now, blocker->name,
-				      blocker->name_len);
+				      blocker->name_len, blocker->id);
 		if (sb_enabled && sb_suspending)
 			pm_system_wakeup();
 	}
@@ -457,7 +463,7 @@ void suspend_unblock(struct suspend_blocker *blocker)
 		if (blocker == &sb_main_blocker)
 			sb_main_changed_locked(false, now);
 		sb_event_add_irqs_off(SB_EV_UNBLOCK, now, blocker->name,
-				      blocker->name_len);
+				      blocker->name_len, blocker->id);
 		if (!--sb_active_count)
 			sb_last_inactive_locked();
 	}

@@ -16,8 +16,12 @@
  *
  *	SEQ	T_NS	TYPE	ARG
  *
+ *	SEQ	T_NS	TYPE	ARG	ID	(block and unblock)
+ *
  * SEQ counts records from 0 at module load; T_NS is CLOCK_BOOTTIME in ns;
- * ARG is a quoted blocker name for block/unblock and a quoted wakeup
+ * ARG is a quoted blocker name for block/unblock (followed by the
+ * blocker's id, struct suspend_blocker's @id, which tells two blockers of
+ * one name apart without showing a kernel address) and a quoted wakeup
  * source name for ws_activate/ws_relax (a name longer than
  * SB_EVENT_ARG_LEN bytes is cut and followed by '+' after the closing
  * quote), a state name for suspend/enter/exit, an errno-style return code
@@ -45,8 +49,11 @@
 #include "sb_internal.h"
 
 #define SB_READ_BATCH		32
-/* Longest formatted line: 20 + 20 + 13 + "+" + quotes + arg + 4 separators. */
-#define SB_LINE_MAX		(64 + SB_EVENT_ARG_LEN + 8)
+/*
+ * Longest formatted line (131 bytes): SEQ and T_NS 20 each, TYPE 11, the
+ * quoted arg and "+" 55, ID 20, 4 tabs and the newline.
+ */
+#define SB_LINE_MAX		(80 + SB_EVENT_ARG_LEN + 8)
 
 static unsigned int event_log_size = 4096;
 module_param(event_log_size, uint, 0444);
@@ -141,7 +148,7 @@ void sb_events_resync_clock(void)
  * Context: sb_ring_lock held.
  */
 static bool sb_event_put_locked(enum sb_event_type type, ktime_t mono,
-				const char *arg, unsigned int len)
+				const char *arg, unsigned int len, u64 id)
 {
 	struct sb_event_rec *rec;
 
@@ -150,6 +157,7 @@ static bool sb_event_put_locked(enum sb_event_type type, ktime_t mono,
 		return false;
 	rec = &sb_ring[sb_ev_next++ & sb_ring_mask];
 	rec->t_ns = ktime_to_ns(ktime_add(mono, sb_offs_boot));
+	rec->id = id;
 	rec->type = type;
 	rec->truncated = len > SB_EVENT_ARG_LEN;
 	rec->len = rec->truncated ? SB_EVENT_ARG_LEN : len;
@@ -194,7 +202,7 @@ void sb_event_add(enum sb_event_type type, ktime_t mono, const char *arg,
 	bool wake;
 
 	raw_spin_lock_irqsave(&sb_ring_lock, irqflags);
-	wake = sb_event_put_locked(type, mono, arg, len);
+	wake = sb_event_put_locked(type, mono, arg, len, 0);
 	raw_spin_unlock_irqrestore(&sb_ring_lock, irqflags);
 	if (wake)
 		sb_event_wake();
@@ -206,20 +214,22 @@ void sb_event_add(enum sb_event_type type, ktime_t mono, const char *arg,
  * @mono:	When, on CLOCK_MONOTONIC.
  * @arg:	The argument text, not necessarily NUL-terminated.
  * @len:	Its length.
+ * @id:		The blocker's id (struct suspend_blocker's @id).
  *
  * The same without saving and restoring the interrupt state, for callers
- * that hold suspend_blockers_lock (the hot path of every block/unblock).
+ * that hold suspend_blockers_lock (the hot path of every block/unblock),
+ * with the blocker's id in the record.
  *
  * Context: interrupts disabled.
  */
 void sb_event_add_irqs_off(enum sb_event_type type, ktime_t mono,
-			   const char *arg, unsigned int len)
+			   const char *arg, unsigned int len, u64 id)
 {
 	bool wake;
 
 	lockdep_assert_irqs_disabled();
 	raw_spin_lock(&sb_ring_lock);
-	wake = sb_event_put_locked(type, mono, arg, len);
+	wake = sb_event_put_locked(type, mono, arg, len, id);
 	raw_spin_unlock(&sb_ring_lock);
 	if (wake)
 		sb_event_wake();
@@ -377,8 +387,11 @@ static int sb_ev_format(char *buf, size_t size, u64 seq,
 	const char *name = rec->type < SB_EV_NR ? sb_event_names[rec->type] :
 			   "unknown";
 
-	if (rec->type == SB_EV_BLOCK || rec->type == SB_EV_UNBLOCK ||
-	    rec->type == SB_EV_WS_ACTIVATE || rec->type == SB_EV_WS_RELAX)
+	if (rec->type == SB_EV_BLOCK || rec->type == SB_EV_UNBLOCK)
+		return scnprintf(buf, size, "%llu\t%lld\t%s\t\"%.*s\"%s\t%llu\n",
+				 seq, rec->t_ns, name, rec->len, rec->arg,
+				 rec->truncated ? "+" : "", rec->id);
+	if (rec->type == SB_EV_WS_ACTIVATE || rec->type == SB_EV_WS_RELAX)
 		return scnprintf(buf, size, "%llu\t%lld\t%s\t\"%.*s\"%s\n",
 				 seq, rec->t_ns, name, rec->len, rec->arg,
 				 rec->truncated ? "+" : "");

@@ -119,9 +119,10 @@ enum sb_event_type {
 
 #define SB_EVENT_ARG_LEN	52
 
-/* One event-log record: 64 bytes. The SEQ is its position in the ring. */
+/* One event-log record: 72 bytes. The SEQ is its position in the ring. */
 struct sb_event_rec {
 	s64 t_ns;		/* CLOCK_BOOTTIME */
+	u64 id;			/* block/unblock: the blocker's id, else 0 */
 	u8 type;		/* enum sb_event_type */
 	u8 len;			/* bytes used in arg */
 	u8 truncated;		/* arg was cut to SB_EVENT_ARG_LEN */
@@ -134,7 +135,7 @@ void sb_events_resync_clock(void);
 void sb_event_add(enum sb_event_type type, ktime_t mono, const char *arg,
 		  unsigned int len);
 void sb_event_add_irqs_off(enum sb_event_type type, ktime_t mono,
-			   const char *arg, unsigned int len);
+			   const char *arg, unsigned int len, u64 id);
 void sb_events_hold_wakeups(bool hold);
 void sb_event(enum sb_event_type type, const char *arg);
 void sb_event_int(enum sb_event_type type, int val);

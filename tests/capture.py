@@ -33,13 +33,16 @@ FILES = {
     "edges": ("t_ns", "line", "edge", "seqno"),
     "stimuli": ("t_ns", "what", "arg"),
     "events": ("host_t_ns", "uncert_ns", "target_t_ns", "boot_id", "seq",
-               "type", "arg", "cut"),
+               "type", "arg", "cut", "obj"),
     "stats": ("t_ns", "name", "count", "wake_count", "active_since_ns",
               "total_time_ns", "sleep_time_ns", "max_time_ns",
               "last_change_ns"),
     "clock": ("host_send_ns", "host_recv_ns", "target_ns", "retained"),
 }
 TEXT_COLUMNS = {"line", "edge", "what", "arg", "boot_id", "type", "name"}
+#: columns appended since a file's first format, which a file written
+#: before may lack (their value is then 0): events.tsv's obj (issue 23)
+APPENDED = {"events": ("obj",)}
 
 # samples.bin (format version 2): a 32-byte header, then 32-byte records
 SAMPLES_BIN = "samples.bin"
@@ -185,18 +188,24 @@ def read_rows(capture_dir, name: str, typed: bool = False) -> list:
             return _read_samples_bin(path, typed)
     path = Path(capture_dir) / f"{name}.tsv"
     rows = []
+    missing: tuple = ()
     for lineno, line in _complete_lines(path):
         fields = line.split("\t")
         if lineno == 1:
-            if tuple(fields) != cols:
+            base = cols[:len(cols) - len(APPENDED.get(name, ()))]
+            if tuple(fields) == base:
+                missing = cols[len(base):]
+            elif tuple(fields) != cols:
                 raise CaptureFormatError(
                     f"{path}:1: header {fields} is not {list(cols)}")
             continue
-        if len(fields) != len(cols):
+        if len(fields) != len(cols) - len(missing):
             raise CaptureFormatError(
-                f"{path}:{lineno}: {len(fields)} columns, expected {len(cols)}")
+                f"{path}:{lineno}: {len(fields)} columns, expected "
+                f"{len(cols) - len(missing)}")
         try:
             values = [_convert(c, v) for c, v in zip(cols, fields)]
+            values += [0] * len(missing)
         except ValueError as e:
             raise CaptureFormatError(f"{path}:{lineno}: {e}") from None
         rows.append(Row[name](*values) if typed else dict(zip(cols, values)))

@@ -67,6 +67,9 @@ class Event:
     t_ns: int
     type: str
     arg: str
+    #: block/unblock: the blocker object's id (the log line's fifth field;
+    #: None in a log written before the module had it)
+    obj: int | None = None
 
     @property
     def name(self) -> str:
@@ -81,6 +84,8 @@ EVENT_TYPES = {"block", "unblock", "suspend", "enter", "exit", "resume",
                "ws_activate", "ws_relax", "phase", "dev_pm"}
 #: records whose argument is a quoted name
 QUOTED_TYPES = {"block", "unblock", "ws_activate", "ws_relax"}
+#: records that end in the blocker object's id (suspend-block.rst: ID)
+OBJ_TYPES = {"block", "unblock"}
 _EVENT_RE = re.compile(r"^(\d+)\t(\d+)\t([a-z_]+)\t(.*)$")
 
 
@@ -90,7 +95,13 @@ def parse_events(text: str) -> list[Event]:
         m = _EVENT_RE.match(line)
         if not m or m.group(3) not in EVENT_TYPES:
             raise ValueError(f"event line {no} malformed: {line!r}")
-        ev = Event(int(m.group(1)), int(m.group(2)), m.group(3), m.group(4))
+        arg, obj = m.group(4), None
+        if m.group(3) in OBJ_TYPES:
+            o = re.fullmatch(r'("[^"]*"\+?)\t([1-9]\d*)', arg)
+            if not o:
+                raise ValueError(f"event line {no}: no quoted name and id: {line!r}")
+            arg, obj = o.group(1), int(o.group(2))
+        ev = Event(int(m.group(1)), int(m.group(2)), m.group(3), arg, obj)
         if ev.type in QUOTED_TYPES and not re.fullmatch(r'"[^"]*"\+?', ev.arg):
             raise ValueError(f"event line {no}: name not quoted: {line!r}")
         out.append(ev)

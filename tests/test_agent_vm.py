@@ -86,6 +86,9 @@ def test_hold_streams_block_and_unblock_with_seq(rig):
     assert sorted(log) == [e["seq"] for e in got]
     for e in got:
         assert log[e["seq"]].t_ns == e["t_ns"] and log[e["seq"]].type == e["ev"]
+        # the blocker object's id, as the module logged it (link revision 2)
+        assert e["obj"] == log[e["seq"]].obj and e["obj"] > 0
+    assert got[0]["obj"] == got[1]["obj"]
     assert 300 * MS <= got[1]["t_ns"] - got[0]["t_ns"] < 2000 * MS
     # mapped onto host time, with the clock model's uncertainty
     assert all(0 <= e["uncert_ns"] < 50 * MS for e in got)

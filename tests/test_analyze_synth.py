@@ -246,6 +246,61 @@ def test_same_named_objects_and_wakeup_sources_in_every_output(tmp_path):
                   for p in c["phases"]]
 
 
+def test_same_named_objects_after_a_lost_record_by_id_and_by_count(tmp_path):
+    """The 'objects-lost' scenario: evdev's first object releases in the
+    lost records, its second blocks after them; the next snapshot counts
+    one evdev object active. With ids (events.tsv obj) the analysis ends
+    the first at the "lost" record and the truth holds exactly; the same
+    capture without the obj column (as written before issue 23) is
+    analysed as before, by count: the first object stays open in place of
+    the second, evdev is active 1 s too long (3.5-4.5 s, when nothing of
+    it was), and the report says the capture had no ids and that the
+    finding's re-synchronisation is a guess."""
+    reps, truths = {}, {}
+    for ids in (True, False):
+        d = tmp_path / ("ids" if ids else "noids")
+        truths[ids] = S.build(S.scenario("objects-lost", object_ids=ids), d)
+        r = analyze(d / "capture", d / "report")
+        assert r.returncode == 0, r.stderr
+        reps[ids] = json.loads((d / "report" / "report.json").read_text())
+        header = (d / "capture" / "events.tsv").read_text().split("\n")[0]
+        assert header.endswith("\tcut\tobj") == ids
+    assert S.compare(reps[True], truths[True]) == []
+    # by count the figures are not the truth's (evdev's, touch's, idle's)
+    assert any(x.startswith("blockers[evdev].active_ns")
+               for x in S.compare(reps[False], truths[False]))
+    ev = {ids: next(b for b in rep["blockers"] if b["name"] == "evdev")
+          for ids, rep in reps.items()}
+    assert abs(ev[True]["active_ns"] - 5_000_000_000) < 2_000_000
+    assert abs(ev[True]["max_active_ns"] - 2_500_000_000) < 2_000_000
+    assert abs(ev[False]["active_ns"] - 6_000_000_000) < 2_000_000
+    assert ev[True]["activations"] == ev[False]["activations"] == 2
+    assert reps[True]["capture"]["object_ids"] == "all"
+    assert reps[False]["capture"]["object_ids"] == "none"
+    lost = {ids: next(f for f in rep["findings"] if f["kind"] == "lost_events")
+            for ids, rep in reps.items()}
+    assert "without object ids" in lost[False]["detail"]
+    assert "without object ids" not in lost[True]["detail"]
+    # touch (3.5-4.0 s) was evdev's only company by count: half its energy
+    touch = {ids: next(b for b in rep["blockers"] if b["name"] == "touch")
+             for ids, rep in reps.items()}
+    assert touch[True]["exclusive_energy_uJ"] > 0
+    assert touch[False]["exclusive_energy_uJ"] == 0
+
+
+def test_old_capture_fixture_without_object_ids(tmp_path):
+    """A capture written before issue 23 (tests/fixtures/captures/complete:
+    events.tsv without obj) is still analysed; the report says it had no
+    object ids."""
+    fix = REPO / "tests" / "fixtures" / "captures" / "complete"
+    assert (fix / "events.tsv").read_text().split("\n")[0].endswith("\targ\tcut")
+    r = analyze(fix, tmp_path / "report")
+    assert r.returncode == 0, r.stderr
+    rep = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert rep["capture"]["object_ids"] == "none"
+    assert [b["name"] for b in rep["blockers"]]
+
+
 def test_text_summary_escapes_control_characters(tmp_path):
     """A blocker name may hold anything user space passed to the module: a
     newline would fake a summary line of its own ("report: /etc/passwd"),

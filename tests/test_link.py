@@ -74,6 +74,33 @@ def test_events_in_order_with_names_and_acks(agent, dump):
     assert st["connected"] and st["next_seq"] == 42 and st["clock_samples"] >= 1
 
 
+def test_block_records_carry_the_object_id_at_revision_2(agent, dump):
+    """The host announces revision 2 in its HELLO (link-protocol.md:
+    Revisions) and takes a block/unblock's object id after the name; an
+    EV without one (a revision 1 agent) still reads, with obj 0; an id of
+    0 or a word is a bad frame."""
+    agent.send_event(0, 1_000_000, "block", '"evdev" 7')
+    agent.send_event(1, 2_000_000, "block", '"evdev" 9')
+    agent.send_event(2, 3_000_000, "unblock", '"evdev" 7')
+    agent.send_event(3, 4_000_000, "block", '"' + "x" * 52 + '"+ 12')
+    agent.send_event(4, 5_000_000, "unblock", '"old agent"')
+    dump.wait(n_events(5), what="5 events")
+    ev = events(dump)
+    assert [(e["arg"], e["obj"]) for e in ev] == [
+        ("evdev", 7), ("evdev", 9), ("evdev", 7), ("x" * 52, 12),
+        ("old agent", 0)]
+    assert ev[3]["cut"]
+    hellos = [f for f in agent.received if f.type == "HELLO"]
+    assert hellos and all(f.int(0) == 2 for f in hellos)
+    bad = dump.status()["frames_bad"]
+    for bad_arg in ('"evdev" 0', '"evdev" seven', '"evdev"7'):
+        agent.send_garbage(frame(f"@sb1 EV 5 6000000 block {bad_arg}"))
+    agent.send_event(5, 6_000_000, "block", '"evdev" 11')
+    dump.wait(n_events(6), what="the 6th event, after the bad frames")
+    assert dump.status()["frames_bad"] == bad + 3
+    assert [e["obj"] for e in events(dump)][5:] == [11]
+
+
 def test_noise_and_corruption_are_counted_and_recovered(agent, dump):
     fill(agent, 0, 5)
     dump.wait(n_events(5), what="5 events")

@@ -256,6 +256,46 @@ def test_event_log_names_are_quoted_and_long_ones_cut(target):
     assert ev.arg == '"' + "L" * 52 + '"+'
 
 
+def test_event_log_tells_same_named_blockers_apart_by_id(target):
+    """Two blockers named "twin", interleaved (A blocks, B blocks, B
+    unblocks, A unblocks): each block/unblock record carries its object's
+    id, the two ids differ, each unblock has the id of its own block, and
+    a blocker initialised again gets a new id. The statistics table stays
+    the seed's: its header, one row of the seed's eight columns per object,
+    no id in it."""
+    before = sb.last_seq(target)
+    bg_a = target.start_bg("sbprobe open init:twin block sleep:5000 unblock")
+    sb.wait_stats(target, lambda st: "twin" in st and st["twin"].active)
+    bg_b = target.start_bg("sbprobe open init:twin block sleep:200 unblock "
+                           "sleep:6000")
+    table = ""
+    for _ in range(100):                # both objects in the table
+        table = target.run_ok(f"cat {sb.STATS}")
+        if table.count('"twin"\t') == 2:
+            break
+        target.run_ok("usleep 50000")
+    assert bg_a.wait() == 0 and bg_b.wait() == 0
+    sb.sbprobe(target, "open", "init:twin", "block", "unblock")
+    mine = [e for e in sb.events_after(target, before)
+            if e.type in ("block", "unblock") and e.name == "twin"]
+    assert [e.type for e in mine] == ["block", "block", "unblock", "unblock",
+                                      "block", "unblock"]
+    a, b, c = mine[0].obj, mine[1].obj, mine[4].obj
+    assert None not in (a, b, c) and len({a, b, c}) == 3
+    assert a < b < c                    # counted up, never reused
+    assert [e.obj for e in mine] == [a, b, b, a, c, c]
+    # the id is an object's number, not an address: other blockers have
+    # their own small ones (main was initialised at load)
+    main = [e.obj for e in sb.events(target) if e.name == "main"]
+    assert main and all(0 < m < a for m in main)
+    # the table: exactly the seed's format, one row per object
+    lines = table.replace("\r", "").rstrip("\n").split("\n")
+    assert lines[0] == sb.STATS_HEADER
+    assert all(sb._STAT_RE.match(line) for line in lines[1:]), lines
+    assert [line.split("\t")[0] for line in lines].count('"twin"') == 2
+    assert all(line.count("\t") == 7 for line in lines)
+
+
 def test_event_log_reports_lost_records_to_a_slow_reader(vm):
     sb.reload(vm, event_log_size=64)
     bg = vm.start_bg("evread drain sleep:4000 drain")

@@ -537,6 +537,25 @@ def test_one_hour_report(sbrig, browser, tmp_path):
     assert_clean(p, html)
 
 
+@pytest.mark.parametrize("ids", [True, False], ids=["ids", "noids"])
+def test_capture_section_says_whether_objects_had_ids(sbrig, browser, tmp_path, ids):
+    """capture.object_ids in the page's capture table: a capture without
+    ids (as written before issue 23) is said to count objects per name."""
+    from tests.synth import synthcap as S
+    S.build(S.scenario("objects-lost", object_ids=ids), tmp_path)
+    r = subprocess.run([str(sbrig), "analyze", str(tmp_path / "capture"), "-o",
+                        str(tmp_path / "report"), "-q"], capture_output=True, text=True,
+                       env=ENV, timeout=300)
+    assert r.returncode == 0, r.stderr
+    html = tmp_path / "report" / "report.html"
+    p = open_page(browser, html)
+    rows = p.eval("Array.from(document.querySelectorAll('#capture table.kv tr'))"
+                  ".map(r => [r.children[0].textContent, r.children[1].textContent])")
+    got = dict(rows)["blocker object ids"]
+    assert got.startswith("in every block/unblock record" if ids else "none: "), got
+    assert_clean(p, html)
+
+
 def test_wakeup_sources_are_drawn_apart(sbrig, browser, tmp_path):
     """The synthetic 'objects' capture (tests/synth): the kernel's wakeup
     sources get timeline rows of their own class (row-ws: striped,

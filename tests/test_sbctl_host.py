@@ -307,6 +307,24 @@ def test_events_count(run):
     assert [line.split("\t")[0] for line in r.stdout.splitlines()] == ["0", "1"]
 
 
+def test_events_show_the_object_id(run, debugfs):
+    """A block/unblock line's fifth field, the blocker object's id
+    (suspend-block.rst: ID), is printed after the name; --raw keeps the
+    line as the module wrote it."""
+    (debugfs / "suspend_blocker_events").write_text(
+        '1\t5\tblock\t"evdev"\t7\n2\t6\tblock\t"evdev"\t9\n'
+        '3\t7\tunblock\t"evdev"\t7\n')
+    r = run("events")
+    assert r.returncode == 0 and r.stderr == ""
+    assert r.stdout.splitlines()[1:] == [
+        '         1          0.000000005  block   "evdev" #7',
+        '         2          0.000000006  block   "evdev" #9',
+        '         3          0.000000007  unblock "evdev" #7',
+    ]
+    r = run("events", "--raw", "--count", "1")
+    assert r.stdout == '1\t5\tblock\t"evdev"\t7\n'
+
+
 def test_events_malformed_line_is_kept(run, debugfs):
     (debugfs / "suspend_blocker_events").write_text(
         '1\t5\tblock\t"a"\ngarbage\n2\t6\tunblock\t"a"\n')

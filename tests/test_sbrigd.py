@@ -1177,7 +1177,7 @@ def test_target_blockers_table_and_tsv(trig):
 def test_target_events_and_follow(trig):
     agent = trig.agent
     t0 = agent.clock()
-    for i, (typ, arg) in enumerate([("block", '"a b"'), ("unblock", '"a b"'),
+    for i, (typ, arg) in enumerate([("block", '"a b"'), ("unblock", '"a b" 17'),
                                     ("policy", "opportunistic mem")]):
         agent.send_event(i, t0 + i * 1_000_000, typ, arg)
     trig.daemon.wait_log("link: agent")
@@ -1190,12 +1190,14 @@ def test_target_events_and_follow(trig):
     lines = res.stdout.splitlines()
     assert lines[0] == "-- boot boot-sbrigd-test --", lines
     assert re.fullmatch(r"\s+0\s+\d+\.\d{9}  block   \"a b\"", lines[1]), lines
+    # the blocker object's id, when the agent sent one (link revision 2)
+    assert re.fullmatch(r"\s+1\s+\d+\.\d{9}  unblock \"a b\" #17", lines[2]), lines
     assert lines[3].split()[2:] == ["policy", "opportunistic", "mem"], lines
     res = sbrig(trig.sock, "target", "events", "--tsv", "-n", "1")
     rows = res.stdout.splitlines()
-    assert rows[0] == "host_t_ns\tuncert_ns\ttarget_t_ns\tboot_id\tseq\ttype\targ\tcut"
+    assert rows[0] == "host_t_ns\tuncert_ns\ttarget_t_ns\tboot_id\tseq\ttype\targ\tcut\tobj"
     assert len(rows) == 2 and rows[1].split("\t")[3:] == \
-        ["boot-sbrigd-test", "2", "policy", "opportunistic mem", "0"], rows
+        ["boot-sbrigd-test", "2", "policy", "opportunistic mem", "0", "0"], rows
     # --follow: the kept ones, then each new one as it comes, until Ctrl-C
     p = subprocess.Popen([str(SBRIG), "-s", str(trig.sock), "target", "events",
                           "-n", "1", "--follow"], stdout=subprocess.PIPE,

@@ -361,6 +361,25 @@ struct an_stats_check {
 	bool agree;
 };
 
+/** struct an_open - an object active now (while building the timeline) */
+struct an_open {
+	int64_t t;
+	uint64_t id;
+	uint64_t epoch;
+};
+
+/**
+ * struct an_object - a blocker object known by its id (events.tsv obj)
+ * @id: the module's id (0: a free entry of the table)
+ * @b: its name's index in the timeline's blockers
+ * @slot: its index in that blocker's @open, or SIZE_MAX while inactive
+ */
+struct an_object {
+	uint64_t id;
+	size_t b;
+	size_t slot;
+};
+
 /**
  * struct an_blocker - one name of the capture: a suspend blocker name (any
  *	number of objects may share it: every evdev client's is "evdev") or
@@ -372,7 +391,12 @@ struct an_stats_check {
  * @ospans: the objects' active spans (a block record paired with an
  *	unblock record of the name; which object is which does not matter
  *	for counts and summed times), in the order they ended
- * @open: starts of the objects active now (while building)
+ * @open: the objects known by id active now (while building): when each
+ *	began, its id and the timeline's @lost_epoch when a record last said
+ *	it was active
+ * @anon: the objects active now not known by id (a capture without ids,
+ *	the first snapshot's, a re-synchronisation's), last opened last
+ * @ids: a block/unblock record of the name carried an object id
  * @snap_active: objects the first stats snapshot showed active (so
  *	active from the capture's start), until the name's first event
  * @snap_active_t: host time of that snapshot, or -1; the name's first
@@ -394,8 +418,11 @@ struct an_blocker {
 	size_t nspans, cap;
 	struct an_span *ospans;
 	size_t nospans, ocap;
-	int64_t *open;
+	struct an_open *open;
 	size_t nopen, open_cap;
+	struct an_open *anon;
+	size_t nanon, anon_cap;
+	bool ids;
 	unsigned int snap_active;
 	int64_t snap_active_t;
 	bool seen_event;
@@ -495,6 +522,11 @@ struct an_timeline {
 	uint64_t lost_lines;		/* how many "lost" records */
 	int64_t lost_first_t;		/* the first one's time */
 	int64_t lost_since;		/* the last one's, this boot, or -1 */
+	uint64_t lost_epoch;		/* "lost" records so far */
+	struct an_object *obj;		/* objects by id, this boot: open */
+	size_t nobj, obj_cap;		/* addressing, obj_cap a power of 2 */
+	uint64_t id_records;		/* block/unblock records with an id */
+	uint64_t anon_records;		/* and without one */
 	struct an_skipped skipped[16];
 	size_t nskipped;
 	uint64_t skipped_other;		/* types beyond the table */

@@ -226,9 +226,12 @@ int an_findings_collect(struct an_findings *fd, const struct an_timeline *tl,
 		ret = add(fd, R_LOST, NULL, tl->lost_first_t, "%" PRIu64
 			  " record(s) of the event log lost, in %" PRIu64
 			  " place(s), the first at %.3f s: the blockers' states "
-			  "are taken again from the next stats snapshot",
+			  "are taken again from the next stats snapshot%s",
 			  tl->lost_records, tl->lost_lines,
-			  secs(an_sat_sub(tl->lost_first_t, tl->start)));
+			  secs(an_sat_sub(tl->lost_first_t, tl->start)),
+			  tl->anon_records ? " (counted per name: without "
+			  "object ids, which object of a name ended is a guess)" :
+			  "");
 	if (!ret)
 		ret = clock(fd, tl, wk);
 	for (size_t i = 0; i < tl->nb && !ret; i++) {

@@ -274,6 +274,9 @@ static jobj *capture(const struct sbrig_analysis *a)
 	put(c, "events", ji((int64_t)a->tl.events));
 	put(c, "unmapped_events", ji((int64_t)a->tl.unmapped));
 	put(c, "placed_events", ji((int64_t)a->tl.placed));
+	put(c, "object_ids", !a->tl.id_records && !a->tl.anon_records ? NULL :
+	    js(!a->tl.anon_records ? "all" : !a->tl.id_records ? "none" :
+	       "some"));
 	for (size_t i = 0; i < a->tl.nskipped; i++)
 		put(sk, a->tl.skipped[i].type, ji((int64_t)a->tl.skipped[i].n));
 	if (a->tl.skipped_other)

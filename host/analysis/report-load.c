@@ -84,6 +84,7 @@ static const struct jfield f_capture[] = {
 	{ "events", J_INT, J_OPT, 0, NULL },
 	{ "unmapped_events", J_INT, J_OPT, 0, NULL },
 	{ "placed_events", J_INT, J_OPT, 0, NULL },
+	{ "object_ids", J_STR, J_OPT | J_NULL, 0, NULL },
 	{ "skipped_events", J_MAP, J_OPT, 0, an_je_int },
 	{ "provenance", J_MAP, J_OPT, 0, an_je_str_null },
 	{ "targets", J_ARR, J_OPT, 0, e_target },

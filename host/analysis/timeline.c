@@ -121,29 +121,125 @@ static int span_add(struct an_span **v, size_t *n, size_t *cap,
 	return 0;
 }
 
-/*
+/* ---- objects --------------------------------------------------------------
+ *
  * The module logs a block only when an object becomes active and an
- * unblock only when one becomes inactive, so a name's records count its
- * active objects: a block opens an object, an unblock closes one. An
- * unblock with none open closes an object that was active before the
- * log shows it (from the capture's start).
+ * unblock only when one becomes inactive. Objects of one name (every
+ * evdev client's blocker is "evdev") are told apart by the id their
+ * records carry (events.tsv obj, since issue 23): a record of an id opens
+ * or closes that object. Records without an id (a capture from before,
+ * an old agent) count a name's active objects instead: a block opens an
+ * object, an unblock closes the one opened last, so the name's activity
+ * is exact but which object ended is not. An unblock of an object that is
+ * not open closes one active before the log shows it: one opened without
+ * an id (the first snapshot's), else one active since the capture's
+ * start or since records were lost. Objects by id are found in a hash
+ * table (open addressing); ids count per boot.
  */
-static int block(struct an_timeline *tl, struct an_blocker *b, int64_t t)
+
+#define NO_SLOT SIZE_MAX
+
+static uint64_t id_hash(uint64_t id)
 {
-	int ret = an_grow((void **)&b->open, &b->open_cap, b->nopen + 1,
-			  sizeof(*b->open));
+	id ^= id >> 33;
+	id *= 0xff51afd7ed558ccdULL;
+	return id ^ (id >> 33);
+}
+
+static struct an_object *obj_find(struct an_timeline *tl, uint64_t id)
+{
+	size_t k;
+
+	if (!tl->obj_cap)
+		return NULL;
+	for (k = id_hash(id) & (tl->obj_cap - 1); tl->obj[k].id;
+	     k = (k + 1) & (tl->obj_cap - 1))
+		if (tl->obj[k].id == id)
+			return &tl->obj[k];
+	return NULL;
+}
+
+static size_t obj_free_slot(const struct an_object *h, size_t cap,
+			    uint64_t id)
+{
+	size_t k = id_hash(id) & (cap - 1);
+
+	while (h[k].id)
+		k = (k + 1) & (cap - 1);
+	return k;
+}
+
+/* The object @id, added (inactive, of blocker @bi) if new; NULL: ENOMEM. */
+static struct an_object *obj_get(struct an_timeline *tl, uint64_t id,
+				 size_t bi)
+{
+	struct an_object *o = obj_find(tl, id), *h;
+	size_t cap, k;
+
+	if (o)
+		return o;
+	if ((tl->nobj + 1) * 2 > tl->obj_cap) {
+		cap = tl->obj_cap ? tl->obj_cap * 2 : 64;
+		h = calloc(cap, sizeof(*h));
+		if (!h)
+			return NULL;
+		for (size_t i = 0; i < tl->obj_cap; i++)
+			if (tl->obj[i].id)
+				h[obj_free_slot(h, cap, tl->obj[i].id)] =
+					tl->obj[i];
+		free(tl->obj);
+		tl->obj = h;
+		tl->obj_cap = cap;
+	}
+	k = obj_free_slot(tl->obj, tl->obj_cap, id);
+	tl->obj[k] = (struct an_object){ id, bi, NO_SLOT };
+	tl->nobj++;
+	return &tl->obj[k];
+}
+
+/*
+ * A new boot: the module numbers its objects from 1 again. The table is
+ * given back (not cleared), so that many short boots after a large one
+ * cost what they hold.
+ */
+static void obj_reset(struct an_timeline *tl)
+{
+	free(tl->obj);
+	tl->obj = NULL;
+	tl->obj_cap = 0;
+	tl->nobj = 0;
+}
+
+static int open_push(struct an_open **v, size_t *n, size_t *cap, int64_t t,
+		     uint64_t id, uint64_t epoch)
+{
+	int ret = an_grow((void **)v, cap, *n + 1, sizeof(**v));
 
 	if (!ret)
-		b->open[b->nopen++] = t;
+		(*v)[(*n)++] = (struct an_open){ t, id, epoch };
 	return ret;
 }
 
-/* An object ends at @t: its span, clipped (kept if within the capture). */
-static int unblock(struct an_timeline *tl, struct an_blocker *b, int64_t t)
+/* Object @i of @b's open ones is no longer active: when it began. */
+static int64_t open_take(struct an_timeline *tl, struct an_blocker *b,
+			 size_t i)
 {
-	/* none open: active since the start, or since records were lost */
-	int64_t s = b->nopen ? b->open[--b->nopen] :
-		tl->lost_since > tl->start ? tl->lost_since : tl->start;
+	struct an_open gone = b->open[i];
+	struct an_object *o;
+
+	b->open[i] = b->open[--b->nopen];
+	if (i < b->nopen && (o = obj_find(tl, b->open[i].id)))
+		o->slot = i;
+	o = obj_find(tl, gone.id);
+	if (o)
+		o->slot = NO_SLOT;
+	return gone.t;
+}
+
+/* An object began at @s, ends at @t: its span, clipped (kept if within the capture). */
+static int span_end(struct an_timeline *tl, struct an_blocker *b, int64_t s,
+		    int64_t t)
+{
 	int ret;
 
 	s = clip(s, tl->start, tl->end);
@@ -155,6 +251,78 @@ static int unblock(struct an_timeline *tl, struct an_blocker *b, int64_t t)
 	if (!ret)
 		b->ospans[b->nospans++] = (struct an_span){ s, t };
 	return ret;
+}
+
+/* Since when an object not seen active was: the start, or the last lost. */
+static int64_t unseen_since(const struct an_timeline *tl)
+{
+	return tl->lost_since > tl->start ? tl->lost_since : tl->start;
+}
+
+/* An object of @b without an id is active from @t. */
+static int block(struct an_timeline *tl, struct an_blocker *b, int64_t t)
+{
+	return open_push(&b->anon, &b->nanon, &b->anon_cap, t, 0,
+			 tl->lost_epoch);
+}
+
+/* An object of @b without an id ends at @t: the one opened last. */
+static int unblock(struct an_timeline *tl, struct an_blocker *b, int64_t t)
+{
+	int64_t s = b->nanon ? b->anon[--b->nanon].t :
+		b->nopen ? open_take(tl, b, b->nopen - 1) : unseen_since(tl);
+
+	return span_end(tl, b, s, t);
+}
+
+/* A block record of @b's object @id at @t. */
+static int block_id(struct an_timeline *tl, struct an_blocker *b, int64_t t,
+		    uint64_t id)
+{
+	size_t bi = (size_t)(b - tl->b);
+	struct an_object *o = obj_get(tl, id, bi);
+	struct an_blocker *ob;
+	int ret;
+
+	if (!o)
+		return -ENOMEM;
+	if (o->slot != NO_SLOT) {
+		ob = &tl->b[o->b];
+		if (ob == b && b->open[o->slot].epoch == tl->lost_epoch)
+			return 0;	/* a repeat: still active */
+		/*
+		 * Of this name, with records lost since it was last seen:
+		 * its unblock was among them, so that activation ended at
+		 * the lost record. Of another name: the module was reloaded
+		 * and numbers from 1 again; that object's end is not known.
+		 */
+		ret = span_end(tl, ob, open_take(tl, ob, o->slot),
+			       ob == b ? unseen_since(tl) : t);
+		if (ret)
+			return ret;
+	}
+	o->b = bi;
+	o->slot = b->nopen;
+	return open_push(&b->open, &b->nopen, &b->open_cap, t, id,
+			 tl->lost_epoch);
+}
+
+/* An unblock record of @b's object @id at @t. */
+static int unblock_id(struct an_timeline *tl, struct an_blocker *b,
+		      int64_t t, uint64_t id)
+{
+	struct an_object *o = obj_get(tl, id, (size_t)(b - tl->b));
+	int64_t s;
+
+	if (!o)
+		return -ENOMEM;
+	if (o->slot != NO_SLOT && &tl->b[o->b] == b)
+		s = open_take(tl, b, o->slot);
+	else if (b->nanon)	/* one the first snapshot showed active */
+		s = b->anon[--b->nanon].t;
+	else
+		s = unseen_since(tl);
+	return span_end(tl, b, s, t);
 }
 
 /* The objects the first snapshot showed active, from the capture's start. */
@@ -396,7 +564,7 @@ static int close_all(struct an_timeline *tl, struct an_blocker *b, int64_t t)
 {
 	int ret = snap_open(tl, b);
 
-	while (b->nopen && !ret)
+	while ((b->nanon || b->nopen) && !ret)
 		ret = unblock(tl, b, t);
 	return ret;
 }
@@ -623,6 +791,13 @@ static unsigned int snap_active(const struct an_blocker *b, unsigned int snap)
  * at @lost_t, those they activated begin there (no phantom leak for an
  * unblock that was lost). Wakeup sources have no statistics: their
  * records tell, as before.
+ *
+ * The snapshot gives a count per name. With ids, an object a record has
+ * shown active since the loss is active, and the snapshot's count says
+ * how many of the others (active before the loss, no record since: their
+ * state unknown) still are; the rest end at @lost_t. Without ids the
+ * name's count of open objects is set to the snapshot's, closing the
+ * objects opened last (which of a name's objects ended is not known).
  */
 static int resync(struct an_timeline *tl, unsigned int snap, int64_t lost_t)
 {
@@ -630,15 +805,39 @@ static int resync(struct an_timeline *tl, unsigned int snap, int64_t lost_t)
 
 	for (size_t i = 0; i < tl->nb && !ret; i++) {
 		struct an_blocker *b = &tl->b[i];
-		unsigned int want;
+		size_t want, known = 0, stale, need;
 
 		if (b->kind == AN_KIND_WAKEUP_SOURCE)
 			continue;
 		want = snap_active(b, snap);
 		ret = snap_open(tl, b);
-		while (!ret && b->nopen > want)
-			ret = unblock(tl, b, lost_t);
-		while (!ret && b->nopen < want)
+		if (!b->ids) {
+			while (!ret && b->nanon > want)
+				ret = unblock(tl, b, lost_t);
+			while (!ret && b->nanon < want)
+				ret = block(tl, b, lost_t);
+			continue;
+		}
+		for (size_t j = 0; j < b->nopen; j++)
+			known += b->open[j].epoch == tl->lost_epoch;
+		for (size_t j = 0; j < b->nanon; j++)
+			known += b->anon[j].epoch == tl->lost_epoch;
+		stale = b->nopen + b->nanon - known;
+		need = want > known ? want - known : 0;
+		for (size_t j = b->nanon; !ret && stale > need && j--;) {
+			if (b->anon[j].epoch == tl->lost_epoch)
+				continue;
+			ret = span_end(tl, b, b->anon[j].t, lost_t);
+			b->anon[j] = b->anon[--b->nanon];
+			stale--;
+		}
+		for (size_t j = b->nopen; !ret && stale > need && j--;) {
+			if (b->open[j].epoch == tl->lost_epoch)
+				continue;
+			ret = span_end(tl, b, open_take(tl, b, j), lost_t);
+			stale--;
+		}
+		for (; !ret && stale < need; stale++)
 			ret = block(tl, b, lost_t);
 	}
 	return ret;
@@ -651,15 +850,19 @@ static int boot_change(struct an_timeline *tl, struct state *st, int64_t t)
 
 	for (size_t i = 0; i < tl->nb && !ret; i++)
 		ret = close_all(tl, &tl->b[i], t);
+	obj_reset(tl);
 	st->seen_platform = false;
 	tl->lost_since = -1;
 	tl->boots++;
 	return ret;
 }
 
-/* A block/unblock or ws_activate/ws_relax record of @name at @t. */
+/*
+ * A block/unblock (of object @id, 0: not known) or ws_activate/ws_relax
+ * record of @name at @t.
+ */
 static int object_event(struct an_timeline *tl, bool ws, const char *name,
-			bool on, int64_t t)
+			bool on, int64_t t, uint64_t id)
 {
 	struct an_blocker *b = blocker_get(tl, ws, name);
 	int ret = 0;
@@ -673,9 +876,13 @@ static int object_event(struct an_timeline *tl, bool ws, const char *name,
 			ret = snap_open(tl, b);
 	}
 	b->seen_event = true;
-	if (!ret)
-		ret = on ? block(tl, b, t) : unblock(tl, b, t);
-	return ret;
+	if (ret)
+		return ret;
+	if (id) {
+		b->ids = true;
+		return on ? block_id(tl, b, t, id) : unblock_id(tl, b, t, id);
+	}
+	return on ? block(tl, b, t) : unblock(tl, b, t);
 }
 
 int an_cmp_span(const void *a, const void *b)
@@ -787,15 +994,19 @@ static int events_pass(struct an_timeline *tl, struct sbrig_capread *cr,
 		}
 
 		if (!strcmp(ev.type, "block") || !strcmp(ev.type, "unblock")) {
+			if (ev.obj)
+				tl->id_records++;
+			else
+				tl->anon_records++;
 			ret = object_event(tl, false, ev.arg,
-					   ev.type[0] == 'b', t);
+					   ev.type[0] == 'b', t, ev.obj);
 			if (ev.type[0] == 'b')
 				snprintf(last_blocked, sizeof(last_blocked),
 					 "%s", ev.arg);
 		} else if (!strcmp(ev.type, "ws_activate") ||
 			   !strcmp(ev.type, "ws_relax")) {
 			ret = object_event(tl, true, ev.arg,
-					   ev.type[3] == 'a', t);
+					   ev.type[3] == 'a', t, 0);
 		} else if (!strcmp(ev.type, "enter")) {
 			if (st.susp_since < 0) {
 				st.susp_since = t;
@@ -838,6 +1049,7 @@ static int events_pass(struct an_timeline *tl, struct sbrig_capread *cr,
 			if (!tl->lost_lines++)
 				tl->lost_first_t = t;
 			tl->lost_since = t;
+			tl->lost_epoch++;	/* every object's state unknown */
 			lost_t = t;
 		} else if (strcmp(ev.type, "suspend") &&
 			   strcmp(ev.type, "policy")) {
@@ -863,7 +1075,7 @@ static int events_pass(struct an_timeline *tl, struct sbrig_capread *cr,
 	for (size_t i = 0; i < tl->nb && !ret; i++) {
 		struct an_blocker *b = &tl->b[i];
 
-		b->active_at_end = b->nopen || b->snap_active;
+		b->active_at_end = b->nopen || b->nanon || b->snap_active;
 		ret = close_all(tl, b, tl->end);
 		if (!ret)
 			ret = union_spans(b);
@@ -1105,11 +1317,13 @@ void an_timeline_free(struct an_timeline *tl)
 		free(tl->b[i].spans);
 		free(tl->b[i].ospans);
 		free(tl->b[i].open);
+		free(tl->b[i].anon);
 		free(tl->b[i].stats.win);
 		free(tl->b[i].stats.active);
 	}
 	free(tl->b);
 	free(tl->bhash);
+	free(tl->obj);
 	free(tl->susp);
 	free(tl->susp_unc);
 	free(tl->susp_edges);

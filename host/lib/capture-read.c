@@ -62,22 +62,27 @@ static const struct {
 	const char *counter;	/* its key in meta.ini [end] */
 	const char *header;
 	unsigned int ncols;
+	/* the header with columns appended since (capture-format.md) */
+	const char *header_ext;
+	unsigned int ncols_ext;
 } cr_files[SBRIG_CAPFILE_NR] = {
 	[SBRIG_CAPFILE_SAMPLES] = { "samples.tsv", "samples",
-		"t_ns\tcurrent_uA\tbus_uV\tshunt_nV\tpower_uW", 5 },
+		"t_ns\tcurrent_uA\tbus_uV\tshunt_nV\tpower_uW", 5, NULL, 0 },
 	[SBRIG_CAPFILE_GAPS] = { "gaps.tsv", "gaps",
-		"t_ns\tnext_t_ns\tmissing", 3 },
+		"t_ns\tnext_t_ns\tmissing", 3, NULL, 0 },
 	[SBRIG_CAPFILE_EDGES] = { "edges.tsv", "edges",
-		"t_ns\tline\tedge\tseqno", 4 },
+		"t_ns\tline\tedge\tseqno", 4, NULL, 0 },
 	[SBRIG_CAPFILE_STIMULI] = { "stimuli.tsv", "stimuli",
-		"t_ns\twhat\targ", 3 },
+		"t_ns\twhat\targ", 3, NULL, 0 },
 	[SBRIG_CAPFILE_EVENTS] = { "events.tsv", "events",
-		"host_t_ns\tuncert_ns\ttarget_t_ns\tboot_id\tseq\ttype\targ\tcut", 8 },
+		"host_t_ns\tuncert_ns\ttarget_t_ns\tboot_id\tseq\ttype\targ\tcut", 8,
+		"host_t_ns\tuncert_ns\ttarget_t_ns\tboot_id\tseq\ttype\targ\tcut"
+		"\tobj", 9 },
 	[SBRIG_CAPFILE_STATS] = { "stats.tsv", "stats",
 		"t_ns\tname\tcount\twake_count\tactive_since_ns\ttotal_time_ns\t"
-		"sleep_time_ns\tmax_time_ns\tlast_change_ns", 9 },
+		"sleep_time_ns\tmax_time_ns\tlast_change_ns", 9, NULL, 0 },
 	[SBRIG_CAPFILE_CLOCK] = { "clock.tsv", "clock",
-		"host_send_ns\thost_recv_ns\ttarget_ns\tretained", 4 },
+		"host_send_ns\thost_recv_ns\ttarget_ns\tretained", 4, NULL, 0 },
 };
 
 /**
@@ -90,6 +95,8 @@ static const struct {
  * @end: end of the bytes read
  * @at_eof: read() returned 0
  * @header_ok: the header line was read and checked
+ * @ncols: the columns of its rows: its header's (the base one, or the
+ *	one with the columns appended since)
  * @info: what the caller sees
  * @err: first error (sticky), 0 = none
  * @errmsg: its message
@@ -105,6 +112,7 @@ struct cr_file {
 	size_t start, end;
 	bool at_eof;
 	bool header_ok;
+	unsigned int ncols;
 	struct sbrig_capfile_info info;
 	int err;
 	char errmsg[512];
@@ -354,7 +362,8 @@ static int next_line(struct sbrig_capread *cr, enum sbrig_capfile id,
 static void column_name(enum sbrig_capfile id, unsigned int col, char *out,
 			size_t size)
 {
-	const char *h = cr_files[id].header, *tab;
+	const char *h = cr_files[id].header_ext ? cr_files[id].header_ext :
+			cr_files[id].header, *tab;
 	unsigned int i;
 
 	for (i = 0; i < col && (tab = strchr(h, '\t')); i++)
@@ -376,6 +385,11 @@ col_fail(struct sbrig_capread *cr, enum sbrig_capfile id, unsigned int col,
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	return file_fail(cr, id, "column %u (%s): %s", col + 1, name, msg);
+}
+
+static bool line_is(struct field line, const char *text)
+{
+	return line.n == strlen(text) && !memcmp(line.s, text, line.n);
 }
 
 /*
@@ -407,11 +421,18 @@ static int next_row(struct sbrig_capread *cr, enum sbrig_capfile id,
 			return file_fail(cr, id, "no header line (expected '%s')",
 					 cr_files[id].header);
 		}
-		if (line.n != strlen(cr_files[id].header) ||
-		    memcmp(line.s, cr_files[id].header, line.n))
+		if (line_is(line, cr_files[id].header)) {
+			f->ncols = cr_files[id].ncols;
+		} else if (cr_files[id].header_ext &&
+			   line_is(line, cr_files[id].header_ext)) {
+			f->ncols = cr_files[id].ncols_ext;
+		} else {
 			return file_fail(cr, id,
 					 "header: expected '%s' (format version 1)",
+					 cr_files[id].header_ext ?
+					 cr_files[id].header_ext :
 					 cr_files[id].header);
+		}
 		f->header_ok = true;
 	}
 	ret = next_line(cr, id, &line);
@@ -422,17 +443,17 @@ static int next_row(struct sbrig_capread *cr, enum sbrig_capfile id,
 	for (i = 0; i <= line.n; i++) {
 		if (i < line.n && line.s[i] != '\t')
 			continue;
-		if (n == cr_files[id].ncols)
+		if (n == f->ncols)
 			return file_fail(cr, id, "more than %u columns",
-					 cr_files[id].ncols);
+					 f->ncols);
 		cols[n].s = line.s + start;
 		cols[n].n = i - start;
 		n++;
 		start = i + 1;
 	}
-	if (n != cr_files[id].ncols)
+	if (n != f->ncols)
 		return file_fail(cr, id, "%u columns, expected %u", n,
-				 cr_files[id].ncols);
+				 f->ncols);
 	f->info.rows++;
 	return 1;
 }
@@ -985,7 +1006,8 @@ int sbrig_capread_next_event(struct sbrig_capread *cr, struct sbrig_event *ev)
 	    col_u64(cr, id, c, 4, &r.seq) ||
 	    col_text(cr, id, c, 5, r.type, sizeof(r.type)) ||
 	    col_text(cr, id, c, 6, r.arg, sizeof(r.arg)) ||
-	    col_word(cr, id, c, 7, "1", "0", &r.cut))
+	    col_word(cr, id, c, 7, "1", "0", &r.cut) ||
+	    (cr->files[id].ncols > 8 && col_u64(cr, id, c, 8, &r.obj)))
 		return cr->files[id].err;
 	*ev = r;
 	return 1;

@@ -90,8 +90,8 @@ static const struct {
 	[F_EDGES] = { "edges.tsv", "t_ns\tline\tedge\tseqno", "edges" },
 	[F_STIMULI] = { "stimuli.tsv", "t_ns\twhat\targ", "stimuli" },
 	[F_EVENTS] = { "events.tsv",
-		"host_t_ns\tuncert_ns\ttarget_t_ns\tboot_id\tseq\ttype\targ\tcut",
-		"events" },
+		"host_t_ns\tuncert_ns\ttarget_t_ns\tboot_id\tseq\ttype\targ\tcut"
+		"\tobj", "events" },
 	[F_STATS] = { "stats.tsv",
 		"t_ns\tname\tcount\twake_count\tactive_since_ns\ttotal_time_ns\t"
 		"sleep_time_ns\tmax_time_ns\tlast_change_ns", "stats" },
@@ -907,9 +907,9 @@ int sbrig_capture_add_event(struct sbrig_capture *cap,
 	snprintf(t, sizeof(t), "%.*s", (int)sizeof(ev->type) - 1, ev->type);
 	snprintf(a, sizeof(a), "%.*s", (int)sizeof(ev->arg) - 1, ev->arg);
 	return add_row(cap, F_EVENTS, "%" PRId64 "\t%" PRId64 "\t%" PRId64
-		       "\t%s\t%" PRIu64 "\t%s\t%s\t%d", ev->host_t_ns,
+		       "\t%s\t%" PRIu64 "\t%s\t%s\t%d\t%" PRIu64, ev->host_t_ns,
 		       ev->uncert_ns, ev->target_t_ns, ESC(boot, b), ev->seq,
-		       ESC(type, t), ESC(arg, a), ev->cut ? 1 : 0);
+		       ESC(type, t), ESC(arg, a), ev->cut ? 1 : 0, ev->obj);
 }
 
 int sbrig_capture_add_stats(struct sbrig_capture *cap, int64_t t_ns,

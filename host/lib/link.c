@@ -347,7 +347,7 @@ static void send_hello(struct sbrig_link *l, int64_t now)
 {
 	struct sbrig_proto_msg m = { .type = SBRIG_PROTO_H_HELLO };
 
-	m.hhello.proto = SBRIG_PROTO_VERSION;
+	m.hhello.proto = SBRIG_PROTO_REVISION;
 	snprintf(m.hhello.boot_id, sizeof(m.hhello.boot_id), "%s",
 		 l->st.boot_id);
 	m.hhello.next_seq = l->st.next_seq;
@@ -664,6 +664,7 @@ static void handle_ev(struct sbrig_link *l, const struct sbrig_proto_msg *p,
 	snprintf(e->type, sizeof(e->type), "%s", p->ev.type);
 	snprintf(e->arg, sizeof(e->arg), "%s", p->ev.arg);
 	e->cut = p->ev.cut;
+	e->obj = p->ev.obj;
 	if (clock_settling(l, now) || sbrig_clock_to_host(l->clock, e->target_t_ns, &e->host_t_ns,
 				&e->uncert_ns)) {
 		e->host_t_ns = 0;

@@ -214,6 +214,8 @@ int sbrig_proto_encode(const struct sbrig_proto_msg *m, char *buf,
 			w_str(&w, m->ev.arg);
 			if (m->ev.cut)
 				w_printf(&w, "+");
+			if (m->ev.obj)
+				w_printf(&w, " %" PRIu64, m->ev.obj);
 		} else {
 			/* raw text: printable, no quote at its start */
 			w_printf(&w, " ");
@@ -446,6 +448,11 @@ static int decode_ev(struct rbuf *r, struct sbrig_proto_msg *m)
 		m->ev.cut = true;
 		r->p++;
 	}
+	/* revision 2: the blocker's object id, a number from 1 */
+	if (r->p < r->end && *r->p != ' ')
+		return -1;
+	if (r_done(r) && (r_u64(r, &m->ev.obj) || !m->ev.obj))
+		return -1;
 	return r_done(r);
 }
 

@@ -508,11 +508,11 @@ struct events_out {
 
 static const char *const event_keys[] = {
 	"host_t_ns", "uncert_ns", "target_t_ns", "boot_id", "seq", "type",
-	"arg", "cut",
+	"arg", "cut", "obj",
 };
 
 #define N_EV_KEYS (sizeof(event_keys) / sizeof(event_keys[0]))
-enum { E_HOST, E_UNCERT, E_TARGET, E_BOOT, E_SEQ, E_TYPE, E_ARG, E_CUT };
+enum { E_HOST, E_UNCERT, E_TARGET, E_BOOT, E_SEQ, E_TYPE, E_ARG, E_CUT, E_OBJ };
 
 static void event_line(const char *text, void *ctx)
 {
@@ -550,9 +550,11 @@ static void event_line(const char *text, void *ctx)
 	t = atoll(v[E_TARGET]);
 	/* blocker names quoted as in the module's log */
 	if (!strcmp(v[E_TYPE], "block") || !strcmp(v[E_TYPE], "unblock"))
-		printf("%10s %10lld.%09lld  %-7s \"%s\"%s\n", v[E_SEQ],
+		printf("%10s %10lld.%09lld  %-7s \"%s\"%s%s%s\n", v[E_SEQ],
 		       t / 1000000000, t % 1000000000, v[E_TYPE], v[E_ARG],
-		       !strcmp(v[E_CUT], "1") ? "+" : "");
+		       !strcmp(v[E_CUT], "1") ? "+" : "",
+		       v[E_OBJ][0] && strcmp(v[E_OBJ], "0") ? " #" : "",
+		       strcmp(v[E_OBJ], "0") ? v[E_OBJ] : "");
 	else
 		printf("%10s %10lld.%09lld  %-7s %s\n", v[E_SEQ],
 		       t / 1000000000, t % 1000000000, v[E_TYPE], v[E_ARG]);

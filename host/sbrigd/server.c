@@ -1255,7 +1255,7 @@ static void target_blockers(struct client *c, int argc, char **argv)
 	target_agent(c, "blockers", "", "stats", timeout_ns);
 }
 
-/* "data event seq=N ... arg=A cut=0" */
+/* "data event seq=N ... arg=A cut=0 obj=N" */
 static void send_event(struct client *c, const struct sbrig_event *ev)
 {
 	struct line l = { .len = 0 };
@@ -1269,6 +1269,7 @@ static void send_event(struct client *c, const struct sbrig_event *ev)
 	line_kv(&l, "type", ev->type);
 	line_kv(&l, "arg", ev->arg);
 	line_kvf(&l, "cut", "%d", ev->cut ? 1 : 0);
+	line_kvf(&l, "obj", "%" PRIu64, ev->obj);
 	client_send(c, &l);
 }
 

@@ -349,6 +349,75 @@ static void blocker_active_at_start_and_leak(void **state)
 	sbrig_analysis_free(a);
 }
 
+/* ---- objects by id ----------------------------------------------------- */
+
+static void add_obj_event(struct sbrig_capture *cap, uint64_t seq, int64_t t,
+			  const char *type, const char *arg, uint64_t obj)
+{
+	struct sbrig_event ev = { .host_t_ns = t, .uncert_ns = 0,
+				  .target_t_ns = t, .seq = seq, .obj = obj };
+
+	snprintf(ev.boot_id, sizeof(ev.boot_id), "boot-1");
+	snprintf(ev.type, sizeof(ev.type), "%s", type);
+	snprintf(ev.arg, sizeof(ev.arg), "%s", arg);
+	assert_int_equal(sbrig_capture_add_event(cap, &ev), 0);
+}
+
+/*
+ * Objects told apart by id: two "evdev" objects interleaved (the first
+ * unblock ends the first one only); an object blocked again after a lost
+ * record (its unblock was lost: that activation ended at the record); an
+ * id reused by another name (a reloaded module): the first object ends.
+ */
+static void objects_by_id(void **state)
+{
+	struct sbrig_blocker_stats st = { .name = "main" };
+	struct sbrig_capture *cap;
+	struct sbrig_analysis *a;
+	const struct an_blocker *b;
+	char dir[4096];
+
+	cap_dir(dir, sizeof(dir), "objects");
+	cap = sbrig_capture_new(dir, &prov);
+	assert_non_null(cap);
+	assert_int_equal(sbrig_capture_add_stats(cap, T0, &st), 0);
+	add_samples(cap, 20 * S, MS, flat);
+	add_obj_event(cap, 0, T0 + 1 * S, "block", "evdev", 7);
+	add_obj_event(cap, 1, T0 + 2 * S, "block", "evdev", 9);
+	add_obj_event(cap, 2, T0 + 3 * S, "unblock", "evdev", 7);
+	add_obj_event(cap, 3, T0 + 4 * S, "unblock", "evdev", 9);
+	/* sync: active 5-6 s, its unblock lost; "lost 1" at 7 s; blocked
+	 * again at 8 s, unblocked at 9 s */
+	add_obj_event(cap, 4, T0 + 5 * S, "block", "sync", 11);
+	add_obj_event(cap, 6, T0 + 7 * S, "lost", "1", 0);
+	add_obj_event(cap, 6, T0 + 7 * S, "block", "other", 12);
+	add_obj_event(cap, 7, T0 + 7 * S + 500 * MS, "unblock", "other", 12);
+	add_obj_event(cap, 8, T0 + 8 * S, "block", "sync", 11);
+	add_obj_event(cap, 9, T0 + 9 * S, "unblock", "sync", 11);
+	/* id 13: "old" from 10 s; from 12 s the id is "new"'s */
+	add_obj_event(cap, 10, T0 + 10 * S, "block", "old", 13);
+	add_obj_event(cap, 11, T0 + 12 * S, "block", "new", 13);
+	add_obj_event(cap, 12, T0 + 13 * S, "unblock", "new", 13);
+	assert_int_equal(sbrig_capture_close(cap, "complete"), 0);
+	a = sbrig_analysis_run(dir, NULL);
+	if (!a)
+		fail_msg("%s", sbrig_errmsg());
+	b = blocker(a, "evdev");
+	assert_int_equal(b->activations, 2);
+	assert_int_equal(b->active_ns, 3 * S);		/* 1-4 s */
+	assert_int_equal(b->max_active_ns, 3 * S);
+	b = blocker(a, "sync");
+	assert_int_equal(b->activations, 2);
+	assert_int_equal(b->active_ns, 2 * S + 1 * S);	/* 5-7 s, 8-9 s */
+	assert_int_equal(b->nspans, 2);
+	assert_int_equal(blocker(a, "old")->active_ns, 2 * S);
+	assert_false(blocker(a, "old")->active_at_end);
+	assert_int_equal(blocker(a, "new")->active_ns, 1 * S);
+	assert_int_equal(a->tl.id_records, 12);
+	assert_int_equal(a->tl.anon_records, 0);
+	sbrig_analysis_free(a);
+}
+
 /* ---- the clock -------------------------------------------------------- */
 
 static void events_remapped_with_the_whole_clock(void **state)
@@ -787,6 +856,7 @@ int main(void)
 		cmocka_unit_test(gaps_are_not_bridged),
 		cmocka_unit_test(equal_split_exclusive_and_baseline),
 		cmocka_unit_test(blocker_active_at_start_and_leak),
+		cmocka_unit_test(objects_by_id),
 		cmocka_unit_test(events_remapped_with_the_whole_clock),
 		cmocka_unit_test(clock_fit_leaves_outliers_out),
 		cmocka_unit_test(clock_jump_confirmed_spike_not),

@@ -92,7 +92,8 @@ static void files_headers_and_rows(void **state)
 	struct sbrig_event ev = { .host_t_ns = 4000, .uncert_ns = 150,
 				  .target_t_ns = 5012345678, .seq = 1,
 				  .boot_id = "b-1", .type = "block",
-				  .arg = "tab\there\nnl\\bs\x01", .cut = true };
+				  .arg = "tab\there\nnl\\bs\x01", .cut = true,
+				  .obj = 18446744073709551615ULL };
 	struct sbrig_blocker_stats row = { .name = "rig agent", .count = 5,
 		.wake_count = 0, .active_since_ns = 0, .total_time_ns = 7000,
 		.sleep_time_ns = 0, .max_time_ns = 2500,
@@ -129,8 +130,9 @@ static void files_headers_and_rows(void **state)
 	free(t);
 	t = slurp(dir, "events.tsv");
 	assert_string_equal(t,
-		"host_t_ns\tuncert_ns\ttarget_t_ns\tboot_id\tseq\ttype\targ\tcut\n"
-		"4000\t150\t5012345678\tb-1\t1\tblock\ttab\\there\\nnl\\\\bs\\x01\t1\n");
+		"host_t_ns\tuncert_ns\ttarget_t_ns\tboot_id\tseq\ttype\targ\tcut\tobj\n"
+		"4000\t150\t5012345678\tb-1\t1\tblock\ttab\\there\\nnl\\\\bs\\x01\t1"
+		"\t18446744073709551615\n");
 	free(t);
 	t = slurp(dir, "stats.tsv");
 	assert_string_equal(t,
@@ -434,7 +436,7 @@ static void samples_bin_layout(void **state)
 	assert_int_equal(access(path, F_OK), -1);
 	t = slurp(dir, "events.tsv");
 	assert_string_equal(t, "host_t_ns\tuncert_ns\ttarget_t_ns\tboot_id\tseq"
-			       "\ttype\targ\tcut\n0\t0\t0\t\t0\tblock\tx\t0\n");
+			       "\ttype\targ\tcut\tobj\n0\t0\t0\t\t0\tblock\tx\t0\t0\n");
 	free(t);
 	t = slurp(dir, "meta.ini");
 	assert_non_null(strstr(t, "[capture]\nformat = sbrig-capture\nversion = 2\n"));

@@ -121,6 +121,7 @@ static void round_trip(unsigned int version)
 	strcpy(ev.boot_id, "b-1");
 	strcpy(ev.type, "block");
 	strcpy(ev.arg, "tab\there\nnl\\bs\x01");
+	ev.obj = 41;
 	memset(row.name, 'n', sizeof(row.name) - 1);	/* the longest name */
 	snprintf(dir, sizeof(dir), "%s/rt-v%u", tmpdir(), version);
 	cap = new_cap(dir, version);
@@ -200,6 +201,7 @@ static void round_trip(unsigned int version)
 	assert_string_equal(rev.type, "block");
 	assert_string_equal(rev.arg, ev.arg);
 	assert_true(rev.cut);
+	assert_true(rev.obj == 41);
 	assert_int_equal(sbrig_capread_next_event(cr, &rev), 0);
 	assert_int_equal(sbrig_capread_next_stats(cr, &t, &rrow), 1);
 	assert_int_equal(t, 4500);
@@ -285,6 +287,8 @@ static void cut_last_line_and_killed_writer(void **state)
 #define META "[capture]\nformat = sbrig-capture\nversion = 1\n\n[provenance]\nrig_name = x\n"
 #define H_SAMPLES "t_ns\tcurrent_uA\tbus_uV\tshunt_nV\tpower_uW\n"
 #define H_EVENTS "host_t_ns\tuncert_ns\ttarget_t_ns\tboot_id\tseq\ttype\targ\tcut\n"
+/* since issue 23: the blocker object's id appended */
+#define H_EVENTS_OBJ "host_t_ns\tuncert_ns\ttarget_t_ns\tboot_id\tseq\ttype\targ\tcut\tobj\n"
 #define H_EDGES "t_ns\tline\tedge\tseqno\n"
 #define H_STATS "t_ns\tname\tcount\twake_count\tactive_since_ns\ttotal_time_ns\tsleep_time_ns\tmax_time_ns\tlast_change_ns\n"
 
@@ -343,6 +347,15 @@ static const struct hostile hostile[] = {
 	  "events.tsv:2: column 5 (seq): '-4': not an unsigned 64-bit integer", 0 },
 	{ "events.tsv", H_EVENTS "1\t2\t3\tb\t4\tblockblockblock\tx\t0\n", EINVAL,
 	  "events.tsv:2: column 6 (type): longer than 11 bytes", 0 },
+	{ "events.tsv", H_EVENTS_OBJ "1\t2\t3\tb\t4\tblock\tx\t0\t-1\n", EINVAL,
+	  "events.tsv:2: column 9 (obj): '-1': not an unsigned 64-bit integer", 0 },
+	{ "events.tsv", H_EVENTS_OBJ "1\t2\t3\tb\t4\tblock\tx\t0\n", EINVAL,
+	  "events.tsv:2: 8 columns, expected 9", 0 },
+	{ "events.tsv", H_EVENTS "1\t2\t3\tb\t4\tblock\tx\t0\t7\n", EINVAL,
+	  "events.tsv:2: more than 8 columns", 0 },
+	{ "events.tsv", "host_t_ns\tuncert_ns\ttarget_t_ns\tboot_id\tseq\ttype\targ\tcut\tobj\tx\n",
+	  EINVAL, "events.tsv:1: header: expected 'host_t_ns\tuncert_ns\ttarget_t_ns"
+	  "\tboot_id\tseq\ttype\targ\tcut\tobj'", 0 },
 	{ "edges.tsv", H_EDGES "1\tmarker\tup\t0\n", EINVAL,
 	  "edges.tsv:2: column 3 (edge): 'up': expected rising or falling", 0 },
 	{ "meta.ini", "[capture]\nversion = 1\n", EINVAL,
@@ -418,6 +431,36 @@ static void hostile_files_name_file_line_and_column(void **state)
 			assert_int_equal(sbrig_capread_next_sample(cr, &s), ret);
 		sbrig_capread_close(cr);
 	}
+}
+
+/* A capture from before issue 23 (no obj column) reads with obj 0. */
+static void events_without_the_obj_column(void **state)
+{
+	struct sbrig_capread *cr;
+	struct sbrig_event ev;
+	char dir[PATH_MAX];
+
+	snprintf(dir, sizeof(dir), "%s/events-old", tmpdir());
+	mkdir(dir, 0755);
+	write_file(dir, "meta.ini", META, strlen(META));
+	write_file(dir, "events.tsv", H_EVENTS "1\t2\t3\tb\t4\tblock\tevdev\t0\n",
+		   strlen(H_EVENTS) + 24);
+	cr = sbrig_capread_open(dir);
+	assert_non_null(cr);
+	memset(&ev, 0xff, sizeof(ev));
+	assert_int_equal(sbrig_capread_next_event(cr, &ev), 1);
+	assert_string_equal(ev.arg, "evdev");
+	assert_true(ev.obj == 0 && !ev.cut && ev.seq == 4);
+	assert_int_equal(sbrig_capread_next_event(cr, &ev), 0);
+	sbrig_capread_close(cr);
+	/* and with it */
+	write_file(dir, "events.tsv", H_EVENTS_OBJ "1\t2\t3\tb\t4\tblock\tevdev\t0\t9\n",
+		   strlen(H_EVENTS_OBJ) + 26);
+	cr = sbrig_capread_open(dir);
+	assert_non_null(cr);
+	assert_int_equal(sbrig_capread_next_event(cr, &ev), 1);
+	assert_true(ev.obj == 9 && ev.seq == 4);
+	sbrig_capread_close(cr);
 }
 
 static void missing_files_and_long_lines(void **state)
@@ -942,6 +985,7 @@ int main(void)
 		cmocka_unit_test(round_trip_v2),
 		cmocka_unit_test(cut_last_line_and_killed_writer),
 		cmocka_unit_test(hostile_files_name_file_line_and_column),
+		cmocka_unit_test(events_without_the_obj_column),
 		cmocka_unit_test(missing_files_and_long_lines),
 		cmocka_unit_test(many_samples_stream),
 		cmocka_unit_test(batches_and_single_reads),

@@ -102,6 +102,19 @@ static void roundtrip_all_types(void **state)
 	assert_true(o.ev.seq == 18446744073709551615ULL);
 	assert_string_equal(o.ev.arg, "rig agent with spaces");
 	assert_true(o.ev.quoted && o.ev.cut);
+	assert_true(o.ev.obj == 0);	/* none sent: none read */
+
+	/* revision 2: the blocker's object id after the name */
+	m.ev.obj = 18446744073709551615ULL;
+	o = roundtrip(&m, true);
+	assert_true(o.ev.obj == 18446744073709551615ULL);
+	assert_string_equal(o.ev.arg, "rig agent with spaces");
+	assert_true(o.ev.quoted && o.ev.cut);
+	m.ev.cut = false;
+	m.ev.obj = 7;
+	o = roundtrip(&m, true);
+	assert_true(o.ev.obj == 7 && !o.ev.cut);
+	m.ev.obj = 0;
 
 	m.ev.quoted = false;
 	m.ev.cut = false;
@@ -288,6 +301,46 @@ static void bad_string_bytes_rejected(void **state)
 	assert_int_equal(decode_str(buf, true, &m, NULL), SBRIG_PROTO_EBAD);
 }
 
+/* Decode @body (CRC added) as a target frame. */
+static int decode_body_str(const char *body, struct sbrig_proto_msg *m)
+{
+	char buf[256];
+
+	snprintf(buf, sizeof(buf), "%s*%08x", body,
+		 sbrig_proto_crc32(0, body, strlen(body)));
+	return decode_str(buf, true, m, NULL);
+}
+
+static void ev_object_id(void **state)
+{
+	struct sbrig_proto_msg m;
+
+	/* revision 1: no id */
+	assert_int_equal(decode_body_str("@sb1 EV 3 9 block \"evdev\" ", &m), 1);
+	assert_true(m.ev.obj == 0 && !m.ev.cut);
+	assert_string_equal(m.ev.arg, "evdev");
+	/* revision 2: after the name, and after a cut name's '+' */
+	assert_int_equal(decode_body_str("@sb1 EV 3 9 unblock \"evdev\" 42 ", &m), 1);
+	assert_true(m.ev.obj == 42 && !m.ev.cut);
+	assert_int_equal(decode_body_str("@sb1 EV 3 9 block \"ev\"+ 5 ", &m), 1);
+	assert_true(m.ev.obj == 5 && m.ev.cut);
+	/* an id is a number from 1, one field, separated by a space */
+	assert_int_equal(decode_body_str("@sb1 EV 3 9 block \"evdev\" 0 ", &m),
+			 SBRIG_PROTO_EBAD);
+	assert_int_equal(decode_body_str("@sb1 EV 3 9 block \"evdev\" x ", &m),
+			 SBRIG_PROTO_EBAD);
+	assert_int_equal(decode_body_str("@sb1 EV 3 9 block \"evdev\"7 ", &m),
+			 SBRIG_PROTO_EBAD);
+	assert_int_equal(decode_body_str("@sb1 EV 3 9 block \"evdev\" 7 8 ", &m),
+			 SBRIG_PROTO_EBAD);
+	assert_int_equal(decode_body_str("@sb1 EV 3 9 block \"evdev\" -7 ", &m),
+			 SBRIG_PROTO_EBAD);
+	assert_int_equal(decode_body_str(
+		"@sb1 EV 3 9 block \"evdev\" 18446744073709551616 ", &m),
+		SBRIG_PROTO_EBAD);
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -295,6 +348,7 @@ int main(void)
 		cmocka_unit_test(crc_table_is_the_polynomials),
 		cmocka_unit_test(known_frame_bytes),
 		cmocka_unit_test(roundtrip_all_types),
+		cmocka_unit_test(ev_object_id),
 		cmocka_unit_test(tokens_with_quotes),
 		cmocka_unit_test(frame_after_kernel_message),
 		cmocka_unit_test(crc_mismatch_and_truncation),

@@ -79,7 +79,8 @@ static void print_msg(const struct sbrig_link_msg *m)
 		json_str(m->event.type);
 		printf(",\"arg\":");
 		json_str(m->event.arg);
-		printf(",\"cut\":%s}\n", m->event.cut ? "true" : "false");
+		printf(",\"cut\":%s,\"obj\":%" PRIu64 "}\n",
+		       m->event.cut ? "true" : "false", m->event.obj);
 		break;
 	case SBRIG_LINK_GAP:
 		printf("{\"type\":\"gap\",\"from_seq\":%" PRIu64 ",\"to_seq\":%"

@@ -82,6 +82,7 @@ struct ev_rec {
 	bool valid;
 	bool quoted;
 	bool cut;
+	uint64_t obj;		/* block/unblock: the blocker's id, 0: none */
 	char type[12];
 	char arg[80];
 };
@@ -126,6 +127,7 @@ static struct {
 	char *outq;
 	size_t out_len;
 	bool synced;		/* a host HELLO set send_pos */
+	unsigned int host_rev;	/* the host HELLO's proto: ids from 2 on */
 	uint64_t send_pos;
 	int64_t next_beat_ns;
 
@@ -336,7 +338,7 @@ static void send_hello(bool answer)
 	struct sbrig_proto_msg m = { .type = SBRIG_PROTO_T_HELLO };
 
 	read_identity();
-	m.hello.proto = SBRIG_PROTO_VERSION;
+	m.hello.proto = SBRIG_PROTO_REVISION;
 	snprintf(m.hello.boot_id, sizeof(m.hello.boot_id), "%s", g.boot_id);
 	snprintf(m.hello.agent, sizeof(m.hello.agent), "%s", AGENT_VERSION);
 	snprintf(m.hello.kernel, sizeof(m.hello.kernel), "%s", g.kernel);
@@ -367,7 +369,7 @@ static void ev_open(int64_t now)
 
 static void ev_line(char *line)
 {
-	char *f[4], *save = NULL, *arg, *q;
+	char *f[5], *save = NULL, *arg, *q;
 	struct ev_rec *r;
 	unsigned long long seq, n;
 	int i;
@@ -377,6 +379,8 @@ static void ev_line(char *line)
 		if (!f[i])
 			return;
 	}
+	/* block/unblock: the object id (a module from before it: none) */
+	f[4] = strtok_r(NULL, "\t", &save);
 	arg = f[3];
 	seq = strtoull(f[0], NULL, 10);
 	if (!strcmp(f[2], "lost")) {
@@ -401,6 +405,8 @@ static void ev_line(char *line)
 			*q = '\0';
 		}
 		snprintf(r->arg, sizeof(r->arg), "%s", arg + 1);
+		if (f[4])
+			r->obj = strtoull(f[4], NULL, 10);
 	} else {
 		snprintf(r->arg, sizeof(r->arg), "%s", arg);
 	}
@@ -458,6 +464,9 @@ static void stream(void)
 			snprintf(m.ev.arg, sizeof(m.ev.arg), "%s", r->arg);
 			m.ev.quoted = r->quoted;
 			m.ev.cut = r->cut;
+			/* only a host that announced revision 2 reads it */
+			if (g.host_rev >= 2)
+				m.ev.obj = r->obj;
 			if (!send_frame(&m))
 				return;
 			g.send_pos++;
@@ -935,6 +944,7 @@ static void handle_frame(const struct sbrig_proto_msg *m)
 	switch (m->type) {
 	case SBRIG_PROTO_H_HELLO:
 		read_identity();
+		g.host_rev = m->hhello.proto;
 		g.send_pos = !strcmp(m->hhello.boot_id, g.boot_id) ?
 			     m->hhello.next_seq : 0;
 		if (g.send_pos > g.head)

@@ -1062,12 +1062,15 @@ struct ev_reader {
 	bool bad;			/* a malformed line was seen */
 };
 
-/* "SEQ\tT_NS\tTYPE\tARG" -> "SEQ  SECONDS.NANOS  TYPE  ARG" */
+/*
+ * "SEQ\tT_NS\tTYPE\tARG[\tID]" -> "SEQ  SECONDS.NANOS  TYPE  ARG[ #ID]"
+ * (ID: a block/unblock's blocker object id)
+ */
 static void print_event(struct ev_reader *r, const struct sb_args *a,
 			char *line)
 {
 	unsigned long long seq;
-	char type[16], *arg;
+	char type[16], *arg, *id;
 	long long t;
 	int n = 0;
 
@@ -1083,8 +1086,11 @@ static void print_event(struct ev_reader *r, const struct sb_args *a,
 		return;
 	}
 	arg = line + n;
-	printf("%10llu %10lld.%09lld  %-7s %s\n", seq, t / 1000000000,
-	       t % 1000000000, type, arg);
+	id = strchr(arg, '\t');
+	if (id)
+		*id++ = '\0';
+	printf("%10llu %10lld.%09lld  %-7s %s%s%s\n", seq, t / 1000000000,
+	       t % 1000000000, type, arg, id ? " #" : "", id ? id : "");
 }
 
 /* Print the complete lines in the buffer; false once --count is reached. */

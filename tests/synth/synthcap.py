@@ -109,6 +109,7 @@ Mirrors report.json's field names (``capture``, ``energy``, ``blockers``,
 
 The library (:data:`SCENARIOS`, ``synthcap.py list``): basic, kitchen (all
 of it but a reboot), objects (same-named blockers, kernel wakeup sources),
+objects-lost (two same-named objects across a lost record, with ids),
 reboot, asleep (starts suspended), noclock, marker
 (the marker line wired, wrong online marker pairs in clock.tsv), latency
 (20 wakes), empty, killed, corrupt, corrupt-samples, bench (the 1 h
@@ -409,7 +410,10 @@ class Scenario:
     (not one asleep at the start) logs the kernel's ``suspend_resume``
     records as a 6.1 suspend-to-RAM does (:data:`PHASE_RECORDS`; its sleeps
     need ``injection_error_ns`` 0); ``dev_pm``: with them the slow device
-    callbacks of :data:`DEV_PM_RECORDS`. ``provenance``: meta.ini
+    callbacks of :data:`DEV_PM_RECORDS`. ``object_ids``: block/unblock
+    records carry their object's id (events.tsv's ``obj`` column, as a
+    capture since issue 23; without it the file has no such column, as one
+    written before). ``provenance``: meta.ini
     ``[provenance]`` values that replace the defaults (``git_sha``, the
     commit of a run; ``scenario_sha256``: repeated runs of one scenario
     file share it, where the default hashes the whole dataclass, seed and
@@ -446,6 +450,7 @@ class Scenario:
     killed: bool = False
     corrupt: Corrupt | None = None
     provenance: dict = field(default_factory=dict)
+    object_ids: bool = False
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
@@ -573,6 +578,7 @@ class _Event:
     target_t: int = 0
     host_t: int = 0        # the online host time written to events.tsv
     lost_at: int = 0       # lost: the time of the "lost" record saying so
+    obj: int = 0           # block/unblock: the Hold's obj (which object)
 
 
 # ---- the model ------------------------------------------------------------
@@ -775,9 +781,9 @@ class Model:
         sc = self.sc
         ev: list[_Event] = []
 
-        def add(t, type_, arg, boot=None, lost=False):
+        def add(t, type_, arg, boot=None, lost=False, obj=0):
             ev.append(_Event(t, self.boot_at(t) if boot is None else boot,
-                             type_, arg, len(ev), lost))
+                             type_, arg, len(ev), lost, obj=obj))
 
         for b in self.boots[1:]:
             add(b["first_event"], "policy", "opportunistic mem")
@@ -785,10 +791,11 @@ class Model:
             lost = not h["hold"].logged
             ws = h["hold"].kind == "wakeup_source"
             if not h["pre"]:
-                add(h["ps"], "ws_activate" if ws else "block", h["name"], lost=lost)
+                add(h["ps"], "ws_activate" if ws else "block", h["name"], lost=lost,
+                    obj=h["hold"].obj)
             if not h["open"]:
                 add(h["pe"], "ws_relax" if ws else "unblock", h["name"],
-                    lost=lost or h["hold"].lost_end)
+                    lost=lost or h["hold"].lost_end, obj=h["hold"].obj)
                 h["end_ev"] = ev[-1]
         for s in self.sl:
             st = s["sleep"]
@@ -1686,6 +1693,9 @@ class _Truth:
             "missing_samples": sum(g["missing"] for g in gaps),
             "events": len(m.events),
             "unmapped_events": 0 if sc.clock.enabled else len(m.events),
+            "object_ids": (("all" if sc.object_ids else "none")
+                           if any(e.type in ("block", "unblock") for e in m.events)
+                           else None),
             "skipped_events": skipped,
             "provenance": self.provenance(),
             "targets": self.targets(),
@@ -1990,10 +2000,11 @@ def _meta_ini(m: Model, counts: dict[str, int]) -> str:
 
 
 class _TsvWriter:
-    def __init__(self, path: Path, name: str, corrupt: Corrupt | None) -> None:
+    def __init__(self, path: Path, name: str, corrupt: Corrupt | None,
+                 extra: tuple = ()) -> None:
         self.f = open(path, "w", encoding="utf-8", newline="\n")
         self.name = name
-        self.cols = TSV_COLUMNS[name]
+        self.cols = TSV_COLUMNS[name] + extra     # columns appended since
         self.f.write("\t".join(self.cols) + "\n")
         self.rows = 0
         self.corrupt = corrupt if corrupt and corrupt.file == f"{name}.tsv" else None
@@ -2095,18 +2106,27 @@ def write_capture(m: Model, cap: Path) -> None:
     for t, what, arg in m.stim:
         w.row((t, what, arg))
     counts["stimuli"] = w.close()
-    w = _TsvWriter(cap / "events.tsv", "events", c)
+    w = _TsvWriter(cap / "events.tsv", "events", c,
+                   extra=("obj",) if sc.object_ids else ())
     unc = sc.clock.online_uncert_ns
     guessed = {s["enter"]: s["sleep"].enter_online_error_ns for s in getattr(m, "sl", [])
                if not s["pre"] and s["sleep"].enter_online_error_ns}
+    # the module numbers objects per boot from 1 (main and unknown_wakeups
+    # first), in the order they are initialised
+    ids: dict[tuple, int] = {}
     unseen = m._unseen() if hasattr(m, "sl") else []
     for e in m.events:
         err = guessed.get(e.t, 0) if e.type == "enter" else 0
+        row = (e.host_t + err, max(unc, abs(err)), e.target_t, m.boot_ids[e.boot],
+               e.seq, e.type, e.arg, 0)
         if any(a <= e.host_t <= b for a, b in unseen):
-            w.row((0, -1, e.target_t, m.boot_ids[e.boot], e.seq, e.type, e.arg, 0))
-            continue
-        w.row((e.host_t + err, max(unc, abs(err)), e.target_t, m.boot_ids[e.boot],
-               e.seq, e.type, e.arg, 0))
+            row = (0, -1) + row[2:]
+        if sc.object_ids:
+            key = (e.boot, e.arg, e.obj)
+            if e.type in ("block", "unblock") and key not in ids:
+                ids[key] = 3 + sum(1 for k in ids if k[0] == e.boot)
+            row += (ids[key] if e.type in ("block", "unblock") else 0,)
+        w.row(row)
     cut = None
     if sc.killed and m.events:
         cut = f"{m.events[-1].host_t + 1000}\t{unc}\t12"
@@ -2210,7 +2230,7 @@ def _check_capture(report, truth, rel, bad):
     fig, exact = _checkers(rel, bad)
     rc, tc = report.get("capture", {}), truth["capture"]
     exact("capture", rc, tc, ("status", "format_version", "samples", "gaps", "events",
-                              "unmapped_events", "skipped_events"))
+                              "unmapped_events", "object_ids", "skipped_events"))
     exact("capture", rc, tc, ("start_ns", "end_ns", "duration_ns"))
     # an undeclared gap's missing count is estimated from its duration:
     # one sample either way (as _check_gaps), a declared one's is exact
@@ -2513,6 +2533,26 @@ def scenario_objects(seed: int = 1, format_version: int = 1, **kw) -> Scenario:
                     holds=holds, sleeps=sleeps, phases=True, dev_pm=True, **kw)
 
 
+def scenario_objects_lost(seed: int = 1, format_version: int = 1,
+                          object_ids: bool = True, **kw) -> Scenario:
+    """12 s awake: two objects of one name (two evdev clients), one after
+    the other, across a "lost" record. The first's unblock (3.0 s) is
+    overwritten in the ring; the next record, another blocker's block at
+    3.5 s, comes with "lost 1"; the second object blocks at 4.5 s, the
+    5.15 s snapshot shows one evdev object active, and it unblocks at
+    7.0 s. By id, the first object (no record since the loss) is the one
+    the snapshot no longer counts: it ends at the lost record, and evdev
+    is idle from 3.5 to 4.5 s. Counting by name cannot tell which object
+    the snapshot counts: it keeps the first open until the second's
+    unblock (evdev active from 1.0 to 7.0 s), as an analysis of the same
+    capture without ids (``object_ids`` False) does."""
+    holds = [Hold("evdev", 1.0, 3.0, 100_000, obj=0, lost_end=True),
+             Hold("touch", 3.5, 4.0, 50_000),
+             Hold("evdev", 4.5, 7.0, 100_000, obj=1)]
+    return Scenario("objects-lost", 12.0, seed=seed, format_version=format_version,
+                    holds=holds, object_ids=object_ids, **kw)
+
+
 def scenario_reboot(seed: int = 1, format_version: int = 1, **kw) -> Scenario:
     """40 s: after an alarm wake the target takes a blocker and dies holding
     it; it boots again (new boot id, BOOTTIME from ~4 s) and the blocker's
@@ -2702,6 +2742,7 @@ SCENARIOS = {
     "basic": scenario_basic,
     "kitchen": scenario_kitchen,
     "objects": scenario_objects,
+    "objects-lost": scenario_objects_lost,
     "reboot": scenario_reboot,
     "asleep": scenario_asleep,
     "noclock": scenario_noclock,

@@ -812,6 +812,11 @@
       ['samples', fmtCount(c.samples)], ['gaps', fmtCount(c.gaps)], ['missing samples', fmtCount(c.missing_samples)],
       c.events !== undefined ? ['events', fmtCount(c.events)] : null,
       c.unmapped_events !== undefined ? ['unmapped events', fmtCount(c.unmapped_events)] : null,
+      c.object_ids ? ['blocker object ids', {
+        all: 'in every block/unblock record: objects of one name told apart',
+        some: 'in some block/unblock records: the others counted per name',
+        none: 'none: objects of one name counted, not told apart (approximate after lost records)',
+      }[c.object_ids] || c.object_ids] : null,
       skipped ? ['skipped events', skipped] : null,
       c.clock ? ['clock model', (c.clock.segments !== undefined ? c.clock.segments + ' segments' : '') +
         (c.clock.max_uncert_ns !== undefined && c.clock.max_uncert_ns !== null ? ', largest uncertainty ' + fmtDur(c.clock.max_uncert_ns) : '')] : null,

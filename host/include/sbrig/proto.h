@@ -27,6 +27,13 @@ extern "C" {
 #endif
 
 #define SBRIG_PROTO_VERSION	1
+/*
+ * The revision each end puts in its HELLO's proto field (the frames stay
+ * version 1): 1, the original; 2, an EV of a block/unblock may carry the
+ * blocker's object id. An agent sends ids only to a host whose HELLO says
+ * 2 or more, so each end of a revision 1 link sees what it always did.
+ */
+#define SBRIG_PROTO_REVISION	2
 /* Longest frame, including the '\n'. */
 #define SBRIG_PROTO_FRAME_MAX	1024
 /* Longest quoted string (blocker name, text), without quotes. */
@@ -91,6 +98,9 @@ struct sbrig_proto_msg {
 			char arg[SBRIG_PROTO_STR_MAX + 1];
 			bool quoted;
 			bool cut;	/* '+' after the closing quote */
+			/* block/unblock: the blocker's object id (revision
+			 * 2, after the quoted name), 0: none */
+			uint64_t obj;
 		} ev;			/* T_EV */
 		struct {
 			uint32_t cmd_id;

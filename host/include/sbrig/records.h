@@ -88,6 +88,9 @@ struct sbrig_stimulus {
  *	"abort", "policy" or "lost"
  * @arg: blocker name (unquoted), state, return code, ... as in the log
  * @cut: the name was cut by the module (the log line ended in '+')
+ * @obj: block/unblock: the blocker object's id (the module's ID field),
+ *	which tells blockers of one name apart; 0: not known (another
+ *	record, or a module, agent or capture from before the id)
  */
 struct sbrig_event {
 	int64_t host_t_ns;
@@ -98,6 +101,7 @@ struct sbrig_event {
 	char type[12];
 	char arg[SBRIG_NAME_MAX];
 	bool cut;
+	uint64_t obj;
 };
 
 /**

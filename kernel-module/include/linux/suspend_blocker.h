@@ -26,6 +26,10 @@
  * @name:	Name shown in debugfs and the event log; not copied, so it
  *		must stay valid until suspend_blocker_destroy().
  * @name_len:	strlen(@name), cached for the event log.
+ * @id:		The object's number in the event log's ``block``/``unblock``
+ *		records, given by suspend_blocker_init(): from 1 at module
+ *		load, never reused while the module stays loaded, so that two
+ *		blockers of one name can be told apart.
  * @stat:	Statistics, reported in debugfs ``suspend_blockers``:
  * @stat.count:		times the blocker was deactivated;
  * @stat.wakeup_count:	times it was the first blocker activated after a
@@ -47,6 +51,7 @@ struct suspend_blocker {
 	unsigned long cookie;
 	const char *name;
 	unsigned int name_len;
+	u64 id;
 	struct {
 		unsigned int count;
 		unsigned int wakeup_count;
