@@ -279,7 +279,9 @@ SEQUENCES = [
      ("READ nodev sampling_frequency", None), ("GETTRIG iio:device0", None),
      ("GETTRIG nodev", None), ("SETTRIG iio:device0", None),
      ("SETTRIG iio:device0 trig0", None), ("SET iio:device0 BUFFERS_COUNT 4", None),
-     ("SET iio:device0 BUFFERS_COUNT 0", None), ("SET iio:device0 BOGUS 1", None)],
+     ("SET iio:device0 BUFFERS_COUNT 0", None), ("SET iio:device0 BOGUS 1", None),
+     ("OPEN", None), ("READ", None), ("CLOSE", None), ("READBUF iio:device0", None),
+     ("READBUF iio:device0 x", None), ("TIMEOUT 100", None)],
     # every attribute, one at a time and all at once, and the missing ones
     [_r("current_timestamp_clock"), _r("integration_time_available"), _r("nosuch"),
      ("READ ina226 INPUT voltage0 raw", None), _r("INPUT voltage1 raw"),

@@ -936,6 +936,10 @@ class Handler(socketserver.StreamRequestHandler):
                     self.command(chip, words[0].upper(), words[1:])
                 except IioError as e:
                     self.answer(-e.err)
+                except (IndexError, ValueError):
+                    # a command without its device or a number that is
+                    # none: iiod's parser refuses it, the connection stays
+                    self.answer(-errno.EINVAL)
         except (ConnectionError, BrokenPipeError, OSError):
             pass   # client went away, possibly mid-buffer
         finally:
@@ -1057,6 +1061,8 @@ class Handler(socketserver.StreamRequestHandler):
             self.answer(0)
         elif cmd == "READBUF":
             self.check_dev(args[0])
+            if len(args) != 2:
+                raise IioError(errno.EINVAL)   # iiod's parser: no length
             if not self.stream:
                 raise IioError(errno.EBADF)
             try:
