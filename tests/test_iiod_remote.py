@@ -463,22 +463,37 @@ def test_emulator_answers_as_the_real_iiod(rig, tmp_path):
 
 
 def test_iio_info_over_ip_lists_what_the_emulator_lists(rig, tmp_path):
-    """libiio's view (iio_info over ip:) of the real iiod and of the
-    emulator: the same devices, channels in the same order, scan formats,
-    attributes and values, once the context attributes and description
-    (the hosts they run on) are left out."""
+    """libiio's view (iio_info and iio_attr over ip:) of the real iiod and
+    of the emulator: the same devices, channels in the same order, scan
+    formats, attributes and values, once the context attributes and
+    description (the hosts they run on) are left out."""
     emu = Emulator(tmp_path, "--rate", "114")
     try:
         for port in (rig.port, emu.port):
             _exchange(port, RESET)
-        outs = {}
+        outs, attrs = {}, {}
         for name, uri in (("iiod", rig.uri), ("emulator", emu.uri)):
             r = subprocess.run(["iio_info", "-u", uri], capture_output=True,
                                text=True, timeout=60)
             assert r.returncode == 0, r.stderr
             outs[name] = r.stdout
+            # iio_attr: device, channel, buffer and debug attributes
+            attrs[name] = []
+            queries = [["-d"], ["-c"], ["-B"], ["-D"]] + \
+                [["-c", "ina226", ch] for ch in ("voltage0", "voltage1", "power2",
+                                                 "current3", "shunt", "oversampling",
+                                                 "sampling", "allow")]
+            for q in queries:
+                kind = q[0]
+                r = subprocess.run(["iio_attr", "-u", uri, kind, "ina226", *q[2:]],
+                                   capture_output=True, text=True, timeout=60)
+                assert r.returncode == 0, (kind, r.stderr)
+                attrs[name].append(re.sub(r"'data_available', value '\d+'",
+                                          "'data_available', value 'N'", r.stdout))
     finally:
         emu.stop()
+    assert attrs["iiod"] == attrs["emulator"]
+    assert "channel 'voltage0' (input), attr 'raw', value '400'" in attrs["iiod"][4]
 
     def device_part(text: str) -> str:
         # data_available: what the kernel FIFO still holds from the last
