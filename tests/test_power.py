@@ -1,10 +1,13 @@
 """Supply measurement: the INA226 libiio-protocol emulator and libsbrig's power.c.
 
 rig/virtual/ina226_iiod.py stands in for a rig host's iiod + ina2xx-adc
-(no INA226 can be attached here); everything talking to it is real: the
-libiio 0.24 tools (iio_info, iio_readdev) and sbrig-powercat (ASan/UBSan
-build) through libiio's network backend. The emulator's channels and
-attributes are those libiio showed for the real ina2xx-adc on i2c-stub.
+where a test needs a supply it controls (a model current, dropped
+conversions, a hung or killed server, ground truth of what was emitted);
+everything talking to it is real: the libiio 0.24 tools (iio_info,
+iio_readdev) and sbrig-powercat (ASan/UBSan build) through libiio's
+network backend. tests/test_iiod_remote.py holds the emulator to Debian's
+real iiod serving the real ina2xx-adc on i2c-stub, request by request,
+and captures from that real iiod over ip:.
 """
 
 from __future__ import annotations

@@ -339,4 +339,30 @@ void sbrig_clockmap_update(struct sbrig_clockmap *map, int64_t arrival_ns,
 int64_t sbrig_clockmap_offset(const struct sbrig_clockmap *map,
 			      int64_t ts_ns);
 
+/**
+ * sbrig_power_slew() - the offset to apply to the next remote stamp
+ * @applied: the offset applied to the previous stamp
+ * @target: the estimate it moves towards
+ * @max_step: at most this far per sample (a quarter period)
+ * @max_down: at most this far down: the remote interval from the previous
+ *	stamp (0 when it is not after it), so that the mapped stamp is never
+ *	before the previous one; a driver that catches up after a late
+ *	wake-up stamps samples far less than a period apart
+ *
+ * Return: the offset to apply: @target when within reach, else @applied
+ * moved towards it as far as the limits let it.
+ */
+static inline int64_t sbrig_power_slew(int64_t applied, int64_t target,
+				       int64_t max_step, int64_t max_down)
+{
+	int64_t d = target - applied;
+	int64_t down = max_down < max_step ? max_down : max_step;
+
+	if (d > max_step)
+		return applied + max_step;
+	if (d < -down)
+		return applied - (down > 0 ? down : 0);
+	return target;
+}
+
 #endif /* SBRIG_POWER_INTERNAL_H */

@@ -70,7 +70,8 @@
  * Mapped times are therefore never after the arrival of their buffer.
  * Until the fit exists the offset is the least A - T seen. The offset
  * applied moves towards the estimate by at most a quarter period per
- * sample so that mapped times never run backwards (slew_offset()). Gap
+ * sample, and down by at most the remote interval from the sample before,
+ * so that mapped times never run backwards (slew_offset()). Gap
  * detection uses the raw remote timestamps, which the mapping does not
  * disturb.
  *
@@ -1141,24 +1142,24 @@ static void thread_end(struct sbrig_power *pwr, int err)
  * Move the offset applied to remote timestamps towards the estimate. A
  * step down would make mapped times run backwards, a step up would open
  * a hole between two samples, so it is slewed by at most a quarter
- * period per sample: mapped sample intervals stay within 3/4 and 5/4 of
- * the remote ones.
+ * period per sample, and down by no more than the remote interval from
+ * the previous stamp (@raw_dt, < 0 for none: ina2xx-adc stamps at
+ * readout, and after a late wake-up reads the next sample well within a
+ * period): mapped sample intervals stay within 5/4 of the remote ones and
+ * are never negative.
  */
-static inline void slew_offset(struct sbrig_power *pwr)
+static inline void slew_offset(struct sbrig_power *pwr, int64_t raw_dt)
 {
-	int64_t max_step = pwr->slew_step_ns;
-	int64_t d = pwr->target_off_ns - pwr->applied_off_ns;
-
 	if (!pwr->have_applied_off) {
 		pwr->applied_off_ns = pwr->target_off_ns;
 		pwr->have_applied_off = true;
-	} else if (d < -max_step) {
-		pwr->applied_off_ns -= max_step;
-	} else if (d > max_step) {
-		pwr->applied_off_ns += max_step;
-	} else {
-		pwr->applied_off_ns = pwr->target_off_ns;
+		return;
 	}
+	pwr->applied_off_ns = sbrig_power_slew(pwr->applied_off_ns,
+					       pwr->target_off_ns,
+					       pwr->slew_step_ns,
+					       raw_dt < 0 ? pwr->slew_step_ns :
+					       raw_dt);
 }
 
 /*
@@ -1236,7 +1237,9 @@ void queue_scans(struct sbrig_power *pwr, const char *start, const char *end,
 		decode_scan(pwr, p, plain, &s, &ts);
 		prev_off = pwr->applied_off_ns;
 		if (pwr->remote)
-			slew_offset(pwr);
+			slew_offset(pwr, !pwr->have_prev ? -1 :
+				    ts > pwr->prev_ts_ns ?
+				    ts - pwr->prev_ts_ns : 0);
 		s.t_ns = ts + pwr->applied_off_ns;
 		if (sbrig_power_gap(&pwr->grid, ts, &g.missing) &&
 		    pwr->have_prev) {

@@ -438,6 +438,44 @@ static void clockmap_keeps_minimum_delay(void **state)
  * last buffer within the least delay plus the jitter's spread, never
  * after its arrival.
  */
+/*
+ * The offset applied to remote stamps: towards the estimate by a quarter
+ * period at most, and never so far down that a stamp maps before the one
+ * before it. ina2xx-adc on a loaded host stamps a sample read late and
+ * the next one 100 us after it (seen over ip: from the real iiod in a TCG
+ * guest: a quarter period step down mapped it 180 us before its
+ * predecessor).
+ */
+static void slew_never_maps_a_stamp_before_the_last(void **state)
+{
+	const int64_t step = 280000;	/* 1120 us / 4 */
+	const int64_t ts[] = { 0, 1500000, 1600000, 1620000, 1620000,
+			       2540000, 3460000, 4380000 };
+	int64_t applied = 5000000, target = 3000000, prev = 0;
+
+	(void)state;
+	/* up, and down within reach, unlimited by the interval */
+	assert_int_equal(sbrig_power_slew(0, 1000000, step, 0), step);
+	assert_int_equal(sbrig_power_slew(0, 100000, step, 0), 100000);
+	assert_int_equal(sbrig_power_slew(0, -200000, step, step), -200000);
+	assert_int_equal(sbrig_power_slew(0, -1000000, step, step), -step);
+	/* down: by the interval when it is shorter than the step */
+	assert_int_equal(sbrig_power_slew(0, -1000000, step, 100000), -100000);
+	assert_int_equal(sbrig_power_slew(0, -1000000, step, 0), 0);
+	for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++) {
+		int64_t dt = i ? ts[i] - ts[i - 1] : step;
+
+		applied = sbrig_power_slew(applied, target, step, dt);
+		if (i)
+			assert_true(ts[i] + applied >= prev);
+		prev = ts[i] + applied;
+	}
+	/* and it gets there */
+	for (int i = 0; i < 20; i++)
+		applied = sbrig_power_slew(applied, target, step, 920000);
+	assert_int_equal(applied, target);
+}
+
 static void clockmap_follows_a_drifting_clock(void **state)
 {
 	struct sbrig_clockmap map = { 0 };
@@ -505,6 +543,7 @@ int main(void)
 		cmocka_unit_test(timing_picks_nearest_ina226_setting),
 		cmocka_unit_test(clockmap_keeps_minimum_delay),
 		cmocka_unit_test(clockmap_follows_a_drifting_clock),
+		cmocka_unit_test(slew_never_maps_a_stamp_before_the_last),
 		cmocka_unit_test(new_rejects_bad_uri),
 	};
 

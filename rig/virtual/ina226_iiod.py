@@ -41,14 +41,25 @@ a decimal integer line, negative = -errno):
     VERSION                  -> "0.24.ina226e"
     PRINT                    -> len, XML, "\\n"
     TIMEOUT ms               -> 0
-    OPEN dev n MASK [CYCLIC] -> 0        (MASK: %08x words, last first)
-    READBUF dev len          -> len, MASK line, len bytes of samples
-    CLOSE dev                -> 0
-    READ dev [INPUT ch|DEBUG|BUFFER] attr        -> len, value, "\\n"
+    OPEN dev n MASK [CYCLIC] -> 0        (MASK: one %08x word; CYCLIC: -EPERM)
+    READBUF dev len          -> per kernel buffer of n samples: its length,
+                                the MASK line (first only), its bytes;
+                                "0" if len is less than a sample
+    CLOSE dev                -> 0        (-ENXIO: none open)
+    READ dev [INPUT ch|DEBUG|BUFFER] attr        -> len, value NUL, "\\n"
+    READ dev [INPUT ch|DEBUG|BUFFER]             -> every attribute: a
+                                big-endian s32 length (or -errno) and the
+                                value padded to 4 bytes, each
     WRITE dev [INPUT ch|DEBUG|BUFFER] attr len   (then len bytes) -> len
-    GETTRIG dev              -> -ENOENT (no trigger, as ina2xx-adc)
-    SET dev BUFFERS_COUNT n  -> 0
+    GETTRIG dev, SETTRIG dev [trig]              -> -ENOENT (no trigger)
+    SET dev BUFFERS_COUNT n  -> 0        (n >= 1)
     EXIT
+
+Answers and errors are those of Debian's iiod 0.24 serving the real
+driver (tests/test_iiod_remote.py compares them request by request):
+-ENODEV a device, -ENXIO a channel, -ENOENT an attribute the device
+lacks; -EACCES a write to a read-only or missing file; -EINVAL what the
+driver refuses.
 
 The power model is pluggable: anything with ``sample(t_ns) -> (current_uA,
 bus_uV)`` (see ConstantModel). The command line uses a ConstantModel set
@@ -178,14 +189,22 @@ SCAN_CHANNELS = [
     ("timestamp", 4, 8, True, []),
 ]
 # libiio turns the shared in_* files into these pseudo-channels.
-PSEUDO_CHANNELS = [
+PSEUDO_CHANNELS = [             # in the order libiio lists them for the driver
     ("shunt", "resistor"),
-    ("sampling", "frequency"),
     ("oversampling", "ratio"),
+    ("sampling", "frequency"),
     ("allow", "async_readout"),
 ]
 DEVICE_ATTRS = ["current_timestamp_clock", "integration_time_available"]
+# every channel's attributes, in the order libiio lists them
+CHANNEL_ATTRS = {**{c[0]: c[4] for c in SCAN_CHANNELS},
+                 **{cid: [a] for cid, a in PSEUDO_CHANNELS}}
 BUFFER_ATTRS = ["data_available", "direction"]
+DEBUG_ATTRS = ["direct_reg_access"]
+# INA226 registers as ina2xx-adc's regmap serves them through
+# direct_reg_access (0 configuration ... 7 alert limit)
+REG_CONFIG, REG_CALIBRATION, REG_MASK_ENABLE, MAX_REGISTER = 0, 5, 6, 7
+CVRF = 1 << 3                # mask/enable: conversion ready
 
 
 class ConstantModel:
@@ -401,10 +420,24 @@ def truth_energy(records, t0: int, t1: int, stream: int | None = None) -> dict:
             "stream": stream}
 
 
+def _xml_escape(text: str) -> str:
+    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace('"', "&quot;"))
+
+
 class IioError(Exception):
     def __init__(self, err: int) -> None:
         super().__init__(os.strerror(err))
         self.err = err
+
+
+def find_closest(x: float, table: list[int]) -> int:
+    """The kernel's find_closest() (util_macros.h): the index of the entry
+    of the ascending @table nearest to @x, the lower one on a tie."""
+    for i in range(len(table) - 1):
+        if x <= (table[i] + table[i + 1]) / 2:
+            return i
+    return len(table) - 1
 
 
 def _parse_fixpoint(text: str) -> float:
@@ -434,6 +467,8 @@ class Ina226:
         self.average = 4
         self.clock = "realtime"
         self.allow_async = 0
+        self.debug_reg = 0                # direct_reg_access's selected register
+        self.alert_limit = 0              # register 7 (written through it only)
         self.hold = False                 # "hold 1": no buffer delivered
         self.streams: set[Stream] = set()
         self.opened = 0                   # buffers opened so far
@@ -549,7 +584,10 @@ class Ina226:
         with self.lock:
             if chan is None:
                 if attr == "current_timestamp_clock":
-                    return self.clock
+                    # the kernel's file is "realtime\n\0" (sizeof the
+                    # string): libiio's local backend replaces only its
+                    # last byte, the newline stays in the value
+                    return self.clock + "\n"
                 if attr == "integration_time_available":
                     return " ".join(f"{t / 1e6:.6f}" for t in INT_TIMES_US)
                 raise IioError(errno.ENOENT)
@@ -572,12 +610,67 @@ class Ina226:
                 return str(self.allow_async)
             raise IioError(errno.ENOENT)
 
+    def config_reg(self) -> int:
+        """The configuration register the driver programmed: averaging,
+        bus and shunt conversion times, continuous shunt and bus mode."""
+        return (0x4000 | AVERAGES.index(self.average) << 9 |
+                INT_TIMES_US.index(self.int_time_us[1]) << 6 |
+                INT_TIMES_US.index(self.int_time_us[0]) << 3 | 7)
+
+    def register(self, reg: int) -> int:
+        if reg > MAX_REGISTER:
+            raise IioError(errno.EIO)      # regmap: no such register
+        if reg == REG_CONFIG:
+            return self.config_reg()
+        if 1 <= reg <= 4:
+            return self.raws(self.now_ns())[reg - 1]
+        if reg == REG_CALIBRATION:
+            return CALIBRATION
+        if reg == REG_MASK_ENABLE:
+            return CVRF
+        return self.alert_limit
+
+    def debug_read(self, attr: str) -> str:
+        """direct_reg_access: the selected register, as the IIO core
+        prints it ("0x%X")."""
+        if attr != "direct_reg_access":
+            raise IioError(errno.ENOENT)
+        with self.lock:
+            return f"0x{self.register(self.debug_reg):X}"
+
+    def debug_write(self, attr: str, value: str) -> None:
+        """direct_reg_access: "REG" selects a register (any number: a
+        register the chip lacks fails at the read, EIO), "REG VAL" writes
+        one (the IIO core's sscanf("%i %i")). Only the alert limit (7) is
+        written; the registers the model owns (0-6) refuse a write (EPERM)
+        rather than silently disagree with what the emulator emits."""
+        if attr != "direct_reg_access":
+            raise IioError(errno.EACCES)
+        nums = []
+        for w in value.split()[:2]:
+            try:
+                nums.append(int(w, 0))
+            except ValueError:
+                break
+        if not nums:
+            raise IioError(errno.EINVAL)
+        reg = nums[0] & 0xFFFFFFFF
+        with self.lock:
+            if len(nums) == 2:
+                if reg > MAX_REGISTER:
+                    raise IioError(errno.EIO)
+                if reg != MAX_REGISTER:
+                    raise IioError(errno.EPERM)
+                self.alert_limit = nums[1] & 0xFFFF
+            self.debug_reg = reg
+
     def write(self, chan: str | None, attr: str, value: str) -> None:
         with self.lock:
+            # what the driver refuses while its buffer is enabled (the
+            # shunt resistor it takes: no claim of direct mode there)
             timing = (attr == "integration_time" or
                       (chan, attr) in (("oversampling", "ratio"),
-                                       ("sampling", "frequency"),
-                                       ("shunt", "resistor")) or
+                                       ("sampling", "frequency")) or
                       attr == "current_timestamp_clock")
             if timing and self.streams:
                 raise IioError(errno.EBUSY)
@@ -589,15 +682,18 @@ class Ina226:
                     raise IioError(errno.EINVAL)
                 self.clock = v
             elif attr == "integration_time" and chan in ("voltage0", "voltage1"):
+                # ina226_set_int_time_vbus/vshunt: seconds below 1, 140 us
+                # to 8244 us, the nearest conversion time taken
                 us = round(_parse_fixpoint(value) * 1e6)
-                if us not in INT_TIMES_US:
+                if not INT_TIMES_US[0] <= us <= INT_TIMES_US[-1]:
                     raise IioError(errno.EINVAL)
-                self.int_time_us[int(chan[-1])] = us
+                self.int_time_us[int(chan[-1])] = INT_TIMES_US[find_closest(us, INT_TIMES_US)]
             elif (chan, attr) == ("oversampling", "ratio"):
-                n = round(_parse_fixpoint(value))
-                if n not in AVERAGES:
+                # ina226_set_average: 1 to 1024, the nearest averaging taken
+                n = int(_parse_fixpoint(value))
+                if not AVERAGES[0] <= n <= AVERAGES[-1]:
                     raise IioError(errno.EINVAL)
-                self.average = n
+                self.average = AVERAGES[find_closest(n, AVERAGES)]
             elif (chan, attr) == ("shunt", "resistor"):
                 uohm = round(_parse_fixpoint(value) * 1e6)
                 if uohm <= 0 or uohm > 0x7FFFFFFF:
@@ -608,16 +704,23 @@ class Ina226:
             elif (chan, attr) == ("sampling", "frequency"):
                 # ina2xx-adc: the rate follows conversion times x averaging
                 raise IioError(errno.EINVAL)
-            elif attr in ("raw", "scale", "integration_time_available"):
-                raise IioError(errno.EACCES)
+            elif chan is not None and attr in ("raw", "scale"):
+                # the files are writable, ina2xx_write_raw() refuses them
+                raise IioError(errno.EINVAL)
             else:
-                raise IioError(errno.ENOENT)
+                # a read-only file, or none: libiio's local backend cannot
+                # open it for writing in sysfs
+                raise IioError(errno.EACCES)
 
     def xml(self) -> str:
         parts = [XML_DTD,
                  '<context name="local" version-major="0" version-minor="24" '
                  'version-git="v0.24" description="sbrig ina226_iiod.py: '
                  'emulated Linux ina2xx-adc" >',
+                 # iiod serves its local: context: these two come first
+                 '<context-attribute name="local,kernel" value="'
+                 f'{_xml_escape(os.uname().release)}" />',
+                 '<context-attribute name="uri" value="local:" />',
                  '<context-attribute name="sbrig,emulator" value="ina226_iiod" />',
                  f'<device id="{DEVICE_ID}" name="{DEVICE_NAME}" >']
         for cid, idx, size, signed, attrs in SCAN_CHANNELS:
@@ -633,6 +736,7 @@ class Ina226:
                          f'filename="in_{cid}_{a}" /></channel>')
         parts += [f'<attribute name="{a}" />' for a in DEVICE_ATTRS]
         parts += [f'<buffer-attribute name="{a}" />' for a in BUFFER_ATTRS]
+        parts += [f'<debug-attribute name="{a}" />' for a in DEBUG_ATTRS]
         parts.append("</device></context>")
         return "".join(parts)
 
@@ -713,9 +817,10 @@ class Stream:
     """One open buffer: the driver's kthread reading the chip in real
     time, and the enabled channels."""
 
-    def __init__(self, chip: Ina226, mask: int) -> None:
+    def __init__(self, chip: Ina226, mask: int, samples: int = 256) -> None:
         self.chip = chip
         self.mask = mask
+        self.samples = samples            # the kernel buffer's samples (OPEN)
         self.period_ns = chip.period_ns()
         self.t0_ns = chip.now_ns()
         chip.opened += 1
@@ -831,6 +936,10 @@ class Handler(socketserver.StreamRequestHandler):
                     self.command(chip, words[0].upper(), words[1:])
                 except IioError as e:
                     self.answer(-e.err)
+                except (IndexError, ValueError):
+                    # a command without its device or a number that is
+                    # none: iiod's parser refuses it, the connection stays
+                    self.answer(-errno.EINVAL)
         except (ConnectionError, BrokenPipeError, OSError):
             pass   # client went away, possibly mid-buffer
         finally:
@@ -849,17 +958,61 @@ class Handler(socketserver.StreamRequestHandler):
             raise IioError(errno.ENODEV)
 
     @staticmethod
-    def attr_target(args: list[str]) -> tuple[str | None, str, list[str]]:
-        """[INPUT ch|DEBUG|BUFFER] attr ... -> (channel, attr, rest)."""
-        if len(args) >= 3 and args[0].upper() in ("INPUT", "OUTPUT"):
-            if args[0].upper() == "OUTPUT":
-                raise IioError(errno.ENOENT)
-            return args[1], args[2], args[3:]
-        if len(args) >= 2 and args[0].upper() in ("DEBUG", "BUFFER"):
-            return args[0].upper(), args[1], args[2:]
+    def attr_target(args: list[str]) -> tuple[str | None, str | None, list[str]]:
+        """[INPUT ch|OUTPUT ch|DEBUG|BUFFER] [attr ...] -> (channel, attr
+        or None for all of them, rest). A channel the device does not have
+        (an output one included) is ENXIO, as iiod answers."""
+        if len(args) >= 2 and args[0].upper() in ("INPUT", "OUTPUT"):
+            if args[0].upper() == "OUTPUT" or args[1] not in CHANNEL_ATTRS:
+                raise IioError(errno.ENXIO)
+            return args[1], (args[2] if len(args) > 2 else None), args[3:]
+        if args and args[0].upper() in ("DEBUG", "BUFFER"):
+            return args[0].upper(), (args[1] if len(args) > 1 else None), args[2:]
         if args:
             return None, args[0], args[1:]
-        raise IioError(errno.EINVAL)
+        return None, None, []
+
+    @staticmethod
+    def read_all(values: list[bytes | int]) -> bytes:
+        """iiod's answer to a READ naming no attribute (libiio's
+        iio_*_attr_read_all): per attribute a big-endian 32-bit length
+        (-errno for one that failed), then the value padded to 4 bytes."""
+        out = b""
+        for v in values:
+            if isinstance(v, int):
+                out += struct.pack(">i", v)
+            else:
+                out += struct.pack(">i", len(v)) + v + b"\0" * (-len(v) % 4)
+        return out
+
+    def read_value(self, chip: Ina226, chan: str | None, attr: str) -> bytes:
+        """One attribute's value as iiod sends it: NUL-terminated."""
+        if chan == "BUFFER":
+            if attr == "direction":
+                value = "in"
+            elif attr == "data_available":
+                value = "0"
+            else:
+                raise IioError(errno.ENOENT)
+        elif chan == "DEBUG":
+            value = chip.debug_read(attr)
+        else:
+            value = chip.read(chan, attr)
+        return value.encode() + b"\0"
+
+    def read_cmd(self, chip: Ina226, args: list[str]) -> bytes:
+        chan, attr, _ = self.attr_target(args)
+        if attr is not None:
+            return self.read_value(chip, chan, attr)
+        names = (DEVICE_ATTRS if chan is None else BUFFER_ATTRS if chan == "BUFFER"
+                 else DEBUG_ATTRS if chan == "DEBUG" else CHANNEL_ATTRS[chan])
+        values: list[bytes | int] = []
+        for name in names:
+            try:
+                values.append(self.read_value(chip, chan, name))
+            except IioError as e:
+                values.append(-e.err)
+        return self.read_all(values)
 
     def command(self, chip: Ina226, cmd: str, args: list[str]) -> None:
         if cmd == "VERSION":
@@ -868,74 +1021,109 @@ class Handler(socketserver.StreamRequestHandler):
         elif cmd == "PRINT":
             xml = chip.xml().encode()
             self.answer(len(xml), xml + b"\n")
-        elif cmd in ("TIMEOUT", "HELP"):
+        elif cmd == "HELP":
+            self.answer(0)
+        elif cmd == "TIMEOUT":
+            if not args:
+                raise IioError(errno.EINVAL)
             self.answer(0)
         elif cmd == "OPEN":
             self.check_dev(args[0])
-            if len(args) < 3 or self.stream:
-                raise IioError(errno.EINVAL if len(args) < 3 else errno.EBUSY)
+            if len(args) < 3:
+                raise IioError(errno.EINVAL)
+            if self.stream:
+                raise IioError(errno.EBUSY)
             try:
-                mask = int(args[2][-8:], 16)
+                samples = int(args[1])
+                mask = int(args[2], 16)       # one 32-bit word: 5 channels
             except ValueError:
                 raise IioError(errno.EINVAL) from None
-            if len(args) > 3 or not mask:
-                raise IioError(errno.EINVAL)   # cyclic is for output buffers
+            if len(args[2]) != 8 or len(args) > 4 or \
+                    (len(args) == 4 and args[3].upper() != "CYCLIC"):
+                raise IioError(errno.EINVAL)
+            if len(args) == 4:
+                raise IioError(errno.EPERM)    # CYCLIC: for output buffers only
+            if samples < 0:
+                raise IioError(errno.ERANGE)
+            # no samples, a channel the device lacks, or no data channel
+            # (the timestamp alone): the kernel or libiio refuses it
+            if not samples or mask >> len(SCAN_CHANNELS) or not mask & 0xF:
+                raise IioError(errno.EINVAL)
             with chip.lock:
-                self.stream = Stream(chip, mask)
+                self.stream = Stream(chip, mask, samples)
                 chip.streams.add(self.stream)
             self.answer(0)
         elif cmd == "CLOSE":
             self.check_dev(args[0])
+            if not self.stream:
+                raise IioError(errno.ENXIO)
             self.close_stream()
             self.answer(0)
         elif cmd == "READBUF":
             self.check_dev(args[0])
+            if len(args) != 2:
+                raise IioError(errno.EINVAL)   # iiod's parser: no length
             if not self.stream:
                 raise IioError(errno.EBADF)
-            want = int(args[1])
+            try:
+                want = int(args[1])
+            except (IndexError, ValueError):
+                raise IioError(errno.EINVAL) from None
             data = self.stream.read(want, self.server.stop)
+            # iiod sends what it has one kernel buffer at a time, the mask
+            # with the first; no whole sample requested: "0" alone
+            chunk = self.stream.samples * self.stream.sample_size
+            for off in range(0, len(data), chunk):
+                part = data[off:off + chunk]
+                self.wfile.write(b"%d\n" % len(part) +
+                                 (b"%08x\n" % self.stream.mask if not off else b"") + part)
             if not data:
-                raise IioError(errno.EINVAL)
-            self.answer(len(data), b"%08x\n" % self.stream.mask + data)
+                self.wfile.write(b"0\n")
+            self.wfile.flush()
         elif cmd == "READ":
             self.check_dev(args[0])
-            chan, attr, _ = self.attr_target(args[1:])
-            if chan == "DEBUG":
-                raise IioError(errno.ENOENT)
-            if chan == "BUFFER":
-                if attr == "direction":
-                    value = "in"
-                elif attr == "data_available":
-                    value = "0"
-                else:
-                    raise IioError(errno.ENOENT)
-            else:
-                value = chip.read(chan, attr)
-            data = value.encode()
+            data = self.read_cmd(chip, args[1:])
             self.answer(len(data), data + b"\n")
         elif cmd == "WRITE":
-            self.check_dev(args[0])
-            chan, attr, rest = self.attr_target(args[1:])
-            if len(rest) != 1:
+            # the payload is read first, whatever is wrong with the
+            # request: left unread it would be taken for the next command
+            try:
+                n = int(args[-1]) if len(args) >= 3 else -1
+            except ValueError:
+                n = -1
+            if n < 0:
                 raise IioError(errno.EINVAL)
-            n = int(rest[0])
             data = self.rfile.read(n)
             if len(data) < n:
                 raise ConnectionError("short WRITE payload")
-            if chan in ("DEBUG", "BUFFER"):
+            self.check_dev(args[0])
+            chan, attr, rest = self.attr_target(args[1:-1])
+            if attr is None or rest:
+                raise IioError(errno.EINVAL)
+            value = data.decode("ascii", "replace").rstrip("\0")
+            if chan == "DEBUG":
+                chip.debug_write(attr, value)
+            elif chan == "BUFFER":
                 raise IioError(errno.EACCES)
-            chip.write(chan, attr, data.decode("ascii", "replace").rstrip("\0"))
+            else:
+                chip.write(chan, attr, value)
             self.answer(n)
         elif cmd == "GETTRIG":
             self.check_dev(args[0])
             raise IioError(errno.ENOENT)
         elif cmd == "SETTRIG":
+            # no trigger directory: setting or clearing one fails alike
             self.check_dev(args[0])
-            if len(args) > 1:
-                raise IioError(errno.ENOENT)
-            self.answer(0)
+            raise IioError(errno.ENOENT)
         elif cmd == "SET":
             self.check_dev(args[0])
+            try:
+                count = int(args[2]) if len(args) == 3 and \
+                    args[1].upper() == "BUFFERS_COUNT" else 0
+            except ValueError:
+                count = 0
+            if count < 1:
+                raise IioError(errno.EINVAL)
             self.answer(0)
         else:
             raise IioError(errno.EINVAL)

@@ -460,9 +460,14 @@ def build_all(arch: str) -> Artifacts:
 # ------------------------------------------------- host-interface variant --
 
 #: Debian tools the host-interface guest gets (dynamically linked, copied
-#: with their libraries): libgpiod v2's tools and libiio's.
+#: with their libraries): libgpiod v2's tools, libiio's, and libiio's
+#: network server iiod (a lab rig host's remote-sensor path).
 HOSTIF_DEBIAN_TOOLS = ["gpiodetect", "gpioset", "gpioget", "gpioinfo", "gpiomon",
-                       "iio_info", "iio_attr", "iio_readdev"]
+                       "iio_info", "iio_attr", "iio_readdev", "iiod"]
+
+#: Debian kernel modules the host-interface guest adds: virtio-net, for
+#: QEMU user networking (iiod reached through a forwarded host port).
+HOSTIF_KMODS = ["virtio_net"]
 
 #: Release build of host/ (libsbrig, sbrigd, sbrig, tools).
 HOST_RELEASE = BUILD / "host" / "release"
@@ -483,7 +488,7 @@ def build_hostif(arch: str = "amd64") -> Artifacts:
     """Artifacts of the host-interface guest: build_all(arch) plus an
     initramfs variant (``initramfs-hostif.cpio.gz``) with the host programs
     of build_host_programs() and HOSTIF_DEBIAN_TOOLS, their shared
-    libraries, and gpio-sim. amd64 only: they are binaries of this machine."""
+    libraries, gpio-sim and HOSTIF_KMODS. amd64 only: they are binaries of this machine."""
     from . import initramfs
 
     if arch != "amd64":
@@ -493,14 +498,17 @@ def build_hostif(arch: str = "amd64") -> Artifacts:
         raise BuildError("gpio-sim.ko was not built (tests/target/gpio_sim)")
     tools: list[Path] = []
     for t in HOSTIF_DEBIAN_TOOLS:
-        found = shutil.which(t)
+        # iiod is in /usr/sbin, not on every user's PATH
+        found = shutil.which(t, path=os.pathsep.join(
+            [os.environ.get("PATH", ""), "/usr/sbin", "/sbin"]))
         if not found:
             raise BuildError(f"{t} not found: apt-get install gpiod libiio-utils "
-                             f"(gpiod 2.x from bookworm-backports)")
+                             f"iiod (gpiod 2.x from bookworm-backports)")
         tools.append(Path(found))
     host = build_host_programs()
     img = initramfs.build_initramfs(arch, a.kernel, a.modules, a.programs,
                                     host_programs=tools + host,
+                                    extra_kmods=HOSTIF_KMODS,
                                     name="initramfs-hostif")
     progress(f"{arch}: hostif initramfs with {', '.join(p.name for p in host) or 'no sbrig programs'}")
     return Artifacts(arch, a.kernel, a.modules, a.programs, img, a.dtb)
