@@ -7,7 +7,8 @@ before the next one sent, the counts in its final answer); the daemon
 keeps the target's last 1024 events (`kept=`, the older ones counted in
 `dropped=`); a client more than 4 MiB behind in reading its answers is
 disconnected; a connection idle for 60 s is closed (a request that lasts
-is not idle).
+is not idle); a new connection the daemon cannot take (no file
+descriptor) gets `err 24 too many clients`.
 
 The real daemon (ASan build) with the INA226 emulator and the FakeAgent
 of tests/rigproto.py (a scripted agent: no target runs in these host
@@ -16,7 +17,9 @@ tests; tests/test_host_interface.py runs the real agent in a guest).
 
 from __future__ import annotations
 
+import os
 import re
+import resource
 import threading
 import time
 
@@ -232,3 +235,60 @@ def test_idle_connections_are_closed_after_60s_a_follower_is_not(rig):
     quiet.close()
     asked.close()
 
+
+def _ask_version(c: Conn) -> str:
+    """The first line @c gets for `version` (a refused connection may be
+    closed before the request is written: its line is still there)."""
+    try:
+        c.s.sendall(b"version\n")
+    except BrokenPipeError:
+        pass
+    return c.line()
+
+
+def _version_or_refusal(sock) -> str:
+    c = Conn(sock, timeout=10)
+    try:
+        return _ask_version(c)
+    finally:
+        c.close()
+
+
+def test_no_file_descriptor_left_a_new_client_gets_err_24(rig):
+    """daemon-protocol.md: `err 24 too many clients` is the answer when
+    the daemon itself fails to take a new connection (no file descriptor).
+    With its descriptor limit reached, a new client got no answer at all
+    and the daemon spun on the connection it could not accept. Now each
+    one is refused with err 24, and clients are served again once
+    descriptors are free."""
+    pid = rig.daemon.proc.pid
+    nfd = len(os.listdir(f"/proc/{pid}/fd"))
+    resource.prlimit(pid, resource.RLIMIT_NOFILE, (nfd + 3, nfd + 3))
+    held: list[Conn] = []
+    answers = []
+    try:
+        for _ in range(10):
+            c = Conn(rig.sock, timeout=10)
+            held.append(c)
+            answers.append(_ask_version(c))     # an answer, not a hang
+        ok = [a for a in answers if a.startswith("ok sbrigd ")]
+        refused = [a for a in answers if a == "err 24 too many clients"]
+        assert ok and refused and len(ok) + len(refused) == len(answers), answers
+        assert answers == ok + refused, answers
+    finally:
+        for c in held:
+            c.close()
+    # descriptors free again: served; and refused again once they are not
+    end = time.monotonic() + 10
+    while _version_or_refusal(rig.sock) != "ok sbrigd " + \
+            answers[0].split()[-1]:
+        assert time.monotonic() < end, "never served again"
+        time.sleep(0.1)
+    held = [Conn(rig.sock, timeout=10) for _ in range(6)]
+    try:
+        assert _ask_version(held[-1]) == "err 24 too many clients"
+    finally:
+        for c in held:
+            c.close()
+    assert rig.daemon.proc.poll() is None
+    assert any("no file descriptor left" in l for l in rig.daemon.log)
