@@ -552,6 +552,40 @@ uri = tcp:127.0.0.1:{free_port()}
         assert d.stop() == 0
 
 
+def test_status_problems_module_not_loaded_and_events_lost(rig):
+    """sbrig(1) status: 'suspend_block not loaded on the target' and
+    'target events lost' are problems, listed first, in --json too; a
+    healthy rig has none."""
+    res = sbrig(rig.sock, "status")
+    assert res.stdout.startswith("problems:  none\n"), res.stdout
+    assert status_json(rig.sock)["problems"] == []
+    agent = rig.agent
+    t0 = agent.clock()
+    for i in range(3):
+        agent.send_event(i, t0 + i, "block", '"before"')
+    # the agent restarts on a target whose module is gone, its ring having
+    # lost 3..7 meanwhile
+    agent.drop_connection()
+    for i in range(3, 10):
+        agent.send_event(i, t0 + i, "block", '"after"')
+    agent.forget_before(8)
+    agent.module = "-"
+    end = time.monotonic() + 20
+    while True:
+        st = status_json(rig.sock)
+        if len(st["problems"]) == 2 or time.monotonic() > end:
+            break
+        time.sleep(0.1)
+    assert st["problems"] == ["target: suspend_block is not loaded",
+                              "link: 5 target events were lost"], st
+    assert st["link"]["module"] == "-" and st["link"]["events_lost"] == 5, st
+    res = sbrig(rig.sock, "status")
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[:2] == ["problems:  target: suspend_block is not loaded",
+                         "           link: 5 target events were lost"], lines
+
+
 def test_sensor_vanishing_fails_capture_daemon_lives(rig):
     cap = rig.tmp / "vanish"
     cli = subprocess.Popen([str(SBRIG), "-s", str(rig.sock), "capture", "-d",
