@@ -292,3 +292,45 @@ def test_no_file_descriptor_left_a_new_client_gets_err_24(rig):
             c.close()
     assert rig.daemon.proc.poll() is None
     assert any("no file descriptor left" in l for l in rig.daemon.log)
+
+
+def test_timed_out_agent_commands_leave_the_link_at_most_32_in_flight(rig):
+    """sbrigd(8): at most 32 agent commands in flight. An agent that never
+    answers `stats`: each `target blockers` request times out (err 110),
+    but the link kept every one of them and resent it each retry period,
+    for ever: after 64, every agent command of every client failed with
+    'err 105 ... 64 commands pending' (hold, state, a capture's
+    snapshots) until the daemon restarted. A command given up is no
+    longer sent, and the rig's agent commands go on working."""
+    answer = rig.agent.cmd_handler
+
+    def no_stats(cmd_id: int, verb: str, args: str) -> list:
+        return [] if verb == "stats" else answer(cmd_id, verb, args)
+    rig.agent.cmd_handler = no_stats
+    finals = []
+    for _ in range(70):
+        c = Conn(rig.sock, timeout=30)
+        try:
+            c.send(b"target blockers timeout=100ms\n")
+            finals.append(c.answer()[0])
+        finally:
+            c.close()
+    assert set(finals) == {"err 110 the agent did not finish in 100ms"}, \
+        sorted(set(finals))
+    stats_ids = {f.fields[0] for f in rig.agent.cmd_frames
+                 if f.raw_args.split()[1:2] == ["stats"]}
+    assert len(stats_ids) == 70, len(stats_ids)
+    # none of the 70 is in flight any more: not resent over two retry
+    # periods (1 s each) ...
+    n0 = len(rig.agent.cmd_frames)
+    time.sleep(2.5)
+    resent = [f for f in rig.agent.cmd_frames[n0:] if f.fields[0] in stats_ids]
+    assert resent == [], [f.raw_args for f in resent[:5]]
+    # ... and an agent command still goes through
+    c = Conn(rig.sock, timeout=30)
+    try:
+        c.send(b'target hold "after timeouts" 100ms\n')
+        final, _ = c.answer()
+    finally:
+        c.close()
+    assert final.startswith("ok "), final
