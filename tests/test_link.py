@@ -299,18 +299,23 @@ def test_clock_model_restarted_after_a_short_sleep(agent):
     ping periods + 500 ms) still steps the target's clock: the 'enter'
     event (sent late, after the wake) tells the link, so the events of the
     wake are mapped with a fresh model, not the one from before."""
-    ld = LinkDump(f"tcp:127.0.0.1:{agent.port}")
+    # ping period 1 s: the link is suspect after 2.5 s of silence
+    ld = LinkDump(f"tcp:127.0.0.1:{agent.port}", "--ping-ms", "1000")
     try:
         ld.wait(lambda ms: len([m for m in ms if m["type"] == "clock"]) >= 3,
                 what="clock samples")
         agent.sleep()
+        slept = time.monotonic()
         t_sleep = agent.clock()
         agent.send_event(0, t_sleep, "suspend", "mem")
         agent.send_event(1, t_sleep + 1_000_000, "enter", "mem")
-        # the target sleeps 300 ms (ping period 200 ms: silence < 900 ms);
-        # its kernel injects a whole second less than that: clock -700 ms
-        time.sleep(0.3)
-        agent.clock_offset_ns = -700_000_000
+        # the target sleeps until the host has pinged it in vain (a ping
+        # period at most), not the silence that makes the link suspect;
+        # its kernel injects a second less than that: clock -1 s
+        agent.wait_for(lambda a: any(f.type == "PING" for f in a.lost_while_asleep), 5)
+        assert time.monotonic() - slept < 2.0, \
+            "the sleep was not short: the test would not test the 'enter' path"
+        agent.clock_offset_ns = -1_000_000_000
         t_wake = agent.clock()
         agent.send_event(2, t_wake, "exit", "mem")
         agent.send_event(3, t_wake + 1_000_000, "resume", "0")
