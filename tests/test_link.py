@@ -9,6 +9,7 @@ drop the connection and "reboot" at precise points.
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import time
 
@@ -440,3 +441,39 @@ def test_a_gap_up_to_the_last_seq_does_not_wrap_the_sequence(agent, dump):
     assert not dump.of("gap")
     st = dump.status()
     assert st["bad_seqs"] == 3 and st["next_seq"] == 5 and st["connected"], st
+
+
+def test_tcp_reconnects_back_off_and_start_again_at_the_base_once_up():
+    """link-protocol.md: a tcp: link whose transport fails reconnects with
+    exponential backoff, 0.5 s doubling to 4 s; once an agent answers,
+    the next reconnection is at the base delay again. A listener that
+    takes each connection and closes it at once (end of file: the link is
+    down at once) sees them 0.5, 1, 2, 4 and 4 s apart; then an agent
+    answers, drops the connection, and the link is back 0.5 s later. The
+    lower bounds are the promise; the upper ones only allow for a loaded
+    machine."""
+    lsock = socket.create_server(("127.0.0.1", 0))
+    lsock.settimeout(30)
+    port = lsock.getsockname()[1]
+    ld = LinkDump(f"tcp:127.0.0.1:{port}", "--reconnect-ms", "500")
+    try:
+        accepted = []
+        for _ in range(6):
+            c, _ = lsock.accept()
+            accepted.append(time.monotonic())
+            c.close()
+        gaps = [b - a for a, b in zip(accepted, accepted[1:])]
+        for gap, want in zip(gaps, [0.5, 1, 2, 4, 4]):
+            assert want - 0.02 <= gap < want + 1.5, gaps
+        with FakeAgent(lsock, boot_id="boot-backoff") as agent:
+            agent.wait_for(lambda a: a.connections == 1, 10)
+            ld.wait(lambda ms: any(m["type"] == "hello" for m in ms), what="hello")
+            t_drop = time.monotonic()
+            agent.drop_connection()
+            agent.wait_for(lambda a: a.connections == 2, 10)
+            back = time.monotonic() - t_drop
+            assert 0.5 - 0.02 <= back < 0.5 + 1.5, back
+            ld.wait(lambda ms: len([m for m in ms if m["type"] == "hello"]) >= 2,
+                    what="the agent's hello again")
+    finally:
+        ld.close()
