@@ -210,7 +210,12 @@ def test_agent_restart_announced_by_hello_new(agent, dump):
 # nothing happened. The retry period is long here (5 s) so that only the
 # "any frame while waiting for the HELLO answer -> HELLO again" rule can
 # pick the agent up within a second.
-SLOW_RETRY = ["--retry-ms", "5000"]
+# a HELLO or command lost to a sleeping target is resent only after 20 s:
+# what comes sooner after the wake was sent because of the wake's frame
+# (link-protocol.md: picked up within one frame of waking), however slow
+# the machine
+RETRY_S = 20
+SLOW_RETRY = ["--retry-ms", str(RETRY_S * 1000)]
 
 
 def test_target_that_slept_is_picked_up_at_once(agent):
@@ -227,9 +232,9 @@ def test_target_that_slept_is_picked_up_at_once(agent):
         fill(agent, 7, 3)            # exit/resume of the cycle
         t_wake = time.monotonic()
         agent.wake()
-        ld.wait(n_events(10), timeout=5, what="events after waking")
+        ld.wait(n_events(10), timeout=RETRY_S, what="events after waking")
         dt = time.monotonic() - t_wake
-        assert dt < 1.0, f"picked up {dt:.2f} s after waking"
+        assert dt < RETRY_S / 2, f"picked up {dt:.2f} s after waking: by the retry"
         assert [e["seq"] for e in events(ld)] == list(range(10))
         st = ld.status()
         assert st["connected"] and st["next_seq"] == 10
@@ -253,9 +258,10 @@ def test_command_to_a_sleeping_target_is_delivered_when_it_wakes(agent):
         assert not agent.commands
         t_wake = time.monotonic()
         agent.wake()
-        r = ld.wait(lambda ms: [m for m in ms if m["type"] == "reply"], 5,
+        r = ld.wait(lambda ms: [m for m in ms if m["type"] == "reply"], RETRY_S,
                     what="reply")[0]
-        assert time.monotonic() - t_wake < 1.0
+        # resent at once on the wake, not at the next retry
+        assert time.monotonic() - t_wake < RETRY_S / 2
         assert r["cmd_id"] == q["cmd_id"] and r["err"] == 0
         assert agent.commands == [q["cmd_id"]]       # executed once
         lost = [f for f in agent.lost_while_asleep if f.type == "CMD"]
