@@ -12,6 +12,7 @@ report; what a key does in a guest is test_vrig.py's (a booted guest).
 
     q = QemuQmp(tmp / "qmp.sock")   # sbrigd connects to tmp/qmp.sock
     ...; q.downs() -> [("power", True), ("power", False)]
+    q.on_key = fn                   # fn(qcode, down, t_ns) as each passes
     q.execute("stop")               # QEMU's run state: paused
     q.close()
 """
@@ -38,6 +39,7 @@ class QemuQmp:
         self.path = path
         self.real = path.with_name(path.name + ".qemu")
         self.keys: list[tuple[str, bool]] = []
+        self.on_key = None
         self.lock = threading.Lock()
         self.proc = subprocess.Popen(
             [QEMU, "-machine", "pc", "-nodefaults", "-display", "none",
@@ -110,10 +112,14 @@ class QemuQmp:
             return
         if not isinstance(req, dict) or req.get("execute") != "input-send-event":
             return
+        t_ns = time.monotonic_ns()
         for ev in req.get("arguments", {}).get("events", []):
             d = ev.get("data", {})
+            key = (d.get("key", {}).get("data"), d.get("down"))
             with self.lock:
-                self.keys.append((d.get("key", {}).get("data"), d.get("down")))
+                self.keys.append(key)
+            if self.on_key:
+                self.on_key(*key, t_ns)
 
     # --------------------------------------------------------- the test's --
     def downs(self) -> list[tuple[str, bool]]:
