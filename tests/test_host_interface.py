@@ -1006,3 +1006,43 @@ def test_a_daemon_killed_mid_capture_does_not_break_the_next(hostif, tmp_path):
                 d.kill()
                 d.wait(20)
         vm.run(f"rm -rf /tmp/capk1 /tmp/capk2 {KILL_SOCK}")
+
+
+ERR_CONF = "/tmp/rig-gpio-err.conf"
+ERR_SOCK = "/tmp/sbrig-gpio-err.sock"
+
+
+def test_status_puts_a_gpio_line_error_first(hostif):
+    """sbrig(1) status: a GPIO line's error is a problem, listed first. A
+    daemon of its own whose key is on a gpio-sim bank of its own: once the
+    bank's chip is gone (gpio-sim 'live' 0: the controller unbound under
+    the requested line), status says so for that line, in the text and in
+    --json; the rest of the rig is still shown."""
+    vm = hostif.vm
+    g = "/sys/kernel/config/gpio-sim/sbrig-err"
+    vm.run_ok(f"(set -e; mkdir {g} {g}/bank0; echo 2 > {g}/bank0/num_lines; "
+              f"echo sbrig-err > {g}/bank0/label; echo 1 > {g}/live)")
+    vm.write_file(ERR_CONF, "[rig]\nname = gpio-err\n[key:power]\n"
+                  "chip = sbrig-err\nline = 0\n")
+    d = vm.start_bg(f"exec sbrigd -c {ERR_CONF} -s {ERR_SOCK}")
+    try:
+        _wait_guest(vm, f"[ -S {ERR_SOCK} ] || [ -e {d.base}.rc ]")
+        assert d.running, d.output()
+        st = json.loads(vm.run_ok(f"sbrig -s {ERR_SOCK} status --json"))
+        assert st["problems"] == [] and st["line"]["power"] == \
+            {"dir": "out", "active": False}, st
+        vm.run_ok(f"echo 0 > {g}/live")
+        st = json.loads(vm.run_ok(f"sbrig -s {ERR_SOCK} status --json"))
+        err = st["line"]["power"].get("error")
+        assert err, st
+        print(f"line power: {err}")
+        assert st["problems"] == [f"line power: {err}"], st
+        text = vm.run_ok(f"sbrig -s {ERR_SOCK} status")
+        assert text.startswith(f"problems:  line power: {err}\n"), text
+        assert "gpio-err" in text, text
+        assert d.running, d.output()
+    finally:
+        d.kill()
+        d.wait(20)
+        vm.run(f"rm -f {ERR_SOCK} {ERR_CONF}; echo 0 > {g}/live; "
+               f"rmdir {g}/bank0 {g}; true")
