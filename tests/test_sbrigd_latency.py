@@ -30,7 +30,7 @@ from tests.capture import read_rows
 from tests.qemuqmp import QemuQmp
 from tests.rigproto import FakeAgent
 from tests.test_power import Emulator
-from tests.test_sbrigd import Conn, Daemon, build, hold_handler  # noqa: F401
+from tests.test_sbrigd import Conn, Daemon, build, hold_handler, sbrig  # noqa: F401
 
 MS = 1_000_000
 QUIET_MS = 600
@@ -234,3 +234,27 @@ def test_no_clock_rounds_are_retried_and_20_in_a_row_end_with_err_11(lrig):
     assert measured(progress) == [], progress
     assert retries == ["progress i=1/3 retry=no_clock event=resume"] * 19, retries
     assert len(lrig.target.presses) == 20
+
+
+def test_sbrig_latency_until_on_the_command_line(lrig):
+    """`sbrig latency --until block`: the CLI asks for the event; its CSV
+    and statistics are the press-to-block latency. They were the capture
+    analysis' press-to-resume latency (301 ms where the daemon's own line
+    said 500 ms): the analysis measures wakeups to their resume only. With
+    another EVENT they are the daemon's rounds now, and a note says so."""
+    lrig.target.extra = [(500 * MS, "block", '"late"')]
+    lrig.target.suspend()
+    cap, csv = lrig.tmp / "cli-cap", lrig.tmp / "lat.csv"
+    res = sbrig(lrig.sock, "latency", "-n", "1", "--until", "block",
+                "--timeout", "20s", "--csv", str(csv), "-o", str(cap), timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert re.search(r"^1/1 [\d.]+ ms \+/- [\d.]+ ms$", res.stdout, re.M), res.stdout
+    rows = [l.split(",") for l in csv.read_text().splitlines()]
+    assert rows[0] == ["i", "latency_ns", "uncert_ns"] and len(rows) == 2, rows
+    lat, unc = int(rows[1][1]), int(rows[1][2])
+    [press] = press_times(cap)
+    [tap] = lrig.target.woke
+    want = tap + 500 * MS - press
+    assert abs(lat - want) <= unc + MS, (lat, want, unc)
+    assert "note: until 'block': the statistics are the daemon's" in res.stdout
+    assert re.search(rf"^min_ms: {lat / 1e6:.3f}$", res.stdout, re.M), res.stdout
