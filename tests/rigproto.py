@@ -29,6 +29,7 @@ API (all thread-safe; a background thread serves the socket):
   ``HELLO ... new``, streams again after the host's HELLO), ``reboot(boot_id)`` (new boot: ring
   cleared), ``drop_connection()``, ``forget_before(seq)`` (ring no longer
   holds older records: they are answered with GAP).
+* ``blip()`` -- wake and fall asleep again at once (no PONG in between).
 * ``sleep()`` / ``wake()`` -- a suspending target: asleep, the agent is
   frozen (sends nothing, not even PONG; what the host sends is lost, like
   UART bytes to a target in S3) while ``send_event`` still logs records
@@ -265,6 +266,19 @@ class FakeAgent:
             self._stream_locked()
             if self.synced:
                 self._write(frame(f"@sb1 BEAT {self.send_pos} {self.clock()}"))
+            self._cond.notify_all()
+
+    def blip(self) -> None:
+        """Wake, stream what was logged, BEAT, and fall asleep again at
+        once: a target that suspends again before its agent answered a
+        ping (nothing the host sends in between is answered)."""
+        with self._cond:
+            self.asleep = False
+            self._stream_locked()
+            if self.synced:
+                self._write(frame(f"@sb1 BEAT {self.send_pos} {self.clock()}"))
+            self.asleep = True
+            self.asleep_since = time.monotonic_ns()
             self._cond.notify_all()
 
     def announce(self) -> None:

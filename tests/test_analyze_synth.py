@@ -14,6 +14,7 @@ write nothing, and a report already there must survive it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -63,6 +64,41 @@ def test_a_one_percent_error_in_a_report_is_caught(tmp_path):
     assert S.compare(report, truth) == []
     report["blockers"][0]["energy_uJ"] *= 1.015
     assert any("energy_uJ" in x for x in S.compare(report, truth))
+
+
+@pytest.mark.parametrize("leak_s", [12.0, 25.0])
+def test_leak_s_sets_the_leak_threshold(tmp_path, leak_s):
+    """sbrig analyze --leak-s S (report-format.md: a blocker still active
+    at the end after being held >= leak_s is a leak): kitchen's agent
+    blocker is held 18 s at the end, so it is a leak under 12 s and none
+    under 25 s, and the whole report matches synthcap's truth computed
+    with the same threshold."""
+    sc = dataclasses.replace(S.scenario("kitchen"), leak_s=leak_s)
+    truth = S.build(sc, tmp_path)
+    r = subprocess.run([str(SBRIG), "analyze", str(tmp_path / "capture"), "-o",
+                        str(tmp_path / "report"), "-q", "--leak-s", f"{leak_s:g}"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    bad = S.compare(report, truth)
+    assert bad == [], "\n".join(bad)
+    leaks = [f for f in report["findings"] if f["kind"] == "leak"]
+    if leak_s < 18:
+        assert [f["blocker"] for f in leaks] == ["sbagent report"], leaks
+        assert leaks[0]["detail"].endswith(f"held 18.0 s (leak_s {leak_s:g} s)"), leaks
+    else:
+        assert leaks == [], leaks
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "x", "5s", "nan", "1e10"])
+def test_a_bad_leak_s_is_refused_naming_it(tmp_path, value):
+    S.build(S.scenario("basic"), tmp_path)
+    r = subprocess.run([str(SBRIG), "analyze", str(tmp_path / "capture"), "-o",
+                        str(tmp_path / "report"), "--leak-s", value],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert f"--leak-s: '{value}'" in r.stderr, r.stderr
+    assert not (tmp_path / "report").exists()
 
 
 def test_the_platforms_own_edges_decide_the_suspended_energy(tmp_path):

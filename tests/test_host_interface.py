@@ -13,8 +13,12 @@ by the ``hostif`` fixture:
   are big-endian, SMBus words little-endian, so they are byte-swapped).
 * Target link: the guest's ttyS1, a real 16550 whose other end is a unix
   socket this test listens on (QEMU connects and reconnects as a client):
-  first the raw UART case accepts it, then tests.rigproto.FakeAgent (the
-  scripted target agent: a mock, as no target runs behind this UART).
+  first the raw UART case accepts it, then tests.rigproto.FakeAgent, a
+  scripted target agent (a mock). The real sbagent would need a second
+  guest as the target, its UART crossed with this one's, and could not
+  put a target's sleep and wake where the latency and silence tests need
+  them; tests/test_agent_vm.py and tests/test_vrig.py run the real agent
+  on a real guest.
 
 Inside run the release builds of host/ (sbrigd, sbrig, sbrig-gpio) and
 Debian's libgpiod/libiio tools, copied with their shared libraries into an
@@ -304,7 +308,8 @@ def _fetch_capture(vm: Vm, guest_dir: str, local: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def agent(hostif):
-    """The scripted target agent on ttyS1's socket (a mock: no target here)."""
+    """The scripted target agent on ttyS1's socket (a mock: see the module
+    docstring for why, and where the real agent runs)."""
     from tests.rigproto import FakeAgent
 
     hostif.uart_listener.settimeout(None)
@@ -393,6 +398,39 @@ def test_a_hung_up_serial_port_is_seen_at_once(hostif, agent, sbrigd):
     # reopened: the agent's hello again
     _wait_guest(vm, f"{_sbrig('status')} | grep -q 'connected over'", 30)
     _wait_guest(vm, f"{_sbrig('status')} | grep -q {AGENT_BOOT_ID}", 30)
+
+
+def test_a_silent_uart_is_reopened_after_the_link_timeout(hostif, agent, sbrigd):
+    """link-protocol.md: on a UART a hang-up is invisible (a cable pulled,
+    an adapter gone: the port just says nothing), so the link's timeout
+    ([timing] link_timeout_ms, 3 s here) is the only detector: the link
+    goes down and the serial: port is closed and opened again (0.5 s
+    later, and again after each timeout while it stays silent); the agent
+    is picked up when it talks again. The silence is the scripted agent
+    frozen (FakeAgent.sleep: nothing from it, what reaches it is lost)."""
+    vm = hostif.vm
+    _wait_guest(vm, f"{_sbrig('status')} | grep -q {AGENT_BOOT_ID}", 20)
+    before = len(sbrigd.output())
+    r0 = json.loads(vm.run_ok(_sbrig("status --json")))["link"]["reconnects"]
+    agent.sleep()
+    try:
+        _wait_guest(vm, f"tail -c +{before + 1} {sbrigd.log} | "
+                    "grep -q 'down: timeout: the agent is silent'", 20)
+        # reopened while the agent is still silent: the port itself
+        end = time.monotonic() + 30
+        while json.loads(vm.run_ok(_sbrig("status --json")))["link"][
+                "reconnects"] <= r0:
+            assert time.monotonic() < end, "the port was not reopened"
+            time.sleep(0.2)
+    finally:
+        agent.wake()
+    log = sbrigd.output()[before:]
+    assert "link serial:/dev/ttyS1:115200 down: timeout: the agent is silent" \
+        in log, log
+    assert "(connection kept)" not in log, log
+    _wait_guest(vm, f"{_sbrig('status')} | grep -q 'connected over'", 30)
+    st = json.loads(vm.run_ok(_sbrig("status --json")))
+    assert st["link"]["connected"] is True and st["link"]["reconnects"] > r0, st
 
 
 def test_sbrig_capture(hostif, agent, sbrigd, tmp_path):
@@ -968,3 +1006,43 @@ def test_a_daemon_killed_mid_capture_does_not_break_the_next(hostif, tmp_path):
                 d.kill()
                 d.wait(20)
         vm.run(f"rm -rf /tmp/capk1 /tmp/capk2 {KILL_SOCK}")
+
+
+ERR_CONF = "/tmp/rig-gpio-err.conf"
+ERR_SOCK = "/tmp/sbrig-gpio-err.sock"
+
+
+def test_status_puts_a_gpio_line_error_first(hostif):
+    """sbrig(1) status: a GPIO line's error is a problem, listed first. A
+    daemon of its own whose key is on a gpio-sim bank of its own: once the
+    bank's chip is gone (gpio-sim 'live' 0: the controller unbound under
+    the requested line), status says so for that line, in the text and in
+    --json; the rest of the rig is still shown."""
+    vm = hostif.vm
+    g = "/sys/kernel/config/gpio-sim/sbrig-err"
+    vm.run_ok(f"(set -e; mkdir {g} {g}/bank0; echo 2 > {g}/bank0/num_lines; "
+              f"echo sbrig-err > {g}/bank0/label; echo 1 > {g}/live)")
+    vm.write_file(ERR_CONF, "[rig]\nname = gpio-err\n[key:power]\n"
+                  "chip = sbrig-err\nline = 0\n")
+    d = vm.start_bg(f"exec sbrigd -c {ERR_CONF} -s {ERR_SOCK}")
+    try:
+        _wait_guest(vm, f"[ -S {ERR_SOCK} ] || [ -e {d.base}.rc ]")
+        assert d.running, d.output()
+        st = json.loads(vm.run_ok(f"sbrig -s {ERR_SOCK} status --json"))
+        assert st["problems"] == [] and st["line"]["power"] == \
+            {"dir": "out", "active": False}, st
+        vm.run_ok(f"echo 0 > {g}/live")
+        st = json.loads(vm.run_ok(f"sbrig -s {ERR_SOCK} status --json"))
+        err = st["line"]["power"].get("error")
+        assert err, st
+        print(f"line power: {err}")
+        assert st["problems"] == [f"line power: {err}"], st
+        text = vm.run_ok(f"sbrig -s {ERR_SOCK} status")
+        assert text.startswith(f"problems:  line power: {err}\n"), text
+        assert "gpio-err" in text, text
+        assert d.running, d.output()
+    finally:
+        d.kill()
+        d.wait(20)
+        vm.run(f"rm -f {ERR_SOCK} {ERR_CONF}; echo 0 > {g}/live; "
+               f"rmdir {g}/bank0 {g}; true")

@@ -366,6 +366,40 @@ def test_unload_while_worker_waits_for_a_mainline_wakeup_source(target):
 
 # ------------------------------------------------------------------ sbctl --
 
+def test_debug_mask_chooses_what_is_logged(target):
+    """Documentation/suspend-block.rst, "Module parameters": debug_mask
+    (0644: root writes it) 16 logs every blocker operation, 32 (on by
+    default) the failed ioctls, rate-limited so that no user floods the
+    log; 0 logs neither."""
+    vm = target
+    param = "/sys/module/suspend_block/parameters/debug_mask"
+    assert vm.run_ok(f"stat -c %a {param}").strip() == "644"
+    default = int(vm.run_ok(f"cat {param}"))
+    assert default & 32 and not default & 16, default
+
+    def logged(mask: int, *ops: str) -> list[str]:
+        vm.run_ok(f"echo {mask} > {param}")
+        dm = len(vm.dmesg())
+        sb.sbprobe_results(vm, *ops)
+        return [l for l in vm.dmesg()[dm:].splitlines() if l.strip()]
+
+    # BLOCK before INIT fails with ENOENT (-2)
+    lines = logged(32, "open", "block")
+    assert any(re.search(r"ioctl: cmd [0-9a-f]+ failed, -2$", l) for l in lines), lines
+    assert logged(0, "open", "block", "open", "init:dbg-quiet", "block",
+                  "unblock") == []
+    lines = logged(16, "open", "init:dbg-ops", "block", "unblock", "block")
+    assert [l for l in lines if "ioctl: cmd" in l] == [], lines     # 32 off
+    ops = [l for l in lines if "dbg-ops" in l]
+    assert any("suspend_block: dbg-ops" in l for l in ops) and \
+        any("suspend_unblock: dbg-ops" in l for l in ops), lines
+    # 300 failures in a row: a handful of lines, the rest suppressed
+    lines = logged(32, "open", *["block"] * 300)
+    failed = [l for l in lines if "ioctl: cmd" in l]
+    assert 1 <= len(failed) <= 20, len(failed)
+    vm.run_ok(f"echo {default} > {param}")
+
+
 def test_sbctl_on_the_target(target):
     out = target.run_ok(f"sbctl hold cli-hold -- cat {sb.STATS}")
     st = sb.parse_stats(out)

@@ -11,6 +11,8 @@ a suspend callback that sleeps.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import sbtarget as sb
@@ -219,6 +221,46 @@ def test_slow_device_callback_is_logged_above_the_threshold(target):
     end = next(e for e in evs if e.type == "phase"
                and e.arg.startswith("dpm_suspend ") and e.arg.endswith(" end"))
     assert begin.seq < cb.seq < end.seq and seq[cb.seq] is cb
+
+
+def _async_dev_pm(vm, n: int) -> tuple[list[list[str]], int]:
+    """@n more sb_test devices, suspended in parallel, each callback 300 ms:
+    their dev_pm records (threshold 100 ms) and dpm_suspend's duration."""
+    sb.ctl(vm, f"async_devs {n}")
+    sb.ctl(vm, "slow_suspend_ms 300")
+    _param(vm, "event_dev_pm_min_us", "100000")
+    try:
+        evs = _pm_test_suspend(vm, _sleep_state(vm))
+    finally:
+        _param(vm, "event_dev_pm_min_us", "0")
+        sb.ctl(vm, "slow_suspend_ms 0")
+        sb.ctl(vm, "async_devs 0")
+    recs = [e.arg.split(" ", 3) for e in evs if e.type == "dev_pm"]
+    ours = [r for r in recs if re.fullmatch(r"sb_test\.\d+", r[3])]
+    begin = next(e for e in evs if e.type == "phase"
+                 and e.arg.startswith("dpm_suspend ") and e.arg.endswith(" begin"))
+    end = next(e for e in evs if e.type == "phase"
+               and e.arg.startswith("dpm_suspend ") and e.arg.endswith(" end"))
+    return ours, end.t_ns - begin.t_ns
+
+
+def test_at_most_32_device_callbacks_are_timed_at_once(target):
+    """Documentation/suspend-block.rst, dev_pm: at most 32 callbacks are
+    timed at once; one that starts while 32 are running is not timed.
+    20 slow callbacks in parallel are all recorded; 40 in parallel (they
+    did run together: dpm_suspend took far less than 40 x 300 ms) leave
+    at most 32 records, each at least the 300 ms it slept."""
+    vm = target
+    ours, took = _async_dev_pm(vm, 20)
+    assert sorted(r[3] for r in ours) == sorted(f"sb_test.{i}" for i in range(20)), ours
+    ours, took = _async_dev_pm(vm, 40)
+    print(f"40 callbacks in parallel: {len(ours)} timed, dpm_suspend "
+          f"{took / MS:.0f} ms")
+    assert took < 40 * 300 * MS // 2, f"dpm_suspend took {took / MS:.0f} ms: not in parallel"
+    assert 16 <= len(ours) <= 32, (len(ours), ours)
+    assert len({r[3] for r in ours}) == len(ours), ours
+    for dur, err, verb, _ in ours:
+        assert int(dur) >= 300 * MS and err == "0" and verb == "suspend", ours
 
 
 @pytest.mark.s3

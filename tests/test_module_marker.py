@@ -345,3 +345,32 @@ def test_unloading_releases_the_pl061_line(mvm):
     assert _debugfs_marker(mvm) is None
     sb.reload(mvm)
     assert _debugfs_marker(mvm) == "out hi"
+
+
+def test_a_second_marker_device_is_refused_with_ebusy(mvm):
+    """Documentation/suspend-block.rst: the first marker device bound
+    wins; another fails its probe with EBUSY. Here the device tree's node
+    (PL061 pin 0) and the marker parameter (pin 1 of the same PL061) make
+    two: one drives the marker, the other is refused, saying which one
+    drives it, and its line is not taken."""
+    chips = mvm.run_ok("cat /sys/class/gpio/gpiochip*/label").split()
+    pl061 = [c for c in chips if "pl061" in c]
+    assert len(pl061) == 1, chips
+    dm = len(mvm.dmesg())
+    try:
+        sb.reload(mvm, marker=f"{pl061[0]}:1")
+        log = mvm.dmesg()[dm:]
+        # whichever bound second (the node's or the parameter's device)
+        refused = re.findall(r"\S+: error -EBUSY: (\S+) already drives "
+                             r"the marker", log)
+        assert len(refused) == 1, log
+        assert len(re.findall(r"marker on GPIO \d+, written", log)) == 1, log
+        lines = re.findall(r"\|suspend-marker\s*\)",
+                           mvm.run_ok("cat /sys/kernel/debug/gpio"))
+        assert len(lines) == 1, lines
+        assert _debugfs_marker(mvm) == "out hi"          # "main" is active
+        with main_released(mvm):
+            assert _debugfs_marker(mvm) == "out lo"
+    finally:
+        sb.reload(mvm)
+    assert _debugfs_marker(mvm) == "out hi"

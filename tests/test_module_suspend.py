@@ -320,7 +320,11 @@ def test_forced_policy_ends_an_unknown_wakeup_hold(target):
                    and e.name == "unknown_wakeups")
     late_ms = (unblock.t_ns - forced.t_ns) / MS
     print(f"hold ended {late_ms:.1f} ms after the policy change")
-    assert -50 < late_ms < 500
+    # ended by the change (its kick wakes the worker's wait), not by the
+    # 60 s hold running out: what is promised, not how fast a TCG guest
+    # gets there (the record of the change may come a little after the
+    # release it caused)
+    assert -50 < late_ms < 30_000
     assert [e.type for e in evs if e.type == "suspend"] == ["suspend"]
 
 

@@ -39,7 +39,7 @@ from pathlib import Path
 import pytest
 
 from tests.test_power import Emulator
-from tests.test_sbrigd_hostile import QmpStub
+from tests.qemuqmp import QemuQmp
 
 REPO = Path(__file__).resolve().parents[1]
 PKG = REPO / "build" / "pkg"
@@ -247,7 +247,7 @@ class PkgDaemon:
 def installed(debs, tmp_path_factory):
     """sbrig installed into a throwaway root and its daemon running (from
     the unit's ExecStart line) against the INA226 emulator, with two keys
-    on a scripted QMP peer (a mock: no QEMU here)."""
+    on a real QEMU's QMP socket (tests/qemuqmp.py)."""
     tmp = tmp_path_factory.mktemp("pkg")
     deb = debs["debs"]["sbrig_amd64"]
     # the machine has what the package depends on (no change is made)
@@ -259,7 +259,7 @@ def installed(debs, tmp_path_factory):
          "--force-depends", "--log=/dev/null", "-i", str(deb)])
 
     emu = Emulator(tmp, "--current-uA", "30000", "--rate", "500")
-    qmp = QmpStub(tmp / "qmp.sock")
+    qmp = QemuQmp(tmp / "qmp.sock")
     conf = root / "etc/sbrig/rig.conf"
     conf.parent.mkdir(parents=True)
     conf.write_text(f"""[rig]

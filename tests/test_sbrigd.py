@@ -552,6 +552,73 @@ uri = tcp:127.0.0.1:{free_port()}
         assert d.stop() == 0
 
 
+def test_status_problems_module_not_loaded_and_events_lost(rig):
+    """sbrig(1) status: 'suspend_block not loaded on the target' and
+    'target events lost' are problems, listed first, in --json too; a
+    healthy rig has none."""
+    res = sbrig(rig.sock, "status")
+    assert res.stdout.startswith("problems:  none\n"), res.stdout
+    assert status_json(rig.sock)["problems"] == []
+    agent = rig.agent
+    t0 = agent.clock()
+    for i in range(3):
+        agent.send_event(i, t0 + i, "block", '"before"')
+    # the agent restarts on a target whose module is gone, its ring having
+    # lost 3..7 meanwhile
+    agent.drop_connection()
+    for i in range(3, 10):
+        agent.send_event(i, t0 + i, "block", '"after"')
+    agent.forget_before(8)
+    agent.module = "-"
+    end = time.monotonic() + 20
+    while True:
+        st = status_json(rig.sock)
+        if len(st["problems"]) == 2 or time.monotonic() > end:
+            break
+        time.sleep(0.1)
+    assert st["problems"] == ["target: suspend_block is not loaded",
+                              "link: 5 target events were lost"], st
+    assert st["link"]["module"] == "-" and st["link"]["events_lost"] == 5, st
+    res = sbrig(rig.sock, "status")
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[:2] == ["problems:  target: suspend_block is not loaded",
+                         "           link: 5 target events were lost"], lines
+
+
+def test_a_sensor_down_at_start_up_is_opened_when_needed(tmp_path):
+    """sbrigd(8): a configured sensor that cannot be opened at start is
+    opened again when a capture or a status needs it. Nothing listens on
+    the sensor's port when the daemon starts; once the emulator does,
+    status reads the sensor and a capture records its samples."""
+    port = free_port()
+    with make_rig(tmp_path, power_uri=f"ip:127.0.0.1:{port}") as r:
+        st = status_json(r.sock)
+        assert st["sensor"]["error"] and "current_mA" not in st["sensor"], st
+        assert st["problems"][0].startswith("sensor: "), st
+        late_dir = tmp_path / "late"
+        late_dir.mkdir()
+        late = Emulator(late_dir, "--port", str(port), "--current-uA", "20000",
+                        "--rate", "1000")
+        try:
+            assert late.port == port
+            end = time.monotonic() + 30
+            while True:
+                st = status_json(r.sock)
+                if "current_mA" in st["sensor"] or time.monotonic() > end:
+                    break
+                time.sleep(0.2)
+            assert abs(st["sensor"]["current_mA"] - 20.0) < 0.5, st
+            assert "error" not in st["sensor"] and st["problems"] == [], st
+            cap = tmp_path / "late-cap"
+            res = sbrig(r.sock, "capture", "-d", "1s", "-o", str(cap))
+            assert res.returncode == 0, res.stderr
+            assert meta_section(cap, "end")["status"] == "complete"
+            assert len(read_rows(cap, "samples")) > 500
+        finally:
+            late.stop()
+
+
 def test_sensor_vanishing_fails_capture_daemon_lives(rig):
     cap = rig.tmp / "vanish"
     cli = subprocess.Popen([str(SBRIG), "-s", str(rig.sock), "capture", "-d",

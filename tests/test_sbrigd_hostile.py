@@ -8,9 +8,11 @@ directory whose name poses as summary keys, idle connections locking
 everyone out, SIGTERM starting the next pipelined request.
 
 Keys: no GPIO here, so the rig's key is a qmp: key (gpio.c's backend that
-presses a QEMU guest's keys) served by QmpStub below, a scripted QMP peer:
-a mock, since no QEMU guest runs in these host tests (test_vrig.py drives
-the same backend against a real QEMU).
+presses a QEMU guest's keys) on a real QEMU (tests/qemuqmp.py: no disk, its
+firmware idles; a tap notes the keys the daemon sent). The asleep-witness
+tests (wrig) need QEMU's run state "suspended", which only a guest that
+enters S3 produces: they keep QmpStub below, a scripted QMP peer (a mock),
+and test_vrig.py holds the same witness to a real suspended guest.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from pathlib import Path
 import pytest
 
 from tests.capture import meta_section, read_rows
+from tests.qemuqmp import QemuQmp
 from tests.rigproto import FakeAgent, frame
 from tests.test_power import Emulator
 from tests.test_sbrigd import (SBRIG, SBRIGD, Conn, Daemon, build, hold_handler,  # noqa: F401
@@ -37,10 +40,12 @@ NEVER = "9223372036854775807ns"
 
 
 class QmpStub:
-    """A scripted QMP peer (mock: no QEMU here): greets, answers every
-    command with an empty return but query-status (``status``: QEMU's run
-    state, "running" until a test sets it), records the input-send-event
-    keys and counts the query-status questions."""
+    """A scripted QMP peer, a mock: QEMU's run state "suspended" comes only
+    from a guest entering S3, which no host test boots (test_vrig.py's
+    guest does). Greets, answers every command with an empty return but
+    query-status (``status``: the run state, "running" until a test sets
+    it), records the input-send-event keys and counts the query-status
+    questions."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -98,11 +103,11 @@ class QmpStub:
 
 @pytest.fixture
 def hrig(tmp_path):
-    """Emulator + fake agent + a qmp: key + sbrigd."""
+    """Emulator + fake agent + a qmp: key on a real QEMU + sbrigd."""
     emu = Emulator(tmp_path, "--current-uA", "20000", "--rate", "500")
     agent = FakeAgent(boot_id="boot-hostile", kernel="6.1.0-test")
     agent.cmd_handler = hold_handler(agent)
-    qmp = QmpStub(tmp_path / "qmp.sock")
+    qmp = QemuQmp(tmp_path / "qmp.sock")
     conf = tmp_path / "rig.conf"
     conf.write_text(f"""[rig]
 name = hostile

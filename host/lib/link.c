@@ -1222,6 +1222,16 @@ int sbrig_link_process(struct sbrig_link *l, short revents, int64_t now)
 	return 0;
 }
 
+void sbrig_link_cancel(struct sbrig_link *l, uint32_t cmd_id)
+{
+	for (unsigned int i = 0; i < l->n_cmds; i++) {
+		if (l->cmds[i].cmd_id != cmd_id)
+			continue;
+		l->cmds[i] = l->cmds[--l->n_cmds];
+		return;
+	}
+}
+
 int sbrig_link_command(struct sbrig_link *l, const char *cmd,
 		       uint32_t *cmd_id)
 {

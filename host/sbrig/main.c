@@ -305,7 +305,100 @@ static int cmd_run(const struct command *c, int argc, char **argv)
 /* latency: the rounds as the daemon times them (the live lines) */
 struct lat_ctx {
 	unsigned int done;
+	int64_t *lat, *unc;	/* each round's latency_ns and uncert_ns */
+	size_t n, cap;
+	bool nomem;
 };
+
+/* Keep a round the daemon measured (for --until other than resume). */
+static void lat_keep(struct lat_ctx *l, int64_t lat, int64_t unc)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 64;
+		int64_t *a = realloc(l->lat, cap * sizeof(*a));
+
+		if (a)
+			l->lat = a;
+		a = a ? realloc(l->unc, cap * sizeof(*a)) : NULL;
+		if (!a) {
+			l->nomem = true;
+			return;
+		}
+		l->unc = a;
+		l->cap = cap;
+	}
+	l->lat[l->n] = lat;
+	l->unc[l->n++] = unc;
+}
+
+static int write_latency_csv(const char *csv_path, const int64_t *lat,
+			     const int64_t *unc, size_t n)
+{
+	FILE *csv;
+
+	if (sbrig_mkdir_parent(csv_path, 0755) < 0) {
+		fprintf(stderr, "sbrig latency: %s\n", sbrig_errmsg());
+		return EXIT_FAIL;
+	}
+	csv = fopen(csv_path, "w");
+	if (!csv) {
+		fprintf(stderr, "sbrig latency: %s: %s\n", csv_path,
+			strerror(errno));
+		return EXIT_FAIL;
+	}
+	fprintf(csv, "i,latency_ns,uncert_ns\n");
+	for (size_t i = 0; i < n; i++)
+		fprintf(csv, "%zu,%" PRId64 ",%" PRId64 "\n", i + 1, lat[i],
+			unc[i]);
+	if (fclose(csv)) {
+		fprintf(stderr, "sbrig latency: %s: %s\n", csv_path,
+			strerror(errno));
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
+}
+
+static void print_latency_stats(const struct sbrig_latency_stats *st,
+				const char *dir)
+{
+	printf("n: %u\n", st->n);
+	if (st->n) {
+		printf("min_ms: %.3f\n", st->min_ns / 1e6);
+		printf("median_ms: %.3f\n", st->median_ns / 1e6);
+		printf("p95_ms: %.3f\n", st->p95_ns / 1e6);
+		printf("max_ms: %.3f\n", st->max_ns / 1e6);
+		printf("clock_uncertainty_ms: %.3f\n", st->uncert_ns / 1e6);
+	}
+	printf("capture: %s\n", dir);
+}
+
+/*
+ * --until EVENT other than resume: the capture's analysis measures each
+ * wakeup to its resume (report-format.md), not to EVENT, so the rounds
+ * and their statistics are the daemon's, as it timed them.
+ */
+static int latency_from_rounds(const struct lat_ctx *l, const char *until,
+			       const char *dir, const char *csv_path)
+{
+	struct sbrig_latency_stats st;
+	int64_t *v;
+
+	if (l->nomem)
+		return EXIT_FAIL;
+	if (csv_path && write_latency_csv(csv_path, l->lat, l->unc, l->n))
+		return EXIT_FAIL;
+	v = malloc((l->n ? l->n : 1) * sizeof(*v));
+	if (!v)
+		return EXIT_FAIL;
+	memcpy(v, l->lat, l->n * sizeof(*v));
+	sbrig_latency_stats(v, l->unc, l->n, &st);
+	free(v);
+	printf("note: until '%s': the statistics are the daemon's timing of "
+	       "each round (the capture's analysis measures to the resume)\n",
+	       until);
+	print_latency_stats(&st, dir);
+	return EXIT_OK;
+}
 
 /*
  * The measurements and their statistics from the capture the run
@@ -319,7 +412,6 @@ static int latency_from_capture(const char *dir, const char *csv_path,
 	struct sbrig_latency_stats st;
 	struct sbrig_wakeup *w = NULL;
 	size_t n;
-	FILE *csv = NULL;
 
 	if (!a) {
 		fprintf(stderr, "sbrig latency: analysing %s: %s\n", dir,
@@ -336,27 +428,22 @@ static int latency_from_capture(const char *dir, const char *csv_path,
 	sbrig_analysis_latency(a, &st);
 	sbrig_analysis_free(a);
 	if (csv_path) {
-		if (sbrig_mkdir_parent(csv_path, 0755) < 0) {
-			fprintf(stderr, "sbrig latency: %s\n", sbrig_errmsg());
-			free(w);
-			return EXIT_FAIL;
+		int64_t *lat = malloc((n ? n : 1) * sizeof(*lat));
+		int64_t *unc = malloc((n ? n : 1) * sizeof(*unc));
+		int ret = EXIT_FAIL;
+
+		if (lat && unc) {
+			for (size_t i = 0; i < n; i++) {
+				lat[i] = w[i].latency_ns;
+				unc[i] = w[i].uncert_ns;
+			}
+			ret = write_latency_csv(csv_path, lat, unc, n);
 		}
-		csv = fopen(csv_path, "w");
-		if (!csv) {
-			fprintf(stderr, "sbrig latency: %s: %s\n", csv_path,
-				strerror(errno));
+		free(lat);
+		free(unc);
+		if (ret) {
 			free(w);
-			return EXIT_FAIL;
-		}
-		fprintf(csv, "i,latency_ns,uncert_ns\n");
-		for (size_t i = 0; i < n; i++)
-			fprintf(csv, "%zu,%" PRId64 ",%" PRId64 "\n", i + 1,
-				w[i].latency_ns, w[i].uncert_ns);
-		if (fclose(csv)) {
-			fprintf(stderr, "sbrig latency: %s: %s\n", csv_path,
-				strerror(errno));
-			free(w);
-			return EXIT_FAIL;
+			return ret;
 		}
 	}
 	free(w);
@@ -364,15 +451,7 @@ static int latency_from_capture(const char *dir, const char *csv_path,
 		printf("note: the capture has %zu wakeup(s) by the rig, the daemon "
 		       "timed %u round(s); the statistics are the capture's\n",
 		       n, measured);
-	printf("n: %u\n", st.n);
-	if (st.n) {
-		printf("min_ms: %.3f\n", st.min_ns / 1e6);
-		printf("median_ms: %.3f\n", st.median_ns / 1e6);
-		printf("p95_ms: %.3f\n", st.p95_ns / 1e6);
-		printf("max_ms: %.3f\n", st.max_ns / 1e6);
-		printf("clock_uncertainty_ms: %.3f\n", st.uncert_ns / 1e6);
-	}
-	printf("capture: %s\n", dir);
+	print_latency_stats(&st, dir);
 	return EXIT_OK;
 }
 
@@ -398,6 +477,7 @@ static void latency_progress(const char *text, void *ctx)
 		return;
 	kv_get(text, "uncert_ns", unc, sizeof(unc));
 	l->done++;
+	lat_keep(l, atoll(lat), atoll(unc));
 	if (tty) {
 		fprintf(stderr, "\r\033[K%s  %.3f ms (+/- %.3f ms)", i,
 			atoll(lat) / 1e6, atoll(unc) / 1e6);
@@ -505,8 +585,15 @@ static int cmd_latency(const struct command *c, int argc, char **argv)
 		char cap[PATH_MAX] = "";
 
 		kv_get(r.final, "dir", cap, sizeof(cap));
-		return latency_from_capture(cap[0] ? cap : dir, csv,
-					    (unsigned int)atoi(n));
+		if (strcmp(vals[3], "resume"))
+			ret = latency_from_rounds(&l, vals[3],
+						  cap[0] ? cap : dir, csv);
+		else
+			ret = latency_from_capture(cap[0] ? cap : dir, csv,
+						   (unsigned int)atoi(n));
+		free(l.lat);
+		free(l.unc);
+		return ret;
 	} else if (ret == EXIT_FAIL && kv_get(r.final, "requested", req,
 					      sizeof(req))) {
 		/* "2/5 measured: the target did not fall asleep ..." */
@@ -522,8 +609,12 @@ static int cmd_latency(const struct command *c, int argc, char **argv)
 			ename ? ": " : "", strerror(r.err));
 		if (cap[0])
 			printf("capture: %s\n", cap);
+		free(l.lat);
+		free(l.unc);
 		return ret;
 	}
+	free(l.lat);
+	free(l.unc);
 	return fail(&r, ret, "latency");
 }
 
@@ -620,7 +711,9 @@ static const struct command commands[] = {
 "Prints each measurement as the daemon times it, then min/median/p95/max\n"
 "in ms and the clock uncertainty, computed from the capture the run\n"
 "recorded (presses, events, samples, as every capture) as 'sbrig analyze'\n"
-"does, and the capture's path. A round whose EVENT is stamped before the press (the\n"
+"does (which measures to the resume: with --until another event, from the\n"
+"daemon's timing of each round, and a note says so), and the capture's\n"
+"path. A round whose EVENT is stamped before the press (the\n"
 "target woke by itself) is not measured: a line says so and the next\n"
 "sleep is used. Ctrl-C ends it with the rounds measured so far.\n"
 "\n"
@@ -631,7 +724,8 @@ static const struct command commands[] = {
 "      --timeout D         longest wait for the target to fall asleep, and\n"
 "                          for EVENT after a press (default 30s)\n"
 "      --csv FILE          also write i,latency_ns,uncert_ns rows to FILE\n"
-"                          (from the capture)\n"
+"                          (from the capture, or the daemon's rounds with\n"
+"                          --until other than resume)\n"
 "  -o, --output DIR        capture directory (default: latency-DATE in the\n"
 "                          current directory, DATE in UTC)\n"
 "      --stats-every D     ask the agent for a stats snapshot every D\n",

@@ -1124,6 +1124,9 @@ void rig_link_forget(uint32_t cmd_id)
 
 	if (c)
 		*c = (struct rig_command){ 0 };
+	/* not resent either: a command given up is no longer in flight */
+	if (rig.link && cmd_id)
+		sbrig_link_cancel(rig.link, cmd_id);
 }
 
 /* ---- witnesses of the target's sleep ------------------------------------ */

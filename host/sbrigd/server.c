@@ -172,8 +172,10 @@ static struct {
 	dev_t dev;
 	ino_t ino;
 	bool closing;		/* shutting down: no new requests */
+	int spare;		/* kept to answer "err 24" with no fd left */
+	struct sched_timer listen_again;	/* accept paused: no fd */
 	struct client *clients[SRV_MAX_CLIENTS];
-} srv = { .fd = -1 };
+} srv = { .fd = -1, .spare = -1 };
 
 static void client_flush(struct client *c);
 static void client_kick(void *data);
@@ -1782,6 +1784,45 @@ static int free_slot(void)
 	return -1;
 }
 
+static const char srv_busy[] = "err 24 too many clients\n";
+
+static void listener_resume(void *data)
+{
+	if (srv.fd >= 0)
+		sched_fd_events(srv.fd, POLLIN);
+}
+
+/*
+ * No file descriptor left for a new connection (EMFILE, ENFILE): give
+ * the spare one up to take the connection, tell it "err 24" and close
+ * it, so that the client is answered and the connection leaves the
+ * listen queue (left there, it would keep the listener readable and the
+ * loop spinning). Without a spare, accepting pauses for 100 ms.
+ */
+static void refuse_no_fd(int fd)
+{
+	int cfd;
+
+	if (srv.spare >= 0) {
+		close(srv.spare);
+		srv.spare = -1;
+		cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+		if (cfd >= 0) {
+			(void)!send(cfd, srv_busy, sizeof(srv_busy) - 1,
+				    MSG_NOSIGNAL | MSG_DONTWAIT);
+			close(cfd);
+		}
+		srv.spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		log_warn("a new client refused: no file descriptor left");
+		return;
+	}
+	log_warn("no file descriptor left: accepting paused for 100 ms");
+	sched_fd_events(fd, 0);
+	sched_timer_start(&srv.listen_again,
+			  time_add(sbrig_now_ns(), 100 * NS_PER_MS),
+			  listener_resume, NULL);
+}
+
 static void listener_io(int fd, short revents, void *data)
 {
 	for (int k = 0; k < SRV_ACCEPT_BATCH; k++) {
@@ -1789,20 +1830,20 @@ static void listener_io(int fd, short revents, void *data)
 		int cfd, slot;
 
 		cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (cfd < 0)
+		if (cfd < 0) {
+			if (errno == EMFILE || errno == ENFILE)
+				refuse_no_fd(fd);
 			return;
+		}
 		slot = free_slot();
 		if (slot < 0 && evict_idle())
 			slot = free_slot();
-		if (slot < 0) {
-			static const char busy[] = "err 24 too many clients\n";
-
-			(void)!send(cfd, busy, sizeof(busy) - 1, MSG_NOSIGNAL);
-			close(cfd);
-			continue;
-		}
-		c = calloc(1, sizeof(*c));
+		c = slot < 0 ? NULL : calloc(1, sizeof(*c));
 		if (!c || sched_fd_add(cfd, POLLIN, client_io, c) < 0) {
+			/* every slot busy (cannot happen: SRV_RESERVED), or
+			 * the daemon's own failure: no memory */
+			(void)!send(cfd, srv_busy, sizeof(srv_busy) - 1,
+				    MSG_NOSIGNAL);
 			free(c);
 			close(cfd);
 			continue;
@@ -1890,6 +1931,7 @@ int srv_init(const char *path)
 	ret = sched_fd_add(srv.fd, POLLIN, listener_io, NULL);
 	if (ret < 0)
 		goto unlink_path;
+	srv.spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	log_info("listening on %s", path);
 	return 0;
 
@@ -1941,6 +1983,10 @@ void srv_fini(void)
 		client_flush(c);
 		client_free(c);
 	}
+	sched_timer_stop(&srv.listen_again);
+	if (srv.spare >= 0)
+		close(srv.spare);
+	srv.spare = -1;
 	if (srv.fd < 0)
 		return;
 	sched_fd_del(srv.fd);

@@ -2,7 +2,7 @@
 /*
  * Unit tests for the link's decoded-message queue (lib/link.c): bounded,
  * with back-pressure on the transport, and its memory given back after a
- * burst (issue 7 §4.4: a 40 MB burst of EV frames grew the queue without
+ * burst; and for its pending commands (a cancelled one is not resent) (issue 7 §4.4: a 40 MB burst of EV frames grew the queue without
  * bound: 334 MB RSS, 222 MB after it).
  *
  * No mock: the link runs over its real tcp: transport on loopback, and this
@@ -37,6 +37,7 @@
  * @out: frames not yet written
  * @nout: their count
  * @next_seq: next EV seq to generate
+ * @cmds: CMD frames received (never answered)
  */
 struct peer {
 	int lfd, fd;
@@ -45,6 +46,7 @@ struct peer {
 	char *out;
 	size_t nout, cap;
 	uint64_t next_seq;
+	unsigned int cmds;
 };
 
 static void peer_queue(struct peer *p, const struct sbrig_proto_msg *m)
@@ -110,6 +112,8 @@ static void peer_serve(struct peer *p)
 					a.pong.token = m.ping.token;
 					a.pong.t_boot_ns = sbrig_now_ns();
 					peer_queue(p, &a);
+				} else if (m.type == SBRIG_PROTO_H_CMD) {
+					p->cmds++;
 				}
 			}
 			memmove(p->in, nl + 1, p->nin - len - 1);
@@ -266,10 +270,53 @@ static void burst_is_bounded_and_nothing_is_lost(void **state)
 	peer_close(&p);
 }
 
+/*
+ * A command given up (sbrig_link_cancel()) is not sent again and frees its
+ * place: an agent that never answered kept 64 commands resent for ever,
+ * and every new one failed with -ENOBUFS (issue 27).
+ */
+static void cancelled_commands_are_not_resent(void **state)
+{
+	uint32_t ids[64], id;
+	struct sbrig_link *l;
+	struct peer p;
+	int64_t end;
+
+	l = connect_link(&p);
+	for (unsigned int i = 0; i < 64; i++)
+		assert_int_equal(sbrig_link_command(l, "stats", &ids[i]), 0);
+	assert_int_equal(sbrig_link_command(l, "stats", &id), -ENOBUFS);
+	end = sbrig_now_ns() + 10 * NS_PER_S;
+	while (p.cmds < 64) {	/* sent, never answered */
+		link_round(l, &p, 20);
+		assert_true(sbrig_now_ns() < end);
+	}
+	for (unsigned int i = 0; i < 64; i++)
+		sbrig_link_cancel(l, ids[i]);
+	sbrig_link_cancel(l, ids[0]);	/* twice, or unknown: ignored */
+	p.cmds = 0;
+	/* two and a half retry periods (1 s): nothing resent */
+	end = sbrig_now_ns() + 2500000000LL;
+	while (sbrig_now_ns() < end)
+		link_round(l, &p, 20);
+	assert_int_equal(p.cmds, 0);
+	/* the places are free: 64 new ones are taken, and sent */
+	for (unsigned int i = 0; i < 64; i++)
+		assert_int_equal(sbrig_link_command(l, "stats", &ids[i]), 0);
+	end = sbrig_now_ns() + 10 * NS_PER_S;
+	while (p.cmds < 64) {
+		link_round(l, &p, 20);
+		assert_true(sbrig_now_ns() < end);
+	}
+	sbrig_link_free(l);
+	peer_close(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(burst_is_bounded_and_nothing_is_lost),
+		cmocka_unit_test(cancelled_commands_are_not_resent),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -278,6 +278,18 @@ int sbrig_link_next(struct sbrig_link *link, struct sbrig_link_msg *msg);
 int sbrig_link_command(struct sbrig_link *link, const char *cmd,
 		       uint32_t *cmd_id);
 
+/**
+ * sbrig_link_cancel() - give up a command
+ * @link: the link
+ * @cmd_id: as sbrig_link_command() gave it
+ *
+ * A command the agent has not answered (REPLY) yet is no longer sent
+ * again: its caller gave up on it (a timed-out request), so it neither
+ * takes a place among the pending commands nor reaches the agent later.
+ * A copy already sent may still run. Unknown ids are ignored.
+ */
+void sbrig_link_cancel(struct sbrig_link *link, uint32_t cmd_id);
+
 /** sbrig_link_get_status() - fill @st */
 void sbrig_link_get_status(struct sbrig_link *link,
 			   struct sbrig_link_status *st);

@@ -8,7 +8,8 @@
  * keypad driver does on its wake interrupt), runs suspend-blocking work,
  * keeps a task unfreezable, registers many idle blockers, has a device
  * whose suspend callback fails with -EAGAIN or whose noirq callback
- * blocks or whose suspend callback is slow, registers a power supply fed
+ * blocks or whose suspend callback is slow (and as many more such devices,
+ * suspended in parallel, as a test asks), registers a power supply fed
  * from test_power's test_ac whose change handling is slow, and times the
  * API against mainline's wakeup-source calls.
  * Everything is driven through /sys/kernel/debug/sb_test/; write "help"
@@ -224,6 +225,39 @@ static struct platform_driver pdrv = {
 	},
 };
 
+/*
+ * "async_devs N": N more devices of this driver, "sb_test.<i>", suspended
+ * asynchronously (in parallel, each in its own async thread), their
+ * suspend callback sleeping slow_suspend_ms as sb_test's does.
+ */
+#define ASYNC_DEVS_MAX 64
+static struct platform_device *async_devs[ASYNC_DEVS_MAX];
+static unsigned int async_n;
+
+static void async_devs_destroy(void)
+{
+	while (async_n)
+		platform_device_unregister(async_devs[--async_n]);
+}
+
+/* Replace the async devices by @n new ones. */
+static int async_devs_create(unsigned int n)
+{
+	struct platform_device *p;
+
+	async_devs_destroy();
+	while (async_n < n) {
+		p = platform_device_register_simple("sb_test", async_n, NULL, 0);
+		if (IS_ERR(p)) {
+			async_devs_destroy();
+			return PTR_ERR(p);
+		}
+		device_enable_async_suspend(&p->dev);
+		async_devs[async_n++] = p;
+	}
+	return 0;
+}
+
 static void idle_destroy(void)
 {
 	unsigned int i;
@@ -432,7 +466,7 @@ static int run_garbage_init(u64 n)
  *      work_cancel | bench N | idle_blockers N | fail_suspend N |
  *      slow_suspend_ms N | psy_delay_ms N | block_in_noirq | reinit |
  *      lat N | garbage_init N | block_at_machine_suspend |
- *      release_at_shutdown
+ *      release_at_shutdown | async_devs N
  *
  * *_on_prepare_ms N: start the timer N ms after the next suspend starts
  * (PM_SUSPEND_PREPARE, just before the freezer), once.
@@ -514,6 +548,12 @@ static ssize_t ctl_write(struct file *f, const char __user *ubuf, size_t len,
 		if (num > 5000)
 			return -ERANGE;
 		atomic_set(&psy_delay_ms, num);
+	} else if (!strcmp(word, "async_devs")) {
+		if (num > ASYNC_DEVS_MAX)
+			return -ERANGE;
+		ret = async_devs_create(num);
+		if (ret)
+			return ret;
 	} else if (!strcmp(word, "slow_suspend_ms")) {
 		if (num > 10000)
 			return -ERANGE;
@@ -652,6 +692,7 @@ static void __exit sb_test_exit(void)
 	wake_up(&refuse_wait);
 	power_supply_unregister(psy);
 	unregister_pm_notifier(&pm_nb);
+	async_devs_destroy();
 	platform_device_unregister(pdev);
 	platform_driver_unregister(&pdrv);
 	hrtimer_cancel(&timer);
