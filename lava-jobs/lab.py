@@ -367,28 +367,60 @@ def spawn(name: str, cmd: list[str], env: dict | None = None) -> None:
     log(f"{name}: pid {p.pid} ({LAB / 'log' / f'{name}.log'})")
 
 
-def stop(name: str, timeout: float = 20) -> None:
+def proc_stat(pid: int) -> tuple[str, int] | None:
+    """(state, parent pid) of @pid, None when it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return fields[0], int(fields[1])
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below @pid (lava-run, QEMU and the rig host run in
+    sessions of their own: a process group does not hold them)."""
+    children: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            st = proc_stat(int(d.name))
+            if st:
+                children.setdefault(st[1], []).append(int(d.name))
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def running(pid: int) -> bool:
+    st = proc_stat(pid)
+    return st is not None and st[0] != "Z"
+
+
+def stop(name: str, timeout: float = 30) -> None:
+    """Stop the lab's @name and everything it started: SIGTERM (lava-run
+    ends its job and its QEMU), then SIGKILL what is left."""
     pid = alive(name)
     if pid:
-        # its own session: the worker's lava-run and QEMU go with it
-        try:
-            os.killpg(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        end = time.monotonic() + timeout
-        while time.monotonic() < end and Path(f"/proc/{pid}").exists():
-            try:
-                os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                pass
-            if Path(f"/proc/{pid}/stat").exists() and \
-                    Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z":
+        pids = [pid] + descendants(pid)
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            for p in pids:
+                try:
+                    os.kill(p, sig)
+                except ProcessLookupError:
+                    pass
+            end = time.monotonic() + timeout
+            while time.monotonic() < end and any(running(p) for p in pids):
+                try:
+                    os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    pass
+                time.sleep(0.2)
+            if not any(running(p) for p in pids):
                 break
-            time.sleep(0.2)
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+            log(f"{name}: still running after SIGTERM: "
+                f"{', '.join(str(p) for p in pids if running(p))}: SIGKILL")
     pidfile(name).unlink(missing_ok=True)
 
 
