@@ -324,10 +324,10 @@ def collect(job: int, db: Path, out: Path) -> tuple[int, dict, str]:
     return p.returncode, json.loads(out.read_text()), p.stdout + p.stderr
 
 
-#: the known race of lava-press.scn under load (lava-jobs/README.md, "Not
-#: done"): a key press that meets a suspend on its way down aborts it, and
-#: the scenario then waits for a resume that does not come (or, heavily
-#: loaded, for an event longer than its timeout)
+#: lava-press.scn's known failures (lava-jobs/README.md, "Not done"): a
+#: key press that meets a suspend on its way down aborts it, and the
+#: scenario then waits for a resume that does not come; or the input
+#: chain's unblock is not seen (cause not found)
 RACE = re.compile(r"lava-press\.scn:[0-9]+: wait event [^\n]*timed out")
 
 
