@@ -6,6 +6,9 @@
 #                runs that tier alone)
 #   make fuzz    run each libFuzzer harness of host/fuzz/ for FUZZ_SECONDS
 #                (default 600, one at a time)
+#   make lab     bring up a local LAVA lab (lava-server, its scheduler and
+#                PostgreSQL, a lava-worker with the virtual rig's device;
+#                lava-jobs/README.md); make lab-down stops all of it
 #   make soak    the suspend-cycle campaign for SOAK_CYCLES cycles on each
 #                guest (default 500: 1000 in all), with its figures
 #
@@ -107,10 +110,20 @@ bench: deps host
 	$(PY) tests/bench/bench_compare.py
 	$(PY) tests/bench/bench_rigs.py
 
+# A local LAVA lab (lava-jobs/lab.py; lava-jobs/README.md, "A lab here"):
+# lava-server unpacked from Debian's package under build/, its PostgreSQL,
+# web API and scheduler, and a lava-worker, all processes of this user
+# (no system service); `make lab` again starts only what is not running.
+lab: deps host
+	$(PY) lava-jobs/lab.py up
+
+lab-down:
+	$(PY) lava-jobs/lab.py down
+
 install: host
 	$(MAKE) -C host install
 
 clean:
 	rm -rf build
 
-.PHONY: all deps host firmware demo demo-module test test-debug fuzz soak bench install clean
+.PHONY: all deps host lab lab-down firmware demo demo-module test test-debug fuzz soak bench install clean

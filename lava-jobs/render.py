@@ -35,6 +35,7 @@ import copy
 import json
 import os
 import re
+import shlex
 import sys
 import urllib.error
 import urllib.parse
@@ -240,9 +241,14 @@ def walk_urls(node, path=""):
 # -------------------------------------------------------------- testdefs --
 
 def load_testdefs(suites: list[str], params: dict[str, dict[str, str]]) -> dict:
-    """lava-jobs/testdefs/<suite>.yaml for each suite, with ``params[suite]``
-    set as the defaults of its ``params`` (an inline definition takes no
-    job parameters: the values go into the copy the job carries)."""
+    """lava-jobs/testdefs/<suite>.yaml for each suite as a job carries it
+    inline: its ``params`` with ``params[suite]`` set become the first
+    steps of its run (``NAME='VALUE'``, shell-quoted), as the dispatcher
+    would write them at the top of the test's run script. An inline
+    definition can take its values no other way in LAVA 2023.01:
+    lava-server's submission schema refuses an inline definition with
+    ``params`` (only metadata, install, run and parse), and LAVA's job
+    schema refuses ``parameters`` on an inline definition."""
     out = {}
     for suite in suites:
         path = TESTDEFS / f"{suite}.yaml"
@@ -251,12 +257,28 @@ def load_testdefs(suites: list[str], params: dict[str, dict[str, str]]) -> dict:
         except (OSError, yaml.YAMLError) as e:
             raise RenderError(f"{path}: {e}") from None
         doc = copy.deepcopy(doc)
+        values = {k: str(v) for k, v in (doc.pop("params", None) or {}).items()}
         for key, value in params.get(suite, {}).items():
-            if key not in doc.get("params", {}):
+            if key not in values:
                 raise RenderError(f"{path}: params: no parameter {key!r} to set")
-            doc["params"][key] = str(value)
+            values[key] = str(value)
+        extra = set(doc) - INLINE_KEYS
+        if extra:
+            raise RenderError(f"{path}: {', '.join(sorted(extra))}: an inline test "
+                              f"definition may have only {', '.join(sorted(INLINE_KEYS))} "
+                              f"(lava-server's submission schema)")
+        for key in values:
+            if not re.fullmatch(r"[A-Z_][A-Z0-9_]*", key):
+                raise RenderError(f"{path}: params: {key!r} is no shell variable name")
+        steps = doc.setdefault("run", {}).setdefault("steps", [])
+        doc["run"]["steps"] = [f"{k}={shlex.quote(v)}" for k, v in values.items()] + steps
         out[suite] = doc
     return out
+
+
+#: what lava-server's submission schema allows in an inline test definition
+#: (lava_scheduler_app/schema.py, _inline_schema: it refuses any other key)
+INLINE_KEYS = {"metadata", "install", "run", "parse"}
 
 
 # ---------------------------------------------------------------- render --
