@@ -173,7 +173,13 @@ def test_target_events_follow_streams(vr):
             except queue.Empty:
                 raise AssertionError(f"no unblock in 20 s: {seen}") from None
             assert line, f"the stream ended: {seen}"
-            seen.append(tuple(line.rstrip("\n").split(None, 3)[2:4]))
+            # TYPE ARG, the object id (' #N' after a blocker's name) aside
+            kind, arg = line.rstrip("\n").split(None, 3)[2:4]
+            m = re.fullmatch(r'(".*") #(\d+)', arg)
+            if kind in ("block", "unblock"):
+                assert m, f"a {kind} without its object id: {line!r}"
+                arg = m.group(1)
+            seen.append((kind, arg))
         assert seen.index(("block", '"cli follow"')) < \
             seen.index(("unblock", '"cli follow"')), seen
         p.send_signal(signal.SIGINT)
