@@ -851,6 +851,41 @@ def test_the_machine_witness_decides_first_and_says_so(wrig):
     assert st["link.asleep"] == "no" and st["asleep.witness"] == "machine", st
 
 
+def test_a_deep_sleeper_that_qemu_shows_running_is_awake(wrig):
+    """QEMU says "running": for a target that sleeps in s2idle that tells
+    nothing, but the event log says this one sleeps deep (its "suspend mem
+    deep" and "enter deep" records), which QEMU shows "suspended". So a
+    running machine is awake, whatever the link and the supply say: a
+    "wait asleep" that took the agent's silence on the way down (the
+    suspend path freezes it seconds before QEMU stops) let a press meet
+    the suspend and abort it (lava-press.scn's "wait event resume timed
+    out")."""
+    wrig.emu.ctl("current_uA 3000")             # the supply says asleep too
+    st = wait_status(wrig, lambda s: s.get("asleep.witness") == "power")
+    assert st["link.asleep"] == "yes", st       # s2idle-like: supply decides
+    t = wrig.agent.clock()
+    wrig.agent.send_event(1, t, "suspend", "mem deep")
+    wrig.agent.send_event(2, t + 1_000_000, "enter", "deep")
+    st = wait_status(wrig, lambda s: s.get("asleep.witness") == "machine",
+                     timeout=5)
+    assert st["link.asleep"] == "no", st
+    assert st["asleep.detail"].endswith("says running (its sleep is deep)"), st
+    wrig.agent.sleep()                          # silent beyond quiet_ms
+    time.sleep(3.0)
+    st = status(wrig)
+    assert st["link.asleep"] == "no" and st["asleep.witness"] == "machine", st
+    wrig.qmp.status = "suspended"
+    st = wait_status(wrig, lambda s: s["link.asleep"] == "yes", timeout=5)
+    assert st["asleep.witness"] == "machine", st
+    # its sleeps are s2idle again: "running" tells nothing, the supply decides
+    wrig.qmp.status = "running"
+    wrig.agent.wake()
+    wrig.agent.send_event(3, wrig.agent.clock(), "suspend", "mem s2idle")
+    st = wait_status(wrig, lambda s: s.get("asleep.witness") == "power",
+                     timeout=5)
+    assert st["link.asleep"] == "yes", st
+
+
 def test_the_supply_witness_tells_asleep_from_a_silent_agent(wrig):
     """QEMU says running (s2idle looks so): the supply decides. A silent
     agent with the supply at its running level is not asleep (the link

@@ -130,6 +130,7 @@ static struct {
 	struct sched_timer machine_timer;
 	struct sbrig_sample last_sample;	/* of a running capture */
 	bool policy_known, opportunistic;	/* the event log's "policy" */
+	bool sleep_deep;	/* its last suspend/enter record said "deep" */
 	struct sbrig_marker *marker;	/* marker wired and a link: pairing */
 	int link_fd;			/* registered with sched, or -1 */
 	struct sched_timer link_timer;
@@ -1015,6 +1016,19 @@ static void link_reply(uint32_t id, const struct sbrig_link_msg *m)
 			id);
 }
 
+/*
+ * How the target sleeps, from its "suspend STATE MEM_SLEEP" and "enter
+ * STATE" records: "deep" (suspend-to-RAM, which QEMU shows "suspended")
+ * or not (s2idle, which it shows "running").
+ */
+static void sleep_kind(const char *arg)
+{
+	const char *last = strrchr(arg, ' ');
+
+	last = last ? last + 1 : arg;
+	rig.sleep_deep = !strcmp(last, "deep");
+}
+
 static void link_message(const struct sbrig_link_msg *m)
 {
 	struct rig_clock_row row;
@@ -1029,6 +1043,9 @@ static void link_message(const struct sbrig_link_msg *m)
 			rig.opportunistic = !strncmp(m->event.arg,
 						     "opportunistic", 13);
 		}
+		if (!strcmp(m->event.type, "suspend") ||
+		    !strcmp(m->event.type, "enter"))
+			sleep_kind(m->event.arg);
 		NOTIFY(event, &m->event);
 		marker_event(&m->event);
 		break;
@@ -1216,9 +1233,16 @@ static int witness_machine(int64_t now, struct rig_asleep *w)
 	if (!rig.machine)
 		return -1;
 	st = sbrig_machine_state(rig.machine, &at);
-	if (!*st || time_sub(now, at) > RIG_MACHINE_STALE_NS ||
-	    !strcmp(st, "running"))
-		return -1;	/* unknown, or s2idle looks like running */
+	if (!*st || time_sub(now, at) > RIG_MACHINE_STALE_NS)
+		return -1;	/* unknown */
+	if (!strcmp(st, "running")) {
+		/* s2idle looks like running; a deep sleep does not */
+		if (!rig.sleep_deep)
+			return -1;
+		snprintf(w->detail, sizeof(w->detail), "%s says running "
+			 "(its sleep is deep)", sbrig_machine_uri(rig.machine));
+		return 0;
+	}
 	snprintf(w->detail, sizeof(w->detail), "%s says %s",
 		 sbrig_machine_uri(rig.machine), st);
 	return !strcmp(st, "suspended");

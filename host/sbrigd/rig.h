@@ -120,7 +120,7 @@ enum rig_witness {
 struct rig_asleep {
 	bool asleep;
 	enum rig_witness witness;
-	char detail[128];
+	char detail[256];
 	int64_t quiet_since_ns;
 };
 
