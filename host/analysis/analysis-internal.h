@@ -231,6 +231,24 @@ struct an_mapper {
 	bool past_exit;		/* the current epoch's exit was mapped */
 };
 
+/**
+ * struct an_trace - a window of the power trace (edges.c, place.c)
+ * @t: the samples' times
+ * @p: their power (uW)
+ * @n: samples; @cap: room
+ * @overflow: samples were dropped (the window is too long to hold)
+ */
+struct an_trace {
+	int64_t *t;
+	double *p;
+	size_t n, cap;
+	bool overflow;
+};
+
+int an_trace_add(struct an_trace *x, int64_t t, double p);
+double an_trace_asleep_level(const struct an_trace *x);
+void an_trace_free(struct an_trace *x);
+
 /* an_mapper_map()'s answer for an event placed by the power (place.c) */
 #define AN_SEG_PLACED	(-2)
 

@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "analysis-internal.h"
 
@@ -41,14 +42,18 @@ struct window {
 	bool enter;		/* a start window (else an end window) */
 };
 
-struct buf {
-	int64_t *t;
-	double *p;
-	size_t n, cap;
-	bool overflow;
-};
-
-static int buf_add(struct buf *x, int64_t t, double p)
+/**
+ * an_trace_add() - append a sample to a window of the power trace
+ * @x: the window
+ * @t: its time
+ * @p: its power (uW)
+ *
+ * Past EDGE_MAX_SAMPLES the sample is dropped and @x->overflow set: a
+ * window that long is left as the log has it.
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int an_trace_add(struct an_trace *x, int64_t t, double p)
 {
 	if (x->n == x->cap) {
 		size_t cap = x->cap ? 2 * x->cap : 4096;
@@ -74,8 +79,13 @@ static int buf_add(struct buf *x, int64_t t, double p)
 	return 0;
 }
 
-/* The level below which a sample of @x counts as suspended. */
-static double threshold(const struct buf *x)
+/**
+ * an_trace_asleep_level() - the level below which a sample of @x counts
+ * as suspended: twice the lowest mean of EDGE_CHUNK consecutive samples,
+ * plus EDGE_FLOOR_UW
+ * @x: the window
+ */
+double an_trace_asleep_level(const struct an_trace *x)
 {
 	double low = -1;
 
@@ -92,14 +102,21 @@ static double threshold(const struct buf *x)
 	return 2 * (low > 0 ? low : 0) + EDGE_FLOOR_UW;
 }
 
+void an_trace_free(struct an_trace *x)
+{
+	free(x->t);
+	free(x->p);
+	memset(x, 0, sizeof(*x));
+}
+
 /* The moved end of @w's stretch, or -1 to keep the log's. */
-static int64_t refine(const struct window *w, const struct buf *x)
+static int64_t refine(const struct window *w, const struct an_trace *x)
 {
 	double thr;
 
 	if (x->n < 2 || x->overflow)
 		return -1;
-	thr = threshold(x);
+	thr = an_trace_asleep_level(x);
 	if (w->enter) {
 		for (size_t j = 0; j < x->n; j++)
 			if (x->p[j] <= thr)
@@ -153,7 +170,7 @@ int an_edges_refine(struct an_timeline *tl, struct sbrig_capread *cr)
 	struct sbrig_sample *batch = NULL;
 	struct window *w = NULL;
 	int64_t *moved = NULL;
-	struct buf x = { 0 };
+	struct an_trace x = { 0 };
 	size_t n = 0, wi = 0;
 	ssize_t got = 0;
 	int64_t last = INT64_MIN;	/* the last sample read */
@@ -217,7 +234,7 @@ int an_edges_refine(struct an_timeline *tl, struct sbrig_capread *cr)
 				wi++;
 			}
 			if (wi < n && s->t_ns >= w[wi].a) {
-				ret = buf_add(&x, s->t_ns, an_sample_power_uW(s));
+				ret = an_trace_add(&x, s->t_ns, an_sample_power_uW(s));
 				if (ret)
 					goto out;
 			}
@@ -252,7 +269,6 @@ out:
 	free(batch);
 	free(w);
 	free(moved);
-	free(x.t);
-	free(x.p);
+	an_trace_free(&x);
 	return ret;
 }

@@ -40,9 +40,6 @@
 
 #include "analysis-internal.h"
 
-#define PLACE_CHUNK		8	/* samples averaged for the low level */
-#define PLACE_FLOOR_UW		1000.0
-#define PLACE_MAX_SAMPLES	(1u << 21)
 #define PLACE_MIN_RUN		3	/* samples above the level: a wake */
 #define PLACE_BATCH		2048
 
@@ -50,39 +47,9 @@ struct wake {
 	int64_t rise, fall;
 };
 
-struct trace {
-	int64_t *t;
-	double *p;
-	size_t n, cap;
-};
-
-static int trace_add(struct trace *x, int64_t t, double p)
-{
-	if (x->n == x->cap) {
-		size_t cap = x->cap ? 2 * x->cap : 4096;
-		int64_t *nt;
-		double *np;
-
-		if (x->cap >= PLACE_MAX_SAMPLES)
-			return -E2BIG;
-		nt = realloc(x->t, cap * sizeof(*nt));
-		if (!nt)
-			return -ENOMEM;
-		x->t = nt;
-		np = realloc(x->p, cap * sizeof(*np));
-		if (!np)
-			return -ENOMEM;
-		x->p = np;
-		x->cap = cap;
-	}
-	x->t[x->n] = t;
-	x->p[x->n++] = p;
-	return 0;
-}
-
 /* The samples in [@a, @b] into @x. 0, -E2BIG (too many) or -errno. */
 static int read_window(struct sbrig_capread *cr, int64_t a, int64_t b,
-		       struct trace *x)
+		       struct an_trace *x)
 {
 	struct sbrig_sample batch[PLACE_BATCH];
 	ssize_t got;
@@ -101,10 +68,12 @@ static int read_window(struct sbrig_capread *cr, int64_t a, int64_t b,
 				continue;
 			if (batch[i].t_ns > b)
 				return 0;
-			ret = trace_add(x, batch[i].t_ns,
-					an_sample_power_uW(&batch[i]));
+			ret = an_trace_add(x, batch[i].t_ns,
+					   an_sample_power_uW(&batch[i]));
 			if (ret)
 				return ret;
+			if (x->overflow)
+				return -E2BIG;
 		}
 	}
 	return got < 0 ? (int)got : 0;
@@ -112,30 +81,18 @@ static int read_window(struct sbrig_capread *cr, int64_t a, int64_t b,
 
 /*
  * The wakes of @x: runs of at least PLACE_MIN_RUN samples above the
- * suspended level (twice the lowest mean of PLACE_CHUNK samples, plus
- * PLACE_FLOOR_UW; as edges.c), a dip shorter than PLACE_MIN_RUN samples
- * not ending one, that begin after the window's first sample and end
- * before its last. Their number into *@nw (at most @max).
+ * suspended level (an_trace_asleep_level(), as edges.c), a dip shorter
+ * than PLACE_MIN_RUN samples not ending one, that begin after the
+ * window's first sample and end before its last. Their number into *@nw (at most @max).
  */
-static void find_wakes(const struct trace *x, struct wake *w, size_t max,
+static void find_wakes(const struct an_trace *x, struct wake *w, size_t max,
 		       size_t *nw, int64_t *dt)
 {
-	double low = -1, thr;
+	double thr = an_trace_asleep_level(x);
 	size_t i = 0;
 
 	*nw = 0;
 	*dt = x->n > 1 ? (x->t[x->n - 1] - x->t[0]) / (int64_t)(x->n - 1) : 0;
-	for (size_t c = 0; c < x->n; c += PLACE_CHUNK) {
-		size_t e = c + PLACE_CHUNK < x->n ? c + PLACE_CHUNK : x->n;
-		double sum = 0;
-
-		for (size_t j = c; j < e; j++)
-			sum += x->p[j];
-		sum /= (double)(e - c);
-		if (low < 0 || sum < low)
-			low = sum;
-	}
-	thr = 2 * (low > 0 ? low : 0) + PLACE_FLOOR_UW;
 	while (i < x->n) {
 		size_t s, e, below;
 
@@ -204,7 +161,7 @@ static bool fit_run(struct an_epoch *ep, size_t e0, size_t e1,
 
 /* Place one run, bracketed by online times [@a, @b]. */
 static int place_run(struct an_epoch *ep, size_t e0, size_t e1, int64_t a,
-		     int64_t b, struct sbrig_capread *cr, struct trace *x)
+		     int64_t b, struct sbrig_capread *cr, struct an_trace *x)
 {
 	size_t n = e1 - e0 + 1, nw;
 	struct wake *w;
@@ -241,7 +198,7 @@ static int place_run(struct an_epoch *ep, size_t e0, size_t e1, int64_t a,
  */
 int an_place_epochs(struct an_epoch *ep, size_t n, struct sbrig_capread *cr)
 {
-	struct trace x = { 0 };
+	struct an_trace x = { 0 };
 	int ret = 0;
 	bool read = false;
 
@@ -264,8 +221,7 @@ int an_place_epochs(struct an_epoch *ep, size_t n, struct sbrig_capread *cr)
 		if (e1 > e)
 			e = e1 - 1;
 	}
-	free(x.t);
-	free(x.p);
+	an_trace_free(&x);
 	if (!ret && read)
 		ret = sbrig_capread_rewind(cr, SBRIG_CAPFILE_SAMPLES);
 	if (ret == -ENOMEM)
