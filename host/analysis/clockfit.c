@@ -570,12 +570,36 @@ static int epoch_note(struct an_mapper *mp, const struct sbrig_event *ev,
 }
 
 /*
- * Which epochs the clock maps, and where: each event the segments map
- * (an_mapper_map() before any placement), from its epoch's exit on (the
- * events before it are the sleep's own: its suspend path's tail, and
- * the resume path that CLOCK_BOOTTIME's step already moved), widens its
- * epoch's online_first/online_last. The mapper is then reset and the
- * events rewound.
+ * Did segment @k of @c see epoch @e: one of its exchanges (or marker
+ * pairs) answered in the epoch's wake, between its exit and its enter
+ * (target times)? A segment that only reaches the epoch from exchanges
+ * of other wakes maps it across sleeps whose resumes may have stepped
+ * CLOCK_BOOTTIME: a step is a segment boundary only where two exchanges
+ * around it disagree, and the steps of several sleeps between two
+ * exchanges can cancel out. Such a mapping is no evidence of where the
+ * epoch lies.
+ */
+static bool saw(const struct an_clock *c, int k, const struct an_epoch *e)
+{
+	const struct an_segment *g = &c->seg[k];
+
+	for (size_t i = g->s_first; i < g->s_end && i < c->ns; i++) {
+		const struct an_clock_sample *x = &c->s[i];
+
+		if (used(x) && (e->exit_t < 0 || x->t >= e->exit_t) &&
+		    (e->enter_t < 0 || x->t <= e->enter_t))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Which epochs the clock maps, and where: each event a segment that saw
+ * its epoch maps (an_mapper_map() before any placement; saw()), from its epoch's exit on (the events before it are the
+ * sleep's own: its suspend path's tail, and the resume path that
+ * CLOCK_BOOTTIME's step already moved), widens its epoch's
+ * online_first/online_last. The mapper is then reset and the events
+ * rewound.
  */
 static int epochs_mapped(struct an_mapper *mp, struct sbrig_capread *cr)
 {
@@ -592,7 +616,7 @@ static int epochs_mapped(struct an_mapper *mp, struct sbrig_capread *cr)
 		if (!strcmp(ev.type, "exit") || strcmp(ev.boot_id, mp->boot))
 			awake = true;
 		k = an_mapper_map(mp, &ev, &h, &u);
-		if (k >= 0 && awake) {
+		if (k >= 0 && awake && saw(mp->clk, k, e)) {
 			if (!e->online || an_sat_sub(h, u) < e->online_first)
 				e->online_first = an_sat_sub(h, u);
 			if (!e->online || an_sat_add(h, u) > e->online_last)
