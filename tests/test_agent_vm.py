@@ -48,6 +48,11 @@ def _events_named(ld: LinkDump, name: str) -> list[dict]:
     return [e for e in ld.of("event") if e["arg"] == name]
 
 
+def _widest_exchange_ns(ld: LinkDump) -> int:
+    """The longest round trip of the clock exchanges seen so far."""
+    return max(c["host_recv_ns"] - c["host_send_ns"] for c in ld.of("clock"))
+
+
 def _reply(ld: LinkDump, cmd: str, kind: str = "reply") -> dict:
     """Send cmd; wait for its reply (kind="reply") or also its "done"."""
     n = len(ld.of("queued"))
@@ -90,8 +95,11 @@ def test_hold_streams_block_and_unblock_with_seq(rig):
         assert e["obj"] == log[e["seq"]].obj and e["obj"] > 0
     assert got[0]["obj"] == got[1]["obj"]
     assert 300 * MS <= got[1]["t_ns"] - got[0]["t_ns"] < 2000 * MS
-    # mapped onto host time, with the clock model's uncertainty
-    assert all(0 <= e["uncert_ns"] < 50 * MS for e in got)
+    # mapped onto host time, with the clock model's uncertainty: no wider
+    # than the exchanges it was fitted to allow (the spread of their
+    # offsets about the line is within their round trips), whatever the
+    # round trips are on this host
+    assert all(0 <= e["uncert_ns"] <= _widest_exchange_ns(ld) + MS for e in got)
     host_dt = got[1]["host_t_ns"] - got[0]["host_t_ns"]
     assert abs(host_dt - (got[1]["t_ns"] - got[0]["t_ns"])) <= \
         got[0]["uncert_ns"] + got[1]["uncert_ns"], got
@@ -156,7 +164,14 @@ def test_pong_times_are_sane(rig):
     for c in clocks:
         assert 0 <= c["host_recv_ns"] - c["host_send_ns"] < 2000 * MS
     st = ld.status()
-    assert st["clock_samples"] >= 1 and 0 < st["uncert_ns"] < 500 * MS
+    # the model's uncertainty is what its exchanges say (capture-format.md:
+    # the spread about the line, and never less than the best exchange's
+    # half round trip): bounded by the exchanges seen, not by a figure
+    # this host may miss under load
+    rtts = [c["host_recv_ns"] - c["host_send_ns"] for c in ld.of("clock")]
+    assert st["clock_samples"] >= 1
+    assert min(rtts) // 2 <= st["uncert_ns"] <= _widest_exchange_ns(ld), \
+        (st["uncert_ns"], sorted(rtts))
 
 
 def test_noise_on_the_line_does_not_break_the_stream(rig):
