@@ -26,7 +26,6 @@
 #include <sbrig/compare.h>
 #include <sbrig/sbrig.h>
 
-#include "analysis-internal.h"
 #include "compare-internal.h"
 #include "compare-stats.h"
 #include "report-load.h"

@@ -13,7 +13,7 @@
 
 #include <sbrig/compare.h>
 
-#include "analysis-internal.h"
+#include "an-base.h"
 #include "compare-internal.h"
 
 typedef struct json_object jobj;
