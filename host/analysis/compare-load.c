@@ -26,7 +26,7 @@
 #include <sbrig/compare.h>
 #include <sbrig/sbrig.h>
 
-#include "compare-internal.h"
+#include "cm-shared.h"
 #include "compare-stats.h"
 #include "report-load.h"
 

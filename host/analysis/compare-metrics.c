@@ -14,7 +14,7 @@
 #include <sbrig/compare.h>
 
 #include "an-base.h"
-#include "compare-internal.h"
+#include "cm-shared.h"
 
 typedef struct json_object jobj;
 

@@ -19,7 +19,7 @@
 #include <sbrig/export.h>
 #include <sbrig/sbrig.h>
 
-#include "compare-internal.h"
+#include "cm-shared.h"
 #include "export-internal.h"
 #include "report-load.h"
 
