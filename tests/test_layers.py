@@ -76,12 +76,17 @@ def test_find_cycle_finds_one():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
 
 
-def sbrigd_graph() -> dict[str, set[str]]:
-    d = HOST / "sbrigd"
+def folder_graph(d: Path) -> dict[str, set[str]]:
+    """The include graph of the modules of @d (foo.c and foo.h are one),
+    by its own headers only."""
     local = {p.stem for p in d.glob("*.h")}
     return graph(sorted(d.glob("*.[ch]")),
                  lambda name: Path(name).stem if Path(name).stem in local
                  and "/" not in name else None)
+
+
+def sbrigd_graph() -> dict[str, set[str]]:
+    return folder_graph(HOST / "sbrigd")
 
 
 def test_no_include_cycle_between_daemon_modules():
@@ -123,11 +128,7 @@ def test_only_main_includes_the_server():
 
 
 def analysis_graph() -> dict[str, set[str]]:
-    d = HOST / "analysis"
-    local = {p.stem for p in d.glob("*.h")}
-    return graph(sorted(d.glob("*.[ch]")),
-                 lambda name: Path(name).stem if Path(name).stem in local
-                 and "/" not in name else None)
+    return folder_graph(HOST / "analysis")
 
 
 def test_no_include_cycle_between_analysis_modules():
@@ -228,11 +229,7 @@ def test_compare_statistics_stand_alone():
 
 
 def history_graph() -> dict[str, set[str]]:
-    d = HOST / "history"
-    local = {p.stem for p in d.glob("*.h")}
-    return graph(sorted(d.glob("*.[ch]")),
-                 lambda name: Path(name).stem if Path(name).stem in local
-                 and "/" not in name else None)
+    return folder_graph(HOST / "history")
 
 
 def test_history_stands_on_the_analysis_and_nothing_above():
