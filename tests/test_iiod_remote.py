@@ -210,7 +210,7 @@ def test_sbrigd_captures_from_the_real_iiod(rig, tmp_path):
     values, each gap between two of its samples, and says the sensor's
     clock is the remote host's, mapped."""
     from tests.capture import meta_section, read_rows
-    from tests.test_sbrigd import Daemon, kv, sbrig
+    from tests.sbrigdrig import Daemon, kv, sbrig
 
     subprocess.run(["make", "-C", str(REPO / "host"), "VARIANT=asan", "-j2"],
                    check=True, stdout=subprocess.DEVNULL)

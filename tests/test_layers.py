@@ -9,6 +9,12 @@
 * No include cycle between the analysis's modules (host/analysis/: foo.c
   and foo.h are one module); the statistics of compare (compare-stats)
   use no other analysis module.
+* No circle of files in host/analysis/ nor host/sbrigd/ when a header
+  named after a .c (foo.h, foo-anything.h) counts as that .c's, and a
+  call to a function another .c defines counts as much as an include:
+  the types a lower file shares with a higher one live in a header that
+  no .c is named after (an-timeline.h, cm-shared.h, ex-formats.h), and a
+  helper the lower files call lives below them (an-base.c, ex-text.c).
 """
 
 from __future__ import annotations
@@ -70,12 +76,17 @@ def test_find_cycle_finds_one():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
 
 
-def sbrigd_graph() -> dict[str, set[str]]:
-    d = HOST / "sbrigd"
+def folder_graph(d: Path) -> dict[str, set[str]]:
+    """The include graph of the modules of @d (foo.c and foo.h are one),
+    by its own headers only."""
     local = {p.stem for p in d.glob("*.h")}
     return graph(sorted(d.glob("*.[ch]")),
                  lambda name: Path(name).stem if Path(name).stem in local
                  and "/" not in name else None)
+
+
+def sbrigd_graph() -> dict[str, set[str]]:
+    return folder_graph(HOST / "sbrigd")
 
 
 def test_no_include_cycle_between_daemon_modules():
@@ -117,17 +128,97 @@ def test_only_main_includes_the_server():
 
 
 def analysis_graph() -> dict[str, set[str]]:
-    d = HOST / "analysis"
-    local = {p.stem for p in d.glob("*.h")}
-    return graph(sorted(d.glob("*.[ch]")),
-                 lambda name: Path(name).stem if Path(name).stem in local
-                 and "/" not in name else None)
+    return folder_graph(HOST / "analysis")
 
 
 def test_no_include_cycle_between_analysis_modules():
     g = analysis_graph()
     assert {"compare", "compare-stats", "report-load", "report-html"} <= set(g)
     assert find_cycle(g) is None, f"include cycle: {' -> '.join(find_cycle(g))}"
+
+
+# comments, strings and character constants, blanked before a name is looked for
+C_NOISE = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'',
+                     re.S)
+# a function defined at file scope and not static: its name
+C_DEFINITION = re.compile(r'^(?!static\b)[A-Za-z_][\w \t\n*]*?[\s*](\w+)\s*'
+                          r'\([^;{}]*\)\s*\{', re.M)
+
+
+def c_code(path: Path) -> str:
+    return C_NOISE.sub(lambda m: " " if m[0][0] == "/" else '""',
+                       path.read_text())
+
+
+def file_graph(d: Path) -> dict[str, set[str]]:
+    """The files of @d as they depend on each other: a header named after
+    a .c (foo.h or foo-anything.h; the longest name wins) is that .c's
+    node; an arrow for each include of a file of @d and for each call of
+    (or other use of the name of) a function that another .c defines."""
+    sources = {p.stem for p in d.glob("*.c")}
+
+    def node(name: str) -> str:
+        stem = Path(name).stem
+        if name.endswith(".c"):
+            return stem
+        owners = [c for c in sources if stem == c or stem.startswith(c + "-")]
+        return max(owners, key=len) if owners else name
+
+    local = {p.name for p in d.glob("*.[ch]")}
+    g: dict[str, set[str]] = {}
+    for f in sorted(d.glob("*.[ch]")):
+        n = node(f.name)
+        g.setdefault(n, set())
+        for kind, name in includes(f):
+            if kind == '"' and name in local and node(name) != n:
+                g[n].add(node(name))
+    defined = {p.stem: set(C_DEFINITION.findall(c_code(p)))
+               for p in d.glob("*.c")}
+    for p in sorted(d.glob("*.c")):
+        words = set(re.findall(r"\b\w+\b", c_code(p)))
+        for other, names in defined.items():
+            if other != p.stem and names & words:
+                g[p.stem].add(other)
+    return g
+
+
+def test_file_graph_sees_a_shared_type_header_and_a_call_back_up(tmp_path):
+    """A header named after the top file (top-internal.h) included by a
+    file the top calls is a circle; so is a call back up; moving the
+    shared types into a header no .c is named after opens it."""
+    (tmp_path / "top-internal.h").write_text("struct t { int x; };\nint low(void);\n")
+    (tmp_path / "top.c").write_text('#include "top-internal.h"\n'
+                                    "int main(void)\n{\n\treturn low();\n}\n")
+    (tmp_path / "low.c").write_text('#include "top-internal.h"\n'
+                                    "int low(void)\n{\n\treturn 0;\n}\n")
+    assert find_cycle(file_graph(tmp_path)) == ["low", "top", "low"]
+    (tmp_path / "top-internal.h").rename(tmp_path / "shared.h")
+    for f in ("top.c", "low.c"):
+        p = tmp_path / f
+        p.write_text(p.read_text().replace("top-internal.h", "shared.h"))
+    assert find_cycle(file_graph(tmp_path)) is None
+    (tmp_path / "helper.c").write_text("int helper(void)\n{\n\treturn 1;\n}\n")
+    (tmp_path / "low.c").write_text('#include "shared.h"\n'
+                                    "int low(void)\n{\n\treturn main();\n}\n")
+    assert find_cycle(file_graph(tmp_path)) == ["low", "top", "low"]
+    # a name in a comment or a string is no call
+    (tmp_path / "low.c").write_text('#include "shared.h"\n/* not main() */\n'
+                                    'int low(void)\n{\n\treturn !"main()";\n}\n')
+    assert find_cycle(file_graph(tmp_path)) is None
+
+
+def test_no_circle_of_files_in_the_analysis_nor_the_daemon():
+    for d in (HOST / "analysis", HOST / "sbrigd"):
+        g = file_graph(d)
+        assert len(g) > 10, g
+        cycle = find_cycle(g)
+        assert cycle is None, f"{d.relative_to(REPO)}: circle: {' -> '.join(cycle)}"
+    g = file_graph(HOST / "analysis")
+    # the steps call downwards (analysis.c's head comment)
+    for hi, lo in (("analysis", "clockfit"), ("clockfit", "place"),
+                   ("place", "edges"), ("export-perfetto", "ex-text"),
+                   ("export-ci", "ex-text")):
+        assert lo in g[hi], f"{hi}.c does not reach {lo}.c: {sorted(g[hi])}"
 
 
 def test_compare_statistics_stand_alone():
@@ -138,11 +229,7 @@ def test_compare_statistics_stand_alone():
 
 
 def history_graph() -> dict[str, set[str]]:
-    d = HOST / "history"
-    local = {p.stem for p in d.glob("*.h")}
-    return graph(sorted(d.glob("*.[ch]")),
-                 lambda name: Path(name).stem if Path(name).stem in local
-                 and "/" not in name else None)
+    return folder_graph(HOST / "history")
 
 
 def test_history_stands_on_the_analysis_and_nothing_above():

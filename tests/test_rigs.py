@@ -28,7 +28,7 @@ import pytest
 from tests.capture import read_rows
 from tests.skips import cannot_run
 from tests.test_power import Emulator
-from tests.test_sbrigd import SBRIG, SBRIGD, build, hold_handler  # noqa: F401
+from tests.sbrigdrig import SBRIG, SBRIGD, build, hold_handler  # noqa: F401
 from tests.rigproto import FakeAgent
 
 REPO = Path(__file__).resolve().parents[1]

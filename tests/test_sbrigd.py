@@ -24,107 +24,9 @@ import pytest
 
 from tests.capture import meta_section, read_rows, samples_file
 from tests.rigproto import FakeAgent, frame
+from tests.sbrigdrig import (REPO, SBRIG, SBRIGD, Conn, Daemon, build,  # noqa: F401
+                             kv, poll, sbrig, sbrigd_rig, status_json)
 from tests.test_power import Emulator
-
-REPO = Path(__file__).resolve().parents[1]
-BIN = REPO / "build" / "host" / "asan"
-SBRIGD = BIN / "sbrigd"
-SBRIG = BIN / "sbrig"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def build():
-    subprocess.run(["make", "-C", str(REPO / "host"), "VARIANT=asan", "-j2"],
-                   check=True, stdout=subprocess.DEVNULL)
-
-
-class Daemon:
-    """sbrigd in the background; its stderr collected in a thread."""
-
-    def __init__(self, conf: Path, sock: Path, *extra: str,
-                 env: dict[str, str] | None = None,
-                 prefix: tuple[str, ...] = ()) -> None:
-        self.sock = sock
-        # @prefix: a command that execs the rest (the pid stays sbrigd's)
-        self.proc = subprocess.Popen([*prefix, str(SBRIGD), "-c", str(conf), "-s",
-                                      str(sock), *extra],
-                                     env={**os.environ, **(env or {})},
-                                     stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, text=True)
-        self.log: list[str] = []
-        self.cond = threading.Condition()
-        threading.Thread(target=self._read, daemon=True).start()
-        self.wait_log("listening on")
-
-    def _read(self) -> None:
-        for line in self.proc.stderr:
-            with self.cond:
-                self.log.append(line)
-                self.cond.notify_all()
-        with self.cond:
-            self.cond.notify_all()
-
-    def wait_log(self, text: str, timeout: float = 20) -> None:
-        end = time.monotonic() + timeout
-        with self.cond:
-            while not any(text in l for l in self.log):
-                assert self.proc.poll() is None or time.monotonic() < end, \
-                    "".join(self.log)
-                if time.monotonic() > end or (self.proc.poll() is not None
-                                              and not any(text in l for l in self.log)):
-                    raise AssertionError(f"no '{text}' in sbrigd log:\n"
-                                         + "".join(self.log))
-                self.cond.wait(0.1)
-
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
-
-
-def sbrig(sock: Path | None, *args: str, timeout: float = 60):
-    cmd = [str(SBRIG)] + (["-s", str(sock)] if sock else []) + list(args)
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-
-
-def status_json(sock: Path) -> dict:
-    """sbrig status --json: the daemon's status keys as JSON paths."""
-    res = sbrig(sock, "status", "--json")
-    assert res.returncode == 0, res.stderr
-    return json.loads(res.stdout)
-
-
-def kv(text: str) -> dict[str, str]:
-    out = {}
-    for line in text.splitlines():
-        k, sep, v = line.partition(": ")
-        if sep:
-            out[k] = v
-    return out
-
-
-def hold_handler(agent: FakeAgent):
-    """Agent commands: 'hold "NAME" MS' logs a block event of NAME."""
-    seq = [1000]
-
-    def handler(cmd_id: int, verb: str, args: str) -> list[bytes]:
-        if verb == "hold":
-            name = args.rsplit(" ", 1)[0]
-            agent.send_event(seq[0], time.monotonic_ns(), "block", name)
-            seq[0] += 1
-        out = []
-        if verb == "stats":
-            out.append(frame(f'@sb1 ST {cmd_id} 0 1 "main" 1 0 0 5 0 5 100'))
-        out.append(frame(f'@sb1 R {cmd_id} 0 "ok"'))
-        if verb == "hold":      # asynchronous: DONE when released
-            out.append(frame(f'@sb1 D {cmd_id} 0 "released"'))
-        return out
-    return handler
 
 
 @contextlib.contextmanager
@@ -136,41 +38,13 @@ def make_rig(tmp_path, timing: str = "", env: dict[str, str] | None = None,
     @prefix; the sensor at @power_uri instead of the emulator's; the agent
     reached as @target_host); yields a namespace."""
     truth = tmp_path / "ina226-truth.jsonl"
-    emu = Emulator(tmp_path, "--current-uA", "50000", "--rate", "1000",
-                   "--truth", str(truth))
-    agent = FakeAgent(boot_id="boot-sbrigd-test", kernel="6.1.0-test")
-    agent.cmd_handler = hold_handler(agent)
-    conf = tmp_path / "rig.conf"
-    conf.write_text(f"""[rig]
-name = hosttest
-[power]
-uri = {power_uri or emu.uri}
-device = ina226
-shunt_uohm = 100000
-[target]
-uri = tcp:{target_host}:{agent.port}
-[timing]
-ping_interval_ms = 200
-{timing}""")
-    sock = tmp_path / "run" / "sbrigd.sock"
-    d = Daemon(conf, sock, env=env, prefix=prefix)
-    d.wait_log("link: agent fake up")
-
-    class R:
-        pass
-    r = R()
-    r.emu, r.agent, r.daemon, r.sock, r.tmp, r.conf = emu, agent, d, sock, tmp_path, conf
-    r.truth = truth     # what the emulator emitted (ina226_iiod.py --truth)
-    try:
+    with sbrigd_rig(tmp_path, "hosttest", "boot-sbrigd-test",
+                    ("--current-uA", "50000", "--rate", "1000",
+                     "--truth", str(truth)),
+                    timing=timing, env=env, power_uri=power_uri,
+                    target_host=target_host, prefix=prefix) as r:
+        r.truth = truth     # what the emulator emitted (ina226_iiod.py --truth)
         yield r
-    finally:
-        rc = d.stop()
-        agent.close()
-        emu.stop()
-        log = "".join(d.log)
-        assert "ERROR: AddressSanitizer" not in log, log
-        assert "runtime error" not in log, log
-        assert rc in (0, -9), log
 
 
 @pytest.fixture
@@ -570,12 +444,8 @@ def test_status_problems_module_not_loaded_and_events_lost(rig):
         agent.send_event(i, t0 + i, "block", '"after"')
     agent.forget_before(8)
     agent.module = "-"
-    end = time.monotonic() + 20
-    while True:
-        st = status_json(rig.sock)
-        if len(st["problems"]) == 2 or time.monotonic() > end:
-            break
-        time.sleep(0.1)
+    st = poll(lambda: status_json(rig.sock), lambda s: len(s["problems"]) == 2,
+              interval=0.1)
     assert st["problems"] == ["target: suspend_block is not loaded",
                               "link: 5 target events were lost"], st
     assert st["link"]["module"] == "-" and st["link"]["events_lost"] == 5, st
@@ -602,12 +472,8 @@ def test_a_sensor_down_at_start_up_is_opened_when_needed(tmp_path):
                         "--rate", "1000")
         try:
             assert late.port == port
-            end = time.monotonic() + 30
-            while True:
-                st = status_json(r.sock)
-                if "current_mA" in st["sensor"] or time.monotonic() > end:
-                    break
-                time.sleep(0.2)
+            st = poll(lambda: status_json(r.sock),
+                      lambda s: "current_mA" in s["sensor"], 30, 0.2)
             assert abs(st["sensor"]["current_mA"] - 20.0) < 0.5, st
             assert "error" not in st["sensor"] and st["problems"] == [], st
             cap = tmp_path / "late-cap"
@@ -778,49 +644,6 @@ def test_run_wait_asleep_times_out_on_an_awake_target(rig):
     assert res.returncode == 1, res.stdout + res.stderr
     want = f"failed: {scn}:1: wait asleep timed out after 1s"
     assert want in res.stderr and "quiet_ms 2500 ms" in res.stderr, res.stderr
-
-
-class Conn:
-    """A raw protocol connection to sbrigd (daemon-protocol.md)."""
-
-    def __init__(self, sock: Path, timeout: float = 30) -> None:
-        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.s.settimeout(timeout)
-        # a Unix socket with a timeout connects without blocking: EAGAIN
-        # while the daemon's listen backlog is full (many connections at
-        # once); try again until the timeout
-        end = time.monotonic() + timeout
-        while True:
-            try:
-                self.s.connect(str(sock))
-                break
-            except BlockingIOError:
-                if time.monotonic() > end:
-                    raise
-                time.sleep(0.01)
-        self.f = self.s.makefile("rwb")
-
-    def send(self, data: bytes) -> None:
-        self.f.write(data)
-        self.f.flush()
-
-    def line(self) -> str:
-        line = self.f.readline().decode()
-        assert line, "sbrigd closed the connection"
-        return line.rstrip("\n")
-
-    def answer(self) -> tuple[str, list[str]]:
-        """(final line, the lines before it)."""
-        before = []
-        while True:
-            line = self.line()
-            if line.startswith(("ok", "err ")):
-                return line, before
-            before.append(line)
-
-    def close(self) -> None:
-        self.f.close()
-        self.s.close()
 
 
 @pytest.fixture(scope="module")

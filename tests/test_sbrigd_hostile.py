@@ -31,10 +31,9 @@ import pytest
 
 from tests.capture import meta_section, read_rows
 from tests.qemuqmp import QemuQmp
-from tests.rigproto import FakeAgent, frame
-from tests.test_power import Emulator
-from tests.test_sbrigd import (SBRIG, SBRIGD, Conn, Daemon, build, hold_handler,  # noqa: F401
-                               kv, run_request, sbrig)
+from tests.sbrigdrig import (SBRIG, SBRIGD, Conn, build, kv, sbrig,  # noqa: F401
+                             key_power, sbrigd_rig, status, wait_status)
+from tests.test_sbrigd import run_request
 
 NEVER = "9223372036854775807ns"
 
@@ -104,79 +103,16 @@ class QmpStub:
 @pytest.fixture
 def hrig(tmp_path):
     """Emulator + fake agent + a qmp: key on a real QEMU + sbrigd."""
-    emu = Emulator(tmp_path, "--current-uA", "20000", "--rate", "500")
-    agent = FakeAgent(boot_id="boot-hostile", kernel="6.1.0-test")
-    agent.cmd_handler = hold_handler(agent)
-    qmp = QemuQmp(tmp_path / "qmp.sock")
-    conf = tmp_path / "rig.conf"
-    conf.write_text(f"""[rig]
-name = hostile
-[power]
-uri = {emu.uri}
-device = ina226
-shunt_uohm = 100000
-[target]
-uri = tcp:127.0.0.1:{agent.port}
-[key:power]
-chip = qmp:{tmp_path / 'qmp.sock'}
-line = 116
-[timing]
-ping_interval_ms = 200
-settle_ms = 700
-""")
-    sock = tmp_path / "run" / "sbrigd.sock"
-    d = Daemon(conf, sock)
-    d.wait_log("link: agent fake up")
-
-    class R:
-        pass
-    r = R()
-    r.emu, r.agent, r.qmp, r.daemon, r.sock, r.tmp, r.conf = \
-        emu, agent, qmp, d, sock, tmp_path, conf
-    try:
+    with sbrigd_rig(tmp_path, "hostile", "boot-hostile",
+                    ("--current-uA", "20000", "--rate", "500"), qmp=QemuQmp,
+                    sections=key_power(tmp_path / "qmp.sock"),
+                    timing="settle_ms = 700\n") as r:
         yield r
-    finally:
-        rc = d.stop()
-        agent.close()
-        qmp.close()
-        emu.stop()
-        log = "".join(d.log)
-        assert "ERROR: AddressSanitizer" not in log, log
-        assert "runtime error" not in log, log
-        assert rc in (0, -9), log
 
 
 def words(text: str) -> dict[str, str]:
     """key=value words of an answer (values may be double-quoted)."""
     return dict(w.split("=", 1) for w in shlex.split(text) if "=" in w)
-
-
-def status(r) -> dict[str, str]:
-    """The daemon's status lines (daemon-protocol.md: "data key: value"),
-    from the raw protocol: sbrig status writes them for a person."""
-    out = {}
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(10)
-        s.connect(str(r.sock))
-        s.sendall(b"status\n")
-        for line in s.makefile():
-            if line.startswith("data "):
-                k, _, v = line[5:].rstrip("\n").partition(": ")
-                out[k] = v
-            elif line.startswith(("ok", "err")):
-                assert line.startswith("ok"), line
-                return out
-    raise AssertionError(f"status: connection closed: {out}")
-
-
-def wait_status(r, pred, timeout: float = 20):
-    end = time.monotonic() + timeout
-    while True:
-        st = status(r)
-        if pred(st):
-            return st
-        assert time.monotonic() < end, st
-        time.sleep(0.05)
 
 
 # ---------------------------------------------------------------- yield --
@@ -777,44 +713,12 @@ def wrig(tmp_path):
     """The hostile rig with witnesses besides the link: the machine's run
     state on the QmpStub ([target] state_uri) and the supply at 5 mA or
     less ([power] asleep_uA); the agent answers state requests."""
-    emu = Emulator(tmp_path, "--current-uA", "20000", "--rate", "500")
-    agent = FakeAgent(boot_id="boot-witness", kernel="6.1.0-test")
-    agent.cmd_handler = hold_handler(agent)
-    qmp = QmpStub(tmp_path / "qmp.sock")
-    conf = tmp_path / "rig.conf"
-    conf.write_text(f"""[rig]
-name = witness
-[power]
-uri = {emu.uri}
-device = ina226
-shunt_uohm = 100000
-asleep_uA = 5000
-[target]
-uri = tcp:127.0.0.1:{agent.port}
-state_uri = qmp:{tmp_path / 'qmp.sock'}
-[timing]
-ping_interval_ms = 200
-quiet_ms = 2500
-""")
-    sock = tmp_path / "run" / "sbrigd.sock"
-    d = Daemon(conf, sock)
-    d.wait_log("link: agent fake up")
-
-    class R:
-        pass
-    r = R()
-    r.emu, r.agent, r.qmp, r.daemon, r.sock, r.tmp = emu, agent, qmp, d, sock, tmp_path
-    try:
+    qmp = tmp_path / "qmp.sock"
+    with sbrigd_rig(tmp_path, "witness", "boot-witness",
+                    ("--current-uA", "20000", "--rate", "500"), qmp=QmpStub,
+                    power="asleep_uA = 5000\n", target=f"state_uri = qmp:{qmp}\n",
+                    timing="quiet_ms = 2500\n") as r:
         yield r
-    finally:
-        rc = d.stop()
-        agent.close()
-        qmp.close()
-        emu.stop()
-        log = "".join(d.log)
-        assert "ERROR: AddressSanitizer" not in log, log
-        assert "runtime error" not in log, log
-        assert rc in (0, -9), log
 
 
 def test_the_machine_witness_decides_first_and_says_so(wrig):

@@ -29,8 +29,7 @@ import pytest
 from tests.capture import read_rows
 from tests.qemuqmp import QemuQmp
 from tests.rigproto import FakeAgent
-from tests.test_power import Emulator
-from tests.test_sbrigd import Conn, Daemon, build, hold_handler, sbrig  # noqa: F401
+from tests.sbrigdrig import Conn, build, key_power, sbrig, sbrigd_rig  # noqa: F401
 
 MS = 1_000_000
 QUIET_MS = 600
@@ -96,48 +95,15 @@ class Target:
 
 @contextlib.contextmanager
 def latency_rig(tmp_path):
-    emu = Emulator(tmp_path, "--current-uA", "20000", "--rate", "500")
-    agent = FakeAgent(boot_id="boot-latency", kernel="6.1.0-test")
-    agent.cmd_handler = hold_handler(agent)
-    qmp = QemuQmp(tmp_path / "qmp.sock")
-    target = Target(agent)
-    qmp.on_key = target.on_key
-    conf = tmp_path / "rig.conf"
-    conf.write_text(f"""[rig]
-name = latency
-[power]
-uri = {emu.uri}
-device = ina226
-shunt_uohm = 100000
-[target]
-uri = tcp:127.0.0.1:{agent.port}
-[key:power]
-chip = qmp:{tmp_path / 'qmp.sock'}
-line = 116
-[timing]
-ping_interval_ms = 200
-quiet_ms = {QUIET_MS}
-press_ms = 50
-""")
-    sock = tmp_path / "run" / "sbrigd.sock"
-    d = Daemon(conf, sock)
-    d.wait_log("link: agent fake up")
-
-    class R:
-        pass
-    r = R()
-    r.agent, r.qmp, r.target, r.daemon, r.sock, r.tmp = agent, qmp, target, d, sock, tmp_path
-    try:
+    """The rig (tests/sbrigdrig.py) with its key a qmp: key on a real QEMU
+    whose tap wakes the Target (r.target)."""
+    with sbrigd_rig(tmp_path, "latency", "boot-latency",
+                    ("--current-uA", "20000", "--rate", "500"), qmp=QemuQmp,
+                    sections=key_power(tmp_path / "qmp.sock"),
+                    timing=f"quiet_ms = {QUIET_MS}\npress_ms = 50\n") as r:
+        r.target = Target(r.agent)
+        r.qmp.on_key = r.target.on_key
         yield r
-    finally:
-        rc = d.stop()
-        agent.close()
-        qmp.close()
-        emu.stop()
-        log = "".join(d.log)
-        assert "ERROR: AddressSanitizer" not in log, log
-        assert "runtime error" not in log, log
-        assert rc in (0, -9), log
 
 
 @pytest.fixture

@@ -23,7 +23,8 @@ import resource
 import threading
 import time
 
-from tests.test_sbrigd import Conn, build, make_rig  # noqa: F401
+from tests.sbrigdrig import Conn, build  # noqa: F401
+from tests.test_sbrigd import make_rig
 from tests.test_sbrigd_hostile import status, wait_status
 import pytest
 

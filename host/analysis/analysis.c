@@ -1,13 +1,43 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * analysis.c - sbrig_analysis_run(): the steps of analysis-internal.h, in
- * order, over one capture.
+ * analysis.c - sbrig_analysis_run(): the steps of the analysis, in order,
+ * over one capture.
+ *
+ * The analysis is a pipeline over one capture, each step in its own file:
+ *
+ *	clockfit.c	clock.tsv -> segments, each a fitted offset + drift;
+ *			events re-mapped onto host time
+ *	markers.c	edges.tsv's marker edges paired again with the events
+ *			-> more clock samples; the rising edges for wakeups.c
+ *	timeline.c	events + stats + stimuli -> blockers with their active
+ *			spans, suspended spans, resumes, aborts, boots
+ *	wakeups.c	stimuli + resumes -> wakeup episodes; latency
+ *	integrate.c	samples streamed once against the timeline's change
+ *			points: energy per state, per blocker, per window;
+ *			gaps; the power trace
+ *	findings.c	what went wrong, ranked
+ *	analysis.c	runs the steps; report-json.c writes the result
+ *
+ *	(clockfit.c places the epochs no exchange saw with place.c, which
+ *	reads the power with edges.c's trace window; edges.c also refines
+ *	the suspended spans' ends; costs.c measures each suspend's cost)
+ *
+ * The steps call downwards only: analysis.c -> costs.c, findings.c,
+ * integrate.c, wakeups.c -> markers.c, timeline.c -> clockfit.c ->
+ * place.c -> edges.c. Their objects are declared by concern, in headers
+ * that no step is named after, so that a step low in that order (edges.c)
+ * can use the objects of one above it (the timeline) without an include
+ * running back up: an-base.h (spans, saturating time, an_grow()),
+ * an-clock.h, an-trace.h, an-markers.h, an-timeline.h, an-results.h
+ * (wakeups, energies, costs, findings) and an-capture.h (the whole).
+ *
+ * All times are host CLOCK_MONOTONIC ns. Spans are half-open [start, end).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis-internal.h"
+#include "an-capture.h"
 
 /* The state times (wall time: gaps included) and the unattributed time. */
 static int durations(struct sbrig_analysis *a)

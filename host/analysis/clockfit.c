@@ -54,10 +54,14 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis-internal.h"
+#include <sbrig/analysis.h>
+
+#include "an-base.h"
+#include "an-clock.h"
 
 #define MARKER_HALF_NS	AN_MARKER_HALF_NS	/* 100 us */
 #define BAND_FACTOR	3
@@ -91,23 +95,6 @@ static bool kept(const struct an_clock_sample *s)
 static bool used(const struct an_clock_sample *s)
 {
 	return kept(s) && !s->out;
-}
-
-int an_grow(void **p, size_t *cap, size_t need, size_t size)
-{
-	size_t n = *cap ? *cap : 16;
-	void *q;
-
-	if (need <= *cap)
-		return 0;
-	while (n < need)
-		n *= 2;
-	q = realloc(*p, n * size);
-	if (!q)
-		return sbrig_set_error(-ENOMEM, "analysis: out of memory");
-	*p = q;
-	*cap = n;
-	return 0;
 }
 
 static void band_filter(struct an_clock_sample *s, size_t n)

@@ -33,7 +33,7 @@
 #include <sbrig/compare.h>
 #include <sbrig/sbrig.h>
 
-#include "compare-internal.h"
+#include "cm-shared.h"
 
 #define CM_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define LINE_MAX_LEN 1024

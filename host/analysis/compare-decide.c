@@ -15,7 +15,7 @@
 
 #include <sbrig/compare.h>
 
-#include "compare-internal.h"
+#include "cm-shared.h"
 #include "compare-stats.h"
 
 typedef struct json_object jobj;

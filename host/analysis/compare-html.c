@@ -11,7 +11,7 @@
 
 #include <sbrig/compare.h>
 
-#include "compare-internal.h"
+#include "cm-shared.h"
 #include "html-page.h"
 #include "report-html.h"
 

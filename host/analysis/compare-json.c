@@ -14,7 +14,7 @@
 #include <sbrig/compare.h>
 #include <sbrig/sbrig.h>
 
-#include "compare-internal.h"
+#include "cm-shared.h"
 #include "report-load.h"
 
 static const struct jfield f_side[] = {

@@ -26,8 +26,7 @@
 #include <sbrig/compare.h>
 #include <sbrig/sbrig.h>
 
-#include "analysis-internal.h"
-#include "compare-internal.h"
+#include "cm-shared.h"
 #include "compare-stats.h"
 #include "report-load.h"
 

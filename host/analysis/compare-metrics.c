@@ -13,8 +13,8 @@
 
 #include <sbrig/compare.h>
 
-#include "analysis-internal.h"
-#include "compare-internal.h"
+#include "an-base.h"
+#include "cm-shared.h"
 
 typedef struct json_object jobj;
 

@@ -14,7 +14,7 @@
 #include <sbrig/compare.h>
 #include <sbrig/sbrig.h>
 
-#include "compare-internal.h"
+#include "cm-shared.h"
 
 struct sbrig_run {
 	struct cm_run run;

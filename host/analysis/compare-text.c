@@ -22,7 +22,7 @@
 
 #include <sbrig/compare.h>
 
-#include "compare-internal.h"
+#include "cm-shared.h"
 #include "report-load.h"
 
 typedef struct json_object jobj;

@@ -36,7 +36,7 @@
 #include <sbrig/sbrig.h>
 
 #include "atomic.h"
-#include "compare-internal.h"
+#include "cm-shared.h"
 
 typedef struct json_object jobj;
 

@@ -26,7 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis-internal.h"
+#include "an-base.h"
+#include "an-results.h"
+#include "an-timeline.h"
 
 #define COST_BATCH	2048
 #define COST_SEEK_BEFORE_NS	1000000000LL

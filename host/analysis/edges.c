@@ -29,7 +29,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis-internal.h"
+#include "an-base.h"
+#include "an-timeline.h"
+#include "an-trace.h"
 
 #define EDGE_CHUNK		8
 #define EDGE_FLOOR_UW		1000.0

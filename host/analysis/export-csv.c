@@ -20,7 +20,7 @@
 #include <sbrig/sbrig.h>
 
 #include "csv.h"
-#include "export-internal.h"
+#include "ex-formats.h"
 #include "report-load.h"
 
 typedef struct json_object jobj;

@@ -32,7 +32,8 @@
 
 #include <sbrig/sbrig.h>
 
-#include "export-internal.h"
+#include "ex-formats.h"
+#include "ex-text.h"
 #include "report-load.h"
 
 typedef struct json_object jobj;

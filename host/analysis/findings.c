@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis-internal.h"
+#include "an-base.h"
+#include "an-results.h"
+#include "an-timeline.h"
 
 /* rank of each kind: the order of the table in report-format.md */
 enum {

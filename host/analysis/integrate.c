@@ -27,7 +27,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis-internal.h"
+#include "an-base.h"
+#include "an-results.h"
+#include "an-timeline.h"
 
 #define GAP_FACTOR	10
 #define MEDIAN_SAMPLES	2049

@@ -16,10 +16,13 @@
  * after its stimulus (wakeups.c, report-format.md section 3).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis-internal.h"
+#include "an-base.h"
+#include "an-clock.h"
+#include "an-markers.h"
 
 #define MARKER_LINE		"marker"	/* sbrig_config's line name */
 #define MARKER_WINDOW_NS	2000000LL	/* as the daemon's pairing */

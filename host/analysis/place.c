@@ -38,7 +38,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis-internal.h"
+#include "an-base.h"
+#include "an-clock.h"
+#include "an-trace.h"
 
 #define PLACE_MIN_RUN		3	/* samples above the level: a wake */
 #define PLACE_BATCH		2048

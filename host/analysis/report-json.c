@@ -16,7 +16,7 @@
 #include <json-c/json.h>
 #include <json-c/printbuf.h>
 
-#include "analysis-internal.h"
+#include "an-capture.h"
 #include "atomic.h"
 #include "report-load.h"
 

@@ -10,7 +10,9 @@
 
 #include <json-c/json.h>
 
-#include "analysis-internal.h"
+#include <sbrig/analysis.h>
+#include <sbrig/sbrig.h>
+
 
 typedef struct json_object jobj;
 

@@ -21,7 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis-internal.h"
+#include "an-base.h"
+#include "an-clock.h"
+#include "an-timeline.h"
 
 static int64_t clip(int64_t t, int64_t lo, int64_t hi)
 {
@@ -883,37 +885,6 @@ static int object_event(struct an_timeline *tl, bool ws, const char *name,
 		return on ? block_id(tl, b, t, id) : unblock_id(tl, b, t, id);
 	}
 	return on ? block(tl, b, t) : unblock(tl, b, t);
-}
-
-int an_cmp_span(const void *a, const void *b)
-{
-	const struct an_span *x = a, *y = b;
-
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	return (x->end > y->end) - (x->end < y->end);
-}
-
-int64_t an_merge_spans(struct an_span *v, size_t *n)
-{
-	size_t k = 0;
-	int64_t sum = 0;
-
-	if (!*n)
-		return 0;
-	qsort(v, *n, sizeof(*v), an_cmp_span);
-	for (size_t i = 1; i < *n; i++) {
-		if (v[i].start <= v[k].end) {
-			if (v[i].end > v[k].end)
-				v[k].end = v[i].end;
-		} else {
-			v[++k] = v[i];
-		}
-	}
-	*n = k + 1;
-	for (size_t i = 0; i < *n; i++)
-		sum += v[i].end - v[i].start;
-	return sum;
 }
 
 /* @b's spans: the union of its objects' (sorted by start, in place). */

@@ -22,7 +22,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis-internal.h"
+#include <sbrig/analysis.h>
+
+#include "an-base.h"
+#include "an-clock.h"
+#include "an-markers.h"
+#include "an-results.h"
+#include "an-timeline.h"
 
 /* @a - @b, saturated (times and uncertainties come from the capture) */
 static int64_t sat_sub(int64_t a, int64_t b)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * run.c - the scenario runner, see run.h.
+ * cur.c - the scenario runner, see cur.h.
  *
  * The runner executes the flat program of a parsed scenario step by step
  * on the poll() loop: a step starts an action (a press with its release
@@ -59,7 +59,7 @@ enum run_wait {
 	W_ASLEEP,	/* the link quiet for quiet_ms */
 };
 
-/* the runner: only the loop's thread touches it */
+/* the current run: only the loop's thread touches it */
 static struct {
 	bool active;		/* a run holds the operation slot */
 	bool finishing;		/* its capture is being closed */
@@ -78,7 +78,7 @@ static struct {
 	struct evq q;
 	struct rig_observer obs;
 	int fail_err;
-} run;
+} cur;
 
 static int64_t step_timeout(const struct sbrig_step *s)
 {
@@ -87,47 +87,47 @@ static int64_t step_timeout(const struct sbrig_step *s)
 
 static void reset(void)
 {
-	sched_timer_stop(&run.timer);
-	sched_timer_stop(&run.next);
-	sleepwatch_stop(&run.sw);
-	if (run.cmd_id)
-		rig_link_forget(run.cmd_id);
-	run.cmd_id = 0;
-	rig_forget(&run);
-	rig_unobserve(&run.obs);
-	sbrig_scenario_free(run.sc);
-	run.sc = NULL;
-	free(run.remaining);
-	run.remaining = NULL;
-	run.ops = NULL;
-	run.ctx = NULL;
-	run.wait = W_NONE;
-	evq_clear(&run.q);
-	run.finishing = false;
-	run.fail_err = 0;
-	op_release(&run.handle);
-	run.active = false;
+	sched_timer_stop(&cur.timer);
+	sched_timer_stop(&cur.next);
+	sleepwatch_stop(&cur.sw);
+	if (cur.cmd_id)
+		rig_link_forget(cur.cmd_id);
+	cur.cmd_id = 0;
+	rig_forget(&cur);
+	rig_unobserve(&cur.obs);
+	sbrig_scenario_free(cur.sc);
+	cur.sc = NULL;
+	free(cur.remaining);
+	cur.remaining = NULL;
+	cur.ops = NULL;
+	cur.ctx = NULL;
+	cur.wait = W_NONE;
+	evq_clear(&cur.q);
+	cur.finishing = false;
+	cur.fail_err = 0;
+	op_release(&cur.handle);
+	cur.active = false;
 }
 
 /* ---- the end ------------------------------------------------------------ */
 
 static void capture_progress(void *ctx, const struct rec_result *now)
 {
-	if (run.ops && run.ops->capture)
-		run.ops->capture(run.ctx, now);
+	if (cur.ops && cur.ops->capture)
+		cur.ops->capture(cur.ctx, now);
 }
 
 /* The capture is closed: the run is over, whatever ended it. */
 static void capture_end(void *ctx, int err, const struct rec_result *res)
 {
-	const struct run_client_ops *ops = run.ops;
-	void *octx = run.ctx;
+	const struct run_client_ops *ops = cur.ops;
+	void *octx = cur.ctx;
 
-	if (!run.active)
+	if (!cur.active)
 		return;
-	if (run.fail_err)
-		err = run.fail_err;
-	else if (!run.finishing && !err)
+	if (cur.fail_err)
+		err = cur.fail_err;
+	else if (!cur.finishing && !err)
 		err = -ECANCELED;	/* the capture ended under the run */
 	reset();
 	if (ops && ops->done)
@@ -142,15 +142,15 @@ static const struct rec_client_ops run_rec_ops = {
 /* End the run: close the capture with @status; the answer follows. */
 static void finish(int err, const char *status)
 {
-	if (run.finishing)
+	if (cur.finishing)
 		return;
-	run.finishing = true;
-	run.fail_err = err;
-	sched_timer_stop(&run.timer);
-	sched_timer_stop(&run.next);
-	sleepwatch_stop(&run.sw);
-	run.wait = W_NONE;
-	rig_release(&run);	/* a key the run holds goes up now */
+	cur.finishing = true;
+	cur.fail_err = err;
+	sched_timer_stop(&cur.timer);
+	sched_timer_stop(&cur.next);
+	sleepwatch_stop(&cur.sw);
+	cur.wait = W_NONE;
+	rig_release(&cur);	/* a key the run holds goes up now */
 	rec_stop(status);	/* capture_end() follows, once the sensor stopped */
 }
 
@@ -158,14 +158,14 @@ static void fail(int err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 static void fail(int err, const char *fmt, ...)
 {
-	const struct sbrig_step *s = &run.sc->steps[run.pc];
+	const struct sbrig_step *s = &cur.sc->steps[cur.pc];
 	char msg[400], status[600];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	snprintf(status, sizeof(status), "failed: %s:%u: %s", run.sc->path,
+	snprintf(status, sizeof(status), "failed: %s:%u: %s", cur.sc->path,
 		 s->line, msg);
 	log_warn("run: %s", status);
 	finish(err, status);
@@ -178,35 +178,35 @@ static void run_steps(void *data);
 /* The current step is over: the next one starts on the next loop turn. */
 static void step_done(void)
 {
-	run.wait = W_NONE;
-	sched_timer_stop(&run.timer);
-	sleepwatch_stop(&run.sw);
-	if (run.cmd_id)
-		rig_link_forget(run.cmd_id);
-	run.cmd_id = 0;
-	run.pc++;
-	sched_defer(&run.next, run_steps, NULL);
+	cur.wait = W_NONE;
+	sched_timer_stop(&cur.timer);
+	sleepwatch_stop(&cur.sw);
+	if (cur.cmd_id)
+		rig_link_forget(cur.cmd_id);
+	cur.cmd_id = 0;
+	cur.pc++;
+	sched_defer(&cur.next, run_steps, NULL);
 }
 
 static void on_timer(void *data)
 {
-	const struct sbrig_step *s = &run.sc->steps[run.pc];
+	const struct sbrig_step *s = &cur.sc->steps[cur.pc];
 	char step[600], t[32];
 	int64_t next;
 	int ret;
 
 	sbrig_format_duration(step_timeout(s), t, sizeof(t));
-	switch (run.wait) {
+	switch (cur.wait) {
 	case W_TIMER:
 		step_done();
 		return;
 	case W_ASLEEP:
-		ret = rig_asleep_poll(run.asleep_deadline_ns, &next, NULL);
+		ret = rig_asleep_poll(cur.asleep_deadline_ns, &next, NULL);
 		if (ret == 1) {
-			evq_clear(&run.q);	/* what it said before it slept */
+			evq_clear(&cur.q);	/* what it said before it slept */
 			step_done();
 		} else if (ret == 0) {
-			sched_timer_start(&run.timer, next, on_timer, NULL);
+			sched_timer_start(&cur.timer, next, on_timer, NULL);
 		} else {
 			char why[200];
 
@@ -232,7 +232,7 @@ static void on_timer(void *data)
 	case W_SLEEP:
 	case W_DONE:
 		sbrig_step_describe(s, false, step, sizeof(step));
-		if (run.sw.active) {
+		if (cur.sw.active) {
 			char why[200];
 
 			fail(-ETIMEDOUT, "%s: the target did not fall asleep "
@@ -245,7 +245,7 @@ static void on_timer(void *data)
 			     "it wakes)", step, t);
 		else
 			fail(-ETIMEDOUT, "%s: the agent did not %s in %s", step,
-			     run.wait == W_DONE ? "finish" : "answer", t);
+			     cur.wait == W_DONE ? "finish" : "answer", t);
 		return;
 	default:
 		return;
@@ -264,10 +264,10 @@ static bool matches(const struct sbrig_step *s, const struct evq_item *it)
 /* Consume the stream up to the first item that satisfies the wait. */
 static bool consume(void)
 {
-	const struct sbrig_step *s = &run.sc->steps[run.pc];
+	const struct sbrig_step *s = &cur.sc->steps[cur.pc];
 	const struct evq_item *it;
 
-	while ((it = evq_pop(&run.q)))
+	while ((it = evq_pop(&cur.q)))
 		if (matches(s, it))
 			return true;
 	return false;
@@ -275,7 +275,7 @@ static bool consume(void)
 
 static void press_done(int err, int64_t press_ns, void *data)
 {
-	if (!run.active || run.finishing || run.wait != W_PRESS)
+	if (!cur.active || cur.finishing || cur.wait != W_PRESS)
 		return;
 	if (err)
 		fail(err, "release: %s", sbrig_errmsg());
@@ -285,14 +285,14 @@ static void press_done(int err, int64_t press_ns, void *data)
 
 static void slept(void *ctx, int err, const struct sleepwatch_result *r)
 {
-	if (!run.active || run.finishing || run.wait != W_SLEEP)
+	if (!cur.active || cur.finishing || cur.wait != W_SLEEP)
 		return;
 	if (err) {
 		fail(err, "%s", sbrig_errmsg());
 		return;
 	}
 	if (r->how != SLEEPWATCH_RESUMED)
-		evq_clear(&run.q);	/* what it said before it slept */
+		evq_clear(&cur.q);	/* what it said before it slept */
 	step_done();
 }
 
@@ -306,24 +306,24 @@ static void agent_reply(const struct sbrig_link_msg *m, void *data)
 {
 	int ret;
 
-	if (m->type == SBRIG_LINK_STATS || m->cmd_id != run.cmd_id)
+	if (m->type == SBRIG_LINK_STATS || m->cmd_id != cur.cmd_id)
 		return;
-	if (!run.active || run.finishing ||
-	    (run.wait != W_REPLY && run.wait != W_DONE &&
-	     run.wait != W_SLEEP)) {
-		rig_link_forget(run.cmd_id);
-		run.cmd_id = 0;
+	if (!cur.active || cur.finishing ||
+	    (cur.wait != W_REPLY && cur.wait != W_DONE &&
+	     cur.wait != W_SLEEP)) {
+		rig_link_forget(cur.cmd_id);
+		cur.cmd_id = 0;
 		return;
 	}
 	if (m->err) {
 		fail(m->err, "agent: %s", m->text);
 		return;
 	}
-	if (run.wait == W_REPLY ||
-	    (run.wait == W_DONE && m->type == SBRIG_LINK_DONE)) {
+	if (cur.wait == W_REPLY ||
+	    (cur.wait == W_DONE && m->type == SBRIG_LINK_DONE)) {
 		step_done();
-	} else if (run.wait == W_SLEEP && !run.sw.active) {
-		ret = sleepwatch_start(&run.sw, slept, NULL);
+	} else if (cur.wait == W_SLEEP && !cur.sw.active) {
+		ret = sleepwatch_start(&cur.sw, slept, NULL);
 		if (ret < 0)
 			fail(ret, "%s", sbrig_errmsg());
 	}
@@ -331,14 +331,14 @@ static void agent_reply(const struct sbrig_link_msg *m, void *data)
 
 static void agent_step(const char *cmd, enum run_wait wait, int64_t timeout_ns)
 {
-	int ret = rig_link_command(cmd, agent_reply, NULL, &run.cmd_id);
+	int ret = rig_link_command(cmd, agent_reply, NULL, &cur.cmd_id);
 
 	if (ret < 0) {
 		fail(ret, "%s", sbrig_errmsg());
 		return;
 	}
-	run.wait = wait;
-	sched_timer_start(&run.timer, time_after(timeout_ns), on_timer, NULL);
+	cur.wait = wait;
+	sched_timer_start(&cur.timer, time_after(timeout_ns), on_timer, NULL);
 }
 
 /*
@@ -347,23 +347,23 @@ static void agent_step(const char *cmd, enum run_wait wait, int64_t timeout_ns)
  */
 static bool start_step(void)
 {
-	const struct sbrig_step *s = &run.sc->steps[run.pc];
+	const struct sbrig_step *s = &cur.sc->steps[cur.pc];
 	char arg[64], cmd[400];
 	int64_t next;
 	int ret;
 
-	if (run.ops && run.ops->step)
-		run.ops->step(run.ctx, run.pc, run.sc);
+	if (cur.ops && cur.ops->step)
+		cur.ops->step(cur.ctx, cur.pc, cur.sc);
 	switch (s->op) {
 	case SBRIG_STEP_SETTLE:
-		run.wait = W_TIMER;
-		sched_timer_start(&run.timer, time_after(s->rig_default ?
+		cur.wait = W_TIMER;
+		sched_timer_start(&cur.timer, time_after(s->rig_default ?
 			(int64_t)rig_config()->settle_ms * NS_PER_MS :
 			s->duration_ns), on_timer, NULL);
 		return false;
 	case SBRIG_STEP_PRESS:
-		run.wait = W_PRESS;
-		ret = rig_press(s->name, s->duration_ns, NULL, press_done, &run);
+		cur.wait = W_PRESS;
+		ret = rig_press(s->name, s->duration_ns, NULL, press_done, &cur);
 		if (ret < 0)
 			fail(ret, "press %s: %s", s->name, sbrig_errmsg());
 		return false;
@@ -374,7 +374,7 @@ static bool start_step(void)
 			fail(ret, "%s", sbrig_errmsg());
 			return false;
 		}
-		run.pc++;
+		cur.pc++;
 		return true;
 	case SBRIG_STEP_HOLD:
 		snprintf(cmd, sizeof(cmd), "hold \"%s\" %" PRId64, s->name,
@@ -403,36 +403,36 @@ static bool start_step(void)
 		return false;
 	case SBRIG_STEP_WAIT_EVENT:
 	case SBRIG_STEP_WAIT_EDGE:
-		run.wait = s->op == SBRIG_STEP_WAIT_EVENT ? W_EVENT : W_EDGE;
+		cur.wait = s->op == SBRIG_STEP_WAIT_EVENT ? W_EVENT : W_EDGE;
 		if (consume()) {
-			run.wait = W_NONE;
-			run.pc++;
+			cur.wait = W_NONE;
+			cur.pc++;
 			return true;
 		}
-		sched_timer_start(&run.timer, time_after(step_timeout(s)),
+		sched_timer_start(&cur.timer, time_after(step_timeout(s)),
 				  on_timer, NULL);
 		return false;
 	case SBRIG_STEP_WAIT_ASLEEP:
-		run.wait = W_ASLEEP;
-		run.asleep_deadline_ns = time_after(step_timeout(s));
-		ret = rig_asleep_poll(run.asleep_deadline_ns, &next, NULL);
+		cur.wait = W_ASLEEP;
+		cur.asleep_deadline_ns = time_after(step_timeout(s));
+		ret = rig_asleep_poll(cur.asleep_deadline_ns, &next, NULL);
 		if (ret == -ENOTCONN) {
 			fail(ret, "wait asleep: %s", sbrig_errmsg());
 			return false;
 		}
 		/* the timer decides, also when it holds already */
-		sched_timer_start(&run.timer, ret == 0 ? next : INT64_MIN,
+		sched_timer_start(&cur.timer, ret == 0 ? next : INT64_MIN,
 				  on_timer, NULL);
 		return false;
 	case SBRIG_STEP_REPEAT:
-		run.remaining[run.pc] = s->count;
-		run.pc = s->count ? run.pc + 1 : s->match + 1;
+		cur.remaining[cur.pc] = s->count;
+		cur.pc = s->count ? cur.pc + 1 : s->match + 1;
 		return true;
 	case SBRIG_STEP_END:
-		if (--run.remaining[s->match] > 0)
-			run.pc = s->match + 1;
+		if (--cur.remaining[s->match] > 0)
+			cur.pc = s->match + 1;
 		else
-			run.pc++;
+			cur.pc++;
 		return true;
 	}
 	return false;
@@ -441,13 +441,13 @@ static bool start_step(void)
 /* Run steps until one waits, at most RUN_BATCH of them this turn. */
 static void run_steps(void *data)
 {
-	for (unsigned int n = 0; run.active && !run.finishing; n++) {
-		if (run.pc >= run.sc->nsteps) {
+	for (unsigned int n = 0; cur.active && !cur.finishing; n++) {
+		if (cur.pc >= cur.sc->nsteps) {
 			finish(0, "complete");
 			return;
 		}
 		if (n == RUN_BATCH) {
-			sched_defer(&run.next, run_steps, NULL);
+			sched_defer(&cur.next, run_steps, NULL);
 			return;
 		}
 		if (!start_step())
@@ -459,15 +459,15 @@ static void run_steps(void *data)
 
 static void on_event(void *data, const struct sbrig_event *ev)
 {
-	evq_push_event(&run.q, ev);
-	if (run.wait == W_EVENT && consume())
+	evq_push_event(&cur.q, ev);
+	if (cur.wait == W_EVENT && consume())
 		step_done();
 }
 
 static void on_edge(void *data, const struct sbrig_edge *edge)
 {
-	evq_push_edge(&run.q, edge);
-	if (run.wait == W_EDGE && consume())
+	evq_push_edge(&cur.q, edge);
+	if (cur.wait == W_EDGE && consume())
 		step_done();
 }
 
@@ -486,15 +486,15 @@ static void handle_stop(struct op_handle *h, enum op_stop why)
 		[OP_STOP_SHUTDOWN] = "aborted",
 	};
 
-	if (run.active)
+	if (cur.active)
 		finish(-ECANCELED, status[why]);
 }
 
 static void handle_detach(struct op_handle *h)
 {
 	/* a run goes on to its end: its capture stays useful */
-	run.ops = NULL;
-	run.ctx = NULL;
+	cur.ops = NULL;
+	cur.ctx = NULL;
 }
 
 static const struct op_handle_ops run_handle_ops = {
@@ -520,19 +520,19 @@ int run_start(struct sbrig_scenario *sc, const struct rec_opts *o,
 	struct rec_opts ro = *o;
 	int ret;
 
-	ret = op_claim(&run.handle);
+	ret = op_claim(&cur.handle);
 	if (ret < 0) {
 		sbrig_scenario_free(sc);
 		return ret;
 	}
-	run.active = true;
-	run.sc = sc;
-	run.remaining = calloc(sc->nsteps + 1, sizeof(*run.remaining));
-	if (!run.remaining) {
+	cur.active = true;
+	cur.sc = sc;
+	cur.remaining = calloc(sc->nsteps + 1, sizeof(*cur.remaining));
+	if (!cur.remaining) {
 		reset();
 		return sbrig_set_error(-ENOMEM, "out of memory");
 	}
-	run.pc = 0;
+	cur.pc = 0;
 	ro.scenario = sc;
 	ro.duration_ns = 0;
 	ret = rec_start(&ro, &run_rec_ops, NULL);
@@ -540,34 +540,34 @@ int run_start(struct sbrig_scenario *sc, const struct rec_opts *o,
 		reset();
 		return ret;	/* sbrig_errmsg() is rec_start()'s */
 	}
-	run.obs = (struct rig_observer){ &run_observer, NULL };
-	ret = rig_observe(&run.obs);
+	cur.obs = (struct rig_observer){ &run_observer, NULL };
+	ret = rig_observe(&cur.obs);
 	if (ret < 0) {
 		rec_detach();
 		rec_stop("failed: no room for the run's observer");
 		reset();
 		return ret;
 	}
-	run.ops = ops;
-	run.ctx = ctx;
-	*h = &run.handle;
+	cur.ops = ops;
+	cur.ctx = ctx;
+	*h = &cur.handle;
 	if (ops && ops->started)
 		ops->started(ctx, ro.dir, sc);
-	sched_defer(&run.next, run_steps, NULL);
+	sched_defer(&cur.next, run_steps, NULL);
 	return 0;
 }
 
 int run_init(void)
 {
-	memset(&run, 0, sizeof(run));
-	run.handle.ops = &run_handle_ops;
+	memset(&cur, 0, sizeof(cur));
+	cur.handle.ops = &run_handle_ops;
 	return 0;
 }
 
 void run_fini(void)
 {
-	if (run.active)
-		handle_stop(&run.handle, OP_STOP_SHUTDOWN);
-	if (run.active)
+	if (cur.active)
+		handle_stop(&cur.handle, OP_STOP_SHUTDOWN);
+	if (cur.active)
 		reset();
 }

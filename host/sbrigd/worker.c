@@ -134,7 +134,7 @@ struct worker *worker_new(const char *name)
 	if (ret) {
 		sbrig_set_error(-ret, "worker %s: pthread_create: %s", name,
 				strerror(ret));
-		goto fail;
+		goto err_destroy;
 	}
 	pthread_setname_np(wk->thread, wk->name);
 	if (sched_fd_add(wk->efd, POLLIN, worker_io, wk) < 0) {
@@ -144,10 +144,10 @@ struct worker *worker_new(const char *name)
 		pthread_mutex_unlock(&wk->lock);
 		pthread_join(wk->thread, NULL);
 		sbrig_set_error(-EMFILE, "worker %s: too many fds", name);
-		goto fail;
+		goto err_destroy;
 	}
 	return wk;
-fail:
+err_destroy:
 	pthread_cond_destroy(&wk->cond);
 	pthread_mutex_destroy(&wk->lock);
 	close(wk->efd);

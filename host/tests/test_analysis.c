@@ -19,7 +19,7 @@
 #include <sbrig/capture.h>
 #include <sbrig/sbrig.h>
 
-#include "analysis-internal.h"
+#include "an-capture.h"
 
 #define S ((int64_t)1000000000)
 #define MS ((int64_t)1000000)

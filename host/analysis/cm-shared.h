@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * compare-internal.h - what the files of sbrig compare share, private to
+ * cm-shared.h - what the files of sbrig compare share, private to
  * host/analysis/: the comparison object, a run read, small json-c
  * helpers, the metric table (compare-config.c), reading and checking the
  * runs (compare-load.c), a run's metrics (compare-metrics.c), deciding
  * them (compare-decide.c), and the loading of compare.json
  * (compare-json.c) for the renderers and exporters.
  */
-#ifndef SBRIG_COMPARE_INTERNAL_H
-#define SBRIG_COMPARE_INTERNAL_H
+#ifndef SBRIG_CM_SHARED_H
+#define SBRIG_CM_SHARED_H
 
 #include <math.h>
 #include <stdbool.h>
@@ -189,4 +189,4 @@ int cm_compare_load(const char *path, struct json_object **out);
 /* The summary of the compare.json document @root (compare-text.c). */
 int cm_render_text(struct json_object *root, FILE *out);
 
-#endif /* SBRIG_COMPARE_INTERNAL_H */
+#endif /* SBRIG_CM_SHARED_H */
