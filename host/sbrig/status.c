@@ -25,6 +25,8 @@
 
 #include <json-c/json.h>
 
+#include <sbrig/sbrig.h>
+
 #include "cli.h"
 
 typedef struct json_object jobj;
@@ -656,7 +658,7 @@ static int find_rigs(struct rig_entry *rigs, size_t max, size_t *n,
 			 de->d_name);
 		snprintf(e->sock, sizeof(e->sock), "%s/%s", run_dir,
 			 de->d_name);
-		if (rig_name_check(e->name, why, sizeof(why)) < 0)
+		if (sbrig_rig_name_check(e->name, why, sizeof(why)) < 0)
 			snprintf(e->error, sizeof(e->error),
 				 "not a rig's socket: the name is not a rig "
 				 "name: %s", why);
