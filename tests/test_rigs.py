@@ -465,6 +465,70 @@ def test_status_all_asks_silent_daemons_together(tmp_path):
             s.close()
 
 
+def test_status_all_many_silent_daemons_cost_one_timeout(tmp_path):
+    """70 daemons that never answer (more than the 64 asked at once
+    before) cost about one --timeout in all: every rig is asked at once,
+    under one deadline. In batches of 64 this took two timeouts (4 s)."""
+    socks = []
+    try:
+        for i in range(70):
+            s = socket.socket(socket.AF_UNIX)
+            s.bind(str(tmp_path / f"mute{i:02d}.sock"))
+            s.listen(4)
+            socks.append(s)
+        t0 = time.monotonic()
+        p = sbrig("--run-dir", str(tmp_path), "status", "--all", "--json",
+                  "--timeout", "2s", timeout=60)
+        took = time.monotonic() - t0
+        assert p.returncode == 0, p.stderr
+        rigs = json.loads(p.stdout)["rigs"]
+        assert sorted(r["rig"] for r in rigs) == \
+            [f"mute{i:02d}" for i in range(70)]
+        for r in rigs:
+            assert not r["answering"]
+            assert "did not answer within 2000 ms" in r["error"], r
+        assert took < 1.5 * 2.0, \
+            f"status --all took {took:.2f} s for 70 silent daemons"
+    finally:
+        for s in socks:
+            s.close()
+
+
+def test_status_all_fd_limit_keeps_the_deadline(tmp_path):
+    """With 40 file descriptors sbrig asks fewer rigs at once than there
+    are; those not asked by the deadline are listed as such, and the
+    whole still takes one --timeout."""
+    import resource
+    socks = []
+    try:
+        for i in range(70):
+            s = socket.socket(socket.AF_UNIX)
+            s.bind(str(tmp_path / f"mute{i:02d}.sock"))
+            s.listen(4)
+            socks.append(s)
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("SBRIG_SOCKET", "SBRIG_RIG", "SBRIG_RUN_DIR")}
+        t0 = time.monotonic()
+        p = subprocess.run(
+            [str(SBRIG), "--run-dir", str(tmp_path), "status", "--all",
+             "--json", "--timeout", "1s"], capture_output=True, text=True,
+            env=env, timeout=60, preexec_fn=lambda: resource.setrlimit(
+                resource.RLIMIT_NOFILE, (40, 40)))
+        took = time.monotonic() - t0
+        assert p.returncode == 0, p.stderr
+        errors = [r["error"] for r in json.loads(p.stdout)["rigs"]]
+        assert len(errors) == 70
+        asked = [e for e in errors if "did not answer within 1000 ms" in e]
+        skipped = [e for e in errors if e.startswith(
+            "not asked: --timeout (1000 ms) ran out before its turn")]
+        assert len(asked) + len(skipped) == 70, errors
+        assert 0 < len(asked) < 70 and skipped, errors
+        assert took < 1.5 * 1.0, f"status --all took {took:.2f} s"
+    finally:
+        for s in socks:
+            s.close()
+
+
 def test_units_verify(tmp_path):
     if not shutil.which("systemd-analyze"):
         cannot_run("systemd-analyze is missing (Debian package systemd)")

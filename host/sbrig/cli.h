@@ -72,6 +72,8 @@ extern bool tty;
  * @ctx: for the callbacks
  * @timeout_ms: the longest wait for the connection and the whole answer
  *	(0: no limit; a long request waits as long as it runs)
+ * @deadline_ns: with @timeout_ms, when the wait ends (sbrig_now_ns()),
+ *	shared by requests made together; 0: @timeout_ms after the start
  * @quiet: do not print why the daemon could not be reached: @error says
  * @error: why the daemon could not be reached (EXIT_DAEMON)
  */
@@ -82,6 +84,7 @@ struct reply {
 	int err;
 	void *ctx;
 	int timeout_ms;
+	int64_t deadline_ns;
 	bool quiet;
 	char error[512];
 	/* the daemon's socket (NULL: sock_path) */

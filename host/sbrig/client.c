@@ -137,7 +137,8 @@ int request(const char *line, const char *body, size_t nbody,
 
 	r->error[0] = '\0';
 	if (r->timeout_ms)
-		deadline = sbrig_now_ns() + r->timeout_ms * 1000000LL;
+		deadline = r->deadline_ns ?: sbrig_now_ns() +
+			   r->timeout_ms * 1000000LL;
 	fd = connect_daemon(r);
 	if (fd < 0)
 		return EXIT_DAEMON;
