@@ -27,8 +27,8 @@
  * lookup and the commit sequence's MAX(seq) + 1 cannot race. A writer
  * killed mid-transaction loses its connection, and the server rolls its
  * transaction back. Readers run read-only transactions (no lock, nothing
- * written; --git-dir's commit order is a TEMP table of their own
- * session).
+ * written; --git-dir's commit order, and an older schema version read
+ * as the current one, are TEMP objects of their own session).
  *
  * What comes back from the server (rows, error messages) is someone
  * else's: text is returned as it is to callers that escape it for where it
@@ -480,6 +480,43 @@ static int identify(struct sbrig_history *h, int *v, bool *empty)
 	return 0;
 }
 
+/*
+ * A reader of an older schema version sees it as the current one, as on
+ * SQLite (db-sqlite.c's read_as_current): through objects of its own
+ * session's TEMP schema, which PostgreSQL searches first for a name
+ * without a schema, over the tables of current_schema() (where
+ * identify() found them); nothing is written to the database. Version 1:
+ * the commit sequence of its runs' order, runs without a report or host
+ * version. Made outside the session's read-only default, as --git-dir's
+ * TEMP table is (so the role needs TEMPORARY on the database).
+ */
+static const char *const read_as_current[SBRIG_HISTORY_VERSION] = {
+	NULL,
+	"DO $$ BEGIN"
+	" EXECUTE format('CREATE TEMP TABLE commits AS SELECT commit_sha AS"
+	" sha, ROW_NUMBER() OVER (ORDER BY MIN(id)) AS seq FROM %I.runs"
+	" GROUP BY commit_sha', current_schema());"
+	" EXECUTE format('CREATE TEMP VIEW runs AS SELECT *, ''''::text AS"
+	" report, ''''::text AS host_version FROM %I.runs', current_schema());"
+	" END $$",
+};
+
+/* the TEMP objects that show version @v as the current one */
+static int read_as(struct sbrig_history *h, int v)
+{
+	int ret = pg_exec(h, "SET default_transaction_read_only = off",
+			  "reading an older schema version");
+
+	for (int i = v; i < SBRIG_HISTORY_VERSION && !ret; i++)
+		if (read_as_current[i])
+			ret = pg_exec(h, read_as_current[i],
+				      "reading an older schema version");
+	if (!ret)
+		ret = pg_exec(h, "SET default_transaction_read_only = on",
+			      "reading an older schema version");
+	return ret;
+}
+
 /* bring the schema to SBRIG_HISTORY_VERSION, under the writers' lock */
 static int migrate(struct sbrig_history *h)
 {
@@ -630,12 +667,11 @@ static int pg_open(struct sbrig_history *h, const char *uri, bool write)
 					       "(no history there yet: 'sbrig "
 					       "history add' makes one)",
 					       h->path);
-		if (v != SBRIG_HISTORY_VERSION)
-			return sbrig_set_error(-EPROTO, "%s: schema version %d "
-					       "(PostgreSQL histories start at "
-					       "%d): 'sbrig history add' "
-					       "migrates it", h->path, v,
-					       SBRIG_HISTORY_VERSION);
+		if (v != SBRIG_HISTORY_VERSION) {
+			ret = read_as(h, v);
+			if (ret)
+				return ret;
+		}
 		h->read_as_from = v;
 		return 0;
 	}
