@@ -375,3 +375,32 @@ def test_a_version_1_database_is_read_as_it_is_and_migrated_by_add(pg_server, tm
         [("zz-first", 1), ("aa-second", 2), ("mm-third", 3), ("c00", 4)]
     r = history(uri, "show", "old")
     assert r.returncode == EXIT_OK and r.stderr == ""
+
+
+def test_copy_from_postgresql_reads_its_runs_a_batch_at_a_time(pg_server, tmp_path):
+    """history copy's run list from PostgreSQL is read through a cursor,
+    a batch at a time, not received whole: copying 20 000 runs of 4 KiB
+    each (80 MB of rows) stays far below that in peak memory (GNU time's
+    %M of the release build: 17 MB). Received whole it was 100 MB."""
+    uri = pg_server.newdb("bigcopy")
+    reps = series(tmp_path / "r", commits=1, per_commit=1)
+    assert history(uri, "add", reps[0]).returncode == EXIT_OK
+    pg_server.psql(dbname(uri), """
+        INSERT INTO commits (sha, seq) VALUES ('big', 2);
+        INSERT INTO runs (commit_sha, scenario, scenario_sha256, rig_name, rig_sha256,
+            capture_path, start_ns, end_ns, samples, added_utc, report, host_version)
+        SELECT 'big', 'big', 'aa', 'rig', 'bb', '/lab/big/' || i, 1000, 2000, 10,
+            '2026-01-01T00:00:00Z', repeat('r', 4096), 'v1'
+        FROM generate_series(1, 20000) AS i;""")
+    to = tmp_path / "to.db"
+    peak = tmp_path / "peak"
+    r = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", str(peak),
+                        str(test_history.RELEASE), "history", "copy", uri, str(to)],
+                       capture_output=True, text=True, env=test_history.env_for(uri),
+                       timeout=600)
+    assert r.returncode == EXIT_OK, r.stderr
+    assert "20001 runs" in r.stdout and "20001 added" in r.stdout, r.stdout
+    assert query(to, "SELECT COUNT(*) FROM runs WHERE length(report) = 4096") == [(20000,)]
+    kib = int(peak.read_text().split()[-1])
+    print(f"\ncopy of 20 000 runs of 4 KiB from PostgreSQL: peak {kib} KiB")
+    assert kib < 40 * 1024, f"peak {kib} KiB"

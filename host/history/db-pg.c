@@ -67,6 +67,9 @@ struct pg_stmt {
 	unsigned int type[PG_MAX_PARAMS];
 	PGresult *res;
 	int row, nrows;
+	/* pg_prepare_rows(): its cursor's name, "" for a whole result */
+	char cursor[32];
+	bool declared, began;	/* the cursor is; its transaction is ours */
 };
 
 #define PS(s) ((struct pg_stmt *)(s))
@@ -277,11 +280,116 @@ static void pg_bind_double(struct hi_stmt *st, int i, double v)
 	bind(st, i, buf, PG_FLOAT8OID);
 }
 
+/*
+ * A statement whose rows are read through a cursor, HI_ROWS_BATCH at a
+ * time (pg_prepare_rows()): declared at its first step, inside a
+ * transaction of its own when the session has none (a reader's: read
+ * only, one snapshot for every batch), closed by reset and finalize.
+ */
+static int cursor_fetch(struct pg_stmt *s, const char *what)
+{
+	struct sbrig_history *h = s->base.h;
+	char sql[64];
+
+	PQclear(s->res);
+	snprintf(sql, sizeof(sql), "FETCH %d FROM %s", HI_ROWS_BATCH,
+		 s->cursor);
+	s->res = PQexec(CONN(h), sql);
+	if (!s->res || PQresultStatus(s->res) != PGRES_TUPLES_OK) {
+		int ret = pg_err(h, s->res, what);
+
+		PQclear(s->res);
+		s->res = NULL;
+		return ret;
+	}
+	s->row = -1;
+	s->nrows = PQntuples(s->res);
+	return 0;
+}
+
+static int cursor_step(struct pg_stmt *s, const char *what)
+{
+	struct sbrig_history *h = s->base.h;
+	PGresult *res;
+	char *sql;
+	int ret;
+
+	if (!s->declared) {
+		if (PQtransactionStatus(CONN(h)) == PQTRANS_IDLE) {
+			ret = pg_exec(h, "BEGIN", what);
+			if (ret)
+				return ret;
+			s->began = true;
+		}
+		if (asprintf(&sql, "DECLARE %s NO SCROLL CURSOR FOR %s",
+			     s->cursor, s->sql) < 0)
+			return sbrig_set_error(-ENOMEM, "%s: out of memory",
+					       h->path);
+		res = PQexecParams(CONN(h), sql, s->nparams, s->type,
+				   (const char *const *)s->val, NULL, NULL, 0);
+		free(sql);
+		if (!res || PQresultStatus(res) != PGRES_COMMAND_OK) {
+			ret = pg_err(h, res, what);
+			PQclear(res);
+			return ret;
+		}
+		PQclear(res);
+		s->declared = true;
+		ret = cursor_fetch(s, what);
+		if (ret)
+			return ret;
+	}
+	if (s->row + 1 >= s->nrows) {
+		if (s->nrows < HI_ROWS_BATCH) {
+			s->row = s->nrows;
+			return 0;	/* the last batch was short: done */
+		}
+		ret = cursor_fetch(s, what);
+		if (ret)
+			return ret;
+		if (!s->nrows)
+			return 0;
+	}
+	s->row++;
+	return 1;
+}
+
+/* the cursor closed and its transaction ended (a reader's: nothing to keep) */
+static void cursor_close(struct pg_stmt *s)
+{
+	struct sbrig_history *h = s->base.h;
+	char sql[64];
+
+	if (s->declared) {
+		snprintf(sql, sizeof(sql), "CLOSE %s", s->cursor);
+		PQclear(PQexec(CONN(h), sql));
+		s->declared = false;
+	}
+	if (s->began) {
+		PQclear(PQexec(CONN(h), "COMMIT"));
+		s->began = false;
+	}
+}
+
+static struct hi_stmt *pg_prepare_rows(struct sbrig_history *h,
+				       const char *sql, int *ret)
+{
+	static unsigned int n;
+	struct hi_stmt *st = pg_prepare(h, sql, ret);
+
+	if (st)
+		snprintf(PS(st)->cursor, sizeof(PS(st)->cursor),
+			 "sbrig_rows_%u", ++n);
+	return st;
+}
+
 static int pg_step(struct hi_stmt *st, const char *what)
 {
 	struct pg_stmt *s = PS(st);
 	struct sbrig_history *h = st->h;
 
+	if (s->cursor[0])
+		return cursor_step(s, what);
 	if (!s->res) {
 		ExecStatusType rs;
 
@@ -310,14 +418,19 @@ static int pg_step(struct hi_stmt *st, const char *what)
 
 static void pg_reset(struct hi_stmt *st)
 {
+	if (PS(st)->cursor[0])
+		cursor_close(PS(st));
 	PQclear(PS(st)->res);
 	PS(st)->res = NULL;
+	PS(st)->row = PS(st)->nrows = 0;
 }
 
 static void pg_finalize(struct hi_stmt *st)
 {
 	struct pg_stmt *s = PS(st);
 
+	if (s->cursor[0])
+		cursor_close(s);
 	PQclear(s->res);
 	for (int i = 0; i < PG_MAX_PARAMS; i++)
 		free(s->val[i]);
@@ -693,6 +806,7 @@ const struct hi_backend hi_postgresql = {
 	.close = pg_close,
 	.exec = pg_exec,
 	.prepare = pg_prepare,
+	.prepare_rows = pg_prepare_rows,
 	.bind_text = pg_bind_text,
 	.bind_int64 = pg_bind_int64,
 	.bind_double = pg_bind_double,
