@@ -1000,3 +1000,35 @@ def test_copy_sqlite_to_postgresql_and_back_whole_or_by_scenario(tmp_path, pg_se
     assert history(None, "copy", src).returncode == EXIT_USAGE
     assert history(src, "copy", src, pg).returncode == EXIT_USAGE
     assert len(db_runs(pg)) == 27
+
+
+def _complete(words: list[str]) -> list[str]:
+    """COMPREPLY of host/bash-completion/sbrig for sbrig WORDS... (the last
+    word being completed), against the built sbrig's help."""
+    script = ('source "$1"; shift; COMP_WORDS=("$@"); '
+              'COMP_CWORD=$(($# - 1)); _sbrig; printf "%s\\n" "${COMPREPLY[@]}"')
+    p = subprocess.run(["bash", "--norc", "-c", script, "bash",
+                        str(REPO / "host" / "bash-completion" / "sbrig"),
+                        str(SBRIG), *words], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    return [w for w in p.stdout.splitlines() if w]
+
+
+def test_completion_offers_what_each_subcommand_takes():
+    """history copy takes --scenario, FROM and TO, not --db (its help:
+    'not with copy') nor show's --git-dir; each sub-command is offered
+    its own options and the global --db."""
+    assert set(_complete(["history", "copy", "--"])) == {"--scenario", "--help"}
+    assert set(_complete(["history", "add", "--"])) == \
+        {"--commit", "--db", "--help"}
+    assert set(_complete(["history", "show", "--"])) == \
+        {"--db", "--git-dir", "--help"}
+    assert {"--db", "--git-dir", "--window", "--rig"} <= \
+        set(_complete(["history", "trend", "--"]))
+    # before the sub-command: the history-wide options
+    assert set(_complete(["history", "--"])) == {"--db", "--git-dir", "--help"}
+    # and what the help says copy refuses, sbrig refuses
+    p = subprocess.run([str(SBRIG), "history", "copy", "--db", "x.db", "a", "b"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2, p.stderr

@@ -336,8 +336,8 @@ def test_packaged_template_runs_a_second_rig(installed):
     i = installed
     unit = i.root / "lib/systemd/system/sbrigd@.service"
     argv = unit_exec_start(unit, "lab-2")
-    assert argv == ["/usr/sbin/sbrigd", "-c", "/etc/sbrig/lab-2.conf", "-s",
-                    "/run/sbrig/lab-2.sock"]
+    assert argv == ["/usr/sbin/sbrigd", "-r", "lab-2", "-c",
+                    "/etc/sbrig/lab-2.conf", "-s", "/run/sbrig/lab-2.sock"]
     assert unit_value(unit, "Group") == "sbrig"
     # the template is not enabled by itself (an instance is)
     assert not list((i.root / "etc/systemd/system").rglob("sbrigd@*"))
@@ -587,7 +587,7 @@ def test_make_install_destdir_prefix(tmp_path):
         "/opt/sbrig/sbin/sbrigd -c /etc/sbrig/rig.conf"
     assert unit_value(dest / "lib/systemd/system/sbrigd@.service",
                       "ExecStart") == \
-        "/opt/sbrig/sbin/sbrigd -c /etc/sbrig/%i.conf -s /run/sbrig/%i.sock"
+        "/opt/sbrig/sbin/sbrigd -r %i -c /etc/sbrig/%i.conf -s /run/sbrig/%i.sock"
     assert "g sbrig" in (dest / "usr/lib/sysusers.d/sbrig.conf").read_text()
     # libsbrig is not installed (internal archives, no stable ABI)
     assert not list(dest.rglob("*.a")) and not list(dest.rglob("*.pc"))

@@ -224,6 +224,49 @@ def test_iio_readdev_channel_subset(emu):
     assert bus == 4000
 
 
+def _answer(f) -> int:
+    return int(f.readline())
+
+
+def test_emulator_readbuf_huge_length_streams_like_iiod(emu):
+    """READBUF's length is iiod 0.24's unsigned int (atol() into it, so
+    modulo 2^32) and no error however large: iiod streams one kernel
+    buffer at a time until the client goes, never holding the request
+    in memory. The emulator did build the whole answer first: 2^40 bytes
+    was a MemoryError that dropped the connection, 2^32 - 1 a 4 GiB
+    buffer."""
+    with socket.create_connection(("127.0.0.1", emu.port), timeout=20) as s:
+        f = s.makefile("rb")
+        s.sendall(b"OPEN iio:device0 4 0000001f\r\n")
+        assert _answer(f) == 0
+        # 2^40 + 32 is 32 as iiod takes it: two 16-byte samples
+        s.sendall(b"READBUF iio:device0 %d\r\n" % ((1 << 40) + 32))
+        assert _answer(f) == 32
+        assert f.readline() == b"0000001f\n"
+        assert len(f.read(32)) == 32
+    # 2^32 - 1, as a negative length and 2^64 (atol saturates) are too:
+    # kernel buffers of 4 samples, each as it is read, until the client
+    # goes (each connection is left in the middle of its stream)
+    for length in (b"%d" % ((1 << 32) - 1), b"-1", b"%d" % (1 << 64)):
+        with socket.create_connection(("127.0.0.1", emu.port),
+                                      timeout=20) as s:
+            f = s.makefile("rb")
+            s.sendall(b"OPEN iio:device0 4 0000001f\r\n")
+            assert _answer(f) == 0
+            s.sendall(b"READBUF iio:device0 " + length + b"\r\n")
+            assert _answer(f) == 64, length
+            assert f.readline() == b"0000001f\n"
+            assert len(f.read(64)) == 64
+            for _ in range(3):
+                assert _answer(f) == 64, length
+                assert len(f.read(64)) == 64
+    # the emulator let those connections go and serves the next
+    with socket.create_connection(("127.0.0.1", emu.port), timeout=20) as s:
+        s.sendall(b"VERSION\r\n")
+        assert s.makefile("rb").readline().startswith(b"0.24")
+    assert emu.proc.poll() is None
+
+
 # --- the emulator's chip model, in process ----------------------------------
 
 def _emulator_module():

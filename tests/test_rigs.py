@@ -162,8 +162,8 @@ def host(tmp_path):
 
 def test_template_exec_start_is_the_contract():
     argv = unit_exec_start(TEMPLATE, "bench-3")
-    assert argv == ["/usr/local/sbin/sbrigd", "-c", "/etc/sbrig/bench-3.conf",
-                    "-s", "/run/sbrig/bench-3.sock"]
+    assert argv == ["/usr/local/sbin/sbrigd", "-r", "bench-3", "-c",
+                    "/etc/sbrig/bench-3.conf", "-s", "/run/sbrig/bench-3.sock"]
     # the default rig stays as it was
     assert unit_exec_start(DEFAULT_UNIT, "") == \
         ["/usr/local/sbin/sbrigd", "-c", "/etc/sbrig/rig.conf"]
@@ -307,7 +307,7 @@ def test_default_rig_next_to_template_rigs(tmp_path):
             assert r.close() in (0, -9)
 
 
-@pytest.mark.parametrize("name,why", [
+BAD_NAMES = [
     ("a/b", "character 2 ('/') is not a letter, digit"),
     ("..", "it starts with '.'"),
     ("a..b", "characters 2-3 are '..'"),
@@ -316,7 +316,10 @@ def test_default_rig_next_to_template_rigs(tmp_path):
     ("x" * 65, "it has 65 characters, at most 64"),
     ("a b", "character 2 (' ') is not"),
     ("r\x1b[2J", "character 2 (byte 0x1b)"),
-])
+]
+
+
+@pytest.mark.parametrize("name,why", BAD_NAMES)
 def test_bad_rig_names_are_refused(tmp_path, name, why):
     for args, env, what in ((["-r", name], {}, "-r"),
                             ([], {"SBRIG_RIG": name}, "$SBRIG_RIG")):
@@ -330,6 +333,52 @@ def test_bad_rig_names_are_refused(tmp_path, name, why):
     # 64 characters is a name (nobody answers there: exit 3, not 2)
     p = sbrig("-r", "x" * 64, "--run-dir", str(tmp_path), "status")
     assert p.returncode == 3 and f"{tmp_path}/{'x' * 64}.sock" in p.stderr
+
+
+@pytest.mark.parametrize("name,why", BAD_NAMES)
+def test_daemon_refuses_a_bad_instance_name(tmp_path, name, why):
+    """sbrigd@NAME.service with a NAME sbrig -r would refuse: the daemon
+    itself refuses it (sbrigd -r %i, the same rule), naming the argument,
+    before it reads a rig description or makes a socket. (The argv is
+    built here: shlex would split "a b" where systemd, whose unit names
+    have no space, passes %i as one word.)"""
+    conf, sock = tmp_path / "x.conf", tmp_path / "x.sock"
+    conf.write_text("[rig]\nname = x\n")
+    p = subprocess.run([str(SBRIGD), "-r", name, "-c", str(conf),
+                        "-s", str(sock)], capture_output=True, text=True,
+                       timeout=30)
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.startswith("sbrigd: -r: bad rig name '"), p.stderr
+    assert why in p.stderr, p.stderr
+    assert "\x1b" not in p.stderr
+    assert not sock.exists()
+
+
+def test_daemon_rig_name_gives_its_socket(tmp_path):
+    """sbrigd -r NAME without -s listens on $SBRIG_RUN_DIR/NAME.sock."""
+    conf = tmp_path / "x.conf"
+    conf.write_text("[rig]\nname = x\n")
+    run = tmp_path / "run"
+    env = {k: v for k, v in os.environ.items() if k != "SBRIG_SOCKET"}
+    env["SBRIG_RUN_DIR"] = str(run)
+    d = subprocess.Popen([str(SBRIGD), "-r", "lab.9", "-c", str(conf)],
+                         env=env, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        p = None
+        for _ in range(200):
+            if (run / "lab.9.sock").exists():
+                p = sbrig("--run-dir", str(run), "-r", "lab.9", "status",
+                          "--json")
+                if p.returncode == 0:
+                    break
+            assert d.poll() is None, d.stderr.read()
+            time.sleep(0.05)
+        assert p is not None and p.returncode == 0, p and p.stderr
+        assert json.loads(p.stdout)["rig"]["config"] == str(conf)
+    finally:
+        d.terminate()
+        assert d.wait(20) == 0
 
 
 def test_socket_and_rig_together_are_an_error(tmp_path):
@@ -416,6 +465,70 @@ def test_status_all_asks_silent_daemons_together(tmp_path):
             s.close()
 
 
+def test_status_all_many_silent_daemons_cost_one_timeout(tmp_path):
+    """70 daemons that never answer (more than the 64 asked at once
+    before) cost about one --timeout in all: every rig is asked at once,
+    under one deadline. In batches of 64 this took two timeouts (4 s)."""
+    socks = []
+    try:
+        for i in range(70):
+            s = socket.socket(socket.AF_UNIX)
+            s.bind(str(tmp_path / f"mute{i:02d}.sock"))
+            s.listen(4)
+            socks.append(s)
+        t0 = time.monotonic()
+        p = sbrig("--run-dir", str(tmp_path), "status", "--all", "--json",
+                  "--timeout", "2s", timeout=60)
+        took = time.monotonic() - t0
+        assert p.returncode == 0, p.stderr
+        rigs = json.loads(p.stdout)["rigs"]
+        assert sorted(r["rig"] for r in rigs) == \
+            [f"mute{i:02d}" for i in range(70)]
+        for r in rigs:
+            assert not r["answering"]
+            assert "did not answer within 2000 ms" in r["error"], r
+        assert took < 1.5 * 2.0, \
+            f"status --all took {took:.2f} s for 70 silent daemons"
+    finally:
+        for s in socks:
+            s.close()
+
+
+def test_status_all_fd_limit_keeps_the_deadline(tmp_path):
+    """With 40 file descriptors sbrig asks fewer rigs at once than there
+    are; those not asked by the deadline are listed as such, and the
+    whole still takes one --timeout."""
+    import resource
+    socks = []
+    try:
+        for i in range(70):
+            s = socket.socket(socket.AF_UNIX)
+            s.bind(str(tmp_path / f"mute{i:02d}.sock"))
+            s.listen(4)
+            socks.append(s)
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("SBRIG_SOCKET", "SBRIG_RIG", "SBRIG_RUN_DIR")}
+        t0 = time.monotonic()
+        p = subprocess.run(
+            [str(SBRIG), "--run-dir", str(tmp_path), "status", "--all",
+             "--json", "--timeout", "1s"], capture_output=True, text=True,
+            env=env, timeout=60, preexec_fn=lambda: resource.setrlimit(
+                resource.RLIMIT_NOFILE, (40, 40)))
+        took = time.monotonic() - t0
+        assert p.returncode == 0, p.stderr
+        errors = [r["error"] for r in json.loads(p.stdout)["rigs"]]
+        assert len(errors) == 70
+        asked = [e for e in errors if "did not answer within 1000 ms" in e]
+        skipped = [e for e in errors if e.startswith(
+            "not asked: --timeout (1000 ms) ran out before its turn")]
+        assert len(asked) + len(skipped) == 70, errors
+        assert 0 < len(asked) < 70 and skipped, errors
+        assert took < 1.5 * 1.0, f"status --all took {took:.2f} s"
+    finally:
+        for s in socks:
+            s.close()
+
+
 def test_units_verify(tmp_path):
     if not shutil.which("systemd-analyze"):
         cannot_run("systemd-analyze is missing (Debian package systemd)")
@@ -425,8 +538,8 @@ def test_units_verify(tmp_path):
                    check=True, capture_output=True, timeout=900)
     units = dest / "lib/systemd/system"
     # the installed template runs the installed sbrigd
-    assert unit_exec_start(units / "sbrigd@.service", "x")[:3] == \
-        ["/usr/sbin/sbrigd", "-c", "/etc/sbrig/x.conf"]
+    assert unit_exec_start(units / "sbrigd@.service", "x")[:5] == \
+        ["/usr/sbin/sbrigd", "-r", "x", "-c", "/etc/sbrig/x.conf"]
     # the units as installed, but for ExecStart's program, which is the
     # one installed in @dest (verify checks that it is executable; --root
     # would need a whole systemd tree there), and their man pages in @dest

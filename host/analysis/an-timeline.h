@@ -243,6 +243,8 @@ struct an_timeline {
 	uint64_t lost_epoch;		/* "lost" records so far */
 	struct an_object *obj;		/* objects by id, this boot: open */
 	size_t nobj, obj_cap;		/* addressing, obj_cap a power of 2 */
+	unsigned char hash_key[16];	/* the tables' SipHash key: random */
+	uint64_t probes;		/* slots the tables looked at */
 	uint64_t id_records;		/* block/unblock records with an id */
 	uint64_t anon_records;		/* and without one */
 	struct an_skipped skipped[16];

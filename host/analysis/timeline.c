@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "an-base.h"
 #include "an-clock.h"
 #include "an-timeline.h"
@@ -30,21 +32,54 @@ static int64_t clip(int64_t t, int64_t lo, int64_t hi)
 	return t < lo ? lo : t > hi ? hi : t;
 }
 
-/* ---- names ----------------------------------------------------------------
+/* ---- hash tables ----------------------------------------------------------
  *
- * A name is looked up in a hash table (FNV-1a over the kind and the name,
- * open addressing), so a capture of many names stays O(n).
+ * Names and object ids come from the target, so from anyone who can make
+ * a capture: a hash an attacker can compute would let a crafted capture
+ * put every key in one slot and make each lookup walk all the others
+ * (50 000 ids: over a billion probes). Both tables hash with SipHash-2-4
+ * (libsodium's crypto_shorthash) under a key drawn from the system's
+ * randomness for each timeline. Nothing depends on where a key lands:
+ * blockers are kept in the order they are first seen, objects are found
+ * only by id, so the outputs are the same whatever the key.
+ * tl->probes counts the slots looked at (a test holds it to the keys'
+ * number).
  */
 
-static uint64_t name_hash(bool ws, const char *name)
-{
-	uint64_t h = 1469598103934665603ULL ^ (uint64_t)ws;
+_Static_assert(sizeof(((struct an_timeline *)0)->hash_key) ==
+	       crypto_shorthash_KEYBYTES, "hash_key is SipHash's key");
 
-	for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
-		h ^= *p;
-		h *= 1099511628211ULL;
-	}
+static int hash_init(struct an_timeline *tl)
+{
+	if (sodium_init() < 0)
+		return sbrig_set_error(-EIO, "analysis: libsodium cannot start "
+				       "(no system randomness)");
+	crypto_shorthash_keygen(tl->hash_key);
+	return 0;
+}
+
+static uint64_t keyed_hash(const struct an_timeline *tl, const void *p,
+			   size_t n)
+{
+	unsigned char out[crypto_shorthash_BYTES];
+	uint64_t h;
+
+	crypto_shorthash(out, p, n, tl->hash_key);
+	memcpy(&h, out, sizeof(h));
 	return h;
+}
+
+/* ---- names ----------------------------------------------------------------
+ *
+ * A name is looked up in a hash table (the keyed hash of the name, its
+ * kind flipping the top bit; open addressing), so a capture of many names
+ * stays O(n).
+ */
+
+static uint64_t name_hash(const struct an_timeline *tl, bool ws,
+			  const char *name)
+{
+	return keyed_hash(tl, name, strlen(name)) ^ ((uint64_t)ws << 63);
 }
 
 static bool is_ws(const struct an_blocker *b)
@@ -60,10 +95,10 @@ static int bhash_grow(struct an_timeline *tl)
 	if (!h)
 		return sbrig_set_error(-ENOMEM, "analysis: out of memory");
 	for (size_t i = 0; i < tl->nb; i++) {
-		size_t k = name_hash(is_ws(&tl->b[i]), tl->b[i].name) &
+		size_t k = name_hash(tl, is_ws(&tl->b[i]), tl->b[i].name) &
 			(cap - 1);
 
-		while (h[k])
+		for (tl->probes++; h[k]; tl->probes++)
 			k = (k + 1) & (cap - 1);
 		h[k] = i + 1;
 	}
@@ -81,8 +116,9 @@ static struct an_blocker *blocker_get(struct an_timeline *tl, bool ws,
 	size_t k;
 
 	if (tl->bhash_cap) {
-		k = name_hash(ws, name) & (tl->bhash_cap - 1);
+		k = name_hash(tl, ws, name) & (tl->bhash_cap - 1);
 		for (; tl->bhash[k]; k = (k + 1) & (tl->bhash_cap - 1)) {
+			tl->probes++;
 			b = &tl->b[tl->bhash[k] - 1];
 			if (is_ws(b) == ws && !strcmp(b->name, name))
 				return b;
@@ -102,8 +138,8 @@ static struct an_blocker *blocker_get(struct an_timeline *tl, bool ws,
 	else
 		b->kind = AN_KIND_SUSPEND_BLOCKER;
 	b->snap_active_t = -1;
-	k = name_hash(ws, name) & (tl->bhash_cap - 1);
-	while (tl->bhash[k])
+	k = name_hash(tl, ws, name) & (tl->bhash_cap - 1);
+	for (tl->probes++; tl->bhash[k]; tl->probes++)
 		k = (k + 1) & (tl->bhash_cap - 1);
 	tl->bhash[k] = ++tl->nb;
 	return b;
@@ -136,16 +172,14 @@ static int span_add(struct an_span **v, size_t *n, size_t *cap,
  * not open closes one active before the log shows it: one opened without
  * an id (the first snapshot's), else one active since the capture's
  * start or since records were lost. Objects by id are found in a hash
- * table (open addressing); ids count per boot.
+ * table (the keyed hash above, open addressing); ids count per boot.
  */
 
 #define NO_SLOT SIZE_MAX
 
-static uint64_t id_hash(uint64_t id)
+static uint64_t id_hash(const struct an_timeline *tl, uint64_t id)
 {
-	id ^= id >> 33;
-	id *= 0xff51afd7ed558ccdULL;
-	return id ^ (id >> 33);
+	return keyed_hash(tl, &id, sizeof(id));
 }
 
 static struct an_object *obj_find(struct an_timeline *tl, uint64_t id)
@@ -154,19 +188,21 @@ static struct an_object *obj_find(struct an_timeline *tl, uint64_t id)
 
 	if (!tl->obj_cap)
 		return NULL;
-	for (k = id_hash(id) & (tl->obj_cap - 1); tl->obj[k].id;
-	     k = (k + 1) & (tl->obj_cap - 1))
+	for (k = id_hash(tl, id) & (tl->obj_cap - 1); tl->obj[k].id;
+	     k = (k + 1) & (tl->obj_cap - 1)) {
+		tl->probes++;
 		if (tl->obj[k].id == id)
 			return &tl->obj[k];
+	}
 	return NULL;
 }
 
-static size_t obj_free_slot(const struct an_object *h, size_t cap,
-			    uint64_t id)
+static size_t obj_free_slot(struct an_timeline *tl, const struct an_object *h,
+			    size_t cap, uint64_t id)
 {
-	size_t k = id_hash(id) & (cap - 1);
+	size_t k = id_hash(tl, id) & (cap - 1);
 
-	while (h[k].id)
+	for (tl->probes++; h[k].id; tl->probes++)
 		k = (k + 1) & (cap - 1);
 	return k;
 }
@@ -187,13 +223,13 @@ static struct an_object *obj_get(struct an_timeline *tl, uint64_t id,
 			return NULL;
 		for (size_t i = 0; i < tl->obj_cap; i++)
 			if (tl->obj[i].id)
-				h[obj_free_slot(h, cap, tl->obj[i].id)] =
+				h[obj_free_slot(tl, h, cap, tl->obj[i].id)] =
 					tl->obj[i];
 		free(tl->obj);
 		tl->obj = h;
 		tl->obj_cap = cap;
 	}
-	k = obj_free_slot(tl->obj, tl->obj_cap, id);
+	k = obj_free_slot(tl, tl->obj, tl->obj_cap, id);
 	tl->obj[k] = (struct an_object){ id, bi, NO_SLOT };
 	tl->nobj++;
 	return &tl->obj[k];
@@ -1210,6 +1246,9 @@ int an_timeline_build(struct an_timeline *tl, struct sbrig_capread *cr,
 	tl->start = start;
 	tl->end = AN_OPEN_END;
 	tl->lost_since = -1;
+	ret = hash_init(tl);
+	if (ret)
+		return ret;
 	ret = read_stats(tl, cr);	/* first: who is active at the start */
 	if (!ret)
 		ret = read_events(tl, cr, clk);

@@ -12,6 +12,10 @@
  * TO lacks is appended to its sequence in FROM's order; one it has keeps
  * its place. A run keeps its added_utc, report and host version.
  *
+ * FROM's runs are read a batch at a time (hi_prepare_rows(): from
+ * PostgreSQL through a cursor), so memory does not grow with their
+ * number; TO's lock is held for the whole copy (one transaction).
+ *
  * FROM is someone else's database: a NULL is read as "" or 0 and a value
  * that is not a finite number is not copied (TO's columns are NOT NULL).
  */
@@ -153,7 +157,7 @@ int sbrig_history_copy(struct sbrig_history *from, struct sbrig_history *to,
 		 "r.host_version, r.id FROM runs r JOIN commits c ON c.sha = "
 		 "r.commit_sha WHERE %s ORDER BY c.seq, r.id",
 		 scenario ? sc.where : "TRUE");
-	run = hi_prepare(from, sql, &ret);
+	run = hi_prepare_rows(from, sql, &ret);
 	if (!run)
 		goto out;
 	if (scenario)

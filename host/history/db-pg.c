@@ -27,8 +27,8 @@
  * lookup and the commit sequence's MAX(seq) + 1 cannot race. A writer
  * killed mid-transaction loses its connection, and the server rolls its
  * transaction back. Readers run read-only transactions (no lock, nothing
- * written; --git-dir's commit order is a TEMP table of their own
- * session).
+ * written; --git-dir's commit order, and an older schema version read
+ * as the current one, are TEMP objects of their own session).
  *
  * What comes back from the server (rows, error messages) is someone
  * else's: text is returned as it is to callers that escape it for where it
@@ -67,6 +67,9 @@ struct pg_stmt {
 	unsigned int type[PG_MAX_PARAMS];
 	PGresult *res;
 	int row, nrows;
+	/* pg_prepare_rows(): its cursor's name, "" for a whole result */
+	char cursor[32];
+	bool declared, began;	/* the cursor is; its transaction is ours */
 };
 
 #define PS(s) ((struct pg_stmt *)(s))
@@ -277,11 +280,116 @@ static void pg_bind_double(struct hi_stmt *st, int i, double v)
 	bind(st, i, buf, PG_FLOAT8OID);
 }
 
+/*
+ * A statement whose rows are read through a cursor, HI_ROWS_BATCH at a
+ * time (pg_prepare_rows()): declared at its first step, inside a
+ * transaction of its own when the session has none (a reader's: read
+ * only, one snapshot for every batch), closed by reset and finalize.
+ */
+static int cursor_fetch(struct pg_stmt *s, const char *what)
+{
+	struct sbrig_history *h = s->base.h;
+	char sql[64];
+
+	PQclear(s->res);
+	snprintf(sql, sizeof(sql), "FETCH %d FROM %s", HI_ROWS_BATCH,
+		 s->cursor);
+	s->res = PQexec(CONN(h), sql);
+	if (!s->res || PQresultStatus(s->res) != PGRES_TUPLES_OK) {
+		int ret = pg_err(h, s->res, what);
+
+		PQclear(s->res);
+		s->res = NULL;
+		return ret;
+	}
+	s->row = -1;
+	s->nrows = PQntuples(s->res);
+	return 0;
+}
+
+static int cursor_step(struct pg_stmt *s, const char *what)
+{
+	struct sbrig_history *h = s->base.h;
+	PGresult *res;
+	char *sql;
+	int ret;
+
+	if (!s->declared) {
+		if (PQtransactionStatus(CONN(h)) == PQTRANS_IDLE) {
+			ret = pg_exec(h, "BEGIN", what);
+			if (ret)
+				return ret;
+			s->began = true;
+		}
+		if (asprintf(&sql, "DECLARE %s NO SCROLL CURSOR FOR %s",
+			     s->cursor, s->sql) < 0)
+			return sbrig_set_error(-ENOMEM, "%s: out of memory",
+					       h->path);
+		res = PQexecParams(CONN(h), sql, s->nparams, s->type,
+				   (const char *const *)s->val, NULL, NULL, 0);
+		free(sql);
+		if (!res || PQresultStatus(res) != PGRES_COMMAND_OK) {
+			ret = pg_err(h, res, what);
+			PQclear(res);
+			return ret;
+		}
+		PQclear(res);
+		s->declared = true;
+		ret = cursor_fetch(s, what);
+		if (ret)
+			return ret;
+	}
+	if (s->row + 1 >= s->nrows) {
+		if (s->nrows < HI_ROWS_BATCH) {
+			s->row = s->nrows;
+			return 0;	/* the last batch was short: done */
+		}
+		ret = cursor_fetch(s, what);
+		if (ret)
+			return ret;
+		if (!s->nrows)
+			return 0;
+	}
+	s->row++;
+	return 1;
+}
+
+/* the cursor closed and its transaction ended (a reader's: nothing to keep) */
+static void cursor_close(struct pg_stmt *s)
+{
+	struct sbrig_history *h = s->base.h;
+	char sql[64];
+
+	if (s->declared) {
+		snprintf(sql, sizeof(sql), "CLOSE %s", s->cursor);
+		PQclear(PQexec(CONN(h), sql));
+		s->declared = false;
+	}
+	if (s->began) {
+		PQclear(PQexec(CONN(h), "COMMIT"));
+		s->began = false;
+	}
+}
+
+static struct hi_stmt *pg_prepare_rows(struct sbrig_history *h,
+				       const char *sql, int *ret)
+{
+	static unsigned int n;
+	struct hi_stmt *st = pg_prepare(h, sql, ret);
+
+	if (st)
+		snprintf(PS(st)->cursor, sizeof(PS(st)->cursor),
+			 "sbrig_rows_%u", ++n);
+	return st;
+}
+
 static int pg_step(struct hi_stmt *st, const char *what)
 {
 	struct pg_stmt *s = PS(st);
 	struct sbrig_history *h = st->h;
 
+	if (s->cursor[0])
+		return cursor_step(s, what);
 	if (!s->res) {
 		ExecStatusType rs;
 
@@ -310,14 +418,19 @@ static int pg_step(struct hi_stmt *st, const char *what)
 
 static void pg_reset(struct hi_stmt *st)
 {
+	if (PS(st)->cursor[0])
+		cursor_close(PS(st));
 	PQclear(PS(st)->res);
 	PS(st)->res = NULL;
+	PS(st)->row = PS(st)->nrows = 0;
 }
 
 static void pg_finalize(struct hi_stmt *st)
 {
 	struct pg_stmt *s = PS(st);
 
+	if (s->cursor[0])
+		cursor_close(s);
 	PQclear(s->res);
 	for (int i = 0; i < PG_MAX_PARAMS; i++)
 		free(s->val[i]);
@@ -480,6 +593,43 @@ static int identify(struct sbrig_history *h, int *v, bool *empty)
 	return 0;
 }
 
+/*
+ * A reader of an older schema version sees it as the current one, as on
+ * SQLite (db-sqlite.c's read_as_current): through objects of its own
+ * session's TEMP schema, which PostgreSQL searches first for a name
+ * without a schema, over the tables of current_schema() (where
+ * identify() found them); nothing is written to the database. Version 1:
+ * the commit sequence of its runs' order, runs without a report or host
+ * version. Made outside the session's read-only default, as --git-dir's
+ * TEMP table is (so the role needs TEMPORARY on the database).
+ */
+static const char *const read_as_current[SBRIG_HISTORY_VERSION] = {
+	NULL,
+	"DO $$ BEGIN"
+	" EXECUTE format('CREATE TEMP TABLE commits AS SELECT commit_sha AS"
+	" sha, ROW_NUMBER() OVER (ORDER BY MIN(id)) AS seq FROM %I.runs"
+	" GROUP BY commit_sha', current_schema());"
+	" EXECUTE format('CREATE TEMP VIEW runs AS SELECT *, ''''::text AS"
+	" report, ''''::text AS host_version FROM %I.runs', current_schema());"
+	" END $$",
+};
+
+/* the TEMP objects that show version @v as the current one */
+static int read_as(struct sbrig_history *h, int v)
+{
+	int ret = pg_exec(h, "SET default_transaction_read_only = off",
+			  "reading an older schema version");
+
+	for (int i = v; i < SBRIG_HISTORY_VERSION && !ret; i++)
+		if (read_as_current[i])
+			ret = pg_exec(h, read_as_current[i],
+				      "reading an older schema version");
+	if (!ret)
+		ret = pg_exec(h, "SET default_transaction_read_only = on",
+			      "reading an older schema version");
+	return ret;
+}
+
 /* bring the schema to SBRIG_HISTORY_VERSION, under the writers' lock */
 static int migrate(struct sbrig_history *h)
 {
@@ -630,12 +780,11 @@ static int pg_open(struct sbrig_history *h, const char *uri, bool write)
 					       "(no history there yet: 'sbrig "
 					       "history add' makes one)",
 					       h->path);
-		if (v != SBRIG_HISTORY_VERSION)
-			return sbrig_set_error(-EPROTO, "%s: schema version %d "
-					       "(PostgreSQL histories start at "
-					       "%d): 'sbrig history add' "
-					       "migrates it", h->path, v,
-					       SBRIG_HISTORY_VERSION);
+		if (v != SBRIG_HISTORY_VERSION) {
+			ret = read_as(h, v);
+			if (ret)
+				return ret;
+		}
 		h->read_as_from = v;
 		return 0;
 	}
@@ -657,6 +806,7 @@ const struct hi_backend hi_postgresql = {
 	.close = pg_close,
 	.exec = pg_exec,
 	.prepare = pg_prepare,
+	.prepare_rows = pg_prepare_rows,
 	.bind_text = pg_bind_text,
 	.bind_int64 = pg_bind_int64,
 	.bind_double = pg_bind_double,

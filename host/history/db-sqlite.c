@@ -559,6 +559,7 @@ const struct hi_backend hi_sqlite = {
 	.close = sq_close,
 	.exec = sq_exec,
 	.prepare = sq_prepare,
+	.prepare_rows = sq_prepare,	/* rows are stepped anyway */
 	.bind_text = sq_bind_text,
 	.bind_int64 = sq_bind_int64,
 	.bind_double = sq_bind_double,

@@ -16,6 +16,8 @@
 
 /* how long a writer waits for another one's transaction (ms) */
 #define HI_BUSY_TIMEOUT_MS 60000
+/* rows of a hi_prepare_rows() query held in memory at a time */
+#define HI_ROWS_BATCH 256
 
 /* sbrig's mark on its databases: "SBRG" (SQLite's PRAGMA application_id) */
 #define HI_APPLICATION_ID 0x53425247
@@ -54,6 +56,10 @@ struct hi_stmt {
  * @close: close it (@h itself is db.c's)
  * @exec: run @sql, no result rows
  * @prepare: a statement of @sql, or NULL after an error (*@ret)
+ * @prepare_rows: the same for a query of many rows (HI_ROWS_BATCH in
+ *	memory at a time: PostgreSQL reads them through a cursor, in a
+ *	transaction of its own when the session is in none, until it is
+ *	reset or finalized; SQLite steps every statement a row at a time)
  * @bind_text, @bind_int64, @bind_double: parameter ?@i (from 1)
  * @step: the next row: 1, 0 when there is none, or -errno
  * @reset: to run again with new parameters
@@ -74,6 +80,8 @@ struct hi_backend {
 	int (*exec)(struct sbrig_history *h, const char *sql, const char *what);
 	struct hi_stmt *(*prepare)(struct sbrig_history *h, const char *sql,
 				   int *ret);
+	struct hi_stmt *(*prepare_rows)(struct sbrig_history *h,
+					const char *sql, int *ret);
 	void (*bind_text)(struct hi_stmt *st, int i, const char *s);
 	void (*bind_int64)(struct hi_stmt *st, int i, int64_t v);
 	void (*bind_double)(struct hi_stmt *st, int i, double v);
@@ -118,6 +126,12 @@ static inline struct hi_stmt *hi_prepare(struct sbrig_history *h,
 					 const char *sql, int *ret)
 {
 	return h->be->prepare(h, sql, ret);
+}
+
+static inline struct hi_stmt *hi_prepare_rows(struct sbrig_history *h,
+					      const char *sql, int *ret)
+{
+	return h->be->prepare_rows(h, sql, ret);
 }
 
 static inline void hi_bind_text(struct hi_stmt *st, int i, const char *s)

@@ -17,8 +17,6 @@
 #define DEFAULT_SOCKET "/run/sbrig/sbrigd.sock"
 /* where the daemons' sockets are: NAME.sock for the rig NAME (sbrigd@NAME) */
 #define DEFAULT_RUN_DIR "/run/sbrig"
-/* the longest rig name (sbrig -r NAME, sbrigd@NAME.service) */
-#define RIG_NAME_MAX 64
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_DAEMON = 3 };
 
@@ -74,6 +72,8 @@ extern bool tty;
  * @ctx: for the callbacks
  * @timeout_ms: the longest wait for the connection and the whole answer
  *	(0: no limit; a long request waits as long as it runs)
+ * @deadline_ns: with @timeout_ms, when the wait ends (sbrig_now_ns()),
+ *	shared by requests made together; 0: @timeout_ms after the start
  * @quiet: do not print why the daemon could not be reached: @error says
  * @error: why the daemon could not be reached (EXIT_DAEMON)
  */
@@ -84,6 +84,7 @@ struct reply {
 	int err;
 	void *ctx;
 	int timeout_ms;
+	int64_t deadline_ns;
 	bool quiet;
 	char error[512];
 	/* the daemon's socket (NULL: sock_path) */
@@ -123,12 +124,6 @@ int check_duration(const char *cmd, const char *what, const char *s,
 		   int64_t *ns);
 /* An absolute path for @dir (which need not exist yet). 0 or -errno. */
 int abs_dir(const char *dir, char *out, size_t size);
-/*
- * Is @name a rig name (1 to RIG_NAME_MAX letters, digits, '.', '_', '-',
- * not starting with '.' or '-', no ".." in it)? 0, or -EINVAL with the
- * reason, naming the offending character's position, in @why.
- */
-int rig_name_check(const char *name, char *why, size_t size);
 
 /* ---- target.c, status.c ------------------------------------------------- */
 

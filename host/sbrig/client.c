@@ -137,7 +137,8 @@ int request(const char *line, const char *body, size_t nbody,
 
 	r->error[0] = '\0';
 	if (r->timeout_ms)
-		deadline = sbrig_now_ns() + r->timeout_ms * 1000000LL;
+		deadline = r->deadline_ns ?: sbrig_now_ns() +
+			   r->timeout_ms * 1000000LL;
 	fd = connect_daemon(r);
 	if (fd < 0)
 		return EXIT_DAEMON;
@@ -388,48 +389,6 @@ int check_duration(const char *cmd, const char *what, const char *s,
 				   "2s)", what, s);
 	if (ns)
 		*ns = v;
-	return 0;
-}
-
-int rig_name_check(const char *name, char *why, size_t size)
-{
-	size_t len = strlen(name);
-
-	if (!len) {
-		snprintf(why, size, "it is empty");
-		return -EINVAL;
-	}
-	if (len > RIG_NAME_MAX) {
-		snprintf(why, size, "it has %zu characters, at most %d", len,
-			 RIG_NAME_MAX);
-		return -EINVAL;
-	}
-	for (size_t i = 0; i < len; i++) {
-		unsigned char ch = (unsigned char)name[i];
-
-		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-		      (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' ||
-		      ch == '-')) {
-			if (ch >= ' ' && ch < 0x7f)
-				snprintf(why, size, "character %zu ('%c') is not "
-					 "a letter, digit, '.', '_' or '-'",
-					 i + 1, ch);
-			else
-				snprintf(why, size, "character %zu (byte 0x%02x) "
-					 "is not a letter, digit, '.', '_' or "
-					 "'-'", i + 1, ch);
-			return -EINVAL;
-		}
-		if (i == 0 && (ch == '.' || ch == '-')) {
-			snprintf(why, size, "it starts with '%c'", ch);
-			return -EINVAL;
-		}
-		if (ch == '.' && name[i + 1] == '.') {
-			snprintf(why, size, "characters %zu-%zu are '..'", i + 1,
-				 i + 2);
-			return -EINVAL;
-		}
-	}
 	return 0;
 }
 

@@ -785,7 +785,7 @@ static void usage(FILE *f)
 "  -h, --help          this help\n"
 "  -V, --version       print the version\n"
 "\n"
-"Commands:\n", RIG_NAME_MAX);
+"Commands:\n", SBRIG_RIG_NAME_MAX);
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-8s %s\n", commands[i].name,
 			commands[i].summary);
@@ -802,7 +802,7 @@ static const char *rig_socket(const char *what, const char *name)
 	static char path[PATH_MAX];
 	char why[128];
 
-	if (rig_name_check(name, why, sizeof(why)) < 0) {
+	if (sbrig_rig_name_check(name, why, sizeof(why)) < 0) {
 		fprintf(stderr, "sbrig: %s: bad rig name '", what);
 		for (const char *p = name; *p; p++)
 			fputc(*p >= ' ' && *p < 0x7f ? *p : '?', stderr);

@@ -21,9 +21,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <json-c/json.h>
+
+#include <sbrig/sbrig.h>
 
 #include "cli.h"
 
@@ -57,8 +60,9 @@ const char status_help[] =
 "                          its problem), \"status\" (as --json's, or null)} in\n"
 "                          that order\n"
 "      --timeout D         with --all, the longest wait for the daemons'\n"
-"                          answers (default 2s): they are asked together,\n"
-"                          64 at a time\n"
+"                          answers (default 2s): they are asked at once\n"
+"                          (as many as file descriptors allow), so this\n"
+"                          bounds the whole, whatever the number of rigs\n"
 "\n"
 "Exit status: 0 (also when there are problems: they are the answer, with\n"
 "--all also a daemon that does not answer), 1 the daemon refused, 2 usage\n"
@@ -656,7 +660,7 @@ static int find_rigs(struct rig_entry *rigs, size_t max, size_t *n,
 			 de->d_name);
 		snprintf(e->sock, sizeof(e->sock), "%s/%s", run_dir,
 			 de->d_name);
-		if (rig_name_check(e->name, why, sizeof(why)) < 0)
+		if (sbrig_rig_name_check(e->name, why, sizeof(why)) < 0)
 			snprintf(e->error, sizeof(e->error),
 				 "not a rig's socket: the name is not a rig "
 				 "name: %s", why);
@@ -665,27 +669,43 @@ static int find_rigs(struct rig_entry *rigs, size_t max, size_t *n,
 	return 0;
 }
 
-/* the most rigs asked at once (each on a thread of its own) */
-#define ALL_ASK_AT_ONCE 64
+/*
+ * --all asks every rig at once, each on a thread of its own, with one
+ * deadline for them all: --timeout bounds the whole, whatever the number
+ * of rigs. The threads are bounded by the file descriptors left (one
+ * socket each; a few kept for the rest) and by what pthread_create()
+ * grants; a thread asks another rig when it is done, within what is left
+ * of the deadline, and a rig whose turn comes after it is not asked.
+ */
+#define ALL_FDS_KEPT 16
+#define ASK_STACK_SIZE (1024 * 1024)	/* request()'s 64 KiB buffer, ASan */
 
 struct ask_batch {
 	struct rig_entry *rigs;
 	size_t n;
 	int timeout_ms;
+	int64_t deadline_ns;	/* shared by every rig's request */
+	size_t threads;		/* how many ask at once */
 	pthread_mutex_t lock;
 	size_t next;		/* the next rig a thread takes */
 };
 
-static void ask_rig(struct rig_entry *e, int timeout_ms)
+static void ask_rig(struct rig_entry *e, const struct ask_batch *b)
 {
 	struct reply r = {
-		.timeout_ms = timeout_ms, .quiet = true, .sock = e->sock,
-		.no_signals = true,
+		.timeout_ms = b->timeout_ms, .deadline_ns = b->deadline_ns,
+		.quiet = true, .sock = e->sock, .no_signals = true,
 	};
 	int ret;
 
 	if (e->error[0])
 		return;		/* rank 0: listed with its error */
+	if (sbrig_now_ns() >= b->deadline_ns) {
+		snprintf(e->error, sizeof(e->error), "not asked: --timeout "
+			 "(%d ms) ran out before its turn (%zu rigs asked at "
+			 "once)", b->timeout_ms, b->threads);
+		return;
+	}
 	ret = status_get(&r, &e->status);
 	if (ret == EXIT_DAEMON) {
 		snprintf(e->error, sizeof(e->error), "not answering: %s",
@@ -711,29 +731,53 @@ static void *ask_thread(void *arg)
 		pthread_mutex_unlock(&b->lock);
 		if (i >= b->n)
 			return NULL;
-		ask_rig(&b->rigs[i], b->timeout_ms);
+		ask_rig(&b->rigs[i], b);
 	}
 }
 
+/* How many requests may be open at once: the descriptors left. */
+static size_t ask_fd_room(void)
+{
+	struct rlimit rl;
+	int64_t room;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return ALL_MAX_RIGS;
+	room = (int64_t)rl.rlim_cur - ALL_FDS_KEPT;
+	return room < 1 ? 1 : room > ALL_MAX_RIGS ? ALL_MAX_RIGS : (size_t)room;
+}
+
 /*
- * Ask every rig, ALL_ASK_AT_ONCE at a time: daemons that do not answer
- * cost one timeout together, not one each. Where no thread can be made,
- * the rest are asked here, one after another.
+ * Ask every rig (see above). Where no thread can be made, the rigs are
+ * asked here, one after another, within the same deadline.
  */
 static void ask_rigs(struct rig_entry *rigs, size_t n, int timeout_ms)
 {
-	struct ask_batch b = { .rigs = rigs, .n = n, .timeout_ms = timeout_ms };
-	pthread_t th[ALL_ASK_AT_ONCE];
-	size_t nth = 0;
+	struct ask_batch b = {
+		.rigs = rigs, .n = n, .timeout_ms = timeout_ms,
+		.deadline_ns = sbrig_now_ns() + timeout_ms * 1000000LL,
+	};
+	size_t want = n < ask_fd_room() ? n : ask_fd_room(), nth = 0;
+	pthread_t *th = calloc(want, sizeof(*th));
+	pthread_attr_t attr;
 
 	pthread_mutex_init(&b.lock, NULL);
-	while (nth < ALL_ASK_AT_ONCE && nth < n &&
-	       !pthread_create(&th[nth], NULL, ask_thread, &b))
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, ASK_STACK_SIZE);
+	/* the count is for the message of a rig not asked: set it first */
+	b.threads = want;
+	pthread_mutex_lock(&b.lock);
+	while (th && nth < want &&
+	       !pthread_create(&th[nth], &attr, ask_thread, &b))
 		nth++;
+	b.threads = nth ? nth : 1;
+	pthread_mutex_unlock(&b.lock);
+	pthread_attr_destroy(&attr);
 	if (!nth)
 		ask_thread(&b);
 	for (size_t i = 0; i < nth; i++)
 		pthread_join(th[i], NULL);
+	free(th);
 	pthread_mutex_destroy(&b.lock);
 }
 

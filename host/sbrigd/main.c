@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -33,6 +34,9 @@
 #include "util.h"
 
 #define DEFAULT_SOCKET "/run/sbrig/sbrigd.sock"
+/* -r NAME: /etc/sbrig/NAME.conf and RUN_DIR/NAME.sock, as sbrigd@NAME */
+#define CONF_DIR "/etc/sbrig"
+#define DEFAULT_RUN_DIR "/run/sbrig"
 #define MAX_OVERRIDES 64
 
 static int signal_pipe[2] = { -1, -1 };
@@ -83,23 +87,33 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "Usage: sbrigd -c RIG.conf [-s SOCKET] [-o SECTION.KEY=VALUE]... [-v]\n"
+"       sbrigd -r NAME [-c RIG.conf] [-s SOCKET] [-o SECTION.KEY=VALUE]... [-v]\n"
 "\n"
 "The sbrig rig daemon: owns the rig's GPIO lines, power sensor and target\n"
 "link, and serves sbrig(1) on a Unix socket. Runs in the foreground and\n"
 "logs to stderr.\n"
 "\n"
+"  -r, --rig NAME        this is the rig NAME of the host (sbrigd@NAME):\n"
+"                        1-%d letters, digits, '.', '_', '-', not starting\n"
+"                        with '.' or '-', no '..' (as sbrig -r); the\n"
+"                        defaults become " CONF_DIR "/NAME.conf and\n"
+"                        $SBRIG_RUN_DIR/NAME.sock (" DEFAULT_RUN_DIR ")\n"
 "  -c, --config FILE     rig description (sbrig.conf(5)); required\n"
-"  -s, --socket PATH     socket to listen on (default: $SBRIG_SOCKET or\n"
-"                        " DEFAULT_SOCKET "); created mode 0660\n"
+"                        without -r\n"
+"  -s, --socket PATH     socket to listen on (default: with -r as above,\n"
+"                        else $SBRIG_SOCKET or " DEFAULT_SOCKET ");\n"
+"                        created mode 0660\n"
 "  -o, --set S.K=V       override a config key (repeatable)\n"
 "  -v, --verbose         log debug messages too\n"
 "  -h, --help            this help\n"
 "  -V, --version         print the version\n"
 "\n"
-"Exit status: 0 stopped by SIGTERM/SIGINT, 1 start-up failed, 2 usage error.\n");
+"Exit status: 0 stopped by SIGTERM/SIGINT, 1 start-up failed, 2 usage error.\n",
+		SBRIG_RIG_NAME_MAX);
 }
 
 static const struct option long_opts[] = {
+	{ "rig", required_argument, NULL, 'r' },
 	{ "config", required_argument, NULL, 'c' },
 	{ "socket", required_argument, NULL, 's' },
 	{ "set", required_argument, NULL, 'o' },
@@ -109,15 +123,46 @@ static const struct option long_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+/*
+ * The rig name of -r, checked by the rule sbrig -r uses: it becomes a
+ * file name in two directories. @conf and @sock (PATH_MAX each) get its
+ * default paths. 0, or 2 (usage error) after printing why not.
+ */
+static int rig_paths(const char *name, char *conf, char *sock)
+{
+	const char *run_dir = getenv("SBRIG_RUN_DIR");
+	char why[128], shown[4 * SBRIG_RIG_NAME_MAX + 8];
+
+	if (sbrig_rig_name_check(name, why, sizeof(why)) < 0) {
+		fprintf(stderr, "sbrigd: -r: bad rig name '%s': %s\n",
+			sbrig_term(name, shown, sizeof(shown)), why);
+		return 2;
+	}
+	if (!run_dir || !*run_dir)
+		run_dir = DEFAULT_RUN_DIR;
+	snprintf(conf, PATH_MAX, CONF_DIR "/%s.conf", name);
+	if ((size_t)snprintf(sock, PATH_MAX, "%s/%s.sock", run_dir, name) >=
+	    PATH_MAX) {
+		fprintf(stderr, "sbrigd: -r: the socket path in $SBRIG_RUN_DIR "
+			"is too long\n");
+		return 2;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	const char *config = NULL, *sock = getenv("SBRIG_SOCKET");
+	static char rig_conf[PATH_MAX], rig_sock[PATH_MAX];
+	const char *config = NULL, *sock = NULL, *rig = NULL;
 	char *overrides[MAX_OVERRIDES];
 	int noverrides = 0, verbose = 0, opt, ret;
 
-	while ((opt = getopt_long(argc, argv, "c:s:o:vhV", long_opts,
+	while ((opt = getopt_long(argc, argv, "r:c:s:o:vhV", long_opts,
 				  NULL)) != -1) {
 		switch (opt) {
+		case 'r':
+			rig = optarg;
+			break;
 		case 'c':
 			config = optarg;
 			break;
@@ -151,11 +196,19 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (rig) {
+		if (rig_paths(rig, rig_conf, rig_sock))
+			return 2;
+		config = config ?: rig_conf;
+		sock = sock ?: rig_sock;
+	}
 	if (!config) {
-		fprintf(stderr, "sbrigd: -c RIG.conf is required\n");
+		fprintf(stderr, "sbrigd: -c RIG.conf (or -r NAME) is required\n");
 		usage(stderr);
 		return 2;
 	}
+	if (!sock)
+		sock = getenv("SBRIG_SOCKET");
 	if (!sock || !*sock)
 		sock = DEFAULT_SOCKET;
 	sbrig_log_set_sink(NULL, NULL, verbose ? SBRIG_LOG_DEBUG :

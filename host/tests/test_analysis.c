@@ -418,6 +418,102 @@ static void objects_by_id(void **state)
 	sbrig_analysis_free(a);
 }
 
+/* ---- hostile keys: the tables' hash ---------------------------------- */
+
+/*
+ * The hash the tables used before they were keyed: ids through a
+ * MurmurHash3 finaliser, names through FNV-1a. Anyone could compute them,
+ * so a capture could be made whose keys all land in one slot.
+ */
+static uint64_t fold33(uint64_t x)
+{
+	return x ^ (x >> 33);	/* its own inverse */
+}
+
+static uint64_t old_id_hash(uint64_t id)
+{
+	return fold33(fold33(id) * 0xff51afd7ed558ccdULL);
+}
+
+static uint64_t old_name_hash(const char *name)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
+		h ^= *p;
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
+#define HOSTILE_IDS 50000
+#define HOSTILE_NAMES 2000
+
+/*
+ * A capture whose 50 000 object ids all hashed to one slot of any table
+ * up to 2^20 slots, and whose 2 000 names to one of any up to 2^12 (the
+ * tables' sizes for that many keys): with a hash the capture's author
+ * knows, linear probing walked every earlier key for each new one (some
+ * 1.25e9 probes). Keyed, the slots looked at stay a few per lookup:
+ * held to 10 per record, generously.
+ */
+static void hostile_keys_probe_a_few_slots(void **state)
+{
+	struct sbrig_blocker_stats st = { .name = "main" };
+	const uint64_t c = 0xff51afd7ed558ccdULL;
+	struct sbrig_capture *cap;
+	struct sbrig_analysis *a;
+	uint64_t inv = c, seq = 0, records = 0;
+	char dir[4096], name[32], first[32] = "";
+	int64_t t = T0 + 1 * MS;
+	unsigned int found = 0;
+
+	for (int i = 0; i < 5; i++)	/* c's inverse mod 2^64 (Newton) */
+		inv *= 2 - c * inv;
+	cap_dir(dir, sizeof(dir), "hostile-keys");
+	cap = sbrig_capture_new(dir, &prov);
+	assert_non_null(cap);
+	assert_int_equal(sbrig_capture_add_stats(cap, T0, &st), 0);
+	add_samples(cap, 2 * S, 10 * MS, flat);
+	/* ids whose old hash is (i + 1) << 20: all in slot 0 */
+	for (uint64_t i = 0; i < HOSTILE_IDS; i++) {
+		uint64_t id = fold33(fold33((i + 1) << 20) * inv);
+
+		assert_int_equal(old_id_hash(id) & ((1u << 20) - 1), 0);
+		assert_true(id != 0);
+		add_obj_event(cap, seq++, t, "block", "evdev", id);
+	}
+	for (uint64_t i = 0; i < HOSTILE_IDS; i++)
+		add_obj_event(cap, seq++, t + 1 * MS, "unblock", "evdev",
+			      fold33(fold33((i + 1) << 20) * inv));
+	records += 2 * HOSTILE_IDS;
+	/* names whose old hash ends in 12 zero bits */
+	for (unsigned int u = 0; found < HOSTILE_NAMES; u++) {
+		snprintf(name, sizeof(name), "n%u", u);
+		if (old_name_hash(name) & ((1u << 12) - 1))
+			continue;
+		if (!found++)
+			snprintf(first, sizeof(first), "%s", name);
+		add_event(cap, seq++, t + 2 * MS, "block", name);
+		add_event(cap, seq++, t + 3 * MS, "unblock", name);
+	}
+	records += 2 * HOSTILE_NAMES;
+	assert_int_equal(sbrig_capture_close(cap, "complete"), 0);
+	a = sbrig_analysis_run(dir, NULL);
+	if (!a)
+		fail_msg("%s", sbrig_errmsg());
+	/* what it found is as without the collisions */
+	assert_int_equal(blocker(a, "evdev")->activations, HOSTILE_IDS);
+	assert_int_equal(blocker(a, "evdev")->active_ns, 1 * MS);
+	assert_int_equal(blocker(a, first)->activations, 1);
+	assert_int_equal(a->tl.nb, 1 + 1 + HOSTILE_NAMES);	/* main, evdev */
+	assert_int_equal(a->tl.id_records, 2 * HOSTILE_IDS);
+	printf("hostile keys: %llu probes for %llu records\n",
+	       (unsigned long long)a->tl.probes, (unsigned long long)records);
+	assert_true(a->tl.probes <= 10 * records);
+	sbrig_analysis_free(a);
+}
+
 /* ---- the clock -------------------------------------------------------- */
 
 static void events_remapped_with_the_whole_clock(void **state)
@@ -857,6 +953,7 @@ int main(void)
 		cmocka_unit_test(equal_split_exclusive_and_baseline),
 		cmocka_unit_test(blocker_active_at_start_and_leak),
 		cmocka_unit_test(objects_by_id),
+		cmocka_unit_test(hostile_keys_probe_a_few_slots),
 		cmocka_unit_test(events_remapped_with_the_whole_clock),
 		cmocka_unit_test(clock_fit_leaves_outliers_out),
 		cmocka_unit_test(clock_jump_confirmed_spike_not),

@@ -31,7 +31,7 @@ stamps, reads the enabled registers over an I2C bus of --i2c-hz (one
 SMBus word read each) and sleeps usleep_range(d, 1.5 d), so stamps jitter
 by up to a period and the driver loses conversions above
 ceiling_hz() (1667 samples/s at 400 kHz; none lost up to 893). READBUF
-answers once the last requested sample has been read. Timestamps follow
+answers each kernel buffer once its last sample has been read. Timestamps follow
 the device attribute current_timestamp_clock like the kernel's (default
 ``realtime``; ``monotonic`` = this host's CLOCK_MONOTONIC).
 
@@ -43,8 +43,12 @@ a decimal integer line, negative = -errno):
     TIMEOUT ms               -> 0
     OPEN dev n MASK [CYCLIC] -> 0        (MASK: one %08x word; CYCLIC: -EPERM)
     READBUF dev len          -> per kernel buffer of n samples: its length,
-                                the MASK line (first only), its bytes;
-                                "0" if len is less than a sample
+                                the MASK line (first only), its bytes,
+                                each sent once read; "0" if len is less
+                                than a sample. len is iiod's unsigned
+                                int (modulo 2^32, as atol() gives it):
+                                no error for a huge one, and never more
+                                than one kernel buffer in memory
     CLOSE dev                -> 0        (-ENXIO: none open)
     READ dev [INPUT ch|DEBUG|BUFFER] attr        -> len, value NUL, "\\n"
     READ dev [INPUT ch|DEBUG|BUFFER]             -> every attribute: a
@@ -813,6 +817,15 @@ class Kthread:
         return stamp, k, ks
 
 
+def readbuf_length(n: int) -> int:
+    """READBUF's length as iiod 0.24 takes it: atol() (saturating at the
+    long's range) into an unsigned int (modulo 2^32). A huge length is
+    no error there: it streams that many bytes, one kernel buffer at a
+    time, until the client goes; so does the emulator."""
+    n = max(-(1 << 63), min(n, (1 << 63) - 1))
+    return n & 0xFFFFFFFF
+
+
 class Stream:
     """One open buffer: the driver's kthread reading the chip in real
     time, and the enabled channels."""
@@ -1069,15 +1082,20 @@ class Handler(socketserver.StreamRequestHandler):
                 want = int(args[1])
             except (IndexError, ValueError):
                 raise IioError(errno.EINVAL) from None
-            data = self.stream.read(want, self.server.stop)
-            # iiod sends what it has one kernel buffer at a time, the mask
-            # with the first; no whole sample requested: "0" alone
+            want = readbuf_length(want)
+            # iiod sends each kernel buffer as it is filled (the mask
+            # with the first), never more than one in memory, until less
+            # than a sample is left; none requested: "0" alone
             chunk = self.stream.samples * self.stream.sample_size
-            for off in range(0, len(data), chunk):
-                part = data[off:off + chunk]
+            first = True
+            while want >= self.stream.sample_size:
+                part = self.stream.read(min(want, chunk), self.server.stop)
                 self.wfile.write(b"%d\n" % len(part) +
-                                 (b"%08x\n" % self.stream.mask if not off else b"") + part)
-            if not data:
+                                 (b"%08x\n" % self.stream.mask if first else b"") + part)
+                self.wfile.flush()
+                first = False
+                want -= len(part)
+            if first:
                 self.wfile.write(b"0\n")
             self.wfile.flush()
         elif cmd == "READ":

@@ -153,6 +153,26 @@ int sbrig_mkdir_parent(const char *path, mode_t mode);
  */
 const char *sbrig_term(const char *s, char *buf, size_t size);
 
+/* the longest rig name sbrig_rig_name_check() accepts */
+#define SBRIG_RIG_NAME_MAX 64
+
+/**
+ * sbrig_rig_name_check() - is @name a rig's name on this host?
+ * @name: the name (sbrig -r, $SBRIG_RIG, sbrigd -r, sbrigd@NAME.service)
+ * @why: where the reason goes when it is not
+ * @size: size of @why
+ *
+ * A rig name is 1 to SBRIG_RIG_NAME_MAX letters, digits, '.', '_' and
+ * '-', not starting with '.' or '-', with no ".." in it: it names the
+ * files /etc/sbrig/NAME.conf and RUN_DIR/NAME.sock, so it can hold no
+ * path separator, no control character and never climb out of their
+ * directory. The one rule for the client and the daemon.
+ *
+ * Return: 0, or -EINVAL with the reason, naming the offending
+ * character's position, in @why.
+ */
+int sbrig_rig_name_check(const char *name, char *why, size_t size);
+
 #ifdef __cplusplus
 }
 #endif
