@@ -119,7 +119,7 @@
 #define DEFAULT_BUFFER_SAMPLES	256
 #define MIN_QUEUE_ITEMS		8192
 /* wake the caller for plain samples at most this often (see take_buffer) */
-#define WAKE_INTERVAL_NS	100000000
+#define WAKE_INTERVAL_NS	250000000
 /* ip: a stop waits this long at most for a late sensor that delivers */
 #define STOP_LATE_MAX_NS	10000000000LL
 
@@ -1265,8 +1265,10 @@ void queue_scans(struct sbrig_power *pwr, const char *start, const char *end,
  * if that is due. Waking the caller's thread is the most expensive part of
  * a buffer after libiio's own I/O (a context switch, a poll() and a read()
  * of the eventfd in the caller), so plain samples wake it at most every
- * WAKE_INTERVAL_NS: with small buffers (64 samples at 893 S/s: 72 ms)
- * every other buffer. Gaps are data like samples (the ina2xx-adc under
+ * WAKE_INTERVAL_NS: with small buffers (64 samples at 893 S/s, or 256 at
+ * 3571 S/s: 72 ms) every fourth buffer. The newest sample the caller has
+ * is then at most that and a buffer old (322 ms here), under the 500 ms
+ * after which sbrigd's power witness takes a sample for stale. Gaps are data like samples (the ina2xx-adc under
  * load drops samples in most buffers): they wait too. An overrun or a
  * queue over half full wakes it at once, as does the end of the capture
  * (thread_end()).
