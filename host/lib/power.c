@@ -1268,10 +1268,10 @@ void queue_scans(struct sbrig_power *pwr, const char *start, const char *end,
  * WAKE_INTERVAL_NS: with small buffers (64 samples at 893 S/s, or 256 at
  * 3571 S/s: 72 ms) every fourth buffer. The newest sample the caller has
  * is then at most that and a buffer old (322 ms here), under the 500 ms
- * after which sbrigd's power witness takes a sample for stale. Gaps are data like samples (the ina2xx-adc under
- * load drops samples in most buffers): they wait too. An overrun or a
- * queue over half full wakes it at once, as does the end of the capture
- * (thread_end()).
+ * after which sbrigd's power witness takes a sample for stale. Gaps are
+ * data like samples (the ina2xx-adc under load drops samples in most
+ * buffers): they wait too. An overrun or a queue over half full wakes it
+ * at once, as does the end of the capture (thread_end()).
  */
 static void take_buffer(struct sbrig_power *pwr, const char *start,
 			const char *end, ptrdiff_t step, int64_t arrival)
