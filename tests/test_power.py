@@ -559,6 +559,42 @@ def test_powercat_stop_with_a_hung_server_is_bounded(emu, powercat):
     assert waited < 2 + 1.36 + 1.5, waited
 
 
+def test_powercat_stop_waits_for_a_late_sensor_that_delivers(tmp_path,
+                                                            powercat):
+    """A sensor that falls behind the clock but keeps delivering (an
+    emulator on a host too busy to keep up: issue 28's 32 rigs at once)
+    is not a hung one: the stop waits for its buffers until they reach
+    the stop, and no buffer is lost. Here the emulator delivers 30 %
+    late (--slow 30): 6 s in, its stream is 1.8 s behind, beyond the 1.36
+    s (a 287 ms buffer's duration and a quarter plus 1 s) that a stop
+    used to wait before it cancelled the buffer under way."""
+    from rig.virtual.ina226_iiod import read_truth
+    truth = tmp_path / "truth.jsonl"
+    e = Emulator(tmp_path, "--slow", "30", "--truth", str(truth))
+    try:
+        t0 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        r = run_powercat(powercat, "-b", "256", "-t", "6", e.uri)
+        t1 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        assert r.returncode == 0, r.stderr
+        samples, gaps, stats, info = parse(r.stdout.splitlines())
+        deadline = time.monotonic() + 10
+        while not any(x["type"] == "close" for x in read_truth(truth)):
+            assert time.monotonic() < deadline, "the emulator never closed"
+            time.sleep(0.05)
+    finally:
+        e.stop()
+    recs = read_truth(truth)
+    emitted = sum(x["samples"] for x in recs if x["type"] == "close")
+    last = max(x["last_ns"] for x in recs if x["type"] == "interval")
+    assert stats["tail_lost"] == 0 and not gaps, (stats, gaps)
+    # every sample the emulator emitted was taken, up to the stop
+    assert stats["samples"] == len(samples) == emitted, (len(samples),
+                                                         emitted)
+    assert last - t0 >= 6e9 - 3 * PERIOD_NS
+    # a late sensor is waited for, not for ever: 6 s x 1.3 and a buffer
+    assert (t1 - t0) / 1e9 < 6 * 1.3 + 2, (t1 - t0) / 1e9
+
+
 def test_powercat_emulator_killed_mid_capture(emu, powercat):
     env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1")
     p = subprocess.Popen([str(powercat), "-t", "60", emu.uri],

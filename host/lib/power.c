@@ -33,12 +33,16 @@
  * the watermark to the buffer size) next to stop_efd; at a stop it takes
  * what the kernel holds, a partial buffer included, then ends
  * (drain_local()). libiio's network backend has no non-blocking mode and
- * no partial refill, so on ip: contexts sbrig_power_stop() lets the refill
- * under way finish and the thread takes it: a stop then waits up to one
- * buffer's duration (the samples delivered reach past the stop by up to
- * that much), and cancels the refill only if the sensor is later than
- * that plus a second (a hung server: that buffer is lost, said in the
- * stats' tail_lost).
+ * no partial refill, so on ip: contexts sbrig_power_stop() lets the
+ * refills go on until one reaches the stop and the thread takes it: a
+ * stop then waits up to one buffer's duration (the samples delivered
+ * reach past the stop by up to that much), longer for a sensor that is
+ * late but still delivers (its samples come behind our clock: a loaded
+ * sensor host, or a clock mapping that has not caught up yet), as long as
+ * each buffer comes within a buffer's duration and a quarter plus a
+ * second of the one before and for STOP_LATE_MAX_NS at most. It cancels
+ * the refill only when no buffer came for that long (a hung server) or
+ * past that limit: that buffer is lost, said in the stats' tail_lost.
  *
  * A killed capture leaves the device's buffer enabled on local: contexts
  * (Linux 6.1 does not disable it when the device node is closed): the
@@ -115,7 +119,9 @@
 #define DEFAULT_BUFFER_SAMPLES	256
 #define MIN_QUEUE_ITEMS		8192
 /* wake the caller for plain samples at most this often (see take_buffer) */
-#define WAKE_INTERVAL_NS	100000000
+#define WAKE_INTERVAL_NS	250000000
+/* ip: a stop waits this long at most for a late sensor that delivers */
+#define STOP_LATE_MAX_NS	10000000000LL
 
 enum power_chan {
 	CH_SHUNT,
@@ -174,6 +180,7 @@ struct sbrig_power {
 	bool nonblock;			/* local: our own poll, drained at stop */
 	int stop_efd;			/* written by sbrig_power_stop() */
 	_Atomic int64_t stop_ns;	/* host time of the stop (ip:) */
+	_Atomic int64_t arrival_ns;	/* host time the last buffer came */
 	unsigned int timeout_ms;	/* no buffer for this long: stuck */
 	bool stale_cleared;		/* a killed capture's buffer disabled */
 
@@ -1258,11 +1265,13 @@ void queue_scans(struct sbrig_power *pwr, const char *start, const char *end,
  * if that is due. Waking the caller's thread is the most expensive part of
  * a buffer after libiio's own I/O (a context switch, a poll() and a read()
  * of the eventfd in the caller), so plain samples wake it at most every
- * WAKE_INTERVAL_NS: with small buffers (64 samples at 893 S/s: 72 ms)
- * every other buffer. Gaps are data like samples (the ina2xx-adc under
- * load drops samples in most buffers): they wait too. An overrun or a
- * queue over half full wakes it at once, as does the end of the capture
- * (thread_end()).
+ * WAKE_INTERVAL_NS: with small buffers (64 samples at 893 S/s, or 256 at
+ * 3571 S/s: 72 ms) every fourth buffer. The newest sample the caller has
+ * is then at most that and a buffer old (322 ms here), under the 500 ms
+ * after which sbrigd's power witness takes a sample for stale. Gaps are
+ * data like samples (the ina2xx-adc under load drops samples in most
+ * buffers): they wait too. An overrun or a queue over half full wakes it
+ * at once, as does the end of the capture (thread_end()).
  */
 static void take_buffer(struct sbrig_power *pwr, const char *start,
 			const char *end, ptrdiff_t step, int64_t arrival)
@@ -1319,6 +1328,7 @@ static int refill_take(struct sbrig_power *pwr)
 		return 0;
 	if (ret < 0)
 		return iio_fail(pwr, (int)ret, "capture: buffer refill");
+	atomic_store(&pwr->arrival_ns, arrival);
 	start = iio_buffer_start(pwr->buf);
 	end = iio_buffer_end(pwr->buf);
 	step = iio_buffer_step(pwr->buf);
@@ -1508,6 +1518,7 @@ int sbrig_power_start(struct sbrig_power *pwr)
 		eventfd_read(pwr->stop_efd, &v);	/* an earlier stop's */
 	}
 	atomic_store(&pwr->stop_ns, INT64_MAX);
+	atomic_store(&pwr->arrival_ns, sbrig_now_ns());
 
 	pthread_mutex_lock(&pwr->lock);
 	pwr->q_head = pwr->q_len = 0;
@@ -1538,16 +1549,46 @@ int sbrig_power_start(struct sbrig_power *pwr)
 	return 0;
 }
 
+/*
+ * ip: join the capture thread while its refills go on (see top): give up
+ * when no buffer came for @wait_ns, or @max_ns after the stop. Return:
+ * true joined, false the sensor is hung (or too late): not joined.
+ */
+static bool join_while_delivering(struct sbrig_power *pwr, int64_t stop,
+				  int64_t wait_ns, int64_t max_ns)
+{
+	for (;;) {
+		int64_t now = sbrig_now_ns();
+		int64_t until_ns = atomic_load(&pwr->arrival_ns);
+		struct timespec until;
+		int64_t dt;
+
+		if (until_ns < stop)
+			until_ns = stop;	/* a buffer under way at the stop */
+		until_ns += wait_ns;
+		if (until_ns > stop + max_ns)
+			until_ns = stop + max_ns;
+		if (until_ns <= now)
+			return false;
+		dt = until_ns - now;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += (until.tv_nsec + dt) / 1000000000;
+		until.tv_nsec = (until.tv_nsec + dt) % 1000000000;
+		if (!pthread_timedjoin_np(pwr->thread, NULL, &until))
+			return true;
+	}
+}
+
 int sbrig_power_stop(struct sbrig_power *pwr)
 {
-	struct timespec until;
-	int64_t wait_ns;
+	int64_t wait_ns, stop;
 	bool wake;
 	int err;
 
 	if (!pwr || !pwr->running)
 		return 0;
-	atomic_store(&pwr->stop_ns, sbrig_now_ns());
+	stop = sbrig_now_ns();
+	atomic_store(&pwr->stop_ns, stop);
 	atomic_store(&pwr->stopping, true);
 	if (pwr->nonblock) {
 		/* the thread drains what the kernel holds, without blocking */
@@ -1555,19 +1596,19 @@ int sbrig_power_stop(struct sbrig_power *pwr)
 		pthread_join(pwr->thread, NULL);
 	} else {
 		/*
-		 * ip: let the refills reach the stop (see top): up to a
-		 * buffer's duration and a quarter, plus a second for the
-		 * network (cap 10 s). Later than that, the sensor is hung:
-		 * cancel (libiio prints an error) and say so in the stats.
+		 * ip: let the refills reach the stop (see top): each buffer
+		 * may take a buffer's duration and a quarter, plus a second
+		 * for the network (cap 10 s); a sensor that delivers is
+		 * waited for up to STOP_LATE_MAX_NS. No buffer for longer:
+		 * the sensor is hung; cancel (libiio prints an error) and
+		 * say so in the stats.
 		 */
 		wait_ns = (int64_t)(1.25e9 * (double)pwr->buffer_samples /
 				    pwr->rate_hz) + 1000000000;
 		if (wait_ns > 10000000000LL)
 			wait_ns = 10000000000LL;
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += (until.tv_nsec + wait_ns) / 1000000000;
-		until.tv_nsec = (until.tv_nsec + wait_ns) % 1000000000;
-		if (pthread_timedjoin_np(pwr->thread, NULL, &until)) {
+		if (!join_while_delivering(pwr, stop, wait_ns,
+					   STOP_LATE_MAX_NS)) {
 			iio_buffer_cancel(pwr->buf);
 			pthread_join(pwr->thread, NULL);
 			pthread_mutex_lock(&pwr->lock);

@@ -7,8 +7,10 @@
  * and gaps, marker edges, stimuli, target events with their host times,
  * stats snapshots (the agent's "stats" command every stats_every, answered
  * to our own reply callback) and the link's clock exchanges. A timer ticks
- * every 250 ms: it syncs the files (capture.c limits that to once a
- * second) and tells the owner the progress, every second.
+ * every second: it syncs the files (capture.c: at most once a second) and
+ * tells the owner the progress. Each tick is a wake-up of the loop, the
+ * dearest thing it does while capturing (a context switch): no more often
+ * than the syncs need.
  *
  * A capture ends when its duration is over, when rec_stop() is called (a
  * "stop" request, the end of a scenario, shutdown), when the sensor fails
@@ -30,7 +32,7 @@
 #include "sched.h"
 #include "util.h"
 
-#define REC_TICK_NS (250 * NS_PER_MS)
+#define REC_TICK_NS NS_PER_S
 #define REC_SNAPSHOTS 4		/* stats commands in flight at most */
 
 /* the recorder: only the loop's thread touches it */

@@ -465,6 +465,7 @@ class Ina226:
         self.i2c_hz = i2c_hz              # the bus the driver reads the chip over
         self.seed = seed                  # the kthread's sleep jitter (per buffer)
         self.late_ns = 0                  # the kthread's scheduling latency (max)
+        self.slow = 0.0                   # a buffer is delivered this share later
         self.lock = threading.Lock()      # protects every field below
         self.shunt_uohm = 10000
         self.int_time_us = [1100, 1100]   # shunt, bus (driver default)
@@ -871,6 +872,8 @@ class Stream:
         kt.drop += drop
         steps = [kt.step() for _ in range(n)]
         done_ns = kt.t if not steps else steps[-1][0] + len(self.reg_of_read) * kt.w
+        # --slow: the stream falls behind the clock, its stamps do not
+        done_ns += round((done_ns - self.t0_ns) * chip.slow)
         while True:
             dt = (done_ns - chip.now_ns()) / 1e9
             with chip.lock:
@@ -1232,6 +1235,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--late-us", type=float, default=0,
                     help="scheduling latency: up to this much added to each of "
                          "the driver kthread's wake-ups (a loaded host)")
+    ap.add_argument("--slow", type=float, default=0, metavar="PERCENT",
+                    help="deliver each buffer this much later than its "
+                         "samples' time since the buffer opened (a host too "
+                         "busy to keep up: the stream falls behind the clock, "
+                         "its timestamps stay on the conversion grid)")
     ap.add_argument("--seed", type=int, default=1,
                     help="seed of the kthread's wake-up jitter")
     ap.add_argument("--clock", default="realtime",
@@ -1249,11 +1257,12 @@ def main(argv: list[str] | None = None) -> int:
     truth = TruthRecorder(args.truth) if args.truth else None
     if not 10000 <= args.i2c_hz <= 3400000:
         ap.error(f"--i2c-hz {args.i2c_hz}: an INA226 bus runs at 10 kHz to 3.4 MHz")
-    if args.late_us < 0 or args.rate <= 0:
-        ap.error("--late-us and --rate must not be negative (--rate > 0)")
+    if args.late_us < 0 or args.rate <= 0 or args.slow < 0:
+        ap.error("--late-us, --slow and --rate must not be negative (--rate > 0)")
     chip = Ina226(ConstantModel(args.current_uA, args.bus_uV), args.rate, truth,
                   i2c_hz=args.i2c_hz, seed=args.seed)
     chip.late_ns = round(args.late_us * 1000)
+    chip.slow = args.slow / 100
     chip.clock = args.clock
     server = Server((args.host, args.port), chip)
     if args.control:

@@ -3,6 +3,8 @@
 
     /usr/bin/python3 tests/bench/bench_rigs.py [--rigs 8 16 32] [--seconds 60]
                                                [--rate 3500] [--idle 20]
+                                               [--buffer-samples 256]
+                                               [--reference file|pipe]
 
 For each count N of ``--rigs`` (default 8, then 16 and 32), this host runs
 N virtual rigs at once, each as a lab would run them (one sbrigd per rig,
@@ -17,14 +19,21 @@ as sbrigd@NAME.service does: its own rig description and its own socket):
   * the release sbrigd, ``-c RIG.conf -s RUN/RIG.sock``, and one
     ``sbrig -s RUN/RIG.sock capture -d SECONDS``;
   * the reference: one ``iio_readdev`` per sensor (all its channels, the
-    same rate x SECONDS samples, to a pipe this script only counts) on the
-    same emulator, started once the capture's buffer is open, so both run
-    at the same time.
+    same rate x SECONDS samples, the same buffer size as sbrigd's
+    ``[power] buffer_samples``: ``--buffer-samples``, default 256, both
+    programs' default) on the same emulator, writing its samples to a file
+    beside the capture, on the same file system (``--reference file``, the
+    default), started once the capture's buffer is open, so both run at
+    the same time.
 
 Then it prints one line per rig: the samples the emulator emitted into
 sbrigd's buffer (its truth's own count), those in the capture, the
-difference (dropped: the target is 0), the capture's declared gaps, and
-sbrigd's host CPU (user + system from /proc/PID/stat over the capture)
+difference (dropped: the target is 0), the capture's declared gaps, how
+far the emulator's stream was behind the host's clock when the capture
+closed (``late``: its last sample's stamp against the capture's close;
+a few ms when the emulator keeps up), whether sbrigd had to give up the
+buffer in flight at the stop (``tail lost``: it logs that the sensor did
+not deliver the samples up to the stop in time), and sbrigd's host CPU (user + system from /proc/PID/stat over the capture)
 beside iio_readdev's (from wait4) and their ratio (target <= 1.0x), with
 sbrigd's CPU over --idle seconds before the captures (no capture: link
 pings, the agent's events), scaled to the capture's length, so that the
@@ -52,8 +61,30 @@ configured by its board would), and the samples' count against the
 emulator's own tells whether that is read without a loss. The ceiling is
 not changed.
 
+Why the reference writes to a file. sbrigd keeps what it captures: it
+writes every sample to the capture's samples.bin and fdatasyncs the data
+files once a second (host/doc/capture-format.md: a crash loses about a
+second). A user capturing with iio_readdev instead would keep its samples
+too, ``iio_readdev ... > FILE``, so that is the reference: the same
+samples written to a file on the same file system (16 bytes a sample
+against samples.bin's 32), without an fsync (iio_readdev has none; the
+kernel's flusher threads write it back, on nobody's account here).
+``--reference pipe`` gives the figure against an iio_readdev whose output
+only goes to a pipe this script counts (what the script measured before:
+it leaves out any cost of keeping the samples). Neither is made dearer
+than a user would run it: iio_readdev's own defaults, the same buffer
+size as sbrigd's.
+
 Host CPU: on this 2-core machine the emulators (Python) and the agents
 take most of it; the figures are sbrigd's and iio_readdev's own.
+
+Where the drops come from. A rig that drops samples here has lost the
+buffer in flight at the stop (``tail lost``): its emulator, starved of
+CPU, had fallen behind the host's clock, and sbrigd gives up a sensor that
+delivers no buffer for a buffer's duration and a quarter plus a second (or
+that has not reached the stop 10 s after it). Such drops, and streams
+below 99 % of real time, are this host not keeping up; a drop on a rig
+without ``tail lost`` is not explained so and is printed as such.
 Needs: make host (build/host/release), iio_readdev (libiio-utils).
 """
 
@@ -73,7 +104,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from rig.virtual.ina226_iiod import read_truth  # noqa: E402
-from tests.capture import read_rows, samples_file  # noqa: E402
+from tests.capture import meta_section, read_rows, samples_file  # noqa: E402
 from tests.rigproto import FakeAgent, frame  # noqa: E402
 from tests.test_power import Emulator  # noqa: E402
 
@@ -82,6 +113,10 @@ I2C_HZ = 2940000
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 # iio_readdev's sample with every channel: 4 x u16 + s64 timestamp
 READDEV_SAMPLE = 16
+# what sbrigd logs when the sensor's samples up to a capture's stop did not
+# come within a buffer's duration and a second (sbrig_power_stop(), power.c:
+# the refill in flight is cancelled and its buffer lost)
+TAIL_LOST = "did not deliver the samples up to the stop in time"
 
 
 def proc_cpu(pid: int) -> float:
@@ -101,7 +136,8 @@ def agent_handler(agent: FakeAgent):
 
 
 class Rig:
-    def __init__(self, i: int, tmp: Path, rate: int, run: Path) -> None:
+    def __init__(self, i: int, tmp: Path, rate: int, run: Path,
+                 buffer_samples: int) -> None:
         self.name = f"bench-{i}"
         self.dir = tmp / self.name
         self.dir.mkdir()
@@ -119,6 +155,7 @@ uri = {self.emu.uri}
 device = ina226
 shunt_uohm = 100000
 i2c_hz = {I2C_HZ}
+buffer_samples = {buffer_samples}
 [target]
 uri = tcp:127.0.0.1:{self.agent.port}
 """)
@@ -130,6 +167,7 @@ uri = tcp:127.0.0.1:{self.agent.port}
         self.cap = self.dir / "cap"
         self.capture = self.readdev = None
         self.readdev_bytes = 0
+        self.readdev_out = self.dir / "readdev.bin"
 
     def wait_up(self, timeout: float = 60) -> None:
         end = time.monotonic() + timeout
@@ -142,12 +180,33 @@ uri = tcp:127.0.0.1:{self.agent.port}
     def opened(self) -> int:
         return sum(1 for r in read_truth(self.truth) if r["type"] == "open")
 
+    def start_readdev(self, nsamples: int, buffer_samples: int,
+                      reference: str) -> None:
+        """One iio_readdev on this rig's emulator: to a file beside the
+        capture (reference "file"), or to a pipe this script only counts
+        ("pipe")."""
+        cmd = ["iio_readdev", "-u", self.emu.uri, "-b", str(buffer_samples),
+               "-s", str(nsamples), "ina226"]
+        if reference == "file":
+            with open(self.readdev_out, "wb") as out:
+                self.readdev = subprocess.Popen(cmd, stdout=out,
+                                                stderr=subprocess.PIPE)
+            return
+        self.readdev = subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE)
+        threading.Thread(target=self.count_readdev, daemon=True).start()
+
     def count_readdev(self) -> None:
         while True:
             b = self.readdev.stdout.read(1 << 16)
             if not b:
                 break
             self.readdev_bytes += len(b)
+
+    def readdev_samples(self) -> int:
+        if self.readdev_out.exists():
+            return self.readdev_out.stat().st_size // READDEV_SAMPLE
+        return self.readdev_bytes // READDEV_SAMPLE
 
     def stop(self) -> None:
         for p in (self.capture, self.readdev, self.daemon):
@@ -171,7 +230,8 @@ def scripted_events(rigs: list[Rig], stop: threading.Event) -> None:
         seq += 1
 
 
-def run_count(n: int, seconds: int, rate: int, idle: int) -> dict:
+def run_count(n: int, seconds: int, rate: int, idle: int,
+              buffer_samples: int, reference: str) -> dict:
     nsamples = int(seconds * 1e6 / 280)  # 3571.4 S/s x seconds
     tmp = Path(tempfile.mkdtemp(prefix=f"bench-rigs-{n}-",
                                 dir=REPO / "build"))
@@ -181,7 +241,7 @@ def run_count(n: int, seconds: int, rate: int, idle: int) -> dict:
     stop = threading.Event()
     try:
         for i in range(n):
-            rigs.append(Rig(i, tmp, rate, run))
+            rigs.append(Rig(i, tmp, rate, run, buffer_samples))
         for r in rigs:
             r.wait_up()
         ev = threading.Thread(target=scripted_events, args=(rigs, stop),
@@ -207,11 +267,7 @@ def run_count(n: int, seconds: int, rate: int, idle: int) -> dict:
                 if time.monotonic() > end:
                     raise RuntimeError(f"{r.name}: the capture opened no buffer")
                 time.sleep(0.05)
-            r.readdev = subprocess.Popen(
-                ["iio_readdev", "-u", r.emu.uri, "-b", "256", "-s",
-                 str(nsamples), "ina226"], stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE)
-            threading.Thread(target=r.count_readdev, daemon=True).start()
+            r.start_readdev(nsamples, buffer_samples, reference)
         out = []
         for r in rigs:
             so, se = r.capture.communicate(timeout=seconds + 300)
@@ -234,6 +290,12 @@ def run_count(n: int, seconds: int, rate: int, idle: int) -> dict:
                            if len(opens) > 1 and opens[1] in closes else -1)
             recorded = len(read_rows(r.cap, "samples"))
             gaps = len(read_rows(r.cap, "gaps"))
+            # how far behind the host's clock the emulator's stream was
+            # when sbrigd closed the capture: its last sample's stamp (the
+            # truth is on host CLOCK_MONOTONIC) against the close
+            closed = int(meta_section(r.cap, "end")["closed_monotonic_ns"])
+            last = max((x["last_ns"] for x in recs if x["type"] == "interval"
+                        and x["stream"] == opens[0]), default=closed)
             out.append({
                 "rig": r.name, "emitted": emitted, "recorded": recorded,
                 "dropped": emitted - recorded, "gaps": gaps,
@@ -241,12 +303,15 @@ def run_count(n: int, seconds: int, rate: int, idle: int) -> dict:
                 "realtime": recorded * period / (seconds * 1e9),
                 "cpu": cpu, "ref_cpu": ref_cpu,
                 "idle_cpu": idle_cpu[r.name] * seconds / idle if idle else 0.0,
-                "ref_samples": r.readdev_bytes // READDEV_SAMPLE,
+                "late": (closed - last) / 1e9,
+                "tail_lost": TAIL_LOST in r.log.read_text(),
+                "ref_samples": r.readdev_samples(),
                 "ref_emitted": ref_emitted, "ref_rc": r.readdev.returncode,
                 "ref_wanted": nsamples,
                 "rate": 1e9 / period, "file": samples_file(r.cap).name,
             })
-        return {"n": n, "rigs": out}
+        return {"n": n, "rigs": out, "reference": reference,
+                "buffer_samples": buffer_samples}
     finally:
         stop.set()
         for r in rigs:
@@ -256,18 +321,26 @@ def run_count(n: int, seconds: int, rate: int, idle: int) -> dict:
 
 def report(res: dict, seconds: int) -> bool:
     n = res["n"]
+    ref_name = ("iio_readdev > file" if res["reference"] == "file"
+                else "iio_readdev | pipe")
     print(f"\n== {n} rigs at once, {seconds} s capture each "
-          f"({res['rigs'][0]['rate']:.1f} S/s, i2c_hz {I2C_HZ}) ==")
+          f"({res['rigs'][0]['rate']:.1f} S/s, i2c_hz {I2C_HZ}, "
+          f"{res['buffer_samples']}-sample buffers; reference: "
+          f"{ref_name}) ==")
     print(f"{'rig':10} {'emitted':>8} {'recorded':>8} {'dropped':>7} "
-          f"{'gaps':>4} {'realtime':>8} | {'sbrigd cpu':>10} {'(idle)':>7} "
-          f"{'iio_readdev cpu':>15} {'ratio':>6} | readdev samples/asked")
+          f"{'gaps':>4} {'realtime':>8} {'late':>6} | {'sbrigd cpu':>10} "
+          f"{'(idle)':>7} {'iio_readdev cpu':>15} {'ratio':>6} | "
+          f"readdev samples/asked")
     for r in res["rigs"]:
         ratio = r["cpu"] / r["ref_cpu"] if r["ref_cpu"] else float("inf")
         print(f"{r['rig']:10} {r['emitted']:8d} {r['recorded']:8d} "
-              f"{r['dropped']:7d} {r['gaps']:4d} {100 * r['realtime']:7.1f}% | "
+              f"{r['dropped']:7d} {r['gaps']:4d} {100 * r['realtime']:7.1f}% "
+              f"{r['late']:5.2f}s | "
               f"{r['cpu']:9.2f}s {r['idle_cpu']:6.2f}s "
               f"{r['ref_cpu']:14.2f}s {ratio:5.2f}x | "
-              f"{r['ref_samples']:8d}/{r['ref_wanted']:<6d}")
+              f"{r['ref_samples']:8d}/{r['ref_wanted']:<6d}"
+              + ("  tail lost: sensor late at the stop" if r["tail_lost"]
+                 else ""))
     cpu = sum(r["cpu"] for r in res["rigs"])
     idle = sum(r["idle_cpu"] for r in res["rigs"])
     ref = sum(r["ref_cpu"] for r in res["rigs"])
@@ -278,12 +351,30 @@ def report(res: dict, seconds: int) -> bool:
     sim = sum(r["sim_lost"] for r in res["rigs"])
     print(f"total: sbrigd dropped {dropped} samples; host CPU per rig "
           f"{cpu / n / seconds * 100:.2f} % (sbrigd) vs "
-          f"{ref / n / seconds * 100:.2f} % (iio_readdev), ratio "
+          f"{ref / n / seconds * 100:.2f} % ({ref_name}), ratio "
           f"{cpu / ref if ref else float('inf'):.2f}x (sbrigd without a "
           f"capture, scaled to the same time: {idle / n / seconds * 100:.2f} %, "
           f"ratio of the difference {(cpu - idle) / ref if ref else 0:.2f}x); "
           f"samples iio_readdev "
           f"did not get of those it asked for: {ref_short}; conversions the simulated driver lost: {sim}")
+    # a drop is the host's overload, not sbrigd's, when it is the buffer
+    # the stop cancelled because the emulator's stream was behind the
+    # host's clock by more than sbrig_power_stop() waits for
+    tail = [r for r in res["rigs"] if r["tail_lost"]]
+    other = [r["rig"] for r in res["rigs"]
+             if r["dropped"] and not r["tail_lost"]]
+    if tail:
+        print(f"drops at the stop: {len(tail)} rigs lost the buffer in flight "
+              f"({', '.join(str(r['dropped']) for r in tail)} samples) because "
+              f"their emulator's stream was "
+              f"{min(r['late'] for r in tail):.2f}-{max(r['late'] for r in tail):.2f} s "
+              f"behind the host's clock at the stop (sbrigd waits a buffer "
+              f"and a second, then cancels: a sensor that late is taken for "
+              f"hung): the host is not keeping up, the emulators fell behind "
+              f"real time")
+    if other:
+        print(f"drops NOT explained by a late sensor at the stop: "
+              f"{', '.join(other)}")
     keeps = dropped == 0 and not slow
     print(f"keeps up: {'yes' if keeps else 'no'}"
           + (f" (streams behind real time: {', '.join(slow)})" if slow else "")
@@ -296,6 +387,12 @@ def main() -> int:
     ap.add_argument("--rigs", type=int, nargs="+", default=[8, 16, 32])
     ap.add_argument("--seconds", type=int, default=60)
     ap.add_argument("--rate", type=int, default=3500)
+    ap.add_argument("--buffer-samples", type=int, default=256,
+                    help="samples per IIO buffer, sbrigd's and iio_readdev's "
+                    "(default 256: both programs' default)")
+    ap.add_argument("--reference", choices=("file", "pipe"), default="file",
+                    help="where iio_readdev writes its samples: a file "
+                    "beside the capture (default) or a pipe only counted")
     ap.add_argument("--idle", type=int, default=20,
                     help="seconds of each daemon's CPU without a capture "
                     "(the '(idle)' column, scaled to --seconds)")
@@ -308,7 +405,8 @@ def main() -> int:
     first_fail = None
     for n in a.rigs:
         t0 = time.monotonic()
-        keeps = report(run_count(n, a.seconds, a.rate, a.idle), a.seconds)
+        keeps = report(run_count(n, a.seconds, a.rate, a.idle,
+                                 a.buffer_samples, a.reference), a.seconds)
         print(f"({time.monotonic() - t0:.0f} s wall)", flush=True)
         if not keeps and first_fail is None:
             first_fail = n

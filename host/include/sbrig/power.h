@@ -106,8 +106,9 @@ struct sbrig_power_info {
  * @missing: samples the gaps stand for
  * @overruns: samples the queue to the caller had to drop (caller too slow)
  * @tail_lost: at the stop, the sensor did not deliver the samples up to
- *	the stop in time (an ip: server a second later than a buffer's
- *	duration): they are lost, their number unknown
+ *	the stop in time (an ip: server that delivered no buffer for a
+ *	second more than a buffer's duration, or still had not reached the
+ *	stop 10 s after it): they are lost, their number unknown
  * @remote_clock: the samples are stamped by another host's clock (ip:)
  *	and mapped to ours (power.c); the rest is about that mapping
  * @clock_drift_known: a drift has been fitted (20 s of samples at least)
@@ -176,9 +177,11 @@ int sbrig_power_start(struct sbrig_power *pwr);
  *
  * Every sample taken before the call is delivered: on local: contexts
  * what the kernel holds is taken at once (a partial buffer included); on
- * ip: contexts the call waits for the buffer that reaches the stop (up to
- * a buffer's duration and a quarter plus 1 s, then cancels it: the
- * stats' tail_lost). Samples already queued stay readable.
+ * ip: contexts the call waits for the buffer that reaches the stop, as
+ * long as the sensor delivers a buffer at least every buffer's duration
+ * and a quarter plus 1 s and for 10 s at most (a late sensor), then
+ * cancels it (a hung one: the stats' tail_lost). Samples already queued
+ * stay readable.
  *
  * Return: 0, or the -errno that ended the capture thread early (device
  * vanished, ...).
