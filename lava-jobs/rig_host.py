@@ -81,7 +81,9 @@ does not load the virtual rig's modules (no QEMU there).
 
 Runs are kept in DIR/runs/SCENARIO/COMMIT/STAMP-N/{capture,report}/ and a
 comparison in DIR/runs/SCENARIO/COMMIT/STAMP-compare/; DIR/session.json
-lists the last request's runs, comparison and lines. Scenarios are
+lists the last request's runs, comparison and lines (and ``rewakes``: how
+often the virtual keypad woke a guest again that suspended before taking
+its key's line, vrig.py). Scenarios are
 SCENARIO.scn in --scenarios (default rig/scenarios/); a name must be a
 LAVA name, so it cannot leave that directory.
 """
@@ -283,6 +285,11 @@ class VirtualRig:
         """The key's interrupt: a key down wakes S3 first (vrig)."""
         self.keys.key(vrig.KEY_POWER, down)
 
+    def rewakes(self) -> int:
+        """How often the keypad woke the guest again because it suspended
+        before taking a key's line (vrig's LineProxy), so far."""
+        return len(self.keys.rewakes) if self.keys else 0
+
     def _thread(self, fn, name, *args, **kwargs) -> None:
         t = threading.Thread(target=fn, args=args, kwargs=kwargs,
                              name=f"rig-host-{name}", daemon=True)
@@ -406,6 +413,10 @@ class BoardRig:
 
     def wait_asleep(self, host: "RigHost") -> None:
         pass
+
+    def rewakes(self) -> int:
+        """A board's keys wake it themselves: never again."""
+        return 0
 
     def hold_key(self, host: "RigHost", down: bool) -> None:
         """``press KEY`` on sbrigd's socket (daemon-protocol.md), released
@@ -668,6 +679,7 @@ class RigHost:
         lines: list[str] = []
         session: dict = {"request": args, "runs": [], "compare": None}
         ready = False
+        rewakes = self.rig.rewakes()
         try:
             scn, runs, commit, base = self._check_request(args)
             session.update(scenario=scn.stem, commit=commit, baseline=base)
@@ -724,6 +736,12 @@ class RigHost:
         except (RigError, OSError) as e:
             log(f"error: {e}")
             lines.append(f"error {e}")
+        # the virtual keypad's second wakes in this request (vrig.py: a
+        # guest that suspended again before its key's line), counted
+        session["rewakes"] = self.rig.rewakes() - rewakes
+        if session["rewakes"]:
+            log(f"the keypad woke the target again {session['rewakes']} time(s): it "
+                f"suspended before its key's line")
         session["lines"] = lines
         tmp = self.dir / ".session.json.tmp"
         tmp.write_text(json.dumps(session, indent=2) + "\n")
