@@ -6,9 +6,11 @@ attached to the QEMU that LAVA boots (``attach``) or on a board's rig
 
     rig_host.py attach --dir DIR --target-port P --power-port Q
                        [--scenarios DIR] [--sbrig-bin DIR] [--history DB]
+                       [--compare-config FILE]
     rig_host.py attach-board --dir DIR --rig-conf FILE --listen HOST:PORT
                        --secret-file FILE [--read-timeout S] [--key KEY]
                        [--scenarios DIR] [--sbrig-bin DIR] [--history DB]
+                       [--compare-config FILE]
     rig_host.py detach --dir DIR
 
 A LAVA qemu job boots QEMU itself, so the virtual rig cannot boot its own
@@ -43,7 +45,9 @@ The rig channel (one request per job; lines of text):
                                      suspends opportunistically
             ... the rig runs SCENARIO RUNS times (each from S3: it waits
             for QEMU's "suspended"), ``sbrig analyze``s each capture,
-            ``sbrig compare``s them with its runs of BASELINE, files them
+            ``sbrig compare``s them with its runs of BASELINE (with
+            ``-c FILE`` of --compare-config: this rig's minimum changes,
+            e.g. rig/virtual/compare.conf for the virtual rig), files them
             with ``sbrig history add`` (--history) ...
     rig:    LINES, then end          with the key held down (the target is
                                      woken and kept up by its keypad-scan):
@@ -447,12 +451,15 @@ class RigHost:
     rig's config for each request."""
 
     def __init__(self, d: Path, rig, *, scenarios: Path = DEFAULT_SCENARIOS,
-                 bindir: Path = DEFAULT_BIN, history: Path | None = None) -> None:
+                 bindir: Path = DEFAULT_BIN, history: Path | None = None,
+                 compare_config: Path | None = None) -> None:
         self.dir = d
         self.rig = rig
         self.scenarios = scenarios
         self.bindir = bindir
         self.history = history
+        # sbrig compare's thresholds file for this rig (None: its defaults)
+        self.compare_config = compare_config
         self.sbrigd_sock = d / "sbrigd.sock"
         self.stop_event = threading.Event()
         # the connection whose request runs (one at a time: one sbrigd
@@ -471,6 +478,13 @@ class RigHost:
         for prog in ("sbrigd", "sbrig"):
             if not (self.bindir / prog).exists():
                 raise RigError(f"{self.bindir / prog} missing (make host, or --sbrig-bin DIR)")
+        if self.compare_config:
+            # a file sbrig compare refuses would cost every job its verdict:
+            # refuse it now, with compare's file:line: [section]: why
+            p = self.sbrig("compare", "-c", self.compare_config, "--print-config",
+                           timeout=60, check=False)
+            if p.returncode != 0:
+                raise RigError(f"--compare-config: {(p.stderr or p.stdout).strip()[-500:]}")
         self.rig.attach()
         self.thread = threading.Thread(target=self._serve, name="rig-host-channel",
                                        daemon=True)
@@ -712,7 +726,8 @@ class RigHost:
                               "lava-test-case compare_verdict --result skip"]
                 else:
                     out = store / f"{stamp}-compare"
-                    p = self.sbrig("compare", "-o", out, *base_reports, "--", *reports,
+                    cfg = ["-c", self.compare_config] if self.compare_config else []
+                    p = self.sbrig("compare", *cfg, "-o", out, *base_reports, "--", *reports,
                                    timeout=RUN_TIMEOUT_S, check=False)
                     if p.returncode in (2, 5) and not (out / "compare.json").exists():
                         # refused: too few runs for any verdict (2), or runs
@@ -817,7 +832,7 @@ def _daemon(args, ready_w: int) -> None:
         target = BoardRig(args.rig_conf, args.listen, args.key, args.secret_file,
                           args.read_timeout)
     rig = RigHost(d, target, scenarios=args.scenarios, bindir=args.sbrig_bin,
-                  history=args.history)
+                  history=args.history, compare_config=args.compare_config)
     signal.signal(signal.SIGTERM, lambda *_: rig.stop_event.set())
     try:
         (d / "rig-host.pid").write_text(f"{os.getpid()}\n")
@@ -945,6 +960,10 @@ def main(argv: list[str] | None = None) -> int:
                        help="where sbrigd and sbrig are (default build/host/release)")
         x.add_argument("--history", type=Path,
                        help="sbrig history add every run to this database")
+        x.add_argument("--compare-config", type=Path,
+                       help="sbrig compare -c FILE: this rig's minimum changes "
+                            "(host/doc/compare-format.md; the virtual rig's: "
+                            "rig/virtual/compare.conf); default sbrig compare's")
     d = sub.add_parser("detach", help="stop the rig host of a device")
     d.add_argument("--dir", type=Path, required=True)
     args = ap.parse_args(argv)
@@ -953,6 +972,7 @@ def main(argv: list[str] | None = None) -> int:
         args.scenarios = args.scenarios.resolve()
         args.sbrig_bin = args.sbrig_bin.resolve()
         args.history = args.history.resolve() if args.history else None
+        args.compare_config = args.compare_config.resolve() if args.compare_config else None
         if args.cmd == "attach-board":
             args.rig_conf = args.rig_conf.resolve()
             args.secret_file = args.secret_file.absolute()
