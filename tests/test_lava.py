@@ -730,6 +730,31 @@ def local_free_port() -> int:
 
 # ------------------------------------------------------- the renderer's errors --
 
+def test_a_rig_hosts_compare_config_is_checked_at_attach(tmp_path):
+    """rig_host.py --compare-config: a thresholds file sbrig compare would
+    refuse fails the attach, with compare's file:line: [section]: why,
+    before the rig is touched; the virtual rig's own file is taken."""
+    subprocess.run(["make", "-C", str(REPO / "host"), "-j2", f"O={BIN.parent}"],
+                   check=True, capture_output=True)
+    rig_host = _load("rig_host")
+
+    class Untouched:
+        def attach(self):
+            raise AssertionError("the rig was attached with a bad --compare-config")
+
+    bad = tmp_path / "compare.conf"
+    bad.write_text("[latency_median_ns]\nmin_change = 0.5\nmin_chnage = 0.6\n")
+    host = rig_host.RigHost(tmp_path, Untouched(), bindir=BIN, compare_config=bad)
+    with pytest.raises(rig_host.RigError,
+                       match=rf"^--compare-config: .*{re.escape(str(bad))}:3: "
+                             r"\[latency_median_ns\]: unknown key 'min_chnage'"):
+        host.attach()
+    host = rig_host.RigHost(tmp_path, Untouched(), bindir=BIN,
+                            compare_config=VIRTUAL_COMPARE_CONF)
+    with pytest.raises(AssertionError, match="the rig was attached"):
+        host.attach()           # the file passed: on to the rig
+
+
 def test_a_template_variable_nobody_sets_is_named_with_its_line(amd64, tmp_path):
     tpl = tmp_path / "mine.yaml.jinja2"
     tpl.write_text((render.TEMPLATES / "qemu.yaml.jinja2").read_text().replace(
