@@ -6,11 +6,11 @@ attached to the QEMU that LAVA boots (``attach``) or on a board's rig
 
     rig_host.py attach --dir DIR --target-port P --power-port Q
                        [--scenarios DIR] [--sbrig-bin DIR] [--history DB]
-                       [--compare-config FILE]
+                       [--compare-config FILE] [--warm-up N]
     rig_host.py attach-board --dir DIR --rig-conf FILE --listen HOST:PORT
                        --secret-file FILE [--read-timeout S] [--key KEY]
                        [--scenarios DIR] [--sbrig-bin DIR] [--history DB]
-                       [--compare-config FILE]
+                       [--compare-config FILE] [--warm-up N]
     rig_host.py detach --dir DIR
 
 A LAVA qemu job boots QEMU itself, so the virtual rig cannot boot its own
@@ -44,7 +44,8 @@ The rig channel (one request per job; lines of text):
                                      the agent's link; the target now
                                      suspends opportunistically
             ... the rig runs SCENARIO RUNS times (each from S3: it waits
-            for QEMU's "suspended"), ``sbrig analyze``s each capture,
+            for QEMU's "suspended"; first --warm-up runs it discards:
+            captured, nothing else), ``sbrig analyze``s each capture,
             ``sbrig compare``s them with its runs of BASELINE (with
             ``-c FILE`` of --compare-config: this rig's minimum changes,
             e.g. rig/virtual/compare.conf for the virtual rig), files them
@@ -452,7 +453,7 @@ class RigHost:
 
     def __init__(self, d: Path, rig, *, scenarios: Path = DEFAULT_SCENARIOS,
                  bindir: Path = DEFAULT_BIN, history: Path | None = None,
-                 compare_config: Path | None = None) -> None:
+                 compare_config: Path | None = None, warm_up: int = 1) -> None:
         self.dir = d
         self.rig = rig
         self.scenarios = scenarios
@@ -460,6 +461,8 @@ class RigHost:
         self.history = history
         # sbrig compare's thresholds file for this rig (None: its defaults)
         self.compare_config = compare_config
+        # runs made and discarded before a request's runs (--warm-up)
+        self.warm_up = warm_up
         self.sbrigd_sock = d / "sbrigd.sock"
         self.stop_event = threading.Event()
         # the connection whose request runs (one at a time: one sbrigd
@@ -703,6 +706,15 @@ class RigHost:
             stamp = datetime.datetime.utcnow().strftime("%Y%m%dT%H%M%SZ")
             store = self.dir / "runs" / scn.stem / commit
             reports = []
+            # warm-up runs first (--warm-up): captured, never analysed,
+            # reported, compared or filed (no report/: no baseline either)
+            session["warm_up"] = []
+            for i in range(1, self.warm_up + 1):
+                self.rig.wait_asleep(self)
+                run_dir = store / f"{stamp}-warm{i}"
+                run_dir.mkdir(parents=True)
+                self.sbrig("run", scn, "-o", run_dir / "capture", timeout=RUN_TIMEOUT_S)
+                session["warm_up"].append(str(run_dir))
             for i in range(1, runs + 1):
                 self.rig.wait_asleep(self)
                 run_dir = store / f"{stamp}-{i}"
@@ -832,7 +844,8 @@ def _daemon(args, ready_w: int) -> None:
         target = BoardRig(args.rig_conf, args.listen, args.key, args.secret_file,
                           args.read_timeout)
     rig = RigHost(d, target, scenarios=args.scenarios, bindir=args.sbrig_bin,
-                  history=args.history, compare_config=args.compare_config)
+                  history=args.history, compare_config=args.compare_config,
+                  warm_up=args.warm_up)
     signal.signal(signal.SIGTERM, lambda *_: rig.stop_event.set())
     try:
         (d / "rig-host.pid").write_text(f"{os.getpid()}\n")
@@ -921,6 +934,12 @@ def _listen(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+def _warm_up(text: str) -> int:
+    if not text.isdigit() or not 0 <= int(text) <= 10:
+        raise argparse.ArgumentTypeError(f"{text!r}: want a number of runs, 0..10")
+    return int(text)
+
+
 def _seconds(text: str) -> float:
     try:
         v = float(text)
@@ -960,6 +979,11 @@ def main(argv: list[str] | None = None) -> int:
                        help="where sbrigd and sbrig are (default build/host/release)")
         x.add_argument("--history", type=Path,
                        help="sbrig history add every run to this database")
+        x.add_argument("--warm-up", type=_warm_up, default=1, metavar="N",
+                       help="scenario runs made before a request's runs and discarded "
+                            "(captured in STAMP-warmK/, never analysed, reported, "
+                            "compared or filed): the first run after the target boots "
+                            "or idles runs colder (default 1; 0..10)")
         x.add_argument("--compare-config", type=Path,
                        help="sbrig compare -c FILE: this rig's minimum changes "
                             "(host/doc/compare-format.md; the virtual rig's: "

@@ -478,6 +478,16 @@ def by_set(run) -> dict[str, dict]:
     return out
 
 
+def check_warm_up(session: dict) -> None:
+    """The rig host's warm-up run (--warm-up, default 1) before a job's
+    runs: captured, never analysed (so never a report, a LAVA test set, a
+    baseline or a history entry)."""
+    assert len(session["warm_up"]) == 1, session["warm_up"]
+    for d in map(Path, session["warm_up"]):
+        assert (d / "capture" / "meta.ini").is_file() and not (d / "report").exists(), d
+        assert str(d) not in session["runs"]
+
+
 def check_self_comparison(session: dict, sets: dict) -> None:
     """The new job's compare.json and LAVA results: the same build on both
     sides (BASE and NEW differ in name only)."""
@@ -528,6 +538,7 @@ def test_qemu_power_jobs_report_the_rigs_figures(amd64):
     assert sets[""]["power-rig"].result == "pass", base.log
     session = json.loads((rig_dir / "session.json").read_text())
     assert session["commit"] == BASE and len(session["runs"]) == RUNS
+    check_warm_up(session)
     base_runs = session["runs"]
     for i, run_dir in enumerate(session["runs"], 1):
         report = json.loads((Path(run_dir) / "report" / "report.json").read_text())
@@ -547,6 +558,7 @@ def test_qemu_power_jobs_report_the_rigs_figures(amd64):
     assert sets[""]["power-rig"].result == "pass", new.log
     session = json.loads((rig_dir / "session.json").read_text())
     assert session["commit"] == NEW and session["baseline"] == BASE
+    check_warm_up(session)
     for i, run_dir in enumerate(session["runs"], 1):
         report = json.loads((Path(run_dir) / "report" / "report.json").read_text())
         assert report["capture"]["provenance"]["git_sha"] == NEW
