@@ -86,9 +86,10 @@ does not load the virtual rig's modules (no QEMU there).
 
 Runs are kept in DIR/runs/SCENARIO/COMMIT/STAMP-N/{capture,report}/ and a
 comparison in DIR/runs/SCENARIO/COMMIT/STAMP-compare/; DIR/session.json
-lists the last request's runs, comparison and lines (and ``rewakes``: how
-often the virtual keypad woke a guest again that suspended before taking
-its key's line, vrig.py). Scenarios are
+lists the last request's runs, comparison and lines (and ``warm_up``: the
+discarded warm-up runs' directories, STAMP-warmK/; ``rewakes``: how often
+the virtual keypad woke a guest again that suspended before taking its
+key's line, vrig.py). Scenarios are
 SCENARIO.scn in --scenarios (default rig/scenarios/); a name must be a
 LAVA name, so it cannot leave that directory.
 """
