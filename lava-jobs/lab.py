@@ -280,8 +280,11 @@ def device_dictionary(state: dict) -> str:
     """lava-jobs/devices/qemu-sbrig.jinja2 with this lab's settings set
     before it (its own settings take a value set already)."""
     rig = LAB / DEVICE
+    # the device is the virtual rig: its comparisons take its minimum
+    # changes (rig/virtual/compare.conf; lava-jobs/README.md)
     opts = (f"--sbrig-bin {BUILD / 'host' / 'release'} "
-            f"--scenarios {state.get('scenarios', REPO / 'rig' / 'scenarios')}")
+            f"--scenarios {state.get('scenarios', REPO / 'rig' / 'scenarios')} "
+            f"--compare-config {REPO / 'rig' / 'virtual' / 'compare.conf'}")
     head = ("{# the lab's settings (lava-jobs/lab.py), then the dictionary #}\n"
             f"{{% set sbrig_dir = '{rig}' %}}\n"
             f"{{% set sbrig_target_port = {state['target_port']} %}}\n"

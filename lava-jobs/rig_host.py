@@ -6,9 +6,11 @@ attached to the QEMU that LAVA boots (``attach``) or on a board's rig
 
     rig_host.py attach --dir DIR --target-port P --power-port Q
                        [--scenarios DIR] [--sbrig-bin DIR] [--history DB]
+                       [--compare-config FILE] [--warm-up N]
     rig_host.py attach-board --dir DIR --rig-conf FILE --listen HOST:PORT
                        --secret-file FILE [--read-timeout S] [--key KEY]
                        [--scenarios DIR] [--sbrig-bin DIR] [--history DB]
+                       [--compare-config FILE] [--warm-up N]
     rig_host.py detach --dir DIR
 
 A LAVA qemu job boots QEMU itself, so the virtual rig cannot boot its own
@@ -42,8 +44,11 @@ The rig channel (one request per job; lines of text):
                                      the agent's link; the target now
                                      suspends opportunistically
             ... the rig runs SCENARIO RUNS times (each from S3: it waits
-            for QEMU's "suspended"), ``sbrig analyze``s each capture,
-            ``sbrig compare``s them with its runs of BASELINE, files them
+            for QEMU's "suspended"; first --warm-up runs it discards:
+            captured, nothing else), ``sbrig analyze``s each capture,
+            ``sbrig compare``s them with its runs of BASELINE (with
+            ``-c FILE`` of --compare-config: this rig's minimum changes,
+            e.g. rig/virtual/compare.conf for the virtual rig), files them
             with ``sbrig history add`` (--history) ...
     rig:    LINES, then end          with the key held down (the target is
                                      woken and kept up by its keypad-scan):
@@ -81,7 +86,10 @@ does not load the virtual rig's modules (no QEMU there).
 
 Runs are kept in DIR/runs/SCENARIO/COMMIT/STAMP-N/{capture,report}/ and a
 comparison in DIR/runs/SCENARIO/COMMIT/STAMP-compare/; DIR/session.json
-lists the last request's runs, comparison and lines. Scenarios are
+lists the last request's runs, comparison and lines (and ``warm_up``: the
+discarded warm-up runs' directories, STAMP-warmK/; ``rewakes``: how often
+the virtual keypad woke a guest again that suspended before taking its
+key's line, vrig.py). Scenarios are
 SCENARIO.scn in --scenarios (default rig/scenarios/); a name must be a
 LAVA name, so it cannot leave that directory.
 """
@@ -283,6 +291,11 @@ class VirtualRig:
         """The key's interrupt: a key down wakes S3 first (vrig)."""
         self.keys.key(vrig.KEY_POWER, down)
 
+    def rewakes(self) -> int:
+        """How often the keypad woke the guest again because it suspended
+        before taking a key's line (vrig's LineProxy), so far."""
+        return len(self.keys.rewakes) if self.keys else 0
+
     def _thread(self, fn, name, *args, **kwargs) -> None:
         t = threading.Thread(target=fn, args=args, kwargs=kwargs,
                              name=f"rig-host-{name}", daemon=True)
@@ -407,6 +420,10 @@ class BoardRig:
     def wait_asleep(self, host: "RigHost") -> None:
         pass
 
+    def rewakes(self) -> int:
+        """A board's keys wake it themselves: never again."""
+        return 0
+
     def hold_key(self, host: "RigHost", down: bool) -> None:
         """``press KEY`` on sbrigd's socket (daemon-protocol.md), released
         early by ``stop`` on the same connection."""
@@ -436,12 +453,17 @@ class RigHost:
     rig's config for each request."""
 
     def __init__(self, d: Path, rig, *, scenarios: Path = DEFAULT_SCENARIOS,
-                 bindir: Path = DEFAULT_BIN, history: Path | None = None) -> None:
+                 bindir: Path = DEFAULT_BIN, history: Path | None = None,
+                 compare_config: Path | None = None, warm_up: int = 1) -> None:
         self.dir = d
         self.rig = rig
         self.scenarios = scenarios
         self.bindir = bindir
         self.history = history
+        # sbrig compare's thresholds file for this rig (None: its defaults)
+        self.compare_config = compare_config
+        # runs made and discarded before a request's runs (--warm-up)
+        self.warm_up = warm_up
         self.sbrigd_sock = d / "sbrigd.sock"
         self.stop_event = threading.Event()
         # the connection whose request runs (one at a time: one sbrigd
@@ -460,6 +482,13 @@ class RigHost:
         for prog in ("sbrigd", "sbrig"):
             if not (self.bindir / prog).exists():
                 raise RigError(f"{self.bindir / prog} missing (make host, or --sbrig-bin DIR)")
+        if self.compare_config:
+            # a file sbrig compare refuses would cost every job its verdict:
+            # refuse it now, with compare's file:line: [section]: why
+            p = self.sbrig("compare", "-c", self.compare_config, "--print-config",
+                           timeout=60, check=False)
+            if p.returncode != 0:
+                raise RigError(f"--compare-config: {(p.stderr or p.stdout).strip()[-500:]}")
         self.rig.attach()
         self.thread = threading.Thread(target=self._serve, name="rig-host-channel",
                                        daemon=True)
@@ -668,6 +697,7 @@ class RigHost:
         lines: list[str] = []
         session: dict = {"request": args, "runs": [], "compare": None}
         ready = False
+        rewakes = self.rig.rewakes()
         try:
             scn, runs, commit, base = self._check_request(args)
             session.update(scenario=scn.stem, commit=commit, baseline=base)
@@ -677,6 +707,15 @@ class RigHost:
             stamp = datetime.datetime.utcnow().strftime("%Y%m%dT%H%M%SZ")
             store = self.dir / "runs" / scn.stem / commit
             reports = []
+            # warm-up runs first (--warm-up): captured, never analysed,
+            # reported, compared or filed (no report/: no baseline either)
+            session["warm_up"] = []
+            for i in range(1, self.warm_up + 1):
+                self.rig.wait_asleep(self)
+                run_dir = store / f"{stamp}-warm{i}"
+                run_dir.mkdir(parents=True)
+                self.sbrig("run", scn, "-o", run_dir / "capture", timeout=RUN_TIMEOUT_S)
+                session["warm_up"].append(str(run_dir))
             for i in range(1, runs + 1):
                 self.rig.wait_asleep(self)
                 run_dir = store / f"{stamp}-{i}"
@@ -700,7 +739,8 @@ class RigHost:
                               "lava-test-case compare_verdict --result skip"]
                 else:
                     out = store / f"{stamp}-compare"
-                    p = self.sbrig("compare", "-o", out, *base_reports, "--", *reports,
+                    cfg = ["-c", self.compare_config] if self.compare_config else []
+                    p = self.sbrig("compare", *cfg, "-o", out, *base_reports, "--", *reports,
                                    timeout=RUN_TIMEOUT_S, check=False)
                     if p.returncode in (2, 5) and not (out / "compare.json").exists():
                         # refused: too few runs for any verdict (2), or runs
@@ -724,6 +764,12 @@ class RigHost:
         except (RigError, OSError) as e:
             log(f"error: {e}")
             lines.append(f"error {e}")
+        # the virtual keypad's second wakes in this request (vrig.py: a
+        # guest that suspended again before its key's line), counted
+        session["rewakes"] = self.rig.rewakes() - rewakes
+        if session["rewakes"]:
+            log(f"the keypad woke the target again {session['rewakes']} time(s): it "
+                f"suspended before its key's line")
         session["lines"] = lines
         tmp = self.dir / ".session.json.tmp"
         tmp.write_text(json.dumps(session, indent=2) + "\n")
@@ -799,7 +845,8 @@ def _daemon(args, ready_w: int) -> None:
         target = BoardRig(args.rig_conf, args.listen, args.key, args.secret_file,
                           args.read_timeout)
     rig = RigHost(d, target, scenarios=args.scenarios, bindir=args.sbrig_bin,
-                  history=args.history)
+                  history=args.history, compare_config=args.compare_config,
+                  warm_up=args.warm_up)
     signal.signal(signal.SIGTERM, lambda *_: rig.stop_event.set())
     try:
         (d / "rig-host.pid").write_text(f"{os.getpid()}\n")
@@ -888,6 +935,12 @@ def _listen(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+def _warm_up(text: str) -> int:
+    if not text.isdigit() or not 0 <= int(text) <= 10:
+        raise argparse.ArgumentTypeError(f"{text!r}: want a number of runs, 0..10")
+    return int(text)
+
+
 def _seconds(text: str) -> float:
     try:
         v = float(text)
@@ -927,6 +980,15 @@ def main(argv: list[str] | None = None) -> int:
                        help="where sbrigd and sbrig are (default build/host/release)")
         x.add_argument("--history", type=Path,
                        help="sbrig history add every run to this database")
+        x.add_argument("--warm-up", type=_warm_up, default=1, metavar="N",
+                       help="scenario runs made before a request's runs and discarded "
+                            "(captured in STAMP-warmK/, never analysed, reported, "
+                            "compared or filed): the first run after the target boots "
+                            "or idles runs colder (default 1; 0..10)")
+        x.add_argument("--compare-config", type=Path,
+                       help="sbrig compare -c FILE: this rig's minimum changes "
+                            "(host/doc/compare-format.md; the virtual rig's: "
+                            "rig/virtual/compare.conf); default sbrig compare's")
     d = sub.add_parser("detach", help="stop the rig host of a device")
     d.add_argument("--dir", type=Path, required=True)
     args = ap.parse_args(argv)
@@ -935,6 +997,7 @@ def main(argv: list[str] | None = None) -> int:
         args.scenarios = args.scenarios.resolve()
         args.sbrig_bin = args.sbrig_bin.resolve()
         args.history = args.history.resolve() if args.history else None
+        args.compare_config = args.compare_config.resolve() if args.compare_config else None
         if args.cmd == "attach-board":
             args.rig_conf = args.rig_conf.resolve()
             args.secret_file = args.secret_file.absolute()

@@ -18,7 +18,8 @@ real lava-run (lava-dispatcher from Debian), with no lab.
 * two qemu power jobs (lava-jobs/rig_host.py attached to LAVA's QEMU by
   the device dictionary's user command), five runs each: the first files
   its runs under a base commit, the second (the same build) compares with
-  them and finds no significant change; every figure LAVA recorded is the
+  them and finds every metric unchanged (with the virtual rig's minimum
+  changes, rig/virtual/compare.conf); every figure LAVA recorded is the
   one of the report.json (or compare.json) the rig wrote, and each run's
   samples and total energy are those the rig host's INA226 emulator
   emitted (its truth file, DIR/power-truth.jsonl);
@@ -410,7 +411,12 @@ def check_run_truth(cases: dict, run_dir: Path, recs: list[dict], where: str) ->
     The split into suspended and awake is printed, not held: here the
     analysis counts about half of what QEMU ran suspended as awake (every
     run: the emitted suspended energy about twice the report's), a known
-    bug (issue 27's report), not the LAVA path's."""
+    bug, not the LAVA path's. Its cause (issue 27's report): every run ends
+    asleep, 1.0-1.4 s before the capture's last sample, but the records of
+    that last suspend reach the rig only after the next resume (the agent
+    is frozen), so the capture has no `enter` for it and its tail counts as
+    awake: the tail at 15 mW (14.9, 16.9, 15.8, 20.5 mJ in four runs) is
+    what the report's suspended energy lacks (15.4, 16.9, 15.9, 20.6 mJ)."""
     raw = read_rows(run_dir / "capture", "samples", typed=True)
     missing = sum(int(g["missing"]) for g in read_rows(run_dir / "capture", "gaps"))
     t = ina226_iiod.truth_energy(recs, raw[0].t_ns, raw[-1].t_ns)
@@ -437,6 +443,10 @@ def check_run_truth(cases: dict, run_dir: Path, recs: list[dict], where: str) ->
     return figures
 
 
+#: the virtual rig's minimum changes for sbrig compare (its rig host's
+#: --compare-config)
+VIRTUAL_COMPARE_CONF = REPO / "rig" / "virtual" / "compare.conf"
+
 #: runs a power job makes: sbrig compare's min_runs (compare-format.md), so
 #: that a build compared with itself can be found unchanged
 RUNS = 5
@@ -457,7 +467,8 @@ def power_run(name: str, commit: str, baseline: str, amd64: Path, rig_dir: Path,
         "sbrig_power_port": ports[1],
         "sbrig_rig_host": f"{sys.executable} {LAVA_JOBS / 'rig_host.py'}",
         "sbrig_rig_options": f"--sbrig-bin {BIN} --scenarios {SCENARIOS} "
-                             f"--history {rig_dir / 'history.db'}"})
+                             f"--history {rig_dir / 'history.db'} "
+                             f"--compare-config {VIRTUAL_COMPARE_CONF}"})
 
 
 def by_set(run) -> dict[str, dict]:
@@ -465,6 +476,16 @@ def by_set(run) -> dict[str, dict]:
     for r in local.test_cases(run.results):
         out.setdefault(r.set or "", {})[r.case] = r
     return out
+
+
+def check_warm_up(session: dict) -> None:
+    """The rig host's warm-up run (--warm-up, default 1) before a job's
+    runs: captured, never analysed (so never a report, a LAVA test set, a
+    baseline or a history entry)."""
+    assert len(session["warm_up"]) == 1, session["warm_up"]
+    for d in map(Path, session["warm_up"]):
+        assert (d / "capture" / "meta.ini").is_file() and not (d / "report").exists(), d
+        assert str(d) not in session["runs"]
 
 
 def check_self_comparison(session: dict, sets: dict) -> None:
@@ -479,36 +500,20 @@ def check_self_comparison(session: dict, sets: dict) -> None:
     cases = sets["compare"]
     verdict = cases.pop("compare_verdict")
     regressed = sum(m["verdict"] == "regressed" for m in cmp["metrics"])
-    # the same build on both sides (BASE and NEW differ in name only): no
-    # metric may change significantly, either way. Issue 27 wants the
-    # verdict "unchanged"; it is "inconclusive" in most runs here, and
-    # rightly by compare-format.md's rule 6 ("not significant, but the
-    # change is beyond the minimum": the runs cannot tell): under TCG on a
-    # shared 2-core host the runs of one build spread more than the
-    # minimum changes. Seen (5 runs a side): energy_total_uJ 562 643 to
-    # 628 626 uJ (minimum 3 %, median shift +3.0 %), latency_median_ns
-    # 27.8 to 45.3 ms (minimum 5 %, shift -11 %), latency_p95_ns 29.3 to
-    # 58.0 ms (minimum 10 %, shift -15 %), p adjusted 0.93; sbrig compare
-    # asks for 48 to 84 more runs a side. Another run: awake_per_wakeup_ns
-    # 1.065 to 1.237 s (minimum 5 %, shift +7.9 %), latency_median_ns
-    # 33.7 to 53.5 ms (shift +23 %), p adjusted 1. Or rule 1, "too few
-    # runs": a run without the metric's value. Seen: baseline_uW null in
-    # one run whose target clock was mapped within 505 ms (22 ms in the
-    # others), which trims its 0.91 s suspended stretch to nothing
-    # (report-format.md: no bucket wholly inside it). So an inconclusive
-    # metric must be one of those two, never a significant change.
-    assert not [m for m in cmp["metrics"] if m["verdict"] in ("regressed", "improved")], \
-        [(m["metric"], m["blocker"], m["verdict"]) for m in cmp["metrics"]]
-    for m in cmp["metrics"]:
-        if m["verdict"] != "inconclusive":
-            continue
-        what = (m["metric"], m["blocker"], m["reason"], m["base"]["n"], m["new"]["n"])
-        if m["reason"] == "too few runs":
-            assert min(m["base"]["n"], m["new"]["n"]) < RUNS, what
-        else:
-            assert m["reason"] == "not significant, but the change is beyond " \
-                "the minimum", what
-    assert cmp["verdict"] in ("unchanged", "inconclusive"), cmp["verdict"]
+    # the same build on both sides (BASE and NEW differ in name only): every
+    # metric unchanged (issue 27), by compare-format.md's rules with the
+    # virtual rig's minimum changes (rig/virtual/compare.conf, which the rig
+    # host passes to sbrig compare: the runs of one build on QEMU/TCG spread
+    # with the host's load, and its minimums come from that spread, measured;
+    # lava-jobs/README.md, "The virtual rig's minimum changes"). A run
+    # without a metric's value (rule 1, "too few runs") fails it too:
+    # lava-press.scn captures half a second of sleep before its first
+    # press, so each run has two suspended stretches for its baseline and
+    # both presses as stimulus wakeups (latency n 2).
+    assert cmp["config"]["path"] == str(VIRTUAL_COMPARE_CONF), cmp["config"]
+    assert [(m["metric"], m["blocker"], m["verdict"], m["reason"]) for m in cmp["metrics"]
+            if m["verdict"] != "unchanged"] == []
+    assert cmp["verdict"] == "unchanged" and regressed == 0
     assert verdict.result == LAVA_RESULT[cmp["verdict"]], (verdict, cmp["verdict"])
     assert float(verdict.measurement) == regressed and verdict.units == "count"
     assert len(cases) == len(cmp["metrics"])
@@ -533,6 +538,7 @@ def test_qemu_power_jobs_report_the_rigs_figures(amd64):
     assert sets[""]["power-rig"].result == "pass", base.log
     session = json.loads((rig_dir / "session.json").read_text())
     assert session["commit"] == BASE and len(session["runs"]) == RUNS
+    check_warm_up(session)
     base_runs = session["runs"]
     for i, run_dir in enumerate(session["runs"], 1):
         report = json.loads((Path(run_dir) / "report" / "report.json").read_text())
@@ -552,6 +558,7 @@ def test_qemu_power_jobs_report_the_rigs_figures(amd64):
     assert sets[""]["power-rig"].result == "pass", new.log
     session = json.loads((rig_dir / "session.json").read_text())
     assert session["commit"] == NEW and session["baseline"] == BASE
+    check_warm_up(session)
     for i, run_dir in enumerate(session["runs"], 1):
         report = json.loads((Path(run_dir) / "report" / "report.json").read_text())
         assert report["capture"]["provenance"]["git_sha"] == NEW
@@ -739,6 +746,31 @@ def local_free_port() -> int:
 
 
 # ------------------------------------------------------- the renderer's errors --
+
+def test_a_rig_hosts_compare_config_is_checked_at_attach(tmp_path):
+    """rig_host.py --compare-config: a thresholds file sbrig compare would
+    refuse fails the attach, with compare's file:line: [section]: why,
+    before the rig is touched; the virtual rig's own file is taken."""
+    subprocess.run(["make", "-C", str(REPO / "host"), "-j2", f"O={BIN.parent}"],
+                   check=True, capture_output=True)
+    rig_host = _load("rig_host")
+
+    class Untouched:
+        def attach(self):
+            raise AssertionError("the rig was attached with a bad --compare-config")
+
+    bad = tmp_path / "compare.conf"
+    bad.write_text("[latency_median_ns]\nmin_change = 0.5\nmin_chnage = 0.6\n")
+    host = rig_host.RigHost(tmp_path, Untouched(), bindir=BIN, compare_config=bad)
+    with pytest.raises(rig_host.RigError,
+                       match=rf"^--compare-config: .*{re.escape(str(bad))}:3: "
+                             r"\[latency_median_ns\]: unknown key 'min_chnage'"):
+        host.attach()
+    host = rig_host.RigHost(tmp_path, Untouched(), bindir=BIN,
+                            compare_config=VIRTUAL_COMPARE_CONF)
+    with pytest.raises(AssertionError, match="the rig was attached"):
+        host.attach()           # the file passed: on to the rig
+
 
 def test_a_template_variable_nobody_sets_is_named_with_its_line(amd64, tmp_path):
     tpl = tmp_path / "mine.yaml.jinja2"

@@ -28,6 +28,13 @@ A key going down while the guest sleeps
 first wakes it (QMP system_wakeup, as the key's interrupt line would),
 then, once QEMU has reset the devices (its WAKEUP event), the line is
 written: QEMU holds it until the resuming guest's virtio driver takes it.
+The line comes after the wake, so an opportunistic guest can suspend again
+before it (seen: 48 ms from QEMU's WAKEUP to its next SUSPEND while the
+rig host, at a load average of 4, took 49 ms to hear the WAKEUP): the line
+then waits in QEMU and the press is lost. A real key's interrupt is
+latched by its driver during the resume, so a guest that is suspended
+again once the line is written is woken again (at most twice, counted in
+``LineProxy.rewakes``), and takes the line.
 The whole chain of seed 002 then runs in the guest: keypad-scan (held by
 suspend_block's keypad_scan from key down to key up), the sbevent queue's
 "evdev", sbagent's process-input-events, and suspend again.
@@ -268,6 +275,9 @@ class LineProxy:
         self.port_lock = threading.Lock()           # protects port writes
         self.lines: list[str] = []                  # every line written
         self.plugged = False                        # the charger's state
+        # the guests woken again because they suspended before their line
+        # (the module docstring), and the line each time
+        self.rewakes: list[str] = []
         self.listener = socket.socket(socket.AF_UNIX)
         self.listener.bind(path)
         self.listener.listen(4)
@@ -317,11 +327,24 @@ class LineProxy:
             port.sendall(line.encode())
             self.lines.append(line)
 
+    def _wake_for(self, line: str) -> None:
+        """After a wake's @line was written: a guest that is suspended
+        again did not take it (QEMU holds it), so wake it again (at most
+        twice; the module docstring)."""
+        for _ in range(2):
+            if self.rig.vm.query_status() != "suspended":
+                return
+            self.rewakes.append(line)
+            self._wake()
+
     def key(self, code: int, down: bool) -> None:
         """A key transition: wake a sleeping guest first, then the line."""
+        line = f"{'d' if down else 'u'} {code}\n"
         if down:
             self._wake()
-        self._write(self.port, f"{'d' if down else 'u'} {code}\n")
+        self._write(self.port, line)
+        if down:
+            self._wake_for(line)
 
     def charger(self, plugged: bool) -> None:
         """A charger change: a detect interrupt wakes a sleeping guest
@@ -331,6 +354,7 @@ class LineProxy:
             raise ValueError("this rig's target has no charger port")
         self._wake()
         self._write(self.charger_port, f"c {int(plugged)}\n")
+        self._wake_for(f"c {int(plugged)}\n")
         self.plugged = plugged
 
     def _client(self, conn: socket.socket, stop: threading.Event) -> None:
