@@ -618,3 +618,30 @@ def test_wakes_the_clock_did_not_see_are_placed_by_the_power(tmp_path):
         assert w["uncert_ns"] <= 6_000_000 + 2 * 500_000, w
     bad = S.compare(rep, truth)
     assert bad == [], "\n".join(bad)
+
+
+def test_a_short_wakes_exchanges_are_not_judged_against_the_sleep_before(tmp_path):
+    """A virtual-rig capture (tests/fixtures/captures/short-wake, from a
+    LAVA power run): a press's wake whose clock exchanges had 42-44 ms
+    round trips, after a sleep whose BOOTTIME step moved the offset by
+    169 ms, next to a 2 ms exchange before the sleep. The band filter
+    judged them against that quicker one, from another line, and dropped
+    them: the wake had no segment, the re-wake before it (its records
+    with no online time at all) kept host time 0, and the report gave a
+    wakeup awake for 50 873 s in a 4 s capture. Judged among the
+    exchanges of their own line (clockfit.c, step 2), the wake is a
+    segment, and every wakeup lies inside the capture."""
+    cap = REPO / "tests" / "fixtures" / "captures" / "short-wake"
+    r = analyze(cap, tmp_path / "report")
+    assert r.returncode == 0, r.stderr
+    rep = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert rep["capture"]["clock"]["segments"] == 2, rep["capture"]["clock"]
+    span = rep["capture"]["end_ns"] - rep["capture"]["start_ns"]
+    for w in rep["wakeups"]:
+        assert rep["capture"]["start_ns"] <= w["resume_t_ns"] <= \
+            rep["capture"]["end_ns"], w
+        assert 0 <= w["awake_ns"] <= span, w
+        if w["latency_ns"] is not None:
+            assert 0 <= w["latency_ns"] <= w["awake_ns"] + span, w
+    # both presses explain a wake, the re-suspend's in between is known
+    assert [w["stimulus"] for w in rep["wakeups"]].count("press power") == 2

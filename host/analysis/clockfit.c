@@ -15,6 +15,9 @@
  *    wide and asymmetric). The band is generous: the weights (1 / h^2)
  *    already make a wide exchange count little, the filter only keeps the
  *    outliers (tens of ms, seconds) out of the fit and the jump test.
+ *    Only the neighbours on a ping's own line count (no jump, step 3,
+ *    between them): the exchanges after a resume's step are judged among
+ *    themselves.
  * 3. Segments: a retained sample starts a new segment when its offset is
  *    further from the previous one's than max(JUMP_MIN_NS, 3 x the larger
  *    half-width) + DRIFT_BUDGET of the time between them: a target reboot
@@ -97,6 +100,23 @@ static bool used(const struct an_clock_sample *s)
 	return kept(s) && !s->out;
 }
 
+/* Is @b's offset more than a jump away from @a's (step 3)? */
+static bool jumps(const struct an_clock_sample *a,
+		  const struct an_clock_sample *b)
+{
+	int64_t h = a->half > b->half ? a->half : b->half;
+	double lim = (h < JUMP_MIN_NS / 3 ? JUMP_MIN_NS : 3.0 * (double)h) +
+		DRIFT_BUDGET * fabs((double)b->host - (double)a->host);
+
+	return fabs(b->off - a->off) > lim;
+}
+
+/*
+ * Step 2. Only neighbours on @i's line count: a resume's step (or a
+ * reboot) starts another, and the exchanges after it are judged among
+ * themselves, not against a quicker one from before the step that says
+ * nothing of them (a short wake's few exchanges would all be dropped).
+ */
 static void band_filter(struct an_clock_sample *s, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -107,7 +127,7 @@ static void band_filter(struct an_clock_sample *s, size_t n)
 		if (!s[i].rtt)		/* a marker pair */
 			continue;
 		for (size_t j = a; j <= b; j++)
-			if (s[j].rtt && s[j].rtt < lo)
+			if (s[j].rtt && s[j].rtt < lo && !jumps(&s[i], &s[j]))
 				lo = s[j].rtt;
 		s[i].keep = s[i].rtt <= BAND_FACTOR * (double)lo + BAND_SLACK_NS;
 	}
@@ -278,17 +298,6 @@ static int add_segment(struct an_clock *c, size_t from, size_t to)
 	g->s_end = last + 1;
 	c->outliers += fit(g, s + first, last + 1 - first);
 	return 0;
-}
-
-/* Is @b's offset more than a jump away from @a's (step 3)? */
-static bool jumps(const struct an_clock_sample *a,
-		  const struct an_clock_sample *b)
-{
-	int64_t h = a->half > b->half ? a->half : b->half;
-	double lim = (h < JUMP_MIN_NS / 3 ? JUMP_MIN_NS : 3.0 * (double)h) +
-		DRIFT_BUDGET * fabs((double)b->host - (double)a->host);
-
-	return fabs(b->off - a->off) > lim;
 }
 
 /* The next sample after @i that passed the band filter, or @n. */
@@ -726,7 +735,11 @@ static int epoch_segment(const struct an_clock *clk, int64_t from, int64_t to,
  */
 static bool agrees(const struct sbrig_event *ev, int64_t host_ns, int64_t unc)
 {
-	double d = (double)an_sat_dist(host_ns, ev->host_t_ns);
+	double d;
+
+	if (ev->uncert_ns < 0)
+		return true;	/* no online time: nothing disagrees */
+	d = (double)an_sat_dist(host_ns, ev->host_t_ns);
 
 	return d <= 4 * ((double)unc + (double)ev->uncert_ns) +
 		ONLINE_SLACK_NS;
