@@ -102,12 +102,6 @@ static ktime_t sb_sleep_clock_since;
  */
 static bool sb_wait_for_wakeup;
 /*
- * Timekeeping may be suspended (between our syscore suspend and resume
- * callbacks): ktime_get() must not be called. Written only there, under
- * the lock; read without it by sb_now().
- */
-static bool sb_clock_frozen;
-/*
  * The last id given to a blocker (struct suspend_blocker's @id): 64 bits,
  * so it never wraps and an id is never reused while the module is loaded.
  */
@@ -145,31 +139,13 @@ static void sb_mirror_sync_locked(void)
 	bool on = sb_mirror && sb_active_count;
 
 	lockdep_assert_held(&suspend_blockers_lock);
-	if (on == sb_ws_on || READ_ONCE(sb_clock_frozen))
+	if (on == sb_ws_on || sb_clock_frozen())
 		return;
 	if (on)
 		__pm_stay_awake(sb_ws);
 	else
 		__pm_relax(sb_ws);
 	sb_ws_on = on;
-}
-
-/**
- * sb_now() - CLOCK_MONOTONIC now, in any context
- *
- * ktime_get() warns while timekeeping is suspended (suspend-to-RAM runs
- * probes and syscore callbacks then, and drivers may block from them);
- * there the NMI-safe fast clock, which stands still until timekeeping
- * resumes, is read instead.
- *
- * Context: any context.
- * Return: the time.
- */
-ktime_t sb_now(void)
-{
-	if (unlikely(READ_ONCE(sb_clock_frozen)))
-		return ns_to_ktime(ktime_get_mono_fast_ns());
-	return ktime_get();
 }
 
 /**
@@ -183,7 +159,7 @@ void sb_set_clock_frozen(bool frozen)
 	unsigned long irqflags;
 
 	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
-	WRITE_ONCE(sb_clock_frozen, frozen);
+	sb_clock_freeze(frozen);
 	if (!frozen)
 		sb_mirror_sync_locked();
 	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
