@@ -481,18 +481,6 @@ bool suspend_is_blocked(void)
 }
 EXPORT_SYMBOL(suspend_is_blocked);
 
-/**
- * sb_any_active_locked() - is any blocker, "main" included, active?
- *
- * Context: suspend_blockers_lock held.
- * Return: true if at least one blocker is active.
- */
-bool sb_any_active_locked(void)
-{
-	lockdep_assert_held(&suspend_blockers_lock);
-	return sb_active_count > 0;
-}
-
 /* True if any blocker, "main" included, is active. */
 bool sb_any_active(void)
 {

@@ -86,7 +86,6 @@ void sb_core_exit(void);
 void sb_set_clock_frozen(bool frozen);
 void sb_core_set_mirror(bool on);
 bool sb_any_active(void);
-bool sb_any_active_locked(void);
 bool sb_own_wakeup_source(const char *name);
 unsigned int sb_event_num(void);
 unsigned long sb_kernel_wakeup_events(void);
