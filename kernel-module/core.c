@@ -120,6 +120,12 @@ static bool sb_suspending;
  */
 static struct wakeup_source *sb_ws;
 static bool sb_ws_on;
+/*
+ * Called each time the last active blocker is released, under the lock:
+ * the opportunistic worker's kick (policy.c), which main.c hands to
+ * sb_core_init(). Set before the first blocker exists, never changed.
+ */
+static void (*sb_idle_notify)(void);
 
 struct suspend_blocker sb_main_blocker;
 struct suspend_blocker sb_unknown_wakeup;
@@ -195,7 +201,8 @@ static void sb_last_inactive_locked(void)
 	lockdep_assert_held(&suspend_blockers_lock);
 	sb_mirror_sync_locked();
 	sb_marker_set_locked(false);
-	sb_worker_kick();
+	if (sb_idle_notify)
+		sb_idle_notify();
 }
 
 static void sb_stat_block_locked(struct suspend_blocker *blocker, ktime_t now)
@@ -732,8 +739,20 @@ out:
 	return ret;
 }
 
-int sb_core_init(void)
+/**
+ * sb_core_init() - register the wakeup source, set up the core's blockers
+ * @idle_notify: Called, with suspend_blockers_lock held and interrupts
+ *		disabled, each time the last active blocker is released
+ *		(the worker's kick, sb_worker_kick()); may be NULL.
+ *
+ * "main" is left active: no sleep state is requested yet.
+ *
+ * Context: process context.
+ * Return: 0 or -ENOMEM.
+ */
+int sb_core_init(void (*idle_notify)(void))
 {
+	sb_idle_notify = idle_notify;
 	sb_ws = wakeup_source_register(NULL, "suspend_blockers");
 	if (!sb_ws)
 		return -ENOMEM;

@@ -81,7 +81,7 @@ extern spinlock_t suspend_blockers_lock;
 extern struct suspend_blocker sb_main_blocker;
 extern struct suspend_blocker sb_unknown_wakeup;
 extern struct suspend_blocker sb_deleted_blockers;
-int sb_core_init(void);
+int sb_core_init(void (*idle_notify)(void));
 void sb_core_exit(void);
 void sb_set_clock_frozen(bool frozen);
 void sb_core_set_mirror(bool on);
