@@ -102,12 +102,6 @@ static ktime_t sb_sleep_clock_since;
  */
 static bool sb_wait_for_wakeup;
 /*
- * Timekeeping may be suspended (between our syscore suspend and resume
- * callbacks): ktime_get() must not be called. Written only there, under
- * the lock; read without it by sb_now().
- */
-static bool sb_clock_frozen;
-/*
  * The last id given to a blocker (struct suspend_blocker's @id): 64 bits,
  * so it never wraps and an id is never reused while the module is loaded.
  */
@@ -126,6 +120,12 @@ static bool sb_suspending;
  */
 static struct wakeup_source *sb_ws;
 static bool sb_ws_on;
+/*
+ * Called each time the last active blocker is released, under the lock:
+ * the opportunistic worker's kick (policy.c), which main.c hands to
+ * sb_core_init(). Set before the first blocker exists, never changed.
+ */
+static void (*sb_idle_notify)(void);
 
 struct suspend_blocker sb_main_blocker;
 struct suspend_blocker sb_unknown_wakeup;
@@ -145,31 +145,13 @@ static void sb_mirror_sync_locked(void)
 	bool on = sb_mirror && sb_active_count;
 
 	lockdep_assert_held(&suspend_blockers_lock);
-	if (on == sb_ws_on || READ_ONCE(sb_clock_frozen))
+	if (on == sb_ws_on || sb_clock_frozen())
 		return;
 	if (on)
 		__pm_stay_awake(sb_ws);
 	else
 		__pm_relax(sb_ws);
 	sb_ws_on = on;
-}
-
-/**
- * sb_now() - CLOCK_MONOTONIC now, in any context
- *
- * ktime_get() warns while timekeeping is suspended (suspend-to-RAM runs
- * probes and syscore callbacks then, and drivers may block from them);
- * there the NMI-safe fast clock, which stands still until timekeeping
- * resumes, is read instead.
- *
- * Context: any context.
- * Return: the time.
- */
-ktime_t sb_now(void)
-{
-	if (unlikely(READ_ONCE(sb_clock_frozen)))
-		return ns_to_ktime(ktime_get_mono_fast_ns());
-	return ktime_get();
 }
 
 /**
@@ -183,7 +165,7 @@ void sb_set_clock_frozen(bool frozen)
 	unsigned long irqflags;
 
 	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
-	WRITE_ONCE(sb_clock_frozen, frozen);
+	sb_clock_freeze(frozen);
 	if (!frozen)
 		sb_mirror_sync_locked();
 	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
@@ -219,7 +201,8 @@ static void sb_last_inactive_locked(void)
 	lockdep_assert_held(&suspend_blockers_lock);
 	sb_mirror_sync_locked();
 	sb_marker_set_locked(false);
-	sb_worker_kick();
+	if (sb_idle_notify)
+		sb_idle_notify();
 }
 
 static void sb_stat_block_locked(struct suspend_blocker *blocker, ktime_t now)
@@ -505,18 +488,6 @@ bool suspend_is_blocked(void)
 }
 EXPORT_SYMBOL(suspend_is_blocked);
 
-/**
- * sb_any_active_locked() - is any blocker, "main" included, active?
- *
- * Context: suspend_blockers_lock held.
- * Return: true if at least one blocker is active.
- */
-bool sb_any_active_locked(void)
-{
-	lockdep_assert_held(&suspend_blockers_lock);
-	return sb_active_count > 0;
-}
-
 /* True if any blocker, "main" included, is active. */
 bool sb_any_active(void)
 {
@@ -768,8 +739,20 @@ out:
 	return ret;
 }
 
-int sb_core_init(void)
+/**
+ * sb_core_init() - register the wakeup source, set up the core's blockers
+ * @idle_notify: Called, with suspend_blockers_lock held and interrupts
+ *		disabled, each time the last active blocker is released
+ *		(the worker's kick, sb_worker_kick()); may be NULL.
+ *
+ * "main" is left active: no sleep state is requested yet.
+ *
+ * Context: process context.
+ * Return: 0 or -ENOMEM.
+ */
+int sb_core_init(void (*idle_notify)(void))
 {
+	sb_idle_notify = idle_notify;
 	sb_ws = wakeup_source_register(NULL, "suspend_blockers");
 	if (!sb_ws)
 		return -ENOMEM;

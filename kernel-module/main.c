@@ -27,7 +27,8 @@ static int __init sb_init(void)
 	ret = sb_events_init(NULL);
 	if (ret)
 		return ret;
-	ret = sb_core_init();
+	/* the core kicks the worker (a layer above it) when it may suspend */
+	ret = sb_core_init(sb_worker_kick);
 	if (ret)
 		goto events_exit;
 	sb_stats_init(NULL);

@@ -66,6 +66,8 @@ MODULE_PARM_DESC(marker,
 
 /**
  * struct sb_marker - the marker line
+ * @level:	The level the core last set (sb_marker_set_locked()), kept
+ *		whether a marker is bound or not: "a blocker is active".
  * @desc:	The line; NULL while no marker is bound.
  * @atomic:	Its controller can be written with interrupts disabled.
  * @suspended:	Between our suspend_late and resume_early: not written.
@@ -76,10 +78,11 @@ MODULE_PARM_DESC(marker,
  * @work:	Deferred mode: writes the changes.
  * @dev:	The bound device, for messages.
  *
- * suspend_blockers_lock protects @desc, @atomic, @suspended and @pending:
- * the core changes the level under it.
+ * suspend_blockers_lock protects @level, @desc, @atomic, @suspended and
+ * @pending: the core changes the level under it.
  */
 struct sb_marker {
+	bool level;
 	struct gpio_desc *desc;
 	bool atomic;
 	bool suspended;
@@ -98,11 +101,15 @@ static struct gpiod_lookup_table *sb_marker_lookup;
  * sb_marker_set_locked() - the blocker state changed
  * @active:	A blocker is active now (none was before), or none is now.
  *
+ * The core calls it at every such change from its init on, also while no
+ * marker is bound: the level it keeps is what probe and resume_early write.
+ *
  * Context: suspend_blockers_lock held, interrupts disabled, any context.
  */
 void sb_marker_set_locked(bool active)
 {
 	lockdep_assert_held(&suspend_blockers_lock);
+	sb_marker.level = active;
 	if (!sb_marker.desc || sb_marker.suspended)
 		return;
 	if (sb_marker.atomic) {
@@ -188,10 +195,10 @@ static int sb_marker_probe(struct platform_device *pdev)
 		sb_marker.dropped = 0;
 		sb_marker.desc = desc;
 		if (sb_marker.atomic) {
-			gpiod_set_value(desc, sb_any_active_locked());
+			gpiod_set_value(desc, sb_marker.level);
 		} else {
 			/* the work's first change writes the current level */
-			sb_marker.out = !sb_any_active_locked();
+			sb_marker.out = !sb_marker.level;
 			sb_marker.pending = 1;
 			queue_work(system_highpri_wq, &sb_marker.work);
 		}
@@ -244,16 +251,14 @@ static int sb_marker_suspend_late(struct device *dev)
 static int sb_marker_resume_early(struct device *dev)
 {
 	unsigned long irqflags;
-	bool level;
 
 	if (!dev_get_drvdata(dev))
 		return 0;
 	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
 	sb_marker.suspended = false;
-	level = sb_any_active_locked();
 	if (sb_marker.atomic) {
-		gpiod_set_value(sb_marker.desc, level);
-	} else if (sb_marker.out != level) {
+		gpiod_set_value(sb_marker.desc, sb_marker.level);
+	} else if (sb_marker.out != sb_marker.level) {
 		/* @work is idle (flushed, and nothing queued it since) */
 		sb_marker.pending = 1;
 		queue_work(system_highpri_wq, &sb_marker.work);

@@ -11,6 +11,7 @@
  * marker.c	the marker line: a GPIO asserted while a blocker is active
  * stats.c	debugfs suspend_blockers
  * events.c	debugfs suspend_blocker_events, the event ring
+ * clock.c	sb_now(): the clock, also while timekeeping is suspended
  * kevents.c	kernel wakeup sources and suspend phases in the event log
  * work.c	suspend-blocking work
  * main.c	module init/exit, in dependency order
@@ -80,13 +81,11 @@ extern spinlock_t suspend_blockers_lock;
 extern struct suspend_blocker sb_main_blocker;
 extern struct suspend_blocker sb_unknown_wakeup;
 extern struct suspend_blocker sb_deleted_blockers;
-int sb_core_init(void);
+int sb_core_init(void (*idle_notify)(void));
 void sb_core_exit(void);
-ktime_t sb_now(void);
 void sb_set_clock_frozen(bool frozen);
 void sb_core_set_mirror(bool on);
 bool sb_any_active(void);
-bool sb_any_active_locked(void);
 bool sb_own_wakeup_source(const char *name);
 unsigned int sb_event_num(void);
 unsigned long sb_kernel_wakeup_events(void);
@@ -99,6 +98,11 @@ void sb_stats_cursor_reset(struct suspend_blocker *cursor);
 void sb_stats_cursor_del(struct suspend_blocker *cursor);
 int sb_stats_cursor_next(struct suspend_blocker *cursor,
 			 struct sb_stats_row *row);
+
+/* clock.c */
+ktime_t sb_now(void);
+void sb_clock_freeze(bool frozen);
+bool sb_clock_frozen(void);
 
 /* events.c */
 enum sb_event_type {

@@ -15,6 +15,10 @@
   the types a lower file shares with a higher one live in a header that
   no .c is named after (an-timeline.h, cm-shared.h, ex-formats.h), and a
   helper the lower files call lives below them (an-base.c, ex-text.c).
+* No circle of files in kernel-module/ either (one internal header,
+  sb_internal.h, that no .c is named after): the clock (clock.c) lies
+  below the event log, the marker line below the core, and the core
+  calls the worker above it only through the kick main.c hands it.
 """
 
 from __future__ import annotations
@@ -219,6 +223,20 @@ def test_no_circle_of_files_in_the_analysis_nor_the_daemon():
                    ("place", "edges"), ("export-perfetto", "ex-text"),
                    ("export-ci", "ex-text")):
         assert lo in g[hi], f"{hi}.c does not reach {lo}.c: {sorted(g[hi])}"
+
+
+def test_no_circle_of_files_in_the_kernel_module():
+    d = REPO / "kernel-module"
+    g = file_graph(d)
+    assert {"core", "events", "marker", "policy", "main"} <= set(g), g
+    cycle = find_cycle(g)
+    assert cycle is None, f"kernel-module: circle: {' -> '.join(cycle)}"
+    # the layers of core.c's and sb_internal.h's comments, downwards
+    for hi, lo in (("policy", "core"), ("core", "events"), ("core", "marker"),
+                   ("events", "clock"), ("main", "policy")):
+        assert lo in g[hi], f"{hi}.c does not reach {lo}.c: {sorted(g[hi])}"
+    for lo in ("clock", "marker"):
+        assert g[lo] <= {"sb_internal.h"}, f"{lo}.c calls up: {sorted(g[lo])}"
 
 
 def test_compare_statistics_stand_alone():
