@@ -645,3 +645,25 @@ def test_a_short_wakes_exchanges_are_not_judged_against_the_sleep_before(tmp_pat
             assert 0 <= w["latency_ns"] <= w["awake_ns"] + span, w
     # both presses explain a wake, the re-suspend's in between is known
     assert [w["stimulus"] for w in rep["wakeups"]].count("press power") == 2
+
+
+def test_a_wake_with_no_time_at_all_is_not_put_at_host_time_zero(tmp_path):
+    """A virtual-rig capture (tests/fixtures/captures/asleep-start, from a
+    LAVA power run) that began with the target asleep: its first wake
+    (a re-wake the module counted as unknown) had no clock exchange and
+    no online time, its records host time 0 in events.tsv, and the
+    report put its resume at host time 0: a wakeup awake for 49 429 s in
+    a 4 s capture. An event with no time is no earlier than the events
+    logged before it (report-format.md, "Clock"): its resume is there,
+    still unmapped, and no wakeup is longer than the capture."""
+    cap = REPO / "tests" / "fixtures" / "captures" / "asleep-start"
+    r = analyze(cap, tmp_path / "report")
+    assert r.returncode == 0, r.stderr
+    rep = json.loads((tmp_path / "report" / "report.json").read_text())
+    c = rep["capture"]
+    assert c["unmapped_events"] > 0, c
+    span = c["end_ns"] - c["start_ns"]
+    for w in rep["wakeups"]:
+        assert w["resume_t_ns"] > c["start_ns"] - 10 * span, w
+        assert 0 <= w["awake_ns"] <= span, w
+    assert [w["cause"] for w in rep["wakeups"]] == ["unknown", "stimulus", "stimulus"]

@@ -133,6 +133,7 @@ struct an_mapper {
 	struct an_epoch *ep;	/* n + 1 epochs (place.c) */
 	size_t epcap;
 	bool past_exit;		/* the current epoch's exit was mapped */
+	int64_t lb;		/* the latest earliest time so far, this boot */
 };
 
 /* an_mapper_map()'s answer for an event placed by the power (place.c) */

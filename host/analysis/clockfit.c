@@ -827,6 +827,7 @@ int an_mapper_map(struct an_mapper *mp, const struct sbrig_event *ev,
 		snprintf(mp->boot, sizeof(mp->boot), "%s", ev->boot_id);
 		mp->enter_online = -1;
 		mp->past_exit = true;
+		mp->lb = INT64_MIN;
 	}
 	if (!strcmp(ev->type, "exit"))
 		mp->past_exit = true;
@@ -848,7 +849,20 @@ int an_mapper_map(struct an_mapper *mp, const struct sbrig_event *ev,
 		if (!agrees(ev, *host_ns, *uncert_ns))
 			k = other_segment(mp->clk, ev, k, host_ns, uncert_ns);
 	}
+	/*
+	 * No time at all (uncertainty -1): it was logged after the events
+	 * before it, so it is no earlier than their earliest; that bound,
+	 * its uncertainty still unknown, rather than host time 0. Online
+	 * times of a sleep's tail (after its enter, before its exit) are no
+	 * bound: they may be the model from before the resume's step.
+	 */
+	if (k < 0 && *uncert_ns < 0 && mp->lb != INT64_MIN)
+		*host_ns = mp->lb;
 out:
+	if (*uncert_ns >= 0 && (k >= 0 || k == AN_SEG_PLACED ||
+				mp->past_exit || !strcmp(ev->type, "enter")) &&
+	    an_sat_sub(*host_ns, *uncert_ns) > mp->lb)
+		mp->lb = an_sat_sub(*host_ns, *uncert_ns);
 	if (!strcmp(ev->type, "enter")) {
 		mp->past_exit = false;
 		mp->enter_online = mp->next < mp->n ? mp->enters[mp->next] :
