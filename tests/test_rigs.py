@@ -12,6 +12,7 @@ test's directory. Each rig has its own INA226 emulator and scripted agent
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -436,18 +437,28 @@ def test_status_all_does_not_hang_on_a_silent_daemon(tmp_path):
     assert p.returncode == 3 and "no rig's socket" in p.stderr, p.stderr
 
 
+@contextlib.contextmanager
+def _mute_rigs(run_dir: Path, prefix: str, n: int, width: int = 1):
+    """n listening sockets PREFIXk.sock in run_dir that never answer."""
+    socks = []
+    try:
+        for i in range(n):
+            sock = socket.socket(socket.AF_UNIX)
+            sock.bind(str(run_dir / f"{prefix}{i:0{width}d}.sock"))
+            sock.listen(4)
+            socks.append(sock)
+        yield
+    finally:
+        for sock in socks:
+            sock.close()
+
+
 def test_status_all_asks_silent_daemons_together(tmp_path):
     """Four daemons that never answer cost one --timeout, not four: the
     rigs are asked together (sbrig(1)). One after the other this took
     4 x 1.5 s = 6 s at least; the bound leaves the ASan build's start-up
     and a loaded machine 2.5 s."""
-    socks = []
-    try:
-        for i in range(4):
-            s = socket.socket(socket.AF_UNIX)
-            s.bind(str(tmp_path / f"stuck{i}.sock"))
-            s.listen(4)
-            socks.append(s)
+    with _mute_rigs(tmp_path, "stuck", 4):
         t0 = time.monotonic()
         p = sbrig("--run-dir", str(tmp_path), "status", "--all", "--json",
                   "--timeout", "1500ms", timeout=60)
@@ -460,22 +471,13 @@ def test_status_all_asks_silent_daemons_together(tmp_path):
             assert "did not answer within 1500 ms" in r["error"], r
             assert r["socket"] == str(tmp_path / (r["rig"] + ".sock"))
         assert took < 4.0, f"status --all took {took:.1f} s for 4 silent daemons"
-    finally:
-        for s in socks:
-            s.close()
 
 
 def test_status_all_many_silent_daemons_cost_one_timeout(tmp_path):
     """70 daemons that never answer (more than the 64 asked at once
     before) cost about one --timeout in all: every rig is asked at once,
     under one deadline. In batches of 64 this took two timeouts (4 s)."""
-    socks = []
-    try:
-        for i in range(70):
-            s = socket.socket(socket.AF_UNIX)
-            s.bind(str(tmp_path / f"mute{i:02d}.sock"))
-            s.listen(4)
-            socks.append(s)
+    with _mute_rigs(tmp_path, "mute", 70, 2):
         t0 = time.monotonic()
         p = sbrig("--run-dir", str(tmp_path), "status", "--all", "--json",
                   "--timeout", "2s", timeout=60)
@@ -489,9 +491,6 @@ def test_status_all_many_silent_daemons_cost_one_timeout(tmp_path):
             assert "did not answer within 2000 ms" in r["error"], r
         assert took < 1.5 * 2.0, \
             f"status --all took {took:.2f} s for 70 silent daemons"
-    finally:
-        for s in socks:
-            s.close()
 
 
 def test_status_all_fd_limit_keeps_the_deadline(tmp_path):
@@ -499,13 +498,7 @@ def test_status_all_fd_limit_keeps_the_deadline(tmp_path):
     are; those not asked by the deadline are listed as such, and the
     whole still takes one --timeout."""
     import resource
-    socks = []
-    try:
-        for i in range(70):
-            s = socket.socket(socket.AF_UNIX)
-            s.bind(str(tmp_path / f"mute{i:02d}.sock"))
-            s.listen(4)
-            socks.append(s)
+    with _mute_rigs(tmp_path, "mute", 70, 2):
         env = {k: v for k, v in os.environ.items()
                if k not in ("SBRIG_SOCKET", "SBRIG_RIG", "SBRIG_RUN_DIR")}
         t0 = time.monotonic()
@@ -524,9 +517,6 @@ def test_status_all_fd_limit_keeps_the_deadline(tmp_path):
         assert len(asked) + len(skipped) == 70, errors
         assert 0 < len(asked) < 70 and skipped, errors
         assert took < 1.5 * 1.0, f"status --all took {took:.2f} s"
-    finally:
-        for s in socks:
-            s.close()
 
 
 def test_units_verify(tmp_path):
