@@ -286,6 +286,27 @@ static void pg_bind_double(struct hi_stmt *st, int i, double v)
  * transaction of its own when the session has none (a reader's: read
  * only, one snapshot for every batch), closed by reset and finalize.
  */
+/*
+ * Take @s->res, just executed, as the statement's rows (before the first),
+ * or the error it carries (@command_ok: a statement without rows passes).
+ */
+static int take_result(struct pg_stmt *s, bool command_ok, const char *what)
+{
+	ExecStatusType rs = PQresultStatus(s->res);
+
+	if (!s->res || (rs != PGRES_TUPLES_OK &&
+			!(command_ok && rs == PGRES_COMMAND_OK))) {
+		int ret = pg_err(s->base.h, s->res, what);
+
+		PQclear(s->res);
+		s->res = NULL;
+		return ret;
+	}
+	s->row = -1;
+	s->nrows = PQntuples(s->res);
+	return 0;
+}
+
 static int cursor_fetch(struct pg_stmt *s, const char *what)
 {
 	struct sbrig_history *h = s->base.h;
@@ -295,16 +316,7 @@ static int cursor_fetch(struct pg_stmt *s, const char *what)
 	snprintf(sql, sizeof(sql), "FETCH %d FROM %s", HI_ROWS_BATCH,
 		 s->cursor);
 	s->res = PQexec(CONN(h), sql);
-	if (!s->res || PQresultStatus(s->res) != PGRES_TUPLES_OK) {
-		int ret = pg_err(h, s->res, what);
-
-		PQclear(s->res);
-		s->res = NULL;
-		return ret;
-	}
-	s->row = -1;
-	s->nrows = PQntuples(s->res);
-	return 0;
+	return take_result(s, false, what);
 }
 
 static int cursor_step(struct pg_stmt *s, const char *what)
@@ -391,22 +403,14 @@ static int pg_step(struct hi_stmt *st, const char *what)
 	if (s->cursor[0])
 		return cursor_step(s, what);
 	if (!s->res) {
-		ExecStatusType rs;
+		int ret;
 
 		s->res = PQexecParams(CONN(h), s->sql, s->nparams, s->type,
 				      (const char *const *)s->val, NULL, NULL,
 				      0);
-		rs = PQresultStatus(s->res);
-		if (!s->res || (rs != PGRES_TUPLES_OK &&
-				rs != PGRES_COMMAND_OK)) {
-			int ret = pg_err(h, s->res, what);
-
-			PQclear(s->res);
-			s->res = NULL;
+		ret = take_result(s, true, what);
+		if (ret)
 			return ret;
-		}
-		s->row = -1;
-		s->nrows = PQntuples(s->res);
 	}
 	if (s->row + 1 >= s->nrows) {
 		s->row = s->nrows;
