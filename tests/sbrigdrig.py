@@ -85,14 +85,19 @@ class Daemon:
                 self.cond.wait(0.1)
 
     def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
+        return stop_daemon(self.proc)
+
+
+def stop_daemon(proc: subprocess.Popen) -> int:
+    """SIGTERM a daemon still running, SIGKILL it after 20 s; its status."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return proc.returncode
 
 
 def sbrig(sock: Path | None, *args: str, timeout: float = 60):

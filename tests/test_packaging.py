@@ -40,6 +40,7 @@ import pytest
 
 from tests.test_power import Emulator
 from tests.qemuqmp import QemuQmp
+from tests.sbrigdrig import stop_daemon
 
 REPO = Path(__file__).resolve().parents[1]
 PKG = REPO / "build" / "pkg"
@@ -233,14 +234,7 @@ class PkgDaemon:
         self.up.set()
 
     def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
+        return stop_daemon(self.proc)
 
 
 @pytest.fixture(scope="module")
