@@ -123,7 +123,8 @@ static const struct cfg_key cfg_keys[] = {
 	CFG(SEC_POWER, "sample_rate_hz", T_U32, sample_rate_hz, 0, 1000000),
 	/* standard mode to the INA226's high-speed mode */
 	CFG(SEC_POWER, "i2c_hz", T_U32, i2c_hz, 10000, 2940000),
-	CFG(SEC_POWER, "buffer_samples", T_U32, buffer_samples, 1, 1 << 20),
+	/* 0: a quarter second's worth at the sensor's rate (power.c) */
+	CFG(SEC_POWER, "buffer_samples", T_U32, buffer_samples, 0, 1 << 20),
 	CFG(SEC_POWER, "asleep_uA", T_U32, asleep_uA, 0, 100000000),
 	CFG(SEC_TARGET, "uri", T_URI_TARGET, target_uri, 0, 0),
 	CFG(SEC_TARGET, "state_uri", T_URI_MACHINE, machine_uri, 0, 0),
@@ -357,7 +358,6 @@ static void cfg_defaults(struct sbrig_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
 	snprintf(cfg->power_device, sizeof(cfg->power_device), "ina226");
-	cfg->buffer_samples = 256;
 	cfg->i2c_hz = SBRIG_POWER_DEFAULT_I2C_HZ;
 	cfg->press_ms = 100;
 	cfg->settle_ms = 1000;

@@ -116,7 +116,8 @@
 #include "internal.h"
 #include "power-internal.h"
 
-#define DEFAULT_BUFFER_SAMPLES	256
+#define AUTO_BUFFER_NS		250000000
+#define MIN_AUTO_BUFFER		8
 #define MIN_QUEUE_ITEMS		8192
 /* wake the caller for plain samples at most this often (see take_buffer) */
 #define WAKE_INTERVAL_NS	250000000
@@ -919,11 +920,16 @@ struct sbrig_power *sbrig_power_new(const char *uri,
 	if (ret)
 		goto err_ctx;
 
-	/* default: 256 samples, but no more than a quarter second's worth */
-	pwr->buffer_samples = DEFAULT_BUFFER_SAMPLES;
-	if (pwr->buffer_samples > pwr->rate_hz / 4)
-		pwr->buffer_samples = pwr->rate_hz / 4 > 8 ?
-				      (size_t)(pwr->rate_hz / 4) : 8;
+	/*
+	 * Default: a quarter second's worth (AUTO_BUFFER_NS), at least
+	 * MIN_AUTO_BUFFER. A refill costs the same whatever its size (a
+	 * wake-up, a request to iiod), so a buffer sized in time keeps that
+	 * cost per second flat at any rate, and bounds how late a sample
+	 * reaches the caller (and how long an ip: stop waits) alike.
+	 */
+	pwr->buffer_samples = (size_t)(pwr->rate_hz * AUTO_BUFFER_NS / 1e9);
+	if (pwr->buffer_samples < MIN_AUTO_BUFFER)
+		pwr->buffer_samples = MIN_AUTO_BUFFER;
 	if (opts && opts->buffer_samples)
 		pwr->buffer_samples = opts->buffer_samples;
 	pwr->q_cap = 4 * pwr->buffer_samples;
@@ -975,6 +981,7 @@ int sbrig_power_get_info(struct sbrig_power *pwr,
 	snprintf(info->device, sizeof(info->device), "%s", pwr->devname);
 	info->sample_rate_hz = pwr->rate_hz;
 	info->shunt_uohm = pwr->shunt_uohm;
+	info->buffer_samples = (uint32_t)pwr->buffer_samples;
 	info->has_timestamp = pwr->ch[CH_TS] &&
 			      iio_channel_is_scan_element(pwr->ch[CH_TS]);
 	info->stale_buffer_cleared = pwr->stale_cleared;

@@ -92,6 +92,7 @@ static const struct {
 	{ "sensor.busy_ms", V_INT },
 	{ "sensor.rate_hz", V_FLOAT },
 	{ "sensor.shunt_uohm", V_INT },
+	{ "sensor.buffer_samples", V_INT },
 	{ "sensor.current_mA", V_FLOAT },
 	{ "sensor.bus_mV", V_FLOAT },
 	{ "link.connected", V_BOOL },
@@ -456,9 +457,11 @@ static void print_sensor(jobj *root)
 		print_group("", "no reading while a capture samples");
 	}
 	if (has(root, "sensor", "rate_hz"))
-		print_group("", "%.1f samples/s, shunt %.3f mOhm",
+		print_group("", "%.1f samples/s, shunt %.3f mOhm, "
+			    "%" PRId64 "-sample buffers",
 			    dbl(root, "sensor", "rate_hz"),
-			    num(root, "sensor", "shunt_uohm") / 1000.0);
+			    num(root, "sensor", "shunt_uohm") / 1000.0,
+			    num(root, "sensor", "buffer_samples"));
 	if (has(root, "sensor", "busy"))
 		print_group("", "%s for %.1f s", str(root, "sensor", "busy"),
 			    num(root, "sensor", "busy_ms") / 1000.0);

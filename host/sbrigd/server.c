@@ -547,6 +547,8 @@ static void status_sensor(struct client *c, const struct rig_status *st)
 			     st->sensor.sample_rate_hz);
 		client_sendf(c, "data sensor.shunt_uohm: %" PRIu32,
 			     st->sensor.shunt_uohm);
+		client_sendf(c, "data sensor.buffer_samples: %" PRIu32,
+			     st->sensor.buffer_samples);
 	}
 	if (st->have_reading) {
 		client_sendf(c, "data sensor.current_mA: %.3f",

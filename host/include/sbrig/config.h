@@ -68,7 +68,8 @@ struct sbrig_line_cfg {
  * @power_device: IIO device name or id ([power] device, e.g. ina226)
  * @shunt_uohm: shunt resistor ([power] shunt_uohm; 0 = keep the device's)
  * @sample_rate_hz: requested sampling rate (0 = device default)
- * @buffer_samples: samples per IIO buffer refill
+ * @buffer_samples: samples per IIO buffer refill ([power] buffer_samples;
+ *	0 = a quarter second's worth at the sensor's rate)
  * @i2c_hz: the sensor's I2C bus clock (its ceiling: sbrig_power_max_rate())
  * @asleep_uA: the target is asleep while its supply draws at most this
  *	([power] asleep_uA; 0: the supply is no witness of its sleep)

@@ -68,7 +68,8 @@ static inline unsigned int sbrig_power_max_rate(uint32_t i2c_hz)
  * @shunt_uohm: shunt to program (0 = keep the device's setting)
  * @sample_rate_hz: rate to request (0 = keep the device's; at most
  *	sbrig_power_max_rate(@i2c_hz))
- * @buffer_samples: samples per buffer refill (0 = a default)
+ * @buffer_samples: samples per buffer refill (0 = a quarter second's worth
+ *	at the sensor's rate, at least 8)
  * @i2c_hz: the sensor's I2C bus clock (0 = SBRIG_POWER_DEFAULT_I2C_HZ)
  */
 struct sbrig_power_opts {
@@ -85,6 +86,7 @@ struct sbrig_power_opts {
  * @device: IIO device name
  * @sample_rate_hz: the rate the device reports
  * @shunt_uohm: the shunt the device uses
+ * @buffer_samples: samples per buffer refill (the requested or automatic size)
  * @has_timestamp: the buffer has a timestamp channel
  * @stale_buffer_cleared: the device's buffer was left enabled by a capture
  *	that was killed (local: only; Linux keeps it enabled, the driver
@@ -95,6 +97,7 @@ struct sbrig_power_info {
 	char device[64];
 	double sample_rate_hz;
 	uint32_t shunt_uohm;
+	uint32_t buffer_samples;
 	bool has_timestamp;
 	bool stale_buffer_cleared;
 };
