@@ -6,11 +6,13 @@
  * reports to its observers is appended to the capture directory: samples
  * and gaps, marker edges, stimuli, target events with their host times,
  * stats snapshots (the agent's "stats" command every stats_every, answered
- * to our own reply callback) and the link's clock exchanges. A timer ticks
- * every second: it syncs the files (capture.c: at most once a second) and
- * tells the owner the progress. Each tick is a wake-up of the loop, the
- * dearest thing it does while capturing (a context switch): no more often
- * than the syncs need.
+ * to our own reply callback) and the link's clock exchanges. Once a second
+ * a tick syncs the files (capture.c: at most once a second) and tells the
+ * owner the progress. A wake-up of the loop is the dearest thing it does
+ * while capturing (a context switch), so the tick rides on the sensor's:
+ * the samples that arrive (every quarter second, power.c) a second or
+ * more after the last tick run it, and its timer, REC_TICK_SLACK_NS
+ * later, only fires when none come (no sensor, or a late one).
  *
  * A capture ends when its duration is over, when rec_stop() is called (a
  * "stop" request, the end of a scenario, shutdown), when the sensor fails
@@ -33,6 +35,7 @@
 #include "util.h"
 
 #define REC_TICK_NS NS_PER_S
+#define REC_TICK_SLACK_NS (NS_PER_S / 4)
 #define REC_SNAPSHOTS 4		/* stats commands in flight at most */
 
 /* the recorder: only the loop's thread touches it */
@@ -44,6 +47,7 @@ static struct {
 	void *ctx;
 	struct rec_counts n;
 	int64_t start_ns;
+	int64_t last_tick_ns;
 	struct sched_timer tick;
 	struct sched_timer stop_timer;
 	struct sched_timer stats_timer;
@@ -177,7 +181,10 @@ static void tick(void *data)
 		failed(ret, "sync");
 		return;
 	}
-	sched_timer_start(&rec.tick, time_add(now, REC_TICK_NS), tick, NULL);
+	rec.last_tick_ns = now;
+	sched_timer_start(&rec.tick,
+			  time_add(now, REC_TICK_NS + REC_TICK_SLACK_NS), tick,
+			  NULL);
 	if (time_sub(now, rec.last_progress_ns) >= NS_PER_S) {
 		rec.last_progress_ns = now;
 		if (rec.ops && rec.ops->progress) {
@@ -271,6 +278,9 @@ static void on_samples(void *data, const struct sbrig_sample *s, size_t n)
 	rec.n.samples += n;
 	for (size_t i = 0; i < n; i++)
 		rec.n.sum_current_uA += s[i].current_uA;
+	/* the tick, on this wake-up rather than one of its own */
+	if (time_sub(sbrig_now_ns(), rec.last_tick_ns) >= REC_TICK_NS)
+		tick(NULL);
 }
 
 static void on_gap(void *data, const struct sbrig_gap *gap)
@@ -444,6 +454,7 @@ int rec_start(const struct rec_opts *o, const struct rec_client_ops *ops,
 		finish(ret, st);
 		return sbrig_set_error(ret, "%s", st + 8);
 	}
+	rec.last_tick_ns = now;
 	sched_timer_start(&rec.tick, time_add(now, REC_TICK_NS), tick, NULL);
 	if (o->duration_ns > 0)
 		sched_timer_start(&rec.stop_timer, time_add(now, o->duration_ns),

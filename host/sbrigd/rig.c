@@ -43,7 +43,8 @@
 #include "util.h"
 #include "worker.h"
 
-#define RIG_SAMPLE_BATCH 512
+/* a wake-up's worth at 3.5 kS/s (power.c wakes us every 250 ms) */
+#define RIG_SAMPLE_BATCH 2048
 #define RIG_GAP_BATCH 32
 #define RIG_LINK_BATCH 256
 #define RIG_MAX_COMMANDS 32
@@ -502,7 +503,13 @@ static void power_drain(void)
 			rig.last_sample = rig.samples[n - 1];
 		while (gi < ngaps)
 			NOTIFY(gap, &rig.gaps[gi++]);
-		if (n == 0 && ngaps == 0)
+		/*
+		 * Less than a batch: the queue was empty (what the thread
+		 * queues from now on makes the fd readable again). Asking
+		 * once more would cost a read of the eventfd, and a full
+		 * batch left behind a write to re-arm it.
+		 */
+		if ((size_t)n < RIG_SAMPLE_BATCH && ngaps < RIG_GAP_BATCH)
 			return;
 	}
 }
