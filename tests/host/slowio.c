@@ -4,13 +4,17 @@
  * fdatasync() and fsync() sleep SLOWSYNC_MS milliseconds before their
  * work (an SD card, a busy NFS server), getaddrinfo() of a name (not of
  * an address) sleeps SLOWDNS_MS (a DNS server that does not answer).
- * Unset means no delay. The suite cannot make a real disk or resolver
+ * Unset means no delay. With SLOWSYNC_LOG set, each slowed call appends
+ * its CLOCK_MONOTONIC time (ns) to that file, one line a call, so a test
+ * can tell that the syncs did happen while it watched. The suite cannot make a real disk or resolver
  * that slow on every machine (no device-mapper delay target, no DNS
  * server of its own), so this stands in for them: tests/test_sbrigd.py
  * checks that sbrigd's poll loop keeps answering meanwhile.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <stdlib.h>
@@ -28,11 +32,33 @@ static void slow(const char *var)
 		nanosleep(&ts, NULL);
 }
 
+/* Say when a sync was slowed (SLOWSYNC_LOG), one O_APPEND write a call. */
+static void log_sync(void)
+{
+	const char *path = getenv("SLOWSYNC_LOG");
+	struct timespec now;
+	char line[32];
+	int fd, n;
+
+	if (!path)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	n = snprintf(line, sizeof(line), "%lld\n",
+		     (long long)now.tv_sec * 1000000000LL + now.tv_nsec);
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;
+	if (write(fd, line, (size_t)n) < 0)
+		n = 0;
+	close(fd);
+}
+
 int fdatasync(int fd)
 {
 	int (*real)(int) = (int (*)(int))dlsym(RTLD_NEXT, "fdatasync");
 
 	slow("SLOWSYNC_MS");
+	log_sync();
 	return real(fd);
 }
 

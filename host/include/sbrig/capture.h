@@ -167,11 +167,12 @@ int sbrig_capture_add_clock(struct sbrig_capture *cap, int64_t host_send_ns,
 			    int retained);
 
 /**
- * sbrig_capture_sync() - flush + fdatasync if a second has passed
+ * sbrig_capture_sync() - write the buffered rows if a second has passed
  * @cap: the capture
  * @now_ns: host CLOCK_MONOTONIC
  *
- * Call from the main loop at least once a second.
+ * Call from the main loop at least once a second. Every fifth second it
+ * also has what was written fdatasync'd (on the capture's own thread).
  * Return: 0 or -errno.
  */
 int sbrig_capture_sync(struct sbrig_capture *cap, int64_t now_ns);
