@@ -755,6 +755,45 @@ def test_the_machine_witness_decides_first_and_says_so(wrig):
     assert st["link.asleep"] == "no" and st["asleep.witness"] == "machine", st
 
 
+def test_the_power_witness_tells_during_a_capture_after_a_quiet_spell(wrig):
+    """While a capture runs and nobody asks whether the target sleeps, the
+    sensor wakes the daemon for its samples only once a second (a wake-up
+    is the dearest thing its loop does; rig.c power_pace()), so the newest
+    sample it holds may be older than the power witness accepts. Asked
+    again, the witness gets fresh samples within a second and a quarter
+    and decides from the supply, every time it is asked from then on: the
+    quiet spell costs it no verdict."""
+    cap = wrig.tmp / "quiet-cap"
+    cli = subprocess.Popen([str(SBRIG), "-s", str(wrig.sock), "capture", "-d",
+                            "30s", "-o", str(cap)], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    try:
+        wrig.daemon.wait_log(f"capture {cap} started")
+        time.sleep(6.5)     # nobody asks: the watch lapses after 5 s
+        wrig.emu.ctl("current_uA 1000")
+        t = time.monotonic()
+        st = wait_status(wrig, lambda s: s.get("asleep.witness") == "power"
+                         and s["link.asleep"] == "yes", timeout=10)
+        took = time.monotonic() - t
+        assert "1.000 mA, within the 5.000 mA" in st["asleep.detail"], st
+        assert st["capture"] != "none", st      # the capture's own samples
+        # a second's wake-up, the buffer (a quarter second at 500 S/s),
+        # the emulator's and the status round trips' slack
+        assert took < 2.5, f"{took:.2f} s before the supply could tell"
+        # watched, the samples come every quarter second: the newest is
+        # never too old for the witness, which tells every time it is asked
+        seen = []
+        end = time.monotonic() + 2.5
+        while time.monotonic() < end:
+            seen.append(status(wrig).get("asleep.witness"))
+            time.sleep(0.1)
+        assert set(seen) == {"power"}, seen
+    finally:
+        wrig.emu.ctl("current_uA 20000")
+        cli.send_signal(signal.SIGINT)
+        cli.communicate(timeout=60)
+
+
 def test_a_deep_sleeper_that_qemu_shows_running_is_awake(wrig):
     """QEMU says "running": for a target that sleeps in s2idle that tells
     nothing, but the event log says this one sleeps deep (its "suspend mem

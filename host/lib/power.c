@@ -24,8 +24,9 @@
  * IIO scales are decimals with at most 9 fractional digits, so exact) and
  * pushed to a bounded queue (power->lock, taken once per buffer). The
  * eventfd is written only when it is not already readable (efd_armed), and
- * for plain samples at most every WAKE_INTERVAL_NS (take_buffer()): waking
- * the caller's thread costs more than the samples of a small buffer. The
+ * for plain samples at most every wake interval (take_buffer(); the
+ * caller's choice, sbrig_power_set_wake_interval()): waking the caller's
+ * thread costs more than the samples of a small buffer. The
  * caller's poll() loop only ever takes what is queued.
  *
  * Stopping loses no sample. On local: contexts the buffer is non-blocking
@@ -99,6 +100,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <iio.h>
+#include <inttypes.h>
 #include <math.h>
 #include <poll.h>
 #include <pthread.h>
@@ -119,8 +121,6 @@
 #define AUTO_BUFFER_NS		250000000
 #define MIN_AUTO_BUFFER		8
 #define MIN_QUEUE_ITEMS		8192
-/* wake the caller for plain samples at most this often (see take_buffer) */
-#define WAKE_INTERVAL_NS	250000000
 /* ip: a stop waits this long at most for a late sensor that delivers */
 #define STOP_LATE_MAX_NS	10000000000LL
 
@@ -191,6 +191,7 @@ struct sbrig_power {
 	int64_t applied_off_ns;		/* slewed towards target_off_ns */
 	int64_t slew_step_ns;		/* at most this per sample: period / 4 */
 	int64_t last_wake_ns;		/* host time the caller was last woken */
+	int64_t wake_interval_ns;	/* under lock: take_buffer() */
 	bool have_applied_off;
 	bool have_prev;
 	int64_t prev_ts_ns;		/* raw timestamp of the last sample */
@@ -862,6 +863,7 @@ struct sbrig_power *sbrig_power_new(const char *uri,
 		ret = sbrig_set_error(-ret, "%s: mutex", uri);
 		goto err_free;
 	}
+	pwr->wake_interval_ns = SBRIG_POWER_WAKE_NS;
 	pwr->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (pwr->efd < 0) {
 		ret = sbrig_set_error(-errno, "%s: eventfd: %s", uri,
@@ -1272,10 +1274,12 @@ void queue_scans(struct sbrig_power *pwr, const char *start, const char *end,
  * if that is due. Waking the caller's thread is the most expensive part of
  * a buffer after libiio's own I/O (a context switch, a poll() and a read()
  * of the eventfd in the caller), so plain samples wake it at most every
- * WAKE_INTERVAL_NS: with small buffers (64 samples at 893 S/s, or 256 at
- * 3571 S/s: 72 ms) every fourth buffer. The newest sample the caller has
- * is then at most that and a buffer old (322 ms here), under the 500 ms
- * after which sbrigd's power witness takes a sample for stale. Gaps are
+ * wake interval: by default (SBRIG_POWER_WAKE_NS, 250 ms) every buffer of
+ * the automatic size (a quarter second), every fourth of small ones (64
+ * samples at 893 S/s: 72 ms). The newest sample the caller has is then at
+ * most that and a buffer old, under the 500 ms after which sbrigd's power
+ * witness takes a sample for stale; sbrigd asks for a second
+ * (SBRIG_POWER_WAKE_MAX_NS) while nobody watches the newest sample. Gaps are
  * data like samples (the ina2xx-adc under load drops samples in most
  * buffers): they wait too. An overrun or a queue over half full wakes it
  * at once, as does the end of the capture (thread_end()).
@@ -1308,7 +1312,7 @@ static void take_buffer(struct sbrig_power *pwr, const char *start,
 		queue_scans(pwr, start, end, step, false);
 	wake = false;
 	if (pwr->q_len &&
-	    (arrival - pwr->last_wake_ns >= WAKE_INTERVAL_NS ||
+	    (arrival - pwr->last_wake_ns >= pwr->wake_interval_ns ||
 	     pwr->stats.overruns != overruns ||
 	     2 * pwr->q_len > pwr->q_cap)) {
 		pwr->last_wake_ns = arrival;
@@ -1697,6 +1701,21 @@ ssize_t sbrig_power_read(struct sbrig_power *pwr, struct sbrig_sample *s,
 	if (ngaps)
 		*ngaps = ng;
 	return ret;
+}
+
+int sbrig_power_set_wake_interval(struct sbrig_power *pwr,
+				  int64_t interval_ns)
+{
+	if (!pwr)
+		return sbrig_set_error(-EINVAL, "power: set_wake_interval: NULL");
+	if (interval_ns < 0 || interval_ns > SBRIG_POWER_WAKE_MAX_NS)
+		return sbrig_set_error(-EINVAL, "%s: wake interval %" PRId64
+				       " ns: not within 0..%lld", pwr->uri,
+				       interval_ns, SBRIG_POWER_WAKE_MAX_NS);
+	pthread_mutex_lock(&pwr->lock);
+	pwr->wake_interval_ns = interval_ns ? interval_ns : SBRIG_POWER_WAKE_NS;
+	pthread_mutex_unlock(&pwr->lock);
+	return 0;
 }
 
 int sbrig_power_get_stats(struct sbrig_power *pwr,

@@ -59,6 +59,13 @@
 #define RIG_WITNESS_POLL_NS	(100 * NS_PER_MS)
 /* a capture's last sample counts for the power witness this long */
 #define RIG_SAMPLE_STALE_NS	(500 * NS_PER_MS)
+/*
+ * The power witness was asked: the sensor wakes the loop for its samples
+ * every SBRIG_POWER_WAKE_NS (250 ms, fresh enough for it) for this long
+ * after, every SBRIG_POWER_WAKE_MAX_NS (1 s: a capture only stores them)
+ * otherwise. See power_pace().
+ */
+#define RIG_WATCH_HOLD_NS	(5 * NS_PER_S)
 
 /**
  * struct rig_press - a key held down until its timer fires
@@ -130,6 +137,8 @@ static struct {
 	int machine_fd;			/* registered with sched, or -1 */
 	struct sched_timer machine_timer;
 	struct sbrig_sample last_sample;	/* of a running capture */
+	int64_t watched_until_ns;	/* the power witness wants fresh ones */
+	int64_t wake_ns;		/* the sensor's wake interval (0: unset) */
 	bool policy_known, opportunistic;	/* the event log's "policy" */
 	bool sleep_deep;	/* its last suspend/enter record said "deep" */
 	struct sbrig_marker *marker;	/* marker wired and a link: pairing */
@@ -471,6 +480,26 @@ static void power_failed(const char *msg, int err)
 	NOTIFY(sensor_failed, err, why);
 }
 
+/*
+ * How often the sensor wakes the loop for its samples: a wake-up is the
+ * dearest thing the loop does while capturing, and only the power witness
+ * needs the newest sample within RIG_SAMPLE_STALE_NS; the capture takes
+ * them whenever they come. So every second, and every 250 ms for a while
+ * after the witness was asked (a run's "wait asleep", a status, a
+ * latency measurement): its first look after a quiet spell may find the
+ * sample stale and tell nothing, the next ones (every 100 ms) can.
+ */
+static void power_pace(int64_t now)
+{
+	int64_t want = now < rig.watched_until_ns ? SBRIG_POWER_WAKE_NS :
+		       SBRIG_POWER_WAKE_MAX_NS;
+
+	if (!rig.power || want == rig.wake_ns)
+		return;
+	if (sbrig_power_set_wake_interval(rig.power, want) == 0)
+		rig.wake_ns = want;
+}
+
 /* Drain the sensor's queue to the observers. */
 static void power_drain(void)
 {
@@ -517,6 +546,7 @@ static void power_drain(void)
 static void power_readable(int fd, short revents, void *data)
 {
 	power_drain();
+	power_pace(sbrig_now_ns());
 }
 
 static void power_work_done(struct work *w)
@@ -534,6 +564,8 @@ static void power_work_done(struct work *w)
 			rig.reading_err[0] = '\0';
 			rig.power = pw->pwr;
 			rig.power_info = pw->info;
+			rig.wake_ns = 0;	/* the sensor's default */
+			power_pace(sbrig_now_ns());
 			if (sched_fd_add(sbrig_power_fd(rig.power), POLLIN,
 					 power_readable, NULL) < 0) {
 				snprintf(rig.power_err, sizeof(rig.power_err),
@@ -1266,6 +1298,8 @@ static int witness_power(int64_t now, struct rig_asleep *w)
 
 	if (!rig.cfg.asleep_uA || !rig_has_power())
 		return -1;
+	rig.watched_until_ns = time_add(now, RIG_WATCH_HOLD_NS);
+	power_pace(now);
 	if (rig.power_state != POWER_IDLE) {
 		s = rig.last_sample;
 	} else {

@@ -194,13 +194,37 @@ int sbrig_power_stop(struct sbrig_power *pwr);
 /**
  * sbrig_power_fd() - eventfd readable when samples, gaps or an error wait
  *
- * Samples and gaps make it readable at most every 0.1 s (at small buffer
- * sizes, only every few buffers); overruns, a queue half full, the end of
- * the capture and sbrig_power_stop() make it readable at once.
+ * Samples and gaps make it readable at most every wake interval (see
+ * sbrig_power_set_wake_interval(); at small buffer sizes, only every few
+ * buffers); overruns, a queue half full, the end of the capture and
+ * sbrig_power_stop() make it readable at once.
  *
  * Return: an fd owned by @pwr (valid from sbrig_power_new() on).
  */
 int sbrig_power_fd(struct sbrig_power *pwr);
+
+/** the default wake interval: 250 ms */
+#define SBRIG_POWER_WAKE_NS 250000000LL
+/** the longest one: samples queue up to it (the queue holds 2 s at least) */
+#define SBRIG_POWER_WAKE_MAX_NS 1000000000LL
+
+/**
+ * sbrig_power_set_wake_interval() - how often samples wake the caller
+ * @pwr: the sensor
+ * @interval_ns: plain samples and gaps make sbrig_power_fd() readable at
+ *	most this often: 0 for SBRIG_POWER_WAKE_NS, at most
+ *	SBRIG_POWER_WAKE_MAX_NS
+ *
+ * A wake-up of the caller's thread is the dearest part of a buffer after
+ * libiio's own I/O, so a caller that only stores the samples asks for the
+ * longest interval, and one that watches the newest sample (is the
+ * target asleep?) for the default. Takes effect from the next buffer;
+ * callable from any thread, capturing or not (it lasts across captures).
+ *
+ * Return: 0, or -EINVAL for an interval out of range.
+ */
+int sbrig_power_set_wake_interval(struct sbrig_power *pwr,
+				  int64_t interval_ns);
 
 /**
  * sbrig_power_read() - take queued samples without blocking
