@@ -162,7 +162,8 @@ def test_a_sensor_that_stops_delivering_ends_the_capture_early_and_says_so(rig):
     "hold": a hung server): the stop waits a buffer's duration and a
     quarter plus 1 s for the buffer that reaches it, then cancels it. The
     capture is complete, but its meta.ini [end] says the tail was lost,
-    from its last sample to the stop."""
+    from its last sample to the stop, and the analysis reports that span
+    as a gap after the capture's end with a warning, never as energy."""
     cap = rig.tmp / "tail"
     t_cli = time.monotonic_ns()
     p = subprocess.Popen([str(SBRIG), "-s", str(rig.sock), "capture", "-d", "4s",
@@ -197,6 +198,20 @@ def test_a_sensor_that_stops_delivering_ends_the_capture_early_and_says_so(rig):
     # the stop waited 1.25 x 250 ms + 1 s for a buffer before it cancelled
     assert 1_300_000_000 <= int(end["closed_monotonic_ns"]) - lost_to < 5_000_000_000
     assert int(end["samples"]) == len(samples)
+
+    out_dir = rig.tmp / "tail-report"
+    res = subprocess.run([str(SBRIG), "analyze", str(cap), "-o", str(out_dir)],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    ms = round((lost_to - lost_from) / 1e6)
+    warn = (f"finding: gap: the sensor's last {ms} ms before the stop were not "
+            "delivered (the capture ends early)")
+    assert warn in res.stdout, res.stdout
+    rep = json.loads((out_dir / "report.json").read_text())
+    assert rep["capture"]["end_ns"] == last
+    tail = rep["gaps"][-1]
+    assert tail["at_stop"] is True and tail["t_ns"] == lost_from, tail
+    assert tail["duration_ns"] == lost_to - lost_from, tail
 
 
 def test_daemon_writes_capture_format_version2(rig):
