@@ -15,6 +15,7 @@ write nothing, and a report already there must survive it.
 from __future__ import annotations
 
 import dataclasses
+import re
 import json
 import subprocess
 import sys
@@ -667,3 +668,84 @@ def test_a_wake_with_no_time_at_all_is_not_put_at_host_time_zero(tmp_path):
         assert w["resume_t_ns"] > c["start_ns"] - 10 * span, w
         assert 0 <= w["awake_ns"] <= span, w
     assert [w["cause"] for w in rep["wakeups"]] == ["unknown", "stimulus", "stimulus"]
+
+
+def _lose_tail(cap: Path, from_ns: int, to_ns: int, flag: str = "1") -> None:
+    """meta.ini's [end] as sbrigd writes it for a sensor that did not
+    deliver its samples up to the stop (capture-format.md)."""
+    meta = cap / "meta.ini"
+    text = meta.read_text()
+    assert "\n[end]\n" in text
+    meta.write_text(text.replace(
+        "\n[end]\n", f"\n[end]\nsensor_tail_lost = {flag}\n"
+        f"sensor_tail_lost_from_ns = {from_ns}\nsensor_tail_lost_to_ns = {to_ns}\n"))
+
+
+def _power_uW(s) -> float:
+    """A sample's power as report-format.md ("Integration") takes it."""
+    return abs(s.current_uA) * s.bus_uV / 1e6 if s.bus_uV > 0 else float(s.power_uW)
+
+
+@pytest.mark.parametrize("version", [1, 2], ids=["tsv", "bin"])
+def test_a_tail_lost_at_the_stop_is_a_gap_not_energy(tmp_path, version):
+    """The sensor did not deliver its last 248 ms before the stop (meta.ini
+    [end] sensor_tail_lost): the report integrates nothing over them (the
+    energies and the capture's end are those of the same capture without
+    the keys), lists them as a gap after the last sample, bounded like
+    any gap, and the gap finding says first that the capture ends early,
+    in report.json and in the text summary."""
+    from tests.capture import read_rows
+    S.build(S.scenario("basic", format_version=version), tmp_path)
+    cap = tmp_path / "capture"
+    r = analyze(cap, tmp_path / "before")
+    assert r.returncode == 0, r.stderr
+    before = json.loads((tmp_path / "before" / "report.json").read_text())
+    samples = read_rows(cap, "samples", typed=True)
+    last = samples[-1].t_ns
+    _lose_tail(cap, last, last + 248_000_000)
+    r = subprocess.run([str(SBRIG), "analyze", str(cap), "-o", str(tmp_path / "after")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads((tmp_path / "after" / "report.json").read_text())
+
+    assert rep["energy"] == before["energy"]
+    assert rep["blockers"] == before["blockers"]
+    for k in ("start_ns", "end_ns", "duration_ns", "samples"):
+        assert rep["capture"][k] == before["capture"][k], k
+    assert rep["capture"]["end_ns"] == last
+    assert rep["gaps"][:-1] == before["gaps"]
+    tail = rep["gaps"][-1]
+    head = [s.t_ns for s in samples[:2049]]
+    dts = sorted(b - a for a, b in zip(head, head[1:]))
+    median = dts[(len(head) - 1) // 2]
+    p = [_power_uW(s) for s in samples]
+    assert tail["t_ns"] == last and tail["duration_ns"] == 248_000_000, tail
+    assert tail["at_stop"] is True and tail["declared"] is True, tail
+    assert tail["missing"] == 248_000_000 // median, (tail, median)
+    assert tail["hidden_min_uJ"] == pytest.approx(min(p) * 0.248, abs=2e-3)
+    assert tail["hidden_max_uJ"] == pytest.approx(max(p) * 0.248, abs=2e-3)
+    assert all(g["at_stop"] is False for g in rep["gaps"][:-1])
+    assert rep["capture"]["gaps"] == before["capture"]["gaps"] + 1
+    assert rep["capture"]["missing_samples"] == \
+        before["capture"]["missing_samples"] + tail["missing"]
+    warn = ("the sensor's last 248 ms before the stop were not delivered "
+            "(the capture ends early); ")
+    gap = [f for f in rep["findings"] if f["kind"] == "gap"]
+    assert len(gap) == 1 and gap[0]["detail"].startswith(warn), gap
+    assert f"finding: gap: {warn}" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("keys,why", [
+    ((2_000, 1_000, "1"), r"meta\.ini: \[end\] sensor_tail_lost_to_ns 1000 is "
+                          r"before sensor_tail_lost_from_ns 2000"),
+    ((1_000, 2_000, "2"), r"meta\.ini: \[end\] sensor_tail_lost: 2: expected 0 or 1"),
+    ((-5, 2_000, "1"), r"meta\.ini: \[end\] sensor_tail_lost_from_ns -5 to "
+                       r"_to_ns 2000: not a span on the host's clock"),
+])
+def test_a_bad_lost_tail_is_refused_naming_it(tmp_path, keys, why):
+    S.build(S.scenario("basic"), tmp_path)
+    _lose_tail(tmp_path / "capture", *keys)
+    r = analyze(tmp_path / "capture", tmp_path / "report")
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert re.search(why, r.stderr), r.stderr
+    assert not (tmp_path / "report" / "report.json").exists()

@@ -556,6 +556,37 @@ def test_capture_section_says_whether_objects_had_ids(sbrig, browser, tmp_path, 
     assert_clean(p, html)
 
 
+def test_a_tail_lost_at_the_stop_is_shown(sbrig, browser, tmp_path):
+    """A capture whose sensor did not deliver its last 248 ms (meta.ini
+    [end] sensor_tail_lost): the page's gap finding says so first, and
+    the gap table's last row says that gap was lost at the stop."""
+    from tests.capture import read_rows
+    from tests.synth import synthcap as S
+    S.build(S.scenario("basic"), tmp_path)
+    cap = tmp_path / "capture"
+    last = read_rows(cap, "samples", typed=True)[-1].t_ns
+    meta = cap / "meta.ini"
+    meta.write_text(meta.read_text().replace(
+        "\n[end]\n", f"\n[end]\nsensor_tail_lost = 1\nsensor_tail_lost_from_ns = {last}\n"
+        f"sensor_tail_lost_to_ns = {last + 248_000_000}\n"))
+    r = subprocess.run([str(sbrig), "analyze", str(cap), "-o", str(tmp_path / "report"), "-q"],
+                       capture_output=True, text=True, env=ENV, timeout=300)
+    assert r.returncode == 0, r.stderr
+    html = tmp_path / "report" / "report.html"
+    p = open_page(browser, html)
+    gap = p.eval("Array.from(document.querySelectorAll('#findings li.finding'))"
+                 ".filter(li => li.dataset.kind === 'gap')"
+                 ".map(li => li.querySelector('.detail').textContent)")
+    assert len(gap) == 1 and gap[0].startswith(
+        "the sensor's last 248 ms before the stop were not delivered (the capture "
+        "ends early); "), gap
+    rows = p.eval("Array.from(document.querySelectorAll('#gap-table tbody tr'))"
+                  ".map(r => r.children[3].textContent)")
+    assert rows and rows[-1] == "lost at the stop (meta.ini)", rows
+    assert all(x != rows[-1] for x in rows[:-1]), rows
+    assert_clean(p, html)
+
+
 def test_wakeup_sources_are_drawn_apart(sbrig, browser, tmp_path):
     """The synthetic 'objects' capture (tests/synth): the kernel's wakeup
     sources get timeline rows of their own class (row-ws: striped,

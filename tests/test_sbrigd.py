@@ -167,6 +167,63 @@ def test_capture_says_how_the_sensor_clock_was_mapped(rig):
         "uncert_ns": int(sec["clock_uncert_ns"])}
 
 
+def test_a_sensor_that_stops_delivering_ends_the_capture_early_and_says_so(rig):
+    """The sensor's iiod stops delivering mid-capture (the emulator's
+    "hold": a hung server): the stop waits a buffer's duration and a
+    quarter plus 1 s for the buffer that reaches it, then cancels it. The
+    capture is complete, but its meta.ini [end] says the tail was lost,
+    from its last sample to the stop, and the analysis reports that span
+    as a gap after the capture's end with a warning, never as energy."""
+    cap = rig.tmp / "tail"
+    t_cli = time.monotonic_ns()
+    p = subprocess.Popen([str(SBRIG), "-s", str(rig.sock), "capture", "-d", "4s",
+                          "-o", str(cap)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        poll(lambda: status_json(rig.sock),
+             lambda st: st["capture"] and st["capture"]["samples"] >= 400)
+        rig.emu.ctl("hold 1")
+        t_hold = time.monotonic_ns()
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0, err
+    assert kv(out)["status"] == "complete", out
+    rig.daemon.wait_log("the capture ends early")
+    end = meta_section(cap, "end")
+    samples = read_rows(cap, "samples", typed=True)
+    last = samples[-1].t_ns
+    assert end["sensor_tail_lost"] == "1", end
+    lost_from = int(end["sensor_tail_lost_from_ns"])
+    lost_to = int(end["sensor_tail_lost_to_ns"])
+    print(f"tail lost: {(lost_to - lost_from) / 1e6:.0f} ms, the stop "
+          f"{(int(end['closed_monotonic_ns']) - lost_to) / 1e6:.0f} ms before the close")
+    # from the last sample written (delivered before the hold, or the
+    # buffer under way then) to the stop, 4 s after the start
+    assert lost_from == last
+    assert last <= t_hold + 500_000_000, (last - t_hold) / 1e6
+    assert lost_to >= t_cli + 4_000_000_000 - 100_000_000, (lost_to - t_cli) / 1e6
+    # the stop waited 1.25 x 250 ms + 1 s for a buffer before it cancelled
+    assert 1_300_000_000 <= int(end["closed_monotonic_ns"]) - lost_to < 5_000_000_000
+    assert int(end["samples"]) == len(samples)
+
+    out_dir = rig.tmp / "tail-report"
+    res = subprocess.run([str(SBRIG), "analyze", str(cap), "-o", str(out_dir)],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    ms = round((lost_to - lost_from) / 1e6)
+    warn = (f"finding: gap: the sensor's last {ms} ms before the stop were not "
+            "delivered (the capture ends early)")
+    assert warn in res.stdout, res.stdout
+    rep = json.loads((out_dir / "report.json").read_text())
+    assert rep["capture"]["end_ns"] == last
+    tail = rep["gaps"][-1]
+    assert tail["at_stop"] is True and tail["t_ns"] == lost_from, tail
+    assert tail["duration_ns"] == lost_to - lost_from, tail
+
+
 def test_daemon_writes_capture_format_version2(rig):
     """sbrigd writes format version 2 by default: the samples are records
     in samples.bin (no samples.tsv), counted in meta.ini, and `sbrig export`

@@ -84,11 +84,22 @@ void an_wakeups_free(struct an_wakeups *wk);
 
 /* ---- integrate.c ---------------------------------------------------------- */
 
-/** struct an_gap - samples missing */
+/**
+ * struct an_gap - samples missing
+ * @t_ns: the last sample before it
+ * @duration_ns: to the first sample after it (@at_stop: to the stop)
+ * @missing: the samples it stands for (gaps.tsv's, or from the median
+ *	interval)
+ * @declared: in gaps.tsv, or (@at_stop) in meta.ini's [end]
+ * @at_stop: the sensor's tail lost at the stop ([end] sensor_tail_lost):
+ *	after the last sample, so after the capture's end
+ * @hidden_min_uJ, @hidden_max_uJ: the energy it may hide
+ */
 struct an_gap {
 	int64_t t_ns, duration_ns;
 	uint64_t missing;
 	bool declared;
+	bool at_stop;
 	double hidden_min_uJ, hidden_max_uJ;
 };
 

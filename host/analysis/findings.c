@@ -130,22 +130,34 @@ static int dominant(struct an_findings *fd, const struct an_timeline *tl)
 	return 0;
 }
 
+/*
+ * One finding for the gaps; a lost tail (the sensor's last buffer at the
+ * stop) is named first: the capture ends before the measurement did.
+ */
 static int gaps(struct an_findings *fd, const struct an_energy *en)
 {
+	const struct an_gap *tail = NULL;
 	int64_t d = 0;
 	double lo = 0, hi = 0;
+	char first[160] = "";
 
 	if (!en->ngaps)
 		return 0;
 	for (size_t i = 0; i < en->ngaps; i++) {
+		if (en->gaps[i].at_stop)
+			tail = &en->gaps[i];
 		d += en->gaps[i].duration_ns;
 		lo += en->gaps[i].hidden_min_uJ;
 		hi += en->gaps[i].hidden_max_uJ;
 	}
-	return add(fd, R_GAP, NULL, en->gaps[0].t_ns, "%zu gap(s), %.3f s of "
-		   "samples missing (%" PRIu64 " samples); the energy not "
-		   "measured there is between %.3f and %.3f mJ", en->ngaps,
-		   secs(d), en->missing, lo / 1000, hi / 1000);
+	if (tail)
+		snprintf(first, sizeof(first), "the sensor's last %.0f ms "
+			 "before the stop were not delivered (the capture ends "
+			 "early); ", (double)tail->duration_ns / 1e6);
+	return add(fd, R_GAP, NULL, en->gaps[0].t_ns, "%s%zu gap(s), %.3f s "
+		   "of samples missing (%" PRIu64 " samples); the energy not "
+		   "measured there is between %.3f and %.3f mJ", first,
+		   en->ngaps, secs(d), en->missing, lo / 1000, hi / 1000);
 }
 
 static int clock(struct an_findings *fd, const struct an_timeline *tl,

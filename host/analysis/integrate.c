@@ -593,6 +593,40 @@ static void fast_run(struct walk *w, const struct sbrig_sample *buf,
 	*p0 = pp;
 }
 
+/*
+ * The sensor did not deliver its samples up to the stop ([end]
+ * sensor_tail_lost): from the last sample to the stop is a gap like the
+ * others (no energy integrated, its bounds given), after the capture's
+ * end. Its samples are counted from the median interval (0 unknown).
+ */
+static int tail_lost(struct an_energy *en, struct sbrig_capread *cr,
+		     size_t *gaps_cap, int64_t median)
+{
+	const struct sbrig_capture_meta *m = sbrig_capread_meta(cr);
+	int64_t from = m->sensor_tail_lost_from_ns;
+	int64_t to = m->sensor_tail_lost_to_ns;
+	int ret;
+
+	if (!m->sensor_tail_lost)
+		return 0;
+	if (from < 0 || to > AN_TIME_MAX)
+		return sbrig_set_error(-EINVAL, "%s/meta.ini: [end] "
+				       "sensor_tail_lost_from_ns %" PRId64
+				       " to _to_ns %" PRId64 ": not a span on "
+				       "the host's clock (0 to %" PRId64 ")",
+				       sbrig_capread_dir(cr), from, to,
+				       AN_TIME_MAX);
+	if (en->samples && en->last_t > from)	/* never over samples */
+		from = en->last_t;
+	if (to <= from)
+		return 0;
+	ret = add_gap(en, gaps_cap, from, to,
+		      median > 0 ? (uint64_t)((to - from) / median) : 0, true);
+	if (!ret)
+		en->gaps[en->ngaps - 1].at_stop = true;
+	return ret;
+}
+
 /**
  * an_integrate() - energies, gaps and the trace from the samples
  * @en: out (zeroed storage)
@@ -810,6 +844,9 @@ int an_integrate(struct an_energy *en, struct sbrig_capread *cr,
 	if (ret < 0)
 		goto out;
 	flush(&w);
+	ret = tail_lost(en, cr, &gaps_cap, median);
+	if (ret)
+		goto out;
 	if (w.fine) {
 		for (int i = AN_LEVELS - 2; i >= 0 && !ret; i--)
 			ret = level_coarse(&en->level[i], w.fine,

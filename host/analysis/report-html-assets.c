@@ -918,7 +918,7 @@ const char sbrig_report_page_js[] =
 	"          el('th', { class: h === 'declared' \? null : 'num' }, h)))),\n"
 	"        el('tbody', null, report.gaps.map((g) => el('tr', null, el('td', { class: 'num' }, fmtAt(g.t_ns)),\n"
 	"          el('td', { class: 'num' }, fmtDur(g.duration_ns)), el('td', { class: 'num' }, fmtCount(g.missing)),\n"
-	"          el('td', null, g.declared \? 'in gaps.tsv' : 'undeclared'),\n"
+	"          el('td', null, g.at_stop \? 'lost at the stop (meta.ini)' : g.declared \? 'in gaps.tsv' : 'undeclared'),\n"
 	"          el('td', { class: 'num' }, fmtEnergy(g.hidden_min_uJ) + ' \\u2013 ' + fmtEnergy(g.hidden_max_uJ)))))));\n"
 	"    }\n"
 	"    if (c.provenance && Object.keys(c.provenance).length) kids.push(el('h3', null, 'Provenance'), kv(Object.entries(c.provenance)));\n"

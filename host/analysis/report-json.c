@@ -494,6 +494,7 @@ static jobj *gaps(const struct an_energy *en)
 		put(o, "duration_ns", ji(g->duration_ns));
 		put(o, "missing", ji((int64_t)g->missing));
 		put(o, "declared", json_object_new_boolean(g->declared));
+		put(o, "at_stop", json_object_new_boolean(g->at_stop));
 		put(o, "hidden_min_uJ", jd(g->hidden_min_uJ, 3));
 		put(o, "hidden_max_uJ", jd(g->hidden_max_uJ, 3));
 		json_object_array_add(arr, o);

@@ -140,6 +140,7 @@ static const struct jfield f_gap[] = {
 	{ "duration_ns", J_INT, 0, 0, NULL },
 	{ "missing", J_INT, 0, 0, NULL },
 	{ "declared", J_BOOL, 0, 0, NULL },
+	{ "at_stop", J_BOOL, J_OPT, 0, NULL },
 	{ "hidden_min_uJ", J_NUM, 0, 0, NULL },
 	{ "hidden_max_uJ", J_NUM, 0, 0, NULL },
 	{ NULL, 0, 0, 0, NULL },

@@ -1144,6 +1144,9 @@ static const struct meta_key meta_keys[] = {
 	MK(MS_END, "error", M_STR, error),
 	MK(MS_END, "errno", M_INT, errno_value),
 	MK(MS_END, "targets_not_listed", M_U64, targets_not_listed),
+	MK(MS_END, "sensor_tail_lost", M_INT, sensor_tail_lost),
+	MK(MS_END, "sensor_tail_lost_from_ns", M_I64, sensor_tail_lost_from_ns),
+	MK(MS_END, "sensor_tail_lost_to_ns", M_I64, sensor_tail_lost_to_ns),
 	RK("samples", SBRIG_CAPFILE_SAMPLES), RK("gaps", SBRIG_CAPFILE_GAPS),
 	RK("edges", SBRIG_CAPFILE_EDGES), RK("stimuli", SBRIG_CAPFILE_STIMULI),
 	RK("events", SBRIG_CAPFILE_EVENTS), RK("stats", SBRIG_CAPFILE_STATS),
@@ -1311,6 +1314,24 @@ static int meta_line(struct meta_parser *p, struct field l)
 			  (struct field){ eq + 3, l.n - (size_t)(eq - l.s) - 3 });
 }
 
+/* [end] sensor_tail_lost: a flag, and a span forwards */
+static int check_tail_lost(const struct sbrig_capture_meta *m,
+			   const char *path)
+{
+	if (m->sensor_tail_lost != 0 && m->sensor_tail_lost != 1)
+		return sbrig_set_error(-EINVAL, "%s: [end] sensor_tail_lost: "
+				       "%d: expected 0 or 1", path,
+				       m->sensor_tail_lost);
+	if (m->sensor_tail_lost &&
+	    m->sensor_tail_lost_to_ns < m->sensor_tail_lost_from_ns)
+		return sbrig_set_error(-EINVAL, "%s: [end] sensor_tail_lost_to_ns "
+				       "%" PRId64 " is before "
+				       "sensor_tail_lost_from_ns %" PRId64, path,
+				       m->sensor_tail_lost_to_ns,
+				       m->sensor_tail_lost_from_ns);
+	return 0;
+}
+
 static int read_meta(struct sbrig_capread *cr)
 {
 	struct meta_parser p = { .cr = cr, .sec = MS_OTHER };
@@ -1370,6 +1391,9 @@ static int read_meta(struct sbrig_capread *cr)
 			path);
 		goto out;
 	}
+	ret = check_tail_lost(&cr->meta, path);
+	if (ret)
+		goto out;
 	if (cr->meta.version < 1 || cr->meta.version > 2) {
 		ret = sbrig_set_error(-EPROTONOSUPPORT,
 			"%s: [capture] version %u: this reader knows versions 1 "

@@ -192,6 +192,11 @@ struct sbrig_capture {
 	uint64_t targets_dropped;
 	struct cap_syncer syncer;
 	char sensor[256];
+	int64_t created_ns;	/* [capture] created_monotonic_ns */
+	int64_t last_sample_ns;	/* the last sample added's t_ns */
+	bool have_sample;
+	bool tail_lost;		/* sbrig_capture_set_sensor_tail_lost() */
+	int64_t tail_stop_ns;
 };
 
 /* ---- errors -------------------------------------------------------------- */
@@ -538,10 +543,11 @@ static int meta_begin(struct sbrig_capture *cap,
 	int ret;
 
 	iso8601_now(created, sizeof(created), &realtime_ns);
+	cap->created_ns = sbrig_now_ns();
 	ret = meta_add(cap, "[capture]\nformat = sbrig-capture\nversion = %d\n"
 		       "created = %s\ncreated_realtime_ns = %" PRId64 "\n"
 		       "created_monotonic_ns = %" PRId64 "\n\n[provenance]\n",
-		       cap->version, created, realtime_ns, sbrig_now_ns());
+		       cap->version, created, realtime_ns, cap->created_ns);
 	ret = ret ?: meta_kv(cap, "rig_name", prov->rig_name);
 	ret = ret ?: meta_kv(cap, "rig_config", prov->rig_config);
 	ret = ret ?: meta_kv(cap, "rig_sha256", prov->rig_sha256);
@@ -791,6 +797,18 @@ int sbrig_capture_set_sensor_clock(struct sbrig_capture *cap, bool remote,
 	return 0;
 }
 
+int sbrig_capture_set_sensor_tail_lost(struct sbrig_capture *cap,
+					int64_t stop_ns)
+{
+	int ret = cap_check(cap);
+
+	if (ret)
+		return ret;
+	cap->tail_lost = true;
+	cap->tail_stop_ns = stop_ns;
+	return 0;
+}
+
 /*
  * Writes v in decimal at p (no NUL) and returns the end: the samples file
  * takes thousands of rows a second, and printf was most of its cost.
@@ -852,6 +870,10 @@ int sbrig_capture_add_samples(struct sbrig_capture *cap,
 
 	if (ret)
 		return ret;
+	if (n) {	/* in time order: the last is the latest */
+		cap->last_sample_ns = s[n - 1].t_ns;
+		cap->have_sample = true;
+	}
 	if (f->binary)
 		return add_sample_records(cap, s, n);
 	for (i = 0; i < n; i++) {
@@ -1117,6 +1139,23 @@ int sbrig_capture_sync(struct sbrig_capture *cap, int64_t now_ns)
 	return sync_later(cap);
 }
 
+/*
+ * [end]'s keys of a lost tail (capture-format.md): from the last sample
+ * written (none: the capture's creation) to the sensor's stop, never
+ * backwards (a remote clock's mapping may put the last sample past it).
+ */
+static size_t tail_lost_keys(const struct sbrig_capture *cap, char *out,
+			     size_t size)
+{
+	int64_t from = cap->have_sample ? cap->last_sample_ns : cap->created_ns;
+	int64_t to = cap->tail_stop_ns > from ? cap->tail_stop_ns : from;
+	int n = snprintf(out, size, "sensor_tail_lost = 1\n"
+			 "sensor_tail_lost_from_ns = %" PRId64 "\n"
+			 "sensor_tail_lost_to_ns = %" PRId64 "\n", from, to);
+
+	return n < 0 ? 0 : (size_t)n;
+}
+
 int sbrig_capture_close(struct sbrig_capture *cap, const char *status)
 {
 	unsigned int i;
@@ -1145,6 +1184,8 @@ int sbrig_capture_close(struct sbrig_capture *cap, const char *status)
 			off += snprintf(tail + off, size - off,
 					"error = %s\nerrno = %d\n",
 					ESC(esc, cap->errmsg), -cap->err);
+		if (cap->tail_lost && off < size)
+			off += tail_lost_keys(cap, tail + off, size - off);
 		if (cap->targets_dropped && off < size)
 			off += snprintf(tail + off, size - off,
 					"targets_not_listed = %" PRIu64 "\n",

@@ -1600,6 +1600,9 @@ int sbrig_power_stop(struct sbrig_power *pwr)
 		return 0;
 	stop = sbrig_now_ns();
 	atomic_store(&pwr->stop_ns, stop);
+	pthread_mutex_lock(&pwr->lock);
+	pwr->stats.stop_ns = stop;
+	pthread_mutex_unlock(&pwr->lock);
 	atomic_store(&pwr->stopping, true);
 	if (pwr->nonblock) {
 		/* the thread drains what the kernel holds, without blocking */

@@ -120,11 +120,14 @@ static void finish_close(void *data, int serr, const char *why)
 	sched_timer_stop(&rec.stats_timer);
 	fill_result(&res);
 	snprintf(res.status, sizeof(res.status), "%s", rec.end_status);
-	if (rig_power_last_stats(&pst))	/* how the sample times were mapped */
+	if (rig_power_last_stats(&pst)) {	/* how the sample times were mapped */
 		sbrig_capture_set_sensor_clock(rec.cap, pst.remote_clock,
 					       pst.clock_drift_known,
 					       pst.clock_drift_ppb,
 					       pst.clock_uncert_ns);
+		if (pst.tail_lost)	/* the capture ends early: say so */
+			sbrig_capture_set_sensor_tail_lost(rec.cap, pst.stop_ns);
+	}
 	ret = sbrig_capture_close(rec.cap, res.status);
 	rec.cap = NULL;
 	if (ret < 0 && !err) {

@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -376,6 +377,12 @@ static const struct hostile hostile[] = {
 	  "meta.ini:7: [provenance] git_sha: bad escape", 0 },
 	{ "meta.ini", META "[end]\nsamples = -1\n", EINVAL,
 	  "meta.ini:8: [end] samples: '-1': not a number", 0 },
+	{ "meta.ini", META "[end]\nsensor_tail_lost = 2\n", EINVAL,
+	  "meta.ini: [end] sensor_tail_lost: 2: expected 0 or 1", 0 },
+	{ "meta.ini", META "[end]\nsensor_tail_lost = 1\n"
+	  "sensor_tail_lost_from_ns = 5\nsensor_tail_lost_to_ns = 4\n", EINVAL,
+	  "meta.ini: [end] sensor_tail_lost_to_ns 4 is before "
+	  "sensor_tail_lost_from_ns 5", 0 },
 	{ "meta.ini", NUL_META, EINVAL, "meta.ini:4: NUL byte",
 	  sizeof(NUL_META) - 1 },
 };
@@ -430,6 +437,76 @@ static void hostile_files_name_file_line_and_column(void **state)
 		if (cr && !strcmp(h->file, "samples.tsv"))
 			assert_int_equal(sbrig_capread_next_sample(cr, &s), ret);
 		sbrig_capread_close(cr);
+	}
+}
+
+/* The whole meta.ini of a closed capture, for a look at its keys. */
+static void read_meta_text(const char *dir, char *buf, size_t size)
+{
+	char path[PATH_MAX];
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/meta.ini", dir);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	n = fread(buf, 1, size - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+}
+
+/*
+ * A sensor that did not deliver its tail at the stop: [end] says so, from
+ * the last sample (none: the creation) to the stop, never backwards; a
+ * capture that lost nothing has none of the keys.
+ */
+static void sensor_tail_lost(void **state)
+{
+	const struct sbrig_sample s[2] = {
+		{ 5000, 1, 1, 1, 1 }, { 7000, 1, 1, 1, 1 },
+	};
+	static const struct {
+		size_t nsamples;	/* of @s */
+		bool lost;
+		int64_t stop_ns;
+		int64_t from_ns, to_ns;	/* -1: the creation */
+	} cases[] = {
+		{ 2, true, 250007000, 7000, 250007000 },
+		{ 2, true, 6000, 7000, 7000 },	/* a sample past the stop */
+		{ 0, true, INT64_MAX, -1, INT64_MAX },
+		{ 2, false, 0, 0, 0 },
+	};
+	char text[8192];
+
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		const struct sbrig_capture_meta *m;
+		struct sbrig_capread *cr;
+		struct sbrig_capture *cap;
+		char dir[PATH_MAX];
+		int64_t from;
+
+		snprintf(dir, sizeof(dir), "%s/tail-%zu", tmpdir(), i);
+		cap = new_cap(dir, 2);
+		assert_int_equal(sbrig_capture_add_samples(cap, s,
+						cases[i].nsamples), 0);
+		if (cases[i].lost)
+			assert_int_equal(sbrig_capture_set_sensor_tail_lost(cap,
+						cases[i].stop_ns), 0);
+		assert_int_equal(sbrig_capture_close(cap, "complete"), 0);
+		cr = sbrig_capread_open(dir);
+		assert_non_null(cr);
+		m = sbrig_capread_meta(cr);
+		from = cases[i].from_ns < 0 ? m->created_monotonic_ns :
+			cases[i].from_ns;
+		assert_int_equal(m->sensor_tail_lost, cases[i].lost);
+		assert_int_equal(m->sensor_tail_lost_from_ns, from);
+		assert_int_equal(m->sensor_tail_lost_to_ns, cases[i].to_ns);
+		assert_int_equal(m->rows[SBRIG_CAPFILE_SAMPLES],
+				 (int64_t)cases[i].nsamples);
+		sbrig_capread_close(cr);
+		read_meta_text(dir, text, sizeof(text));
+		if (!cases[i].lost)	/* absent, not 0 */
+			assert_null(strstr(text, "sensor_tail_lost"));
 	}
 }
 
@@ -993,6 +1070,7 @@ int main(void)
 		cmocka_unit_test(seek_samples),
 		cmocka_unit_test(hostile_samples_bin_name_file_and_offset),
 		cmocka_unit_test(fixtures_v2_read_like_v1),
+		cmocka_unit_test(sensor_tail_lost),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -121,7 +121,7 @@ static void defaults_and_hash(void **state)
 	assert_string_equal(cfg->name, "minimal");	/* from the file name */
 	assert_string_equal(cfg->path, path);
 	assert_string_equal(cfg->power_device, "ina226");
-	assert_int_equal(cfg->buffer_samples, 256);
+	assert_int_equal(cfg->buffer_samples, 0);	/* automatic: a quarter second */
 	assert_int_equal(cfg->press_ms, 100);
 	assert_int_equal(cfg->settle_ms, 1000);
 	assert_int_equal(cfg->ping_interval_ms, 1000);

@@ -90,6 +90,12 @@ struct sbrig_capture_target {
  * @errno_value: [end] errno (0 if none)
  * @rows: [end] rows per file as the writer counted them (-1: not given)
  * @targets_not_listed: [end] targets_not_listed (0 if absent)
+ * @sensor_tail_lost: [end] sensor_tail_lost: 1 the sensor did not
+ *	deliver its samples up to the stop (0 if absent)
+ * @sensor_tail_lost_from_ns: [end] sensor_tail_lost_from_ns: the last
+ *	sample's time (or the capture's creation, without samples)
+ * @sensor_tail_lost_to_ns: [end] sensor_tail_lost_to_ns: the stop; no
+ *	earlier than @sensor_tail_lost_from_ns (the reader refuses others)
  * @sensor_clock: [sensor] clock: "local" or "remote" ("" no section)
  * @sensor_drift_known: [sensor] clock_drift_known
  * @sensor_drift_ppb: [sensor] clock_drift_ppb
@@ -110,6 +116,9 @@ struct sbrig_capture_meta {
 	int errno_value;
 	int64_t rows[SBRIG_CAPFILE_NR];
 	uint64_t targets_not_listed;
+	int sensor_tail_lost;
+	int64_t sensor_tail_lost_from_ns;
+	int64_t sensor_tail_lost_to_ns;
 	char sensor_clock[16];
 	int sensor_drift_known;
 	int64_t sensor_drift_ppb;

@@ -137,6 +137,22 @@ int sbrig_capture_set_sensor_clock(struct sbrig_capture *cap, bool remote,
 				   int64_t uncert_ns);
 
 /**
+ * sbrig_capture_set_sensor_tail_lost() - the sensor's last samples are lost
+ * @cap: the capture
+ * @stop_ns: host time the sensor was stopped (struct sbrig_power_stats's
+ *	stop_ns)
+ *
+ * At the stop the sensor did not deliver the samples up to @stop_ns (its
+ * stats' tail_lost): close writes [end] sensor_tail_lost = 1 with the span
+ * lost, from the last sample added (none: the capture's creation) to
+ * @stop_ns (capture-format.md), so that the analysis does not take the
+ * last sample for the end of the measurement. A later call replaces an
+ * earlier one. Return: 0 or -errno (the capture has failed).
+ */
+int sbrig_capture_set_sensor_tail_lost(struct sbrig_capture *cap,
+				       int64_t stop_ns);
+
+/**
  * sbrig_capture_add_samples() - append @n samples
  * @cap: the capture
  * @s: the samples (copied)

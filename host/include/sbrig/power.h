@@ -112,6 +112,8 @@ struct sbrig_power_info {
  *	the stop in time (an ip: server that delivered no buffer for a
  *	second more than a buffer's duration, or still had not reached the
  *	stop 10 s after it): they are lost, their number unknown
+ * @stop_ns: host time sbrig_power_stop() was called (0 before): the
+ *	lost tail reaches up to it
  * @remote_clock: the samples are stamped by another host's clock (ip:)
  *	and mapped to ours (power.c); the rest is about that mapping
  * @clock_drift_known: a drift has been fitted (20 s of samples at least)
@@ -126,6 +128,7 @@ struct sbrig_power_stats {
 	uint64_t missing;
 	uint64_t overruns;
 	bool tail_lost;
+	int64_t stop_ns;
 	bool remote_clock;
 	bool clock_drift_known;
 	int64_t clock_drift_ppb;
