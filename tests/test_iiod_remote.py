@@ -286,7 +286,8 @@ def _exchange(port: int, requests: list[tuple[str, bytes | None]]) -> list:
                 assert f.read(1) == b"\n", (line, data)
                 out.append((n, data))
             elif line.startswith("READBUF") and n > 0:
-                want, chunks, mask = int(line.split()[2]), [], None
+                want = int(re.match(r"\d*", line.split()[2]).group() or 0)
+                chunks, mask = [], None
                 while True:
                     if mask is None:
                         mask = f.readline()
@@ -393,6 +394,20 @@ SEQUENCES = [
      ("CLOSE ina226", None), ("READBUF iio:device0 64", None)],
     [("OPEN iio:device0 4 00000008", None), ("READBUF iio:device0 10", None),
      ("READBUF iio:device0 1", None), ("CLOSE iio:device0", None)],
+    # counts and lengths as iiod's atol() takes them and the kernel
+    # bounds the buffer: too big a kfifo (ENOMEM), too long a buffer
+    # (ERANGE), a count that is 0 or 1 modulo 2^32, lengths with letters
+    [("OPEN iio:device0 65537 0000001f", None),
+     ("OPEN iio:device0 1073741824 0000001f", None),
+     ("OPEN iio:device0 99999999999999999999 00000001", None),
+     ("OPEN iio:device0 4294967296 00000001", None),
+     ("OPEN iio:device0 4294967297 0000001f", None), ("READBUF iio:device0 x", None),
+     ("READBUF iio:device0 32abc", None), ("SET iio:device0 BUFFERS_COUNT 2", None),
+     ("CLOSE iio:device0", None), ("SET iio:device0 BUFFERS_COUNT 1", None),
+     ("OPEN iio:device0 262145 0000001f", None), ("OPEN iio:device0 262144 0000001f", None),
+     ("CLOSE iio:device0", None), ("SET iio:device0 BUFFERS_COUNT -4294967292", None),
+     ("OPEN iio:device0 65536 0000001f", None), ("CLOSE iio:device0", None),
+     ("TIMEOUT 1 2", None), ("TIMEOUT x", None)],
 ]
 
 
