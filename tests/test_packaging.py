@@ -44,6 +44,9 @@ from tests.sbrigdrig import stop_daemon
 
 REPO = Path(__file__).resolve().parents[1]
 PKG = REPO / "build" / "pkg"
+#: where the sbrig package puts rig/virtual/compare.conf (read-only data,
+#: not /etc/sbrig: a NAME.conf there is a rig description to sbrigd@NAME)
+VIRTUAL_COMPARE_CONF = "/usr/share/sbrig/virtual-compare.conf"
 SRC = PKG / "sbrig"
 
 
@@ -144,8 +147,23 @@ def test_packages_build(debs):
               "/usr/share/bash-completion/completions/sbrig",
               "/lib/udev/rules.d/60-sbrig.rules",
               "/usr/libexec/sbrig/sbrig-iio-access",
-              "/usr/share/doc/sbrig/examples/virtual.conf"):
+              "/usr/share/doc/sbrig/examples/virtual.conf",
+              VIRTUAL_COMPARE_CONF):
         assert f in files, f"{f} not in sbrig: {sorted(files)}"
+    # the virtual rig's compare thresholds, as the qemu device dictionary
+    # names them by default: the source's file, and sbrig compare takes it
+    x = PKG / "x-sbrig"
+    shutil.rmtree(x, ignore_errors=True)
+    run(["dpkg-deb", "-x", str(d["sbrig_amd64"]), str(x)])
+    conf = x / VIRTUAL_COMPARE_CONF.lstrip("/")
+    assert conf.read_bytes() == (REPO / "rig/virtual/compare.conf").read_bytes()
+    assert stat.S_IMODE(conf.stat().st_mode) == 0o644
+    dictionary = (REPO / "lava-jobs/devices/qemu-sbrig.jinja2").read_text()
+    assert f"default('{VIRTUAL_COMPARE_CONF}')" in dictionary
+    printed = run([str(x / "usr/bin/sbrig"), "compare", "-c", str(conf),
+                   "--print-config"]).stdout
+    assert re.search(r"^\[energy_total_uJ\]\nmin_change\s*=\s*0\.12\n", printed,
+                     re.M), printed
     # the module and DKMS belong to sbrig-dkms only
     assert not any(f.startswith("/usr/src/") for f in files)
     assert "dkms" not in deb_field(d["sbrig_amd64"], "Depends")
@@ -570,8 +588,11 @@ def test_make_install_destdir_prefix(tmp_path):
               "usr/lib/sysusers.d/sbrig.conf",
               "usr/lib/tmpfiles.d/sbrig.conf",
               "lib/udev/rules.d/60-sbrig.rules",
-              "opt/sbrig/libexec/sbrig/sbrig-iio-access"):
+              "opt/sbrig/libexec/sbrig/sbrig-iio-access",
+              "opt/sbrig/share/sbrig/virtual-compare.conf"):
         assert (dest / f).is_file(), f
+    assert (dest / "opt/sbrig/share/sbrig/virtual-compare.conf").read_bytes() == \
+        (REPO / "rig/virtual/compare.conf").read_bytes()
     # the udev rule's helper where PREFIX put it
     rule = (dest / "lib/udev/rules.d/60-sbrig.rules").read_text()
     assert 'RUN+="/opt/sbrig/libexec/sbrig/sbrig-iio-access sbrig %S%p"' in rule
