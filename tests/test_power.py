@@ -301,12 +301,19 @@ def test_emulator_open_bounds_the_kernel_buffer_like_iiod(emu):
                             (b"%d" % ((1 << 32) + 1), b"0000001f")):
             assert req(f, s, b"OPEN iio:device0 " + count + b" " + mask) == 0, count
             assert req(f, s, b"CLOSE iio:device0") == 0
-        # BUFFERS_COUNT sizes the kernel buffer (device-wide, as in libiio)
-        # and cannot change while one is open
+        # BUFFERS_COUNT sizes the next kernel buffer (device-wide, as in
+        # libiio); while one is open the real iiod answers 0 and keeps
+        # the count it had
         assert req(f, s, b"SET iio:device0 BUFFERS_COUNT 1") == 0
         assert req(f, s, b"OPEN iio:device0 262145 0000001f") == -errno.ENOMEM
         assert req(f, s, b"OPEN iio:device0 262144 0000001f") == 0
-        assert req(f, s, b"SET iio:device0 BUFFERS_COUNT 4") == -errno.EBUSY
+        assert req(f, s, b"SET iio:device0 BUFFERS_COUNT 2") == 0
+        assert req(f, s, b"CLOSE iio:device0") == 0
+        assert req(f, s, b"OPEN iio:device0 262144 0000001f") == 0   # still 1
+        assert req(f, s, b"CLOSE iio:device0") == 0
+        assert req(f, s, b"SET iio:device0 BUFFERS_COUNT 2") == 0
+        assert req(f, s, b"OPEN iio:device0 262144 0000001f") == -errno.ENOMEM
+        assert req(f, s, b"OPEN iio:device0 131072 0000001f") == 0
         assert req(f, s, b"CLOSE iio:device0") == 0
         # strtol() into an unsigned int: -4294967292 is 4
         assert req(f, s, b"SET iio:device0 BUFFERS_COUNT -4294967292") == 0
