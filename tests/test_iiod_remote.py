@@ -408,7 +408,14 @@ SEQUENCES = [
      ("OPEN iio:device0 262145 0000001f", None), ("OPEN iio:device0 262144 0000001f", None),
      ("CLOSE iio:device0", None), ("SET iio:device0 BUFFERS_COUNT -4294967292", None),
      ("OPEN iio:device0 65536 0000001f", None), ("CLOSE iio:device0", None),
-     ("TIMEOUT 1 2", None), ("TIMEOUT x", None)],
+     ("TIMEOUT 1 2", None), ("TIMEOUT x", None),
+     # WRITE lengths: none, none as atol() reads it, one iiod cannot malloc()
+     ("WRITE iio:device0 INPUT oversampling ratio 0", None),
+     ("WRITE iio:device0 INPUT oversampling ratio x", None),
+     ("WRITE iio:device0 DEBUG direct_reg_access 0", None),
+     ("WRITE iio:device0 integration_time_available 0", None),
+     ("WRITE iio:device0 INPUT oversampling ratio -1", None),
+     _r("INPUT oversampling ratio")],
 ]
 
 

@@ -367,6 +367,13 @@ def test_emulator_write_and_lines_are_bounded(emu):
         for length in (b"%d" % (1 << 40), b"-1"):
             s.sendall(b"WRITE iio:device0 INPUT oversampling ratio " + length + b"\r\n")
             assert _answer(f) == -errno.ENOMEM, length
+        # no bytes (0, or no number: atol()): libiio writes nothing, -EIO;
+        # a file that cannot be written, -EACCES
+        for length in (b"0", b"x"):
+            s.sendall(b"WRITE iio:device0 INPUT oversampling ratio " + length + b"\r\n")
+            assert _answer(f) == -errno.EIO, length
+        s.sendall(b"WRITE iio:device0 integration_time_available 0\r\n")
+        assert _answer(f) == -errno.EACCES
         s.sendall(b"READ " + b"x" * 10000 + b"\r\n")
         assert _answer(f) == -errno.EINVAL
         s.sendall(b"TIMEOUT 1 2\r\nTIMEOUT x\r\nVERSION\r\n")

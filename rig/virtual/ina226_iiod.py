@@ -66,7 +66,9 @@ a decimal integer line, negative = -errno):
                                 the payload read in 64 KiB pieces, its
                                 first 4096 bytes (a sysfs page) kept;
                                 len past 1 GiB or negative (iiod's
-                                malloc() fails): -ENOMEM, none read
+                                malloc() fails): -ENOMEM, none read;
+                                len 0 (or no number): -EIO, -EACCES
+                                for a file that cannot be written
     GETTRIG dev, SETTRIG dev [trig]              -> -ENOENT (no trigger)
     SET dev BUFFERS_COUNT n  -> 0        (n >= 1 modulo 2^32, default 4: the
                                 next buffer opened is n of OPEN's; while
@@ -686,6 +688,23 @@ class Ina226:
                 self.alert_limit = nums[1] & 0xFFFF
             self.debug_reg = reg
 
+    @staticmethod
+    def writable(chan: str | None, attr: str) -> bool:
+        """Whether the file of @attr (of channel @chan, DEBUG or BUFFER)
+        can be opened for writing, as write() takes it."""
+        if chan == "DEBUG":
+            return attr == "direct_reg_access"
+        if chan == "BUFFER":
+            return False
+        if chan is None:
+            return attr == "current_timestamp_clock"
+        if attr in ("raw", "scale"):
+            return chan in ("voltage0", "voltage1", "power2", "current3")
+        if attr == "integration_time":
+            return chan in ("voltage0", "voltage1")
+        return (chan, attr) in (("oversampling", "ratio"), ("shunt", "resistor"),
+                                ("allow", "async_readout"), ("sampling", "frequency"))
+
     def write(self, chan: str | None, attr: str, value: str) -> None:
         with self.lock:
             # what the driver refuses while its buffer is enabled (the
@@ -1216,7 +1235,7 @@ class Handler(socketserver.StreamRequestHandler):
             # the payload is read first, whatever is wrong with the
             # request: left unread it would be taken for the next command
             # (unless iiod could not malloc() it: then it reads none)
-            if len(args) < 3 or not re.match(r"\s*[+-]?\d", args[-1]):
+            if len(args) < 3:
                 raise IioError(errno.EINVAL)
             n = atol(args[-1]) & 0xFFFFFFFFFFFFFFFF    # iiod's size_t
             if n > WRITE_MALLOC_MAX:
@@ -1226,6 +1245,11 @@ class Handler(socketserver.StreamRequestHandler):
             chan, attr, rest = self.attr_target(args[1:-1])
             if attr is None or rest:
                 raise IioError(errno.EINVAL)
+            if not n:
+                # no bytes (0, or no number: atol()): libiio's local
+                # backend opens the file and writes nothing, so the driver
+                # sees nothing; a write of 0 bytes is its -EIO
+                raise IioError(errno.EIO if chip.writable(chan, attr) else errno.EACCES)
             value = data.decode("ascii", "replace").rstrip("\0")
             if chan == "DEBUG":
                 chip.debug_write(attr, value)
