@@ -280,17 +280,19 @@ def device_dictionary(state: dict) -> str:
     """lava-jobs/devices/qemu-sbrig.jinja2 with this lab's settings set
     before it (its own settings take a value set already)."""
     rig = LAB / DEVICE
-    # the device is the virtual rig: its comparisons take its minimum
-    # changes (rig/virtual/compare.conf; lava-jobs/README.md)
     opts = (f"--sbrig-bin {BUILD / 'host' / 'release'} "
-            f"--scenarios {state.get('scenarios', REPO / 'rig' / 'scenarios')} "
-            f"--compare-config {REPO / 'rig' / 'virtual' / 'compare.conf'}")
+            f"--scenarios {state.get('scenarios', REPO / 'rig' / 'scenarios')}")
     head = ("{# the lab's settings (lava-jobs/lab.py), then the dictionary #}\n"
             f"{{% set sbrig_dir = '{rig}' %}}\n"
             f"{{% set sbrig_target_port = {state['target_port']} %}}\n"
             f"{{% set sbrig_power_port = {state['power_port']} %}}\n"
             f"{{% set sbrig_rig_host = '{sys.executable} {HERE / 'rig_host.py'}' %}}\n"
-            f"{{% set sbrig_rig_options = '{opts}' %}}\n")
+            f"{{% set sbrig_rig_options = '{opts}' %}}\n"
+            # the device is the virtual rig: its comparisons take its
+            # minimum changes, this checkout's rather than the package's
+            # (rig/virtual/compare.conf; lava-jobs/README.md)
+            f"{{% set sbrig_compare_config = "
+            f"'{REPO / 'rig' / 'virtual' / 'compare.conf'}' %}}\n")
     return head + (local.DEVICES / "qemu-sbrig.jinja2").read_text()
 
 

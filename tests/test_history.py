@@ -1026,8 +1026,12 @@ def test_completion_offers_what_each_subcommand_takes():
         {"--db", "--git-dir", "--help"}
     assert {"--db", "--git-dir", "--window", "--rig"} <= \
         set(_complete(["history", "trend", "--"]))
-    # before the sub-command: the history-wide options
-    assert set(_complete(["history", "--"])) == {"--db", "--git-dir", "--help"}
+    # before the sub-command: the history-wide options of its usage line
+    # (--git-dir is the sub-commands': sbrig refuses it there)
+    assert set(_complete(["history", "--"])) == {"--db", "--help"}
+    p = subprocess.run([str(SBRIG), "history", "--git-dir", ".", "show"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "--git-dir" in p.stderr, p.stderr
     # and what the help says copy refuses, sbrig refuses
     p = subprocess.run([str(SBRIG), "history", "copy", "--db", "x.db", "a", "b"],
                        capture_output=True, text=True, timeout=60)

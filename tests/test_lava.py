@@ -276,6 +276,50 @@ def test_device_dictionaries_render_from_lava_servers_templates(device_types, am
     assert attach[attach.index("--secret-file") + 1].startswith("/etc/sbrig/"), attach
 
 
+def _rig_attach_args(context: dict, device_types: Path, text: str | None = None) -> list[str]:
+    """The rig host's arguments in the qemu device's sbrig_rig_attach,
+    the dictionary (or @text in its place) rendered with @context."""
+    d = WORK / "dict"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "qemu-sbrig.jinja2").write_text(
+        text if text is not None else (LAVA_JOBS / "devices" / "qemu-sbrig.jinja2").read_text())
+    _, dev = local.render_device(d / "qemu-sbrig.jinja2", context, device_types)
+    return dev["commands"]["users"]["sbrig_rig_attach"]["do"].split()
+
+
+def _option(argv: list[str], name: str) -> str | None:
+    """@name's value as rig_host.py's argparse takes it (the last one)."""
+    values = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == name]
+    return values[-1] if values else None
+
+
+def test_the_qemu_device_compares_with_the_virtual_rigs_minimum_changes(device_types):
+    """The qemu device is the virtual rig: its rig host's sbrig compare
+    takes rig/virtual/compare.conf as the sbrig package installs it
+    (/usr/share/sbrig/virtual-compare.conf, tests/test_packaging.py) with
+    no option from the lab; sbrig_compare_config names another one or
+    none (''), and a --compare-config in sbrig_rig_options still wins.
+    lab.py's dictionary names this checkout's file."""
+    ctx = {"sbrig_dir": "/srv/q1"}
+    argv = _rig_attach_args(ctx, device_types)
+    assert argv[2] == "attach"
+    assert _option(argv, "--compare-config") == "/usr/share/sbrig/virtual-compare.conf"
+    argv = _rig_attach_args(dict(ctx, sbrig_compare_config="/etc/sbrig/mine.conf"),
+                            device_types)
+    assert _option(argv, "--compare-config") == "/etc/sbrig/mine.conf"
+    argv = _rig_attach_args(dict(ctx, sbrig_compare_config=""), device_types)
+    assert "--compare-config" not in argv
+    argv = _rig_attach_args(dict(ctx, sbrig_rig_options="--compare-config /x.conf"),
+                            device_types)
+    assert _option(argv, "--compare-config") == "/x.conf"
+    # what lab.py gives lava-server for its device
+    lab = _load("lab")
+    text = lab.device_dictionary({"target_port": 30440, "power_port": 30441})
+    argv = _rig_attach_args({}, device_types, text)
+    assert _option(argv, "--compare-config") == str(VIRTUAL_COMPARE_CONF)
+    assert argv.count("--compare-config") == 1, argv
+
+
 def test_beaglebone_jobs_pass_the_dispatchers_pipeline_validation(armhf, http_artifacts):
     """lava-run --validate of the BBB jobs, their artifacts over HTTP as in
     a lab; stubbed: the TFTP server, telnet, the dispatcher's IP only."""
@@ -467,8 +511,8 @@ def power_run(name: str, commit: str, baseline: str, amd64: Path, rig_dir: Path,
         "sbrig_power_port": ports[1],
         "sbrig_rig_host": f"{sys.executable} {LAVA_JOBS / 'rig_host.py'}",
         "sbrig_rig_options": f"--sbrig-bin {BIN} --scenarios {SCENARIOS} "
-                             f"--history {rig_dir / 'history.db'} "
-                             f"--compare-config {VIRTUAL_COMPARE_CONF}"})
+                             f"--history {rig_dir / 'history.db'}",
+        "sbrig_compare_config": str(VIRTUAL_COMPARE_CONF)})
 
 
 def by_set(run) -> dict[str, dict]:

@@ -44,6 +44,9 @@ from tests.sbrigdrig import stop_daemon
 
 REPO = Path(__file__).resolve().parents[1]
 PKG = REPO / "build" / "pkg"
+#: where the sbrig package puts rig/virtual/compare.conf (read-only data,
+#: not /etc/sbrig: a NAME.conf there is a rig description to sbrigd@NAME)
+VIRTUAL_COMPARE_CONF = "/usr/share/sbrig/virtual-compare.conf"
 SRC = PKG / "sbrig"
 
 
@@ -144,8 +147,23 @@ def test_packages_build(debs):
               "/usr/share/bash-completion/completions/sbrig",
               "/lib/udev/rules.d/60-sbrig.rules",
               "/usr/libexec/sbrig/sbrig-iio-access",
-              "/usr/share/doc/sbrig/examples/virtual.conf"):
+              "/usr/share/doc/sbrig/examples/virtual.conf",
+              VIRTUAL_COMPARE_CONF):
         assert f in files, f"{f} not in sbrig: {sorted(files)}"
+    # the virtual rig's compare thresholds, as the qemu device dictionary
+    # names them by default: the source's file, and sbrig compare takes it
+    x = PKG / "x-sbrig"
+    shutil.rmtree(x, ignore_errors=True)
+    run(["dpkg-deb", "-x", str(d["sbrig_amd64"]), str(x)])
+    conf = x / VIRTUAL_COMPARE_CONF.lstrip("/")
+    assert conf.read_bytes() == (REPO / "rig/virtual/compare.conf").read_bytes()
+    assert stat.S_IMODE(conf.stat().st_mode) == 0o644
+    dictionary = (REPO / "lava-jobs/devices/qemu-sbrig.jinja2").read_text()
+    assert f"default('{VIRTUAL_COMPARE_CONF}')" in dictionary
+    printed = run([str(x / "usr/bin/sbrig"), "compare", "-c", str(conf),
+                   "--print-config"]).stdout
+    assert re.search(r"^\[energy_total_uJ\]\nmin_change\s*=\s*0\.12\n", printed,
+                     re.M), printed
     # the module and DKMS belong to sbrig-dkms only
     assert not any(f.startswith("/usr/src/") for f in files)
     assert "dkms" not in deb_field(d["sbrig_amd64"], "Depends")
@@ -518,6 +536,143 @@ fi
         {"--tsv", "--sort", "--help"}
 
 
+# --- what the completion offers, against the help it reads ------------------
+
+_OPT_LINE = re.compile(r"^ {1,8}(-[A-Za-z0-9])?(?:, )?(--[A-Za-z0-9][A-Za-z0-9-]*)?")
+_OPT_WORD = re.compile(r"^--?[A-Za-z0-9][A-Za-z0-9-]*$")
+
+
+def help_table(text: str) -> tuple[set[str], dict[str, str]]:
+    """The options of a help's table ("  -o, --output DIR ...", an option
+    within 8 columns of the margin) and their other names."""
+    names, alias = set(), {}
+    for line in text.splitlines():
+        m = _OPT_LINE.match(line)
+        if not line.lstrip().startswith("-") or not m or not (m[1] or m[2]):
+            continue
+        names |= {n for n in m.groups() if n}
+        if m[1] and m[2]:
+            alias[m[1]], alias[m[2]] = m[2], m[1]
+    return names, alias
+
+
+def usage_options(text: str) -> set[str]:
+    """The options a usage text names ("[-o DIR]", "(--samples csv|tsv |
+    --perfetto)")."""
+    return {w for w in re.sub(r"[][()|]", " ", text).split() if _OPT_WORD.match(w)}
+
+
+def usage_lines(text: str, sub: str | None = None) -> str:
+    """The "Usage:" line (or, with @sub, the indented line starting with
+    it) and its continuation lines (indented, starting with "[")."""
+    lines, out = text.splitlines(), []
+    for i, line in enumerate(lines):
+        if (sub is None and line.startswith("Usage:")) or \
+                (sub is not None and re.match(rf"^\s+{re.escape(sub)}(\s|$)", line)):
+            out.append(line.split("Usage:", 1)[-1] if sub is None else line.strip()[len(sub):])
+            for more in lines[i + 1:]:
+                if not re.match(r"^\s+\[", more):
+                    break
+                out.append(more)
+            break
+    return " ".join(out)
+
+
+def expected_options(sbrig: Path, cmd: str) -> dict[str | None, set[str]]:
+    """What `sbrig CMD --help` says CMD takes after its name: None -> the
+    options before a sub-command (all of them for a command without
+    one), SUB -> those after the sub-command SUB. The usage line's options
+    and the table's, an option with its other name; with sub-commands,
+    each takes the command's usage line's, its own usage line's and the
+    table's that no usage line names, not those the table says are "not
+    with" it. --help always (sbrig COMMAND --help)."""
+    text = run([str(sbrig), cmd, "--help"]).stdout
+    table, alias = help_table(text)
+
+    def named(t: str) -> set[str]:
+        o = usage_options(t)
+        return o | {alias[n] for n in o if n in alias}
+
+    usage = usage_lines(text).split(f" {cmd}", 1)[1]
+    # the first positional (option groups and their arguments left out)
+    bare = re.sub(r"[\[(]-[^\]\[()]*[\])]", " ", usage)
+    words = [w for w in re.sub(r"[][]", " ", bare).split() if not w.startswith("-")]
+    subs = words[0].split("|") if words and "|" in words[0] else []
+    if not subs:
+        return {None: named(usage) | table | {"--help"}}
+    all_named = named(usage).union(*(named(usage_lines(text, s)) for s in subs))
+    free = table - all_named
+    out = {None: named(usage) | free | {"--help"}}
+    for s in subs:
+        not_with = set()
+        for line in text.splitlines():
+            m = _OPT_LINE.match(line)
+            w = re.search(r"\(.*not with ([a-z][a-z, |]*)", line)
+            if m and w and s in re.split(r"[ ,|]+", w[1]):
+                not_with |= {n for n in m.groups() if n}
+        not_with |= {alias[n] for n in not_with if n in alias}
+        out[s] = (named(usage) | named(usage_lines(text, s)) | free | {"--help"}) - not_with
+    return out
+
+
+def test_bash_completion_offers_what_each_usage_lists():
+    """For every command of `sbrig --help`, and every sub-command of one
+    that has them, the options the completion offers ("sbrig CMD [SUB]
+    -") are exactly those its `--help` lists (expected_options(), read
+    from the real help here); before a command, the global options of
+    `sbrig --help`, less one given and the others of its usage group
+    ("[-s SOCKET | -r RIG]"), and after them only the commands whose
+    usage line lets them stand before it. The completion offered the
+    options of every sub-command's usage line to each sub-command and
+    before any (target's -n/--count, -f/--follow, --tsv to policy and
+    hold; history's --git-dir before the sub-command, which sbrig
+    refuses) and -s again after -s or -r."""
+    sbrig = REPO / "build" / "host" / "release" / "sbrig"
+    if not sbrig.exists():
+        run(["make", "-C", str(REPO / "host"), "-j2", str(sbrig)], timeout=900)
+    comp = REPO / "host/bash-completion/sbrig"
+    env = dict(os.environ)
+    env.pop("SBRIG_SOCKET", None)
+    top = run([str(sbrig), "--help"]).stdout
+    cmds = [m[1] for m in re.finditer(r"^  ([a-z][a-z0-9_-]*)\s", top.split("Commands:")[1],
+                                       re.M)]
+    assert {"status", "target", "history", "render", "export"} <= set(cmds), cmds
+    seen = {}
+    for cmd in cmds:
+        for sub, want in expected_options(sbrig, cmd).items():
+            words = [cmd] + ([sub] if sub else []) + ["-"]
+            got = complete(sbrig, words, env, comp)
+            assert len(got) == len(set(got)), (words, got)
+            assert set(got) == want, f"sbrig {' '.join(words)}: offered {sorted(got)}, " \
+                                     f"the help lists {sorted(want)}"
+            seen[(cmd, sub)] = want
+    # the derivation is no tautology: what the help says, as a person reads it
+    assert seen[("target", "hold")] == {"--help"}
+    assert seen[("target", "policy")] == {"--timeout", "--help"}
+    assert seen[("target", "events")] == {"-n", "--count", "--follow", "-f", "--tsv", "--help"}
+    assert seen[("history", None)] == {"--db", "--help"}
+    assert "--db" not in seen[("history", "copy")]
+    assert "--print-config" in seen[("compare", None)]      # the table's only
+
+    # the global options: the usage line's and the table's
+    table, alias = help_table(top)
+    gusage = usage_lines(top)
+    glob = usage_options(gusage.split("COMMAND")[0]) | table
+    assert set(complete(sbrig, ["-"], env, comp)) == glob
+    for given, group in ((["-s", "x"], {"-s", "--socket", "-r", "--rig"}),
+                         (["--rig", "x"], {"-s", "--socket", "-r", "--rig"}),
+                         (["--run-dir", "d"], {"--run-dir"}),
+                         (["-r", "x", "--run-dir", "d"],
+                          {"-s", "--socket", "-r", "--rig", "--run-dir"})):
+        assert set(complete(sbrig, given + ["-"], env, comp)) == glob - group, given
+    # after global options only the commands whose usage takes them
+    takes = {c for c in cmds
+             if "-" in usage_lines(run([str(sbrig), c, "--help"]).stdout).split(f" {c}")[0]}
+    assert "render" not in takes and "status" in takes
+    assert set(complete(sbrig, ["-r", "x", ""], env, comp)) == takes
+    assert set(complete(sbrig, [""], env, comp)) == set(cmds)
+
+
 def test_dkms_build_against_debian_headers(debs, tmp_path):
     from tests.vm import kernels
     k = kernels.fetch("amd64")
@@ -570,8 +725,11 @@ def test_make_install_destdir_prefix(tmp_path):
               "usr/lib/sysusers.d/sbrig.conf",
               "usr/lib/tmpfiles.d/sbrig.conf",
               "lib/udev/rules.d/60-sbrig.rules",
-              "opt/sbrig/libexec/sbrig/sbrig-iio-access"):
+              "opt/sbrig/libexec/sbrig/sbrig-iio-access",
+              "opt/sbrig/share/sbrig/virtual-compare.conf"):
         assert (dest / f).is_file(), f
+    assert (dest / "opt/sbrig/share/sbrig/virtual-compare.conf").read_bytes() == \
+        (REPO / "rig/virtual/compare.conf").read_bytes()
     # the udev rule's helper where PREFIX put it
     rule = (dest / "lib/udev/rules.d/60-sbrig.rules").read_text()
     assert 'RUN+="/opt/sbrig/libexec/sbrig/sbrig-iio-access sbrig %S%p"' in rule

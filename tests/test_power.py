@@ -12,6 +12,7 @@ and captures from that real iiod over ip:.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import signal
@@ -264,6 +265,121 @@ def test_emulator_readbuf_huge_length_streams_like_iiod(emu):
     with socket.create_connection(("127.0.0.1", emu.port), timeout=20) as s:
         s.sendall(b"VERSION\r\n")
         assert s.makefile("rb").readline().startswith(b"0.24")
+    assert emu.proc.poll() is None
+
+
+def _rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
+
+
+def test_emulator_open_bounds_the_kernel_buffer_like_iiod(emu):
+    """OPEN's sample count is iiod 0.24's (atol() into an unsigned int,
+    modulo 2^32) and the kernel buffer it asks for is bounded as Linux
+    bounds it: libiio's local backend makes it count x BUFFERS_COUNT
+    (default 4) samples, kstrtouint() refuses a length past UINT_MAX
+    (ERANGE), the kfifo past 4 MiB is ENOMEM (kmalloc's largest piece).
+    The emulator took any count: 2^40 samples opened a stream whose first
+    READBUF built 2^40 samples in memory."""
+    def req(f, s, line: bytes) -> int:
+        s.sendall(line + b"\r\n")
+        return _answer(f)
+
+    with socket.create_connection(("127.0.0.1", emu.port), timeout=20) as s:
+        f = s.makefile("rb")
+        for count, mask, err in (
+                (b"65537", b"0000001f", -errno.ENOMEM),      # 16 B x 2^18 x 2 > 4 MiB
+                (b"524289", b"00000001", -errno.ENOMEM),     # 2 B a sample
+                (b"1073741824", b"0000001f", -errno.ERANGE),  # x 4 > UINT_MAX
+                (b"99999999999999999999", b"00000001", -errno.ERANGE),  # saturates
+                (b"-1", b"00000001", -errno.ERANGE),          # 2^32 - 1
+                (b"%d" % (1 << 40), b"0000001f", -errno.EINVAL),  # 0 mod 2^32
+                (b"x", b"0000001f", -errno.EINVAL)):          # atol(): 0
+            assert req(f, s, b"OPEN iio:device0 " + count + b" " + mask) == err, count
+        # the largest that fits opens; 2^32 + 1 is one sample
+        for count, mask in ((b"65536", b"0000001f"), (b"524288", b"00000001"),
+                            (b"%d" % ((1 << 32) + 1), b"0000001f")):
+            assert req(f, s, b"OPEN iio:device0 " + count + b" " + mask) == 0, count
+            assert req(f, s, b"CLOSE iio:device0") == 0
+        # BUFFERS_COUNT sizes the next kernel buffer (device-wide, as in
+        # libiio); while one is open the real iiod answers 0 and keeps
+        # the count it had
+        assert req(f, s, b"SET iio:device0 BUFFERS_COUNT 1") == 0
+        assert req(f, s, b"OPEN iio:device0 262145 0000001f") == -errno.ENOMEM
+        assert req(f, s, b"OPEN iio:device0 262144 0000001f") == 0
+        assert req(f, s, b"SET iio:device0 BUFFERS_COUNT 2") == 0
+        assert req(f, s, b"CLOSE iio:device0") == 0
+        assert req(f, s, b"OPEN iio:device0 262144 0000001f") == 0   # still 1
+        assert req(f, s, b"CLOSE iio:device0") == 0
+        assert req(f, s, b"SET iio:device0 BUFFERS_COUNT 2") == 0
+        assert req(f, s, b"OPEN iio:device0 262144 0000001f") == -errno.ENOMEM
+        assert req(f, s, b"OPEN iio:device0 131072 0000001f") == 0
+        assert req(f, s, b"CLOSE iio:device0") == 0
+        # strtol() into an unsigned int: -4294967292 is 4
+        assert req(f, s, b"SET iio:device0 BUFFERS_COUNT -4294967292") == 0
+        assert req(f, s, b"OPEN iio:device0 65537 0000001f") == -errno.ENOMEM
+        assert req(f, s, b"SET iio:device0 BUFFERS_COUNT x") == -errno.EINVAL
+    assert emu.proc.poll() is None
+
+
+def test_emulator_readbuf_length_is_atol_like_iiod(emu):
+    """iiod reads READBUF's length with atol(): no number is 0 (the
+    answer "0": less than a sample), a number followed by letters is
+    that number. The emulator answered -EINVAL to both."""
+    with socket.create_connection(("127.0.0.1", emu.port), timeout=20) as s:
+        f = s.makefile("rb")
+        s.sendall(b"OPEN iio:device0 4 0000001f\r\n")
+        assert _answer(f) == 0
+        s.sendall(b"READBUF iio:device0 x\r\n")
+        assert _answer(f) == 0
+        s.sendall(b"READBUF iio:device0 32abc\r\n")
+        assert _answer(f) == 32
+        assert f.readline() == b"0000001f\n"
+        assert len(f.read(32)) == 32
+        s.sendall(b"VERSION\r\n")
+        assert f.readline().startswith(b"0.24")
+
+
+def test_emulator_write_and_lines_are_bounded(emu):
+    """What a client sends is read in bounded pieces: a WRITE payload of
+    32 MiB is read through (the connection stays in step) without the
+    emulator growing by it, its first sysfs page taken as the value; a
+    WRITE length iiod cannot malloc() (2^40, or negative: a huge size_t)
+    is -ENOMEM with no payload read, as iiod answers; a command line past
+    4096 bytes is one -EINVAL, not several commands. The emulator read a
+    WRITE payload in one piece (2^40: a MemoryError that dropped the
+    connection) and cut a long line into commands answered each."""
+    with socket.create_connection(("127.0.0.1", emu.port), timeout=30) as s:
+        f = s.makefile("rb")
+        s.sendall(b"VERSION\r\n")
+        f.readline()
+        rss0 = _rss_kib(emu.proc.pid)
+        n = 32 << 20
+        s.sendall(b"WRITE iio:device0 INPUT oversampling ratio %d\r\n" % n)
+        payload = b"16\0" + b"\0" * (n - 3)
+        for i in range(0, n, 1 << 20):
+            s.sendall(payload[i:i + (1 << 20)])
+        assert _answer(f) == n
+        grew = _rss_kib(emu.proc.pid) - rss0
+        assert grew < 8 << 10, f"emulator grew by {grew} KiB for a 32 MiB WRITE"
+        s.sendall(b"READ iio:device0 INPUT oversampling ratio\r\n")
+        assert _answer(f) == 3 and f.read(4) == b"16\0\n"
+        for length in (b"%d" % (1 << 40), b"-1"):
+            s.sendall(b"WRITE iio:device0 INPUT oversampling ratio " + length + b"\r\n")
+            assert _answer(f) == -errno.ENOMEM, length
+        # no bytes (0, or no number: atol()): libiio writes nothing, -EIO;
+        # a file that cannot be written, -EACCES
+        for length in (b"0", b"x"):
+            s.sendall(b"WRITE iio:device0 INPUT oversampling ratio " + length + b"\r\n")
+            assert _answer(f) == -errno.EIO, length
+        s.sendall(b"WRITE iio:device0 integration_time_available 0\r\n")
+        assert _answer(f) == -errno.EACCES
+        s.sendall(b"READ " + b"x" * 10000 + b"\r\n")
+        assert _answer(f) == -errno.EINVAL
+        s.sendall(b"TIMEOUT 1 2\r\nTIMEOUT x\r\nVERSION\r\n")
+        assert _answer(f) == -errno.EINVAL
+        assert _answer(f) == 0
+        assert f.readline().startswith(b"0.24")
     assert emu.proc.poll() is None
 
 

@@ -40,12 +40,20 @@ a decimal integer line, negative = -errno):
 
     VERSION                  -> "0.24.ina226e"
     PRINT                    -> len, XML, "\\n"
-    TIMEOUT ms               -> 0
+    TIMEOUT ms               -> 0        (any one word: kept by none)
     OPEN dev n MASK [CYCLIC] -> 0        (MASK: one %08x word; CYCLIC: -EPERM)
+                                n as iiod takes it (atol() into an
+                                unsigned int, modulo 2^32), the kernel
+                                buffer n x BUFFERS_COUNT samples as
+                                Linux bounds it (open_error()): -EINVAL
+                                for 0, -ERANGE past UINT_MAX samples,
+                                -ENOMEM past a 4 MiB kfifo (65536
+                                samples of all channels)
     READBUF dev len          -> per kernel buffer of n samples: its length,
                                 the MASK line (first only), its bytes,
                                 each sent once read; "0" if len is less
-                                than a sample. len is iiod's unsigned
+                                than a sample (or no number: atol() 0).
+                                len is iiod's unsigned
                                 int (modulo 2^32, as atol() gives it):
                                 no error for a huge one, and never more
                                 than one kernel buffer in memory
@@ -55,10 +63,19 @@ a decimal integer line, negative = -errno):
                                 big-endian s32 length (or -errno) and the
                                 value padded to 4 bytes, each
     WRITE dev [INPUT ch|DEBUG|BUFFER] attr len   (then len bytes) -> len
+                                the payload read in 64 KiB pieces, its
+                                first 4096 bytes (a sysfs page) kept;
+                                len past 1 GiB or negative (iiod's
+                                malloc() fails): -ENOMEM, none read;
+                                len 0 (or no number): -EIO, -EACCES
+                                for a file that cannot be written
     GETTRIG dev, SETTRIG dev [trig]              -> -ENOENT (no trigger)
-    SET dev BUFFERS_COUNT n  -> 0        (n >= 1)
+    SET dev BUFFERS_COUNT n  -> 0        (n >= 1 modulo 2^32, default 4: the
+                                next buffer opened is n of OPEN's; while
+                                one is open: 0, and nothing changes)
     EXIT
 
+A command line longer than 4096 bytes is skipped whole with -EINVAL.
 Answers and errors are those of Debian's iiod 0.24 serving the real
 driver (tests/test_iiod_remote.py compares them request by request):
 -ENODEV a device, -ENXIO a channel, -ENOENT an attribute the device
@@ -123,6 +140,7 @@ import json
 import math
 import os
 import random
+import re
 import signal
 import socket
 import socketserver
@@ -475,6 +493,7 @@ class Ina226:
         self.debug_reg = 0                # direct_reg_access's selected register
         self.alert_limit = 0              # register 7 (written through it only)
         self.hold = False                 # "hold 1": no buffer delivered
+        self.buffers_count = NB_BLOCKS    # SET BUFFERS_COUNT: kernel buffer / client's
         self.streams: set[Stream] = set()
         self.opened = 0                   # buffers opened so far
         if rate_hz:
@@ -669,6 +688,23 @@ class Ina226:
                 self.alert_limit = nums[1] & 0xFFFF
             self.debug_reg = reg
 
+    @staticmethod
+    def writable(chan: str | None, attr: str) -> bool:
+        """Whether the file of @attr (of channel @chan, DEBUG or BUFFER)
+        can be opened for writing, as write() takes it."""
+        if chan == "DEBUG":
+            return attr == "direct_reg_access"
+        if chan == "BUFFER":
+            return False
+        if chan is None:
+            return attr == "current_timestamp_clock"
+        if attr in ("raw", "scale"):
+            return chan in ("voltage0", "voltage1", "power2", "current3")
+        if attr == "integration_time":
+            return chan in ("voltage0", "voltage1")
+        return (chan, attr) in (("oversampling", "ratio"), ("shunt", "resistor"),
+                                ("allow", "async_readout"), ("sampling", "frequency"))
+
     def write(self, chan: str | None, attr: str, value: str) -> None:
         with self.lock:
             # what the driver refuses while its buffer is enabled (the
@@ -818,13 +854,80 @@ class Kthread:
         return stamp, k, ks
 
 
+LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1
+UINT_MAX = 0xFFFFFFFF
+# The kernel's kmalloc() (Linux 6.1, 4 KiB pages, MAX_ORDER 11) gives at
+# most 4 MiB in one piece: a larger kfifo is -ENOMEM (__alloc_pages()
+# refuses order >= MAX_ORDER).
+KMALLOC_MAX_SIZE = 1 << 22
+# libiio's local backend (v0.24 local.c NB_BLOCKS): the kernel buffer
+# holds this many of the client's buffers unless SET BUFFERS_COUNT says
+NB_BLOCKS = 4
+# What iiod's malloc() of a WRITE payload can have on a rig host (its
+# RAM and swap: a small board's). A longer one is -ENOMEM, its payload
+# left unread, as iiod leaves it.
+WRITE_MALLOC_MAX = 1 << 30
+SYSFS_PAGE = 4096            # what a sysfs store() sees of one write
+LINE_MAX = 4096              # a longer command line: -EINVAL, skipped whole
+
+
+def atol(word: str) -> int:
+    """C's atol() as glibc does it (strtol base 10, saturating at the
+    long's range; 0 if @word does not start with a number): how iiod's
+    parser reads every count and length."""
+    m = re.match(r"\s*([+-]?)(\d+)", word)
+    if not m:
+        return 0
+    n = int(m.group(2)[:40])      # 40 digits: already far past saturation
+    n = -n if m.group(1) == "-" else n
+    return max(LONG_MIN, min(n, LONG_MAX))
+
+
 def readbuf_length(n: int) -> int:
-    """READBUF's length as iiod 0.24 takes it: atol() (saturating at the
-    long's range) into an unsigned int (modulo 2^32). A huge length is
-    no error there: it streams that many bytes, one kernel buffer at a
-    time, until the client goes; so does the emulator."""
-    n = max(-(1 << 63), min(n, (1 << 63) - 1))
-    return n & 0xFFFFFFFF
+    """READBUF's length as iiod 0.24 takes it: atol() into an unsigned
+    int (modulo 2^32). A huge length is no error there: it streams that
+    many bytes, one kernel buffer at a time, until the client goes; so
+    does the emulator."""
+    n = max(LONG_MIN, min(n, LONG_MAX))
+    return n & UINT_MAX
+
+
+def open_error(samples: int, buffers_count: int, bytes_per_datum: int) -> int:
+    """The errno with which an OPEN of @samples per buffer fails (0: it
+    opens), as iiod 0.24 over libiio's local backend and Linux 6.1's
+    IIO core and kfifo decide it for ina2xx-adc. @samples is iiod's
+    (atol() into the unsigned int samples_count, modulo 2^32). libiio
+    refuses 0 samples (EINVAL); its local backend writes buffer/length =
+    samples x @buffers_count (the low-speed interface), which
+    kstrtouint() refuses past UINT_MAX (ERANGE); enabling the buffer
+    allocates the kfifo: the length rounded up to a power of two
+    (at least 2) times @bytes_per_datum, EINVAL past UINT_MAX bytes,
+    ENOMEM past what kmalloc() gives (KMALLOC_MAX_SIZE). So a kernel
+    buffer is bounded whatever a client asks for."""
+    samples &= UINT_MAX
+    if not samples:
+        return errno.EINVAL
+    length = samples * buffers_count
+    if length > UINT_MAX:
+        return errno.ERANGE
+    fifo = 1 << (max(2, length) - 1).bit_length()
+    if fifo > UINT_MAX // bytes_per_datum:
+        return errno.EINVAL
+    if fifo * bytes_per_datum > KMALLOC_MAX_SIZE:
+        return errno.ENOMEM
+    return 0
+
+
+def scan_bytes(mask: int) -> int:
+    """The kernel's bytes per scan (iio_compute_scan_bytes()) for the
+    channels of @mask: each aligned to its size, the whole to the
+    largest."""
+    off = largest = 0
+    for _cid, idx, size, _signed, _a in SCAN_CHANNELS:
+        if mask & (1 << idx):
+            off += -off % size + size
+            largest = max(largest, size)
+    return off + (-off % largest if largest else 0)
 
 
 class Stream:
@@ -940,9 +1043,16 @@ class Handler(socketserver.StreamRequestHandler):
         chip = self.server.chip
         try:
             while not self.server.stop.is_set():
-                line = self.rfile.readline(4096)
+                line = self.rfile.readline(LINE_MAX)
                 if not line:
                     return
+                if not line.endswith(b"\n") and len(line) == LINE_MAX:
+                    # no command is this long: skip the rest of the line
+                    # (bounded reads), one -EINVAL for all of it
+                    while line and not line.endswith(b"\n"):
+                        line = self.rfile.readline(LINE_MAX)
+                    self.answer(-errno.EINVAL)
+                    continue
                 words = line.decode("ascii", "replace").split()
                 if not words:
                     continue
@@ -968,6 +1078,19 @@ class Handler(socketserver.StreamRequestHandler):
                 if self.stream.truth:
                     self.stream.truth.close(time.clock_gettime_ns(time.CLOCK_MONOTONIC))
             self.stream = None
+
+    def read_payload(self, n: int) -> bytes:
+        """A WRITE's @n payload bytes, read in bounded pieces: the first
+        SYSFS_PAGE of them kept (all a sysfs store() sees of one write),
+        the rest read and dropped, so that none is taken for a command."""
+        keep = bytearray()
+        while n:
+            part = self.rfile.read(min(n, 1 << 16))
+            if not part:
+                raise ConnectionError("short WRITE payload")
+            n -= len(part)
+            keep += part[:SYSFS_PAGE - len(keep)]
+        return bytes(keep)
 
     def check_dev(self, name: str) -> None:
         if name not in (DEVICE_ID, DEVICE_NAME):
@@ -1040,7 +1163,9 @@ class Handler(socketserver.StreamRequestHandler):
         elif cmd == "HELP":
             self.answer(0)
         elif cmd == "TIMEOUT":
-            if not args:
+            # iiod: one word, atoi() into an unsigned int, which the
+            # local context takes whatever it is; the emulator keeps none
+            if len(args) != 1:
                 raise IioError(errno.EINVAL)
             self.answer(0)
         elif cmd == "OPEN":
@@ -1049,8 +1174,8 @@ class Handler(socketserver.StreamRequestHandler):
                 raise IioError(errno.EINVAL)
             if self.stream:
                 raise IioError(errno.EBUSY)
+            samples = atol(args[1]) & UINT_MAX    # iiod's unsigned int
             try:
-                samples = int(args[1])
                 mask = int(args[2], 16)       # one 32-bit word: 5 channels
             except ValueError:
                 raise IioError(errno.EINVAL) from None
@@ -1059,13 +1184,17 @@ class Handler(socketserver.StreamRequestHandler):
                 raise IioError(errno.EINVAL)
             if len(args) == 4:
                 raise IioError(errno.EPERM)    # CYCLIC: for output buffers only
-            if samples < 0:
-                raise IioError(errno.ERANGE)
-            # no samples, a channel the device lacks, or no data channel
-            # (the timestamp alone): the kernel or libiio refuses it
-            if not samples or mask >> len(SCAN_CHANNELS) or not mask & 0xF:
+            # a channel the device lacks, or no data channel (the
+            # timestamp alone): the kernel or libiio refuses it
+            if mask >> len(SCAN_CHANNELS) or not mask & 0xF:
                 raise IioError(errno.EINVAL)
+            # no samples, or a kernel buffer the kernel will not allocate
+            # (a negative count is a huge one: atol() into an unsigned)
             with chip.lock:
+                err = open_error(samples, chip.buffers_count,
+                                 scan_bytes(mask))
+                if err:
+                    raise IioError(err)
                 self.stream = Stream(chip, mask, samples)
                 chip.streams.add(self.stream)
             self.answer(0)
@@ -1081,11 +1210,8 @@ class Handler(socketserver.StreamRequestHandler):
                 raise IioError(errno.EINVAL)   # iiod's parser: no length
             if not self.stream:
                 raise IioError(errno.EBADF)
-            try:
-                want = int(args[1])
-            except (IndexError, ValueError):
-                raise IioError(errno.EINVAL) from None
-            want = readbuf_length(want)
+            # atol(): a length that is no number is 0 ("0" answered)
+            want = readbuf_length(atol(args[1]))
             # iiod sends each kernel buffer as it is filled (the mask
             # with the first), never more than one in memory, until less
             # than a sample is left; none requested: "0" alone
@@ -1108,19 +1234,22 @@ class Handler(socketserver.StreamRequestHandler):
         elif cmd == "WRITE":
             # the payload is read first, whatever is wrong with the
             # request: left unread it would be taken for the next command
-            try:
-                n = int(args[-1]) if len(args) >= 3 else -1
-            except ValueError:
-                n = -1
-            if n < 0:
+            # (unless iiod could not malloc() it: then it reads none)
+            if len(args) < 3:
                 raise IioError(errno.EINVAL)
-            data = self.rfile.read(n)
-            if len(data) < n:
-                raise ConnectionError("short WRITE payload")
+            n = atol(args[-1]) & 0xFFFFFFFFFFFFFFFF    # iiod's size_t
+            if n > WRITE_MALLOC_MAX:
+                raise IioError(errno.ENOMEM)
+            data = self.read_payload(n)
             self.check_dev(args[0])
             chan, attr, rest = self.attr_target(args[1:-1])
             if attr is None or rest:
                 raise IioError(errno.EINVAL)
+            if not n:
+                # no bytes (0, or no number: atol()): libiio's local
+                # backend opens the file and writes nothing, so the driver
+                # sees nothing; a write of 0 bytes is its -EIO
+                raise IioError(errno.EIO if chip.writable(chan, attr) else errno.EACCES)
             value = data.decode("ascii", "replace").rstrip("\0")
             if chan == "DEBUG":
                 chip.debug_write(attr, value)
@@ -1138,13 +1267,17 @@ class Handler(socketserver.StreamRequestHandler):
             raise IioError(errno.ENOENT)
         elif cmd == "SET":
             self.check_dev(args[0])
-            try:
-                count = int(args[2]) if len(args) == 3 and \
-                    args[1].upper() == "BUFFERS_COUNT" else 0
-            except ValueError:
-                count = 0
+            # strtol() into iiod's unsigned int; libiio's local backend
+            # takes it for the next buffer opened. While one is open the
+            # real iiod answers 0 and the count stays as it was (its next
+            # OPEN is sized by the old one: tests/test_iiod_remote.py)
+            count = atol(args[2]) & UINT_MAX if len(args) == 3 and \
+                args[1].upper() == "BUFFERS_COUNT" else 0
             if count < 1:
                 raise IioError(errno.EINVAL)
+            with chip.lock:
+                if not chip.streams:
+                    chip.buffers_count = count
             self.answer(0)
         else:
             raise IioError(errno.EINVAL)
