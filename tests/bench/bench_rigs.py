@@ -3,7 +3,8 @@
 
     /usr/bin/python3 tests/bench/bench_rigs.py [--rigs 8 16 32] [--seconds 60]
                                                [--rate 3500] [--idle 20]
-                                               [--buffer-samples 256]
+                                               [--buffer-samples 0]
+                                               [--reference-buffer-samples 256]
                                                [--reference file|pipe]
 
 For each count N of ``--rigs`` (default 8, then 16 and 32), this host runs
@@ -19,12 +20,20 @@ as sbrigd@NAME.service does: its own rig description and its own socket):
   * the release sbrigd, ``-c RIG.conf -s RUN/RIG.sock``, and one
     ``sbrig -s RUN/RIG.sock capture -d SECONDS``;
   * the reference: one ``iio_readdev`` per sensor (all its channels, the
-    same rate x SECONDS samples, the same buffer size as sbrigd's
-    ``[power] buffer_samples``: ``--buffer-samples``, default 256, both
-    programs' default) on the same emulator, writing its samples to a file
-    beside the capture, on the same file system (``--reference file``, the
-    default), started once the capture's buffer is open, so both run at
-    the same time.
+    same rate x SECONDS samples, at its own default buffer size, 256
+    samples: ``--reference-buffer-samples``, ``same`` for sbrigd's) on the
+    same emulator, writing its samples to a file beside the capture, on the
+    same file system (``--reference file``, the default), started once the
+    capture's buffer is open, so both run at the same time.
+
+Each program runs at its own defaults, as a lab would run it: sbrigd's
+``[power] buffer_samples`` (``--buffer-samples``, default 0) sizes its
+buffer in time, a quarter second's worth (892 samples at 3571.4 S/s;
+``sbrig status`` shows it), iio_readdev's is 256 samples whatever the
+rate. A refill costs about the same whatever its size, so at this rate
+sbrigd refills 4 times a second and iio_readdev 14; with equal buffers
+(``--reference-buffer-samples same``) the figure shows what sbrigd does
+on top of the same refills (the capture's files, its loop, its syncs).
 
 Then it prints one line per rig: the samples the emulator emitted into
 sbrigd's buffer (its truth's own count), those in the capture, the
@@ -33,12 +42,11 @@ far the emulator's stream was behind the host's clock when the capture
 closed (``late``: its last sample's stamp against the capture's close;
 a few ms when the emulator keeps up), whether sbrigd had to give up the
 buffer in flight at the stop (``tail lost``: it logs that the sensor did
-not deliver the samples up to the stop in time), and sbrigd's host CPU (user + system from /proc/PID/stat over the capture)
-beside iio_readdev's (from wait4) and their ratio (target <= 1.0x), with
-sbrigd's CPU over --idle seconds before the captures (no capture: link
-pings, the agent's events), scaled to the capture's length, so that the
-capture's own share shows; /proc's times are in 10 ms ticks, so a rig's
-figures are coarse and the totals are the ones to read; then
+not deliver the samples up to the stop in time), and sbrigd's host CPU (its process CPU clock, all threads, in ns, over the
+capture) beside iio_readdev's (user + system from wait4, in us) and their
+ratio (target <= 1.0x), with sbrigd's CPU over --idle seconds before the
+captures (no capture: link pings, the agent's events), scaled to the
+capture's length, so that the capture's own share shows; then
 the totals (host CPU per rig as a share of one core), whether the host kept up (no sample dropped, and every stream
 within 1 % of real time: an emulator that falls behind the clock is this
 host failing to keep up too), and after the last count, where it stopped
@@ -91,6 +99,7 @@ Needs: make host (build/host/release), iio_readdev (libiio-utils).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -110,7 +119,6 @@ from tests.test_power import Emulator  # noqa: E402
 
 BIN = REPO / "build" / "host" / "release"
 I2C_HZ = 2940000
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 # iio_readdev's sample with every channel: 4 x u16 + s64 timestamp
 READDEV_SAMPLE = 16
 # what sbrigd logs when the sensor's samples up to a capture's stop did not
@@ -120,9 +128,28 @@ TAIL_LOST = "did not deliver the samples up to the stop in time"
 
 
 def proc_cpu(pid: int) -> float:
-    """utime + stime of @pid (all its threads), in seconds."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    """CPU time of process @pid (all its threads, the ended ones too), in
+    seconds: its CPU-time clock (clock_getcpuclockid(3): CPUCLOCK_SCHED of
+    the process, ns), not /proc's utime + stime in 10 ms ticks."""
+    return time.clock_gettime(((~pid) << 3) | 2)
+
+
+def status_key(sock: Path, key: str, timeout: float = 30) -> str:
+    """One of sbrigd's status keys ("sensor.buffer_samples"), once the
+    daemon has it (the sensor's keys once it is open)."""
+    end = time.monotonic() + timeout
+    while True:
+        out = subprocess.run([str(BIN / "sbrig"), "-s", str(sock), "status",
+                              "--json"], capture_output=True, text=True,
+                             timeout=30).stdout
+        node = json.loads(out) if out.strip() else {}
+        for part in key.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if node is not None:
+            return str(node)
+        if time.monotonic() > end:
+            raise RuntimeError(f"{sock}: no {key} in sbrigd's status")
+        time.sleep(0.2)
 
 
 def agent_handler(agent: FakeAgent):
@@ -231,7 +258,7 @@ def scripted_events(rigs: list[Rig], stop: threading.Event) -> None:
 
 
 def run_count(n: int, seconds: int, rate: int, idle: int,
-              buffer_samples: int, reference: str) -> dict:
+              buffer_samples: int, ref_buffer: str, reference: str) -> dict:
     nsamples = int(seconds * 1e6 / 280)  # 3571.4 S/s x seconds
     tmp = Path(tempfile.mkdtemp(prefix=f"bench-rigs-{n}-",
                                 dir=REPO / "build"))
@@ -244,6 +271,9 @@ def run_count(n: int, seconds: int, rate: int, idle: int,
             rigs.append(Rig(i, tmp, rate, run, buffer_samples))
         for r in rigs:
             r.wait_up()
+        # the size sbrigd uses (0: its quarter second's worth)
+        sbrigd_buffer = int(status_key(rigs[0].sock, "sensor.buffer_samples"))
+        ref_samples = sbrigd_buffer if ref_buffer == "same" else int(ref_buffer)
         ev = threading.Thread(target=scripted_events, args=(rigs, stop),
                               daemon=True)
         ev.start()
@@ -267,7 +297,7 @@ def run_count(n: int, seconds: int, rate: int, idle: int,
                 if time.monotonic() > end:
                     raise RuntimeError(f"{r.name}: the capture opened no buffer")
                 time.sleep(0.05)
-            r.start_readdev(nsamples, buffer_samples, reference)
+            r.start_readdev(nsamples, ref_samples, reference)
         out = []
         for r in rigs:
             so, se = r.capture.communicate(timeout=seconds + 300)
@@ -311,7 +341,7 @@ def run_count(n: int, seconds: int, rate: int, idle: int,
                 "rate": 1e9 / period, "file": samples_file(r.cap).name,
             })
         return {"n": n, "rigs": out, "reference": reference,
-                "buffer_samples": buffer_samples}
+                "buffer_samples": sbrigd_buffer, "ref_buffer": ref_samples}
     finally:
         stop.set()
         for r in rigs:
@@ -325,8 +355,8 @@ def report(res: dict, seconds: int) -> bool:
                 else "iio_readdev | pipe")
     print(f"\n== {n} rigs at once, {seconds} s capture each "
           f"({res['rigs'][0]['rate']:.1f} S/s, i2c_hz {I2C_HZ}, "
-          f"{res['buffer_samples']}-sample buffers; reference: "
-          f"{ref_name}) ==")
+          f"sbrigd's buffers {res['buffer_samples']} samples; reference: "
+          f"{ref_name}, {res['ref_buffer']}-sample buffers) ==")
     print(f"{'rig':10} {'emitted':>8} {'recorded':>8} {'dropped':>7} "
           f"{'gaps':>4} {'realtime':>8} {'late':>6} | {'sbrigd cpu':>10} "
           f"{'(idle)':>7} {'iio_readdev cpu':>15} {'ratio':>6} | "
@@ -387,9 +417,12 @@ def main() -> int:
     ap.add_argument("--rigs", type=int, nargs="+", default=[8, 16, 32])
     ap.add_argument("--seconds", type=int, default=60)
     ap.add_argument("--rate", type=int, default=3500)
-    ap.add_argument("--buffer-samples", type=int, default=256,
-                    help="samples per IIO buffer, sbrigd's and iio_readdev's "
-                    "(default 256: both programs' default)")
+    ap.add_argument("--buffer-samples", type=int, default=0,
+                    help="sbrigd's [power] buffer_samples (default 0, its "
+                    "own: a quarter second's worth)")
+    ap.add_argument("--reference-buffer-samples", default="256",
+                    help="iio_readdev's -b (default 256, its own default), "
+                    "or 'same': sbrigd's size")
     ap.add_argument("--reference", choices=("file", "pipe"), default="file",
                     help="where iio_readdev writes its samples: a file "
                     "beside the capture (default) or a pipe only counted")
@@ -397,6 +430,9 @@ def main() -> int:
                     help="seconds of each daemon's CPU without a capture "
                     "(the '(idle)' column, scaled to --seconds)")
     a = ap.parse_args()
+    if a.reference_buffer_samples != "same" and \
+            not a.reference_buffer_samples.isdigit():
+        ap.error("--reference-buffer-samples: a number of samples or 'same'")
     for tool in (BIN / "sbrigd", BIN / "sbrig"):
         if not tool.exists():
             sys.exit(f"{tool} missing: run make host")
@@ -406,7 +442,8 @@ def main() -> int:
     for n in a.rigs:
         t0 = time.monotonic()
         keeps = report(run_count(n, a.seconds, a.rate, a.idle,
-                                 a.buffer_samples, a.reference), a.seconds)
+                                 a.buffer_samples, a.reference_buffer_samples,
+                                 a.reference), a.seconds)
         print(f"({time.monotonic() - t0:.0f} s wall)", flush=True)
         if not keeps and first_fail is None:
             first_fail = n
