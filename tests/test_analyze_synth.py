@@ -667,3 +667,25 @@ def test_a_wake_with_no_time_at_all_is_not_put_at_host_time_zero(tmp_path):
         assert w["resume_t_ns"] > c["start_ns"] - 10 * span, w
         assert 0 <= w["awake_ns"] <= span, w
     assert [w["cause"] for w in rep["wakeups"]] == ["unknown", "stimulus", "stimulus"]
+
+
+def test_a_wakeup_bounded_before_the_capture_is_put_at_its_start(tmp_path):
+    """The same capture (tests/fixtures/captures/asleep-start): its first
+    wakeup's resume, known only as a lower bound (the log's earliest time
+    for a record with no time), lay 1.21 s before the capture's first
+    sample, and its awake_ns (1.21 s) ran over time nothing measured. No
+    event lies outside the capture: the resume is put at the capture's
+    start and marked "bounded" (report-format.md, "Wakeups"); the two
+    mapped ones say "clock"."""
+    cap = REPO / "tests" / "fixtures" / "captures" / "asleep-start"
+    r = analyze(cap, tmp_path / "report")
+    assert r.returncode == 0, r.stderr
+    rep = json.loads((tmp_path / "report" / "report.json").read_text())
+    c = rep["capture"]
+    for w in rep["wakeups"]:
+        assert c["start_ns"] <= w["resume_t_ns"] <= c["end_ns"], w
+    first = rep["wakeups"][0]
+    assert first["resume_t_ns"] == c["start_ns"], first
+    assert first["resume_from"] == "bounded", first
+    assert first["awake_ns"] == 0, first
+    assert [w["resume_from"] for w in rep["wakeups"][1:]] == ["clock", "clock"]

@@ -152,16 +152,30 @@ struct an_blocker {
 	struct an_stats_check stats;
 };
 
+/*
+ * where an event's host time comes from (report-format.md, "Wakeups":
+ * resume_from): the clock's model (or the online time), the power (an
+ * epoch placed by place.c), or only a lower bound (an event with no time
+ * at all, or one the log put before the capture's start, clamped to it)
+ */
+enum an_time_from {
+	AN_FROM_CLOCK,
+	AN_FROM_PLACED,
+	AN_FROM_BOUNDED,
+};
+
 /**
  * struct an_event - an event of interest, mapped
- * @t_ns: host time
+ * @t_ns: host time, never before the capture's start
  * @uncert_ns: its uncertainty
+ * @from: where @t_ns comes from (enum an_time_from)
  * @arg: the event's argument (resume 0, abort -16)
  * @who: abort: the blocker blocked last before it in its boot ("" none)
  */
 struct an_event {
 	int64_t t_ns;
 	int64_t uncert_ns;
+	enum an_time_from from;
 	char arg[SBRIG_NAME_MAX];
 	char who[SBRIG_NAME_MAX];
 };

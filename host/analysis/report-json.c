@@ -452,6 +452,10 @@ static jobj *wakeups(const struct sbrig_analysis *a)
 		put(o, "stimulus", stim ? js(what) : NULL);
 		put(o, "t_ns", stim ? ji(w->t_ns) : NULL);
 		put(o, "resume_t_ns", ji(w->resume_t_ns));
+		put(o, "resume_from", js(w->resume_from == AN_FROM_PLACED ?
+					 "placed" :
+					 w->resume_from == AN_FROM_BOUNDED ?
+					 "bounded" : "clock"));
 		put(o, "marker_t_ns", stim && w->marker_t_ns >= 0 ?
 		    ji(w->marker_t_ns) : NULL);
 		put(o, "latency_ns", stim ? ji(w->latency_ns) : NULL);

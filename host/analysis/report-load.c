@@ -152,6 +152,7 @@ static const struct jfield f_wakeup[] = {
 	{ "stimulus", J_STR, J_NULL, 0, NULL },
 	{ "t_ns", J_INT, J_NULL, 0, NULL },
 	{ "resume_t_ns", J_INT, 0, 0, NULL },
+	{ "resume_from", J_STR, J_OPT, 0, NULL },
 	{ "marker_t_ns", J_INT, J_OPT | J_NULL, 0, NULL },
 	{ "latency_ns", J_INT, J_NULL, 0, NULL },
 	{ "uncert_ns", J_INT, J_NULL, 0, NULL },

@@ -582,13 +582,27 @@ static int note_skipped(struct an_timeline *tl, const char *type)
 	return 0;
 }
 
-static int add_event(struct an_event **v, size_t *n, size_t *cap,
-		     int64_t t, int64_t unc, const char *arg, const char *who)
+/*
+ * An event of interest at @t (+/- @unc, mapped from segment @k: see
+ * an_mapper_map()). One the log puts before the capture's start (a time
+ * known only as a lower bound, from before the capture) is put at the
+ * start: the report places nothing outside the capture, and says the
+ * time is only bounded.
+ */
+static int add_event(const struct an_timeline *tl, struct an_event **v,
+		     size_t *n, size_t *cap, int64_t t, int64_t unc, int k,
+		     const char *arg, const char *who)
 {
 	int ret = an_grow((void **)v, cap, *n + 1, sizeof(**v));
 
 	if (ret)
 		return ret;
+	(*v)[*n].from = k == AN_SEG_PLACED ? AN_FROM_PLACED :
+		k < 0 && unc < 0 ? AN_FROM_BOUNDED : AN_FROM_CLOCK;
+	if (t < tl->start) {
+		t = tl->start;
+		(*v)[*n].from = AN_FROM_BOUNDED;
+	}
 	(*v)[*n].t_ns = t;
 	(*v)[*n].uncert_ns = unc;
 	snprintf((*v)[*n].arg, sizeof((*v)[*n].arg), "%s", arg);
@@ -1041,13 +1055,14 @@ static int events_pass(struct an_timeline *tl, struct sbrig_capread *cr,
 		} else if (!strcmp(ev.type, "resume")) {
 			phases_close(tl, &ps);
 			phases_reset(&ps);
-			ret = add_event(&tl->resumes, &tl->nresumes,
-					&tl->resumes_cap, t, unc, ev.arg, "");
+			ret = add_event(tl, &tl->resumes, &tl->nresumes,
+					&tl->resumes_cap, t, unc, k, ev.arg,
+					"");
 		} else if (!strcmp(ev.type, "abort")) {
 			phases_close(tl, &ps);
 			phases_reset(&ps);
-			ret = add_event(&tl->aborts, &tl->naborts,
-					&tl->aborts_cap, t, unc, ev.arg,
+			ret = add_event(tl, &tl->aborts, &tl->naborts,
+					&tl->aborts_cap, t, unc, k, ev.arg,
 					last_blocked);
 		} else if (!strcmp(ev.type, "lost")) {
 			unsigned long long n = strtoull(ev.arg, NULL, 10);

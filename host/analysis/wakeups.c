@@ -227,6 +227,7 @@ int an_wakeups_find(struct an_wakeups *wk, const struct an_timeline *tl,
 		memset(w, 0, sizeof(*w));
 		w->resume_t_ns = res->t_ns;
 		w->resume_uncert_ns = res->uncert_ns;
+		w->resume_from = res->from;
 		w->marker_t_ns = -1;
 		if (pick >= 0) {
 			used[pick] = true;

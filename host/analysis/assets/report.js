@@ -666,6 +666,8 @@
     return x.cause === 'wakeup_source' ? 'wakeup source ' + x.wakeup_source : 'unknown';
   }
   const at = (x) => (x.t_ns !== null && x.t_ns !== undefined ? x.t_ns : x.resume_t_ns);
+  // a resume known only as a lower bound (report-format.md, resume_from): \u2265
+  const atText = (x) => ((x.t_ns === null || x.t_ns === undefined) && x.resume_from === 'bounded' ? '\u2265 ' : '') + fmtAt(at(x));
   function latencyTo(x) {
     if (x.latency_ns === null || x.latency_ns === undefined) return '\u2013';
     return x.latency_from === 'marker' ? 'marker edge' : 'resume';
@@ -688,7 +690,7 @@
         el('th', { class: [0, 2, 3, 4, 6, 7].includes(i) ? 'num' : null, scope: 'col' }, h)))),
       el('tbody', null, w.map((x, i) => el('tr', { class: 'clickable', title: 'show on the trace',
         onclick: () => zoomAround(at(x), x.resume_t_ns + Math.min(x.awake_ns, 2e9)) },
-      td(String(i + 1), i + 1, 'num'), td(wokenBy(x), wokenBy(x)), td(fmtAt(at(x)), at(x), 'num'),
+      td(String(i + 1), i + 1, 'num'), td(wokenBy(x), wokenBy(x)), td(atText(x), at(x), 'num'),
       td(fmtDur(x.latency_ns), x.latency_ns, 'num'), td(fmtDur(x.uncert_ns), x.uncert_ns, 'num'),
       td(latencyTo(x), latencyTo(x)),
       td(fmtDur(x.awake_ns), x.awake_ns, 'num'), td(fmtEnergy(x.energy_uJ), x.energy_uJ, 'num'),
