@@ -688,4 +688,7 @@ def test_a_wakeup_bounded_before_the_capture_is_put_at_its_start(tmp_path):
     assert first["resume_t_ns"] == c["start_ns"], first
     assert first["resume_from"] == "bounded", first
     assert first["awake_ns"] == 0, first
+    # an empty episode holds no energy (it was left open to the end, the
+    # whole capture's energy)
+    assert first["energy_uJ"] == 0, first
     assert [w["resume_from"] for w in rep["wakeups"][1:]] == ["clock", "clock"]
