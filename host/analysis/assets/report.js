@@ -814,6 +814,13 @@
       ['samples', fmtCount(c.samples)], ['gaps', fmtCount(c.gaps)], ['missing samples', fmtCount(c.missing_samples)],
       c.events !== undefined ? ['events', fmtCount(c.events)] : null,
       c.unmapped_events !== undefined ? ['unmapped events', fmtCount(c.unmapped_events)] : null,
+      // how the capture ended (report-format.md, "The capture's end")
+      c.end ? ['ended', {
+        suspended: 'asleep (the log\'s last platform record: enter)',
+        inferred_suspended: 'asleep from ' + fmtAt(c.end.inferred_t_ns) + ', inferred by the power: the last suspend\'s records never came',
+        awake: 'awake (by the power after the target\'s last word)',
+        unknown: 'awake by the log; the power cannot tell (its last records may be missing)',
+      }[c.end.state] || c.end.state] : null,
       c.object_ids ? ['blocker object ids', {
         all: 'in every block/unblock record: objects of one name told apart',
         some: 'in some block/unblock records: the others counted per name',
