@@ -749,3 +749,95 @@ def test_a_bad_lost_tail_is_refused_naming_it(tmp_path, keys, why):
     assert r.returncode == 1, (r.stdout, r.stderr)
     assert re.search(why, r.stderr), r.stderr
     assert not (tmp_path / "report" / "report.json").exists()
+
+
+def test_a_wakeup_bounded_before_the_capture_is_put_at_its_start(tmp_path):
+    """The same capture (tests/fixtures/captures/asleep-start): its first
+    wakeup's resume, known only as a lower bound (the log's earliest time
+    for a record with no time), lay 1.21 s before the capture's first
+    sample, and its awake_ns (1.21 s) ran over time nothing measured. No
+    event lies outside the capture: the resume is put at the capture's
+    start and marked "bounded" (report-format.md, "Wakeups"); the two
+    mapped ones say "clock"."""
+    cap = REPO / "tests" / "fixtures" / "captures" / "asleep-start"
+    r = analyze(cap, tmp_path / "report")
+    assert r.returncode == 0, r.stderr
+    rep = json.loads((tmp_path / "report" / "report.json").read_text())
+    c = rep["capture"]
+    for w in rep["wakeups"]:
+        assert c["start_ns"] <= w["resume_t_ns"] <= c["end_ns"], w
+    first = rep["wakeups"][0]
+    assert first["resume_t_ns"] == c["start_ns"], first
+    assert first["resume_from"] == "bounded", first
+    assert first["awake_ns"] == 0, first
+    # an empty episode holds no energy (it was left open to the end, the
+    # whole capture's energy)
+    assert first["energy_uJ"] == 0, first
+    assert [w["resume_from"] for w in rep["wakeups"][1:]] == ["clock", "clock"]
+
+
+def test_a_capture_that_ends_asleep_is_asleep_at_its_end(tmp_path):
+    """The same virtual-rig capture ended with the target asleep: the
+    supply fell to its sleep level (15 mW) 1.29 s before the end and
+    stayed there, but that suspend's records never came (the agent sends
+    them when the target wakes again). The report counted those 1.29 s
+    awake (2.476 s awake in all) and charged them to "sbagent report",
+    active at the end. By the power (report-format.md, "The capture's
+    end") the target is suspended from the fall: the tail is suspended
+    time, "sbagent report" ends there, and the finding says so."""
+    cap = REPO / "tests" / "fixtures" / "captures" / "asleep-start"
+    r = analyze(cap, tmp_path / "report")
+    assert r.returncode == 0, r.stderr
+    rep = json.loads((tmp_path / "report" / "report.json").read_text())
+    c, en = rep["capture"], rep["energy"]
+    end = c["end"]
+    assert end["state"] == "inferred_suspended", end
+    fall = end["inferred_t_ns"]
+    assert end["last_heard_ns"] < fall < c["end_ns"], end
+    # the samples fell at 49432.245 s (from 590 mW to 15 mW)
+    assert abs(fall - 49432245167155) <= 2_000_000, fall
+    assert 15000 < end["sleep_level_uW"] < 100000, end
+    assert [fall, c["end_ns"]] in next(st["spans"] for st in rep["trace"]["states"]
+                                       if st["state"] == "suspended")
+    assert en["awake_ns"] < 1.3e9, en        # 2.476 s before
+    agent = next(b for b in rep["blockers"] if b["name"] == "sbagent report")
+    assert not agent["active_at_end"], agent
+    assert agent["active_ns"] < 1.2e9, agent  # 2.426 s before
+    for t in rep["trace"]["timeline"]:
+        assert all(s[1] <= fall for s in t["spans"]), t
+    assert rep["wakeups"][-1]["resume_t_ns"] + rep["wakeups"][-1]["awake_ns"] == fall
+    kinds = [f["kind"] for f in rep["findings"]]
+    assert "inferred_suspend" in kinds and "leak" not in kinds, kinds
+    f = next(f for f in rep["findings"] if f["kind"] == "inferred_suspend")
+    assert f["t_ns"] == fall and "sbagent report" in f["detail"], f
+
+
+def test_without_evidence_the_end_stays_awake_and_says_so(tmp_path):
+    """The capture's end by the power needs the sleep level of an earlier
+    suspended stretch. A target that never slept before it fell silent
+    4 s before the end: nothing tells the level, so the log's reading
+    (awake, the open blocker charged) is kept, and the report says the
+    last records may be missing (capture.end "unknown", finding
+    unknown_end). The basic scenario, awake and answering pings to its
+    end, ends "awake" with no such finding."""
+    sc = S.Scenario("silent", 10.0, holds=[S.Hold("sync", 1.0, 2.5, 400_000),
+                                           S.Hold("sbagent report", 5.0, None, 100_000)],
+                    asleep_at_end_s=6.0)
+    S.build(sc, tmp_path / "silent")
+    r = analyze(tmp_path / "silent" / "capture", tmp_path / "r1")
+    assert r.returncode == 0, r.stderr
+    rep = json.loads((tmp_path / "r1" / "report.json").read_text())
+    end = rep["capture"]["end"]
+    assert end["state"] == "unknown" and end["inferred_t_ns"] is None, end
+    assert end["sleep_level_uW"] is None, end
+    f = [f for f in rep["findings"] if f["kind"] == "unknown_end"]
+    assert len(f) == 1 and "may be missing" in f[0]["detail"], rep["findings"]
+    assert rep["energy"]["suspended_ns"] == 0, rep["energy"]
+    agent = next(b for b in rep["blockers"] if b["name"] == "sbagent report")
+    assert agent["active_at_end"], agent
+    S.build(S.scenario("basic"), tmp_path / "basic")
+    r = analyze(tmp_path / "basic" / "capture", tmp_path / "r2")
+    assert r.returncode == 0, r.stderr
+    rep = json.loads((tmp_path / "r2" / "report.json").read_text())
+    assert rep["capture"]["end"]["state"] == "awake", rep["capture"]["end"]
+    assert not [f for f in rep["findings"] if f["kind"] in ("unknown_end", "inferred_suspend")]

@@ -637,3 +637,38 @@ def test_wakeup_sources_are_drawn_apart(sbrig, browser, tmp_path):
     assert titles[:2] == ["slowest: i8042 suspend 6.100 ms, 0000:00:02.0 suspend 4.200 ms, "
                           "serio0 suspend 900.0 \u00b5s", "slowest: 0000:00:02.0 resume 12.00 ms"]
     assert_clean(p, html)
+
+
+def test_the_end_and_a_bounded_wakeup_are_said(sbrig, browser, tmp_path):
+    """A capture that ends asleep (the synthetic 'asleep-end'): the page's
+    capture section says the last suspend was inferred by the power, and
+    when; one that starts asleep (tests/fixtures/captures/asleep-start):
+    the wakeup whose resume is only bounded (put at the capture's start)
+    reads "≥" in the table's "at" column (report-format.md, resume_from)."""
+    from tests.synth import synthcap as S
+    S.build(S.scenario("asleep-end"), tmp_path)
+    caps = {"end": tmp_path / "capture",
+            "start": REPO / "tests" / "fixtures" / "captures" / "asleep-start"}
+    for what, cap in caps.items():
+        out = tmp_path / f"report-{what}"
+        r = subprocess.run([str(sbrig), "analyze", str(cap), "-o", str(out), "-q"],
+                           capture_output=True, text=True, env=ENV, timeout=300)
+        assert r.returncode == 0, r.stderr
+    rep = json.loads((tmp_path / "report-end" / "report.json").read_text())
+    assert rep["capture"]["end"]["state"] == "inferred_suspended", rep["capture"]["end"]
+    html = tmp_path / "report-end" / "report.html"
+    p = open_page(browser, html)
+    text = p.eval("document.getElementById('capture').innerText")
+    assert "inferred by the power" in text, text
+    assert_clean(p, html)
+    rep = json.loads((tmp_path / "report-start" / "report.json").read_text())
+    assert [w["resume_from"] for w in rep["wakeups"]] == ["bounded", "clock", "clock"]
+    html = tmp_path / "report-start" / "report.html"
+    p = open_page(browser, html)
+    col = ("(() => { const h = Array.from(document.querySelectorAll('#wakeup-table thead th'))"
+           ".map(t => t.textContent).indexOf('at'); return Array.from(document.querySelectorAll("
+           "'#wakeup-table tbody tr')).map(r => r.children[h].textContent); })()")
+    at = p.eval(col)
+    assert at[0].startswith("\u2265 "), at
+    assert not any(a.startswith("\u2265") for a in at[1:]), at
+    assert_clean(p, html)

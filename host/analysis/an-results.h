@@ -41,6 +41,7 @@ enum an_cause {
  * @t_ns: the stimulus; for other causes, the platform's exit (where the
  *	episode's energy starts)
  * @resume_t_ns, @resume_uncert_ns: its resume
+ * @resume_from: where @resume_t_ns comes from (enum an_time_from)
  * @marker_t_ns: the marker's first rising edge after @t_ns, up to the
  *	resume (+ its uncertainty), or -1
  * @latency_ns: to @marker_t_ns if there is one, else to @resume_t_ns
@@ -58,6 +59,7 @@ struct an_wakeup {
 	size_t stim;
 	int64_t t_ns;
 	int64_t resume_t_ns, resume_uncert_ns;
+	enum an_time_from resume_from;
 	int64_t marker_t_ns;
 	int64_t latency_ns, uncert_ns;
 	int64_t end_ns;

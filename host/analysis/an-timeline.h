@@ -124,6 +124,8 @@ struct an_object {
  * @activations: object activations (@nospans)
  * @active_ns, @max_active_ns: from @spans
  * @active_at_end: the last span runs to the capture's end
+ * @tail_released: it was active when the power shows the target going
+ *	to sleep after the last record, and ends there (tail.c)
  * @energy_uJ, @exclusive_uJ, @share_ns: the integration's shares
  *	(@share_ns: duration divided among the active ones, for the
  *	above-baseline figure)
@@ -147,21 +149,36 @@ struct an_blocker {
 	uint64_t activations;
 	int64_t active_ns, max_active_ns;
 	bool active_at_end;
+	bool tail_released;
 	double energy_uJ, exclusive_uJ;
 	double share_ns;
 	struct an_stats_check stats;
 };
 
+/*
+ * where an event's host time comes from (report-format.md, "Wakeups":
+ * resume_from): the clock's model (or the online time), the power (an
+ * epoch placed by place.c), or only a lower bound (an event with no time
+ * at all, or one the log put before the capture's start, clamped to it)
+ */
+enum an_time_from {
+	AN_FROM_CLOCK,
+	AN_FROM_PLACED,
+	AN_FROM_BOUNDED,
+};
+
 /**
  * struct an_event - an event of interest, mapped
- * @t_ns: host time
+ * @t_ns: host time, never before the capture's start
  * @uncert_ns: its uncertainty
+ * @from: where @t_ns comes from (enum an_time_from)
  * @arg: the event's argument (resume 0, abort -16)
  * @who: abort: the blocker blocked last before it in its boot ("" none)
  */
 struct an_event {
 	int64_t t_ns;
 	int64_t uncert_ns;
+	enum an_time_from from;
 	char arg[SBRIG_NAME_MAX];
 	char who[SBRIG_NAME_MAX];
 };
@@ -214,6 +231,22 @@ struct an_skipped {
 	uint64_t n;
 };
 
+/*
+ * How the capture ends (report-format.md, "The capture's end"): the log's
+ * last platform record is an enter (asleep by the log); the power after
+ * the last record shows the target awake at the end; it fell to the
+ * sleep level after the last record and stayed there (a suspend whose
+ * records never came, inferred by the power); or nothing tells (no
+ * samples after the last record, no earlier suspended stretch to take
+ * the sleep level from): awake, as the log says.
+ */
+enum an_end {
+	AN_END_AWAKE,
+	AN_END_SUSPENDED,
+	AN_END_INFERRED,
+	AN_END_UNKNOWN,
+};
+
 struct an_timeline {
 	int64_t start, end;		/* the capture's span */
 	struct an_blocker *b;
@@ -255,11 +288,23 @@ struct an_timeline {
 	uint64_t placed;		/* placed by the power (place.c) */
 	int64_t max_uncert_ns;
 	unsigned int boots;
+	int64_t last_record;		/* the last record's time, or -1 */
+	int64_t last_word;		/* or answered ping, snapshot (tail.c) */
+	enum an_end end_state;		/* how the capture ends (tail.c) */
+	int64_t inferred_t;		/* AN_END_INFERRED: asleep from */
+	double sleep_level_uW;		/* the level it judged by, or -1 */
 };
 
 /* which ends of a suspended span are the log's enter and exit */
 #define AN_EDGE_ENTER	1
 #define AN_EDGE_EXIT	2
+#define AN_EDGE_INFERRED 4	/* the start is the power's (tail.c) */
+
+/*
+ * a target silent this long at the capture's end (no record, snapshot or
+ * answered ping: two of the link's default ping periods) may have slept
+ */
+#define AN_SILENT_END_NS	2000000000LL
 
 /* how far from an enter or exit its power-refined time may be */
 #define AN_EDGE_WINDOW_NS	1000000000LL
@@ -280,6 +325,15 @@ void an_timeline_free(struct an_timeline *tl);
  * rewound). 0 or -errno.
  */
 int an_edges_refine(struct an_timeline *tl, struct sbrig_capread *cr);
+/*
+ * tail.c: how the capture ends: when the log leaves the target awake and
+ * the power after the last record falls to the sleep level and stays
+ * there, the target is suspended from that fall (a suspended span that
+ * runs to the end, AN_EDGE_INFERRED) and what was active then ends there.
+ * Sets @tl->end_state. 0 or -errno.
+ */
+int an_tail_infer(struct an_timeline *tl, const struct an_clock *clk,
+		  struct sbrig_capread *cr);
 /* Is @t inside a suspended span? */
 bool an_timeline_suspended(const struct an_timeline *tl, int64_t t);
 

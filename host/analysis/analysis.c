@@ -15,6 +15,8 @@
  *	integrate.c	samples streamed once against the timeline's change
  *			points: energy per state, per blocker, per window;
  *			gaps; the power trace
+ *	tail.c		how the capture ends: a last suspend whose records
+ *			never came, inferred by the power
  *	findings.c	what went wrong, ranked
  *	analysis.c	runs the steps; report-json.c writes the result
  *
@@ -24,7 +26,8 @@
  *
  * The steps call downwards only: analysis.c -> costs.c, findings.c,
  * integrate.c, wakeups.c -> markers.c, timeline.c -> clockfit.c ->
- * place.c -> edges.c. Their objects are declared by concern, in headers
+ * place.c -> edges.c, and analysis.c -> tail.c -> edges.c. Their objects
+ * are declared by concern, in headers
  * that no step is named after, so that a step low in that order (edges.c)
  * can use the objects of one above it (the timeline) without an include
  * running back up: an-base.h (spans, saturating time, an_grow()),
@@ -133,6 +136,8 @@ struct sbrig_analysis *sbrig_analysis_run(const char *capture_dir,
 		ret = an_wakeups_find(&a->wk, &a->tl, &a->mk);
 	if (!ret)
 		ret = an_edges_refine(&a->tl, cr);
+	if (!ret)
+		ret = an_tail_infer(&a->tl, &a->clk, cr);
 	if (!ret)
 		an_wakeups_refine(&a->wk, &a->tl);
 	if (!ret)

@@ -16,14 +16,15 @@
 
 /* rank of each kind: the order of the table in report-format.md */
 enum {
-	R_LEAK, R_ABORT, R_UNKNOWN, R_DOMINANT, R_SHORT, R_GAP, R_LOST,
-	R_CLOCK, R_STATS, R_SKIPPED,
+	R_LEAK, R_ABORT, R_UNKNOWN, R_DOMINANT, R_SHORT, R_INFERRED,
+	R_UNKNOWN_END, R_GAP, R_LOST, R_CLOCK, R_STATS, R_SKIPPED,
 };
 
 static const char *const kinds[] = {
 	[R_LEAK] = "leak", [R_ABORT] = "aborted_suspend",
 	[R_UNKNOWN] = "unknown_wakeup", [R_DOMINANT] = "dominant",
-	[R_SHORT] = "short_suspend", [R_GAP] = "gap",
+	[R_SHORT] = "short_suspend", [R_INFERRED] = "inferred_suspend",
+	[R_UNKNOWN_END] = "unknown_end", [R_GAP] = "gap",
 	[R_LOST] = "lost_events",
 	[R_CLOCK] = "clock_uncertainty",
 	[R_STATS] = "stats_mismatch", [R_SKIPPED] = "skipped_events",
@@ -108,6 +109,48 @@ static int unknown_wakeups(struct an_findings *fd,
 		   "%" PRIu64 " resume(s) no stimulus of the rig explains (the "
 		   "target woke by itself); the module counted %" PRIu64
 		   " wakeup(s) no blocker claimed", wk->unknown, module);
+}
+
+/*
+ * The capture's end: a last suspend whose records never came, inferred
+ * by the power (tail.c), or an end nothing tells about
+ */
+static int ending(struct an_findings *fd, const struct an_timeline *tl)
+{
+	char names[200] = "";
+	size_t len = 0;
+
+	if (tl->end_state == AN_END_UNKNOWN && tl->last_word >= 0 &&
+	    tl->end - tl->last_word > AN_SILENT_END_NS)
+		return add(fd, R_UNKNOWN_END, NULL, tl->last_word, "the "
+			   "target fell silent %.3f s before the capture's end "
+			   "(no record, snapshot or answered ping after %.3f s), "
+			   "and nothing tells whether it slept (%s): its last "
+			   "records may be missing; counted awake, as the log "
+			   "has it", secs(tl->end - tl->last_word),
+			   secs(an_sat_sub(tl->last_word, tl->start)),
+			   tl->sleep_level_uW < 0 ? "no earlier suspended "
+			   "stretch gives the sleep level" : "too few samples "
+			   "after it, or too many to hold");
+	if (tl->end_state != AN_END_INFERRED)
+		return 0;
+	for (size_t i = 0; i < tl->nb && len < sizeof(names); i++) {
+		int n;
+
+		if (!tl->b[i].tail_released)
+			continue;
+		n = snprintf(names + len, sizeof(names) - len, "%s%s",
+			     len ? ", " : "", tl->b[i].name);
+		len = n < 0 ? sizeof(names) : len + (size_t)n;
+	}
+	return add(fd, R_INFERRED, NULL, tl->inferred_t, "the capture ended "
+		   "with the target asleep: its last suspend's records never "
+		   "came; suspended by the power from %.3f s to the end "
+		   "(%.3f s, at or below %.3f mW)%s%s",
+		   secs(an_sat_sub(tl->inferred_t, tl->start)),
+		   secs(an_sat_sub(tl->end, tl->inferred_t)),
+		   tl->sleep_level_uW / 1000.0,
+		   names[0] ? "; released there: " : "", names);
 }
 
 static int dominant(struct an_findings *fd, const struct an_timeline *tl)
@@ -234,6 +277,8 @@ int an_findings_collect(struct an_findings *fd, const struct an_timeline *tl,
 			  "%.3f s: staying awake idle would have cost less",
 			  secs(c->suspended_ns), secs(c->break_even_ns));
 	}
+	if (!ret)
+		ret = ending(fd, tl);
 	if (!ret)
 		ret = gaps(fd, en);
 	if (!ret && tl->lost_lines)

@@ -116,6 +116,13 @@ static int build_cps(struct walk *w, struct cp **cps, size_t *n)
 			ret = cp_add(cps, n, &cap, tl->susp[i].end, CP_S_OFF, i);
 	}
 	for (size_t i = 0; w->wk && i < w->wk->n && !ret; i++) {
+		/*
+		 * an empty episode (a resume put at the capture's start, the
+		 * capture starting asleep) has no energy: its off would sort
+		 * before its on and leave it open to the end
+		 */
+		if (w->wk->w[i].end_ns <= w->wk->w[i].t_ns)
+			continue;
 		ret = cp_add(cps, n, &cap, w->wk->w[i].t_ns, CP_W_ON, i);
 		if (!ret)
 			ret = cp_add(cps, n, &cap, w->wk->w[i].end_ns, CP_W_OFF,

@@ -251,6 +251,26 @@ static const char *kind_name(enum an_kind k)
 	return "suspend_blocker";
 }
 
+
+/* How the capture ends (report-format.md, "The capture's end"). */
+static jobj *ending(const struct an_timeline *tl)
+{
+	static const char *const states[] = {
+		[AN_END_AWAKE] = "awake", [AN_END_SUSPENDED] = "suspended",
+		[AN_END_INFERRED] = "inferred_suspended",
+		[AN_END_UNKNOWN] = "unknown",
+	};
+	jobj *o = json_object_new_object();
+
+	put(o, "state", js(states[tl->end_state]));
+	put(o, "last_heard_ns", tl->last_word >= 0 ? ji(tl->last_word) : NULL);
+	put(o, "inferred_t_ns", tl->end_state == AN_END_INFERRED ?
+	    ji(tl->inferred_t) : NULL);
+	put(o, "sleep_level_uW", tl->sleep_level_uW >= 0 ?
+	    jd(tl->sleep_level_uW, 1) : NULL);
+	return o;
+}
+
 static jobj *capture(const struct sbrig_analysis *a)
 {
 	const struct sbrig_capture_meta *m = &a->meta;
@@ -274,6 +294,7 @@ static jobj *capture(const struct sbrig_analysis *a)
 	put(c, "events", ji((int64_t)a->tl.events));
 	put(c, "unmapped_events", ji((int64_t)a->tl.unmapped));
 	put(c, "placed_events", ji((int64_t)a->tl.placed));
+	put(c, "end", ending(&a->tl));
 	put(c, "object_ids", !a->tl.id_records && !a->tl.anon_records ? NULL :
 	    js(!a->tl.anon_records ? "all" : !a->tl.id_records ? "none" :
 	       "some"));
@@ -452,6 +473,10 @@ static jobj *wakeups(const struct sbrig_analysis *a)
 		put(o, "stimulus", stim ? js(what) : NULL);
 		put(o, "t_ns", stim ? ji(w->t_ns) : NULL);
 		put(o, "resume_t_ns", ji(w->resume_t_ns));
+		put(o, "resume_from", js(w->resume_from == AN_FROM_PLACED ?
+					 "placed" :
+					 w->resume_from == AN_FROM_BOUNDED ?
+					 "bounded" : "clock"));
 		put(o, "marker_t_ns", stim && w->marker_t_ns >= 0 ?
 		    ji(w->marker_t_ns) : NULL);
 		put(o, "latency_ns", stim ? ji(w->latency_ns) : NULL);

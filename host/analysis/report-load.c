@@ -71,6 +71,14 @@ static const struct jfield f_clock[] = {
 };
 static const struct jfield e_target[] = { { "", J_MAP, 0, 0, an_je_str_null } };
 
+static const struct jfield f_end[] = {
+	{ "state", J_STR, 0, 0, NULL },
+	{ "last_heard_ns", J_INT, J_NULL, 0, NULL },
+	{ "inferred_t_ns", J_INT, J_NULL, 0, NULL },
+	{ "sleep_level_uW", J_NUM, J_NULL, 0, NULL },
+	{ NULL, 0, 0, 0, NULL },
+};
+
 static const struct jfield f_capture[] = {
 	{ "path", J_STR, 0, 0, NULL },
 	{ "status", J_STR, 0, 0, NULL },
@@ -84,6 +92,7 @@ static const struct jfield f_capture[] = {
 	{ "events", J_INT, J_OPT, 0, NULL },
 	{ "unmapped_events", J_INT, J_OPT, 0, NULL },
 	{ "placed_events", J_INT, J_OPT, 0, NULL },
+	{ "end", J_OBJ, J_OPT, 0, f_end },
 	{ "object_ids", J_STR, J_OPT | J_NULL, 0, NULL },
 	{ "skipped_events", J_MAP, J_OPT, 0, an_je_int },
 	{ "provenance", J_MAP, J_OPT, 0, an_je_str_null },
@@ -153,6 +162,7 @@ static const struct jfield f_wakeup[] = {
 	{ "stimulus", J_STR, J_NULL, 0, NULL },
 	{ "t_ns", J_INT, J_NULL, 0, NULL },
 	{ "resume_t_ns", J_INT, 0, 0, NULL },
+	{ "resume_from", J_STR, J_OPT, 0, NULL },
 	{ "marker_t_ns", J_INT, J_OPT | J_NULL, 0, NULL },
 	{ "latency_ns", J_INT, J_NULL, 0, NULL },
 	{ "uncert_ns", J_INT, J_NULL, 0, NULL },

@@ -582,13 +582,27 @@ static int note_skipped(struct an_timeline *tl, const char *type)
 	return 0;
 }
 
-static int add_event(struct an_event **v, size_t *n, size_t *cap,
-		     int64_t t, int64_t unc, const char *arg, const char *who)
+/*
+ * An event of interest at @t (+/- @unc, mapped from segment @k: see
+ * an_mapper_map()). One the log puts before the capture's start (a time
+ * known only as a lower bound, from before the capture) is put at the
+ * start: the report places nothing outside the capture, and says the
+ * time is only bounded.
+ */
+static int add_event(const struct an_timeline *tl, struct an_event **v,
+		     size_t *n, size_t *cap, int64_t t, int64_t unc, int k,
+		     const char *arg, const char *who)
 {
 	int ret = an_grow((void **)v, cap, *n + 1, sizeof(**v));
 
 	if (ret)
 		return ret;
+	(*v)[*n].from = k == AN_SEG_PLACED ? AN_FROM_PLACED :
+		k < 0 && unc < 0 ? AN_FROM_BOUNDED : AN_FROM_CLOCK;
+	if (t < tl->start) {
+		t = tl->start;
+		(*v)[*n].from = AN_FROM_BOUNDED;
+	}
 	(*v)[*n].t_ns = t;
 	(*v)[*n].uncert_ns = unc;
 	snprintf((*v)[*n].arg, sizeof((*v)[*n].arg), "%s", arg);
@@ -989,6 +1003,8 @@ static int events_pass(struct an_timeline *tl, struct sbrig_capread *cr,
 			  " ns", ev.seq, ev.type, ev.arg, k, t, ev.host_t_ns, unc);
 		if (unc > tl->max_uncert_ns)
 			tl->max_uncert_ns = unc;
+		if (t > tl->last_record)
+			tl->last_record = t;
 		/* the snapshots taken by now; the first after a "lost" */
 		for (; next_snap < tl->nsnap && tl->snap_t[next_snap] <= t;
 		     next_snap++) {
@@ -1041,13 +1057,14 @@ static int events_pass(struct an_timeline *tl, struct sbrig_capread *cr,
 		} else if (!strcmp(ev.type, "resume")) {
 			phases_close(tl, &ps);
 			phases_reset(&ps);
-			ret = add_event(&tl->resumes, &tl->nresumes,
-					&tl->resumes_cap, t, unc, ev.arg, "");
+			ret = add_event(tl, &tl->resumes, &tl->nresumes,
+					&tl->resumes_cap, t, unc, k, ev.arg,
+					"");
 		} else if (!strcmp(ev.type, "abort")) {
 			phases_close(tl, &ps);
 			phases_reset(&ps);
-			ret = add_event(&tl->aborts, &tl->naborts,
-					&tl->aborts_cap, t, unc, ev.arg,
+			ret = add_event(tl, &tl->aborts, &tl->naborts,
+					&tl->aborts_cap, t, unc, k, ev.arg,
 					last_blocked);
 		} else if (!strcmp(ev.type, "lost")) {
 			unsigned long long n = strtoull(ev.arg, NULL, 10);
@@ -1246,6 +1263,10 @@ int an_timeline_build(struct an_timeline *tl, struct sbrig_capread *cr,
 	tl->start = start;
 	tl->end = AN_OPEN_END;
 	tl->lost_since = -1;
+	tl->last_record = -1;
+	tl->last_word = -1;
+	tl->inferred_t = -1;
+	tl->sleep_level_uW = -1;
 	ret = hash_init(tl);
 	if (ret)
 		return ret;

@@ -227,6 +227,7 @@ int an_wakeups_find(struct an_wakeups *wk, const struct an_timeline *tl,
 		memset(w, 0, sizeof(*w));
 		w->resume_t_ns = res->t_ns;
 		w->resume_uncert_ns = res->uncert_ns;
+		w->resume_from = res->from;
 		w->marker_t_ns = -1;
 		if (pick >= 0) {
 			used[pick] = true;
@@ -297,7 +298,9 @@ int an_wakeups_find(struct an_wakeups *wk, const struct an_timeline *tl,
  * @tl: the timeline, its stretches moved by an_edges_refine()
  *
  * The awake time the power shows after an enter is still the episode's:
- * its end (and so its energy and awake time) follows the stretch's start.
+ * its end (and so its energy and awake time) follows the stretch's start;
+ * the last one's ends where the power shows a suspend whose records never
+ * came (an_tail_infer()).
  */
 void an_wakeups_refine(struct an_wakeups *wk, const struct an_timeline *tl)
 {
@@ -307,6 +310,10 @@ void an_wakeups_refine(struct an_wakeups *wk, const struct an_timeline *tl)
 		if (w->end_susp >= 0 && (size_t)w->end_susp < tl->nsusp &&
 		    tl->susp[w->end_susp].start > w->resume_t_ns)
 			w->end_ns = tl->susp[w->end_susp].start;
+		/* the last episode ends at a suspend the power inferred */
+		else if (w->end_susp < 0 && tl->inferred_t > w->resume_t_ns &&
+			 w->end_ns > tl->inferred_t)
+			w->end_ns = tl->inferred_t;
 	}
 }
 

@@ -110,7 +110,8 @@ Mirrors report.json's field names (``capture``, ``energy``, ``blockers``,
 The library (:data:`SCENARIOS`, ``synthcap.py list``): basic, kitchen (all
 of it but a reboot), objects (same-named blockers, kernel wakeup sources),
 objects-lost (two same-named objects across a lost record, with ids),
-reboot, asleep (starts suspended), noclock, marker
+reboot, asleep (starts suspended), asleep-end (ends suspended, the last
+suspend's records never came), noclock, marker
 (the marker line wired, wrong online marker pairs in clock.tsv), latency
 (20 wakes), empty, killed, corrupt, corrupt-samples, bench (the 1 h
 benchmark capture; ``duration_s``).
@@ -221,7 +222,7 @@ PHASES = (
 )
 # severity order of report-format.md's findings table
 FINDING_RANK = ("leak", "aborted_suspend", "unknown_wakeup", "dominant", "short_suspend",
-                "gap", "lost_events", "clock_uncertainty", "stats_mismatch", "skipped_events")
+                "inferred_suspend", "unknown_end", "gap", "lost_events", "clock_uncertainty", "stats_mismatch", "skipped_events")
 WAKE_STIMULI = ("press", "plug", "unplug")
 
 
@@ -417,7 +418,14 @@ class Scenario:
     ``[provenance]`` values that replace the defaults (``git_sha``, the
     commit of a run; ``scenario_sha256``: repeated runs of one scenario
     file share it, where the default hashes the whole dataclass, seed and
-    all)."""
+    all).
+
+    ``asleep_at_end_s``: the target suspends at this time and sleeps to
+    the capture's end, and none of that suspend's records come (the agent
+    sends them only when the target wakes again): no record, ping answer
+    or stats snapshot from then on, and the holds still open (``end_s``
+    None) are released by the suspend, unlogged. The analysis must infer
+    the suspend from the power (report-format.md, "The capture's end")."""
     name: str
     duration_s: float
     rate_hz: int = 3500
@@ -451,6 +459,7 @@ class Scenario:
     corrupt: Corrupt | None = None
     provenance: dict = field(default_factory=dict)
     object_ids: bool = False
+    asleep_at_end_s: float | None = None
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
@@ -823,6 +832,9 @@ class Model:
         for e in ev:
             if not self.t_first < e.t < self.t_last:
                 raise ScenarioError(f"event {e.type} {e.arg} outside the capture")
+            if sc.asleep_at_end_s is not None and e.t >= self.ns(sc.asleep_at_end_s):
+                raise ScenarioError(f"event {e.type} {e.arg} after the last suspend "
+                                    "(asleep_at_end_s): its records never come")
             b = self.boots[e.boot]
             if b["crash"] is not None and e.t >= b["crash"]:
                 raise ScenarioError(f"event {e.type} {e.arg} while the target is down")
@@ -925,6 +937,8 @@ class Model:
             w.append((a["suspend"], a["end"]))
         for i, b in enumerate(self.boots[:-1]):
             w.append((b["crash"], self.boots[i + 1]["first_event"] + 300_000_000))
+        if self.sc.asleep_at_end_s is not None:
+            w.append((self.ns(self.sc.asleep_at_end_s), self.t_last + NS))
         return w
 
     def segment_of(self, h: int, boot: int) -> tuple[int, int]:
@@ -1108,6 +1122,8 @@ class Model:
         self.loads = [(self.ns(ld.start_s), self.ns(ld.end_s), ld.uW,
                        ld.uW if ld.end_uW is None else ld.end_uW) for ld in sc.loads]
         cuts = {t0, t1 + 1}
+        if sc.asleep_at_end_s is not None:
+            cuts.add(self.ns(sc.asleep_at_end_s))
         for s in self.sl:
             cuts.update((s["p_enter"], s["p_exit"]))
         for i, b in enumerate(self.boots[:-1]):
@@ -1138,6 +1154,8 @@ class Model:
         for i, b in enumerate(self.boots[:-1]):
             if b["crash"] <= m < self.boots[i + 1]["first_event"]:
                 return "down", (sc.awake_uW if sc.reboot_uW is None else sc.reboot_uW)
+        if sc.asleep_at_end_s is not None and m >= self.ns(sc.asleep_at_end_s):
+            return "suspended", sc.suspended_uW
         for s in self.sl:
             if s["p_enter"] <= m < s["p_exit"]:
                 return "suspended", s["level"]
@@ -1393,6 +1411,16 @@ class _Truth:
                            "s": s})
         gdelta = max(delta, m.max_dt) if grid_cuts else delta
         self.cut_uJ = (gdelta * m.p_max + a * m.max_dt / 4) / NS
+        # asleep_at_end_s: the records of the last suspend never came; the
+        # power shows it: suspended from the first sample at the sleep
+        # level (report-format.md, "The capture's end"), and what was
+        # still active then ends there
+        tail = None
+        if sc.asleep_at_end_s is not None:
+            ts = m.ns(sc.asleep_at_end_s)
+            tail = int(m.T[bisect.bisect_left(m.T, ts)])
+        self.tail = tail
+        t_end = t1 if tail is None else tail
         spans: dict[str, list[list[int]]] = {}
         for h in m.holds:
             if not h["hold"].logged:
@@ -1410,11 +1438,11 @@ class _Truth:
                 if h["crash_end"]:
                     b_ = an(m.boots[h["boot"] + 1]["first_event"])
                 else:
-                    b_ = t1
+                    b_ = t_end
             else:
                 b_ = an(h["pe"])
             spans.setdefault(h["name"], []).append([a_, b_, h])
-        cuts = {t0, t1}
+        cuts = {t0, t1} | ({tail} if tail is not None else set())
         ev_cuts = set()
         for s in sleeps:
             for x in (s["enter"], s["exit"]):
@@ -1430,7 +1458,8 @@ class _Truth:
         C = sorted(cuts)
 
         def suspended(x):
-            return any(s["enter"] <= x < s["exit"] for s in sleeps)
+            return any(s["enter"] <= x < s["exit"] for s in sleeps) or \
+                (tail is not None and x >= tail)
 
         def active(x):
             return sorted(n for n, sp in spans.items()
@@ -1549,7 +1578,7 @@ class _Truth:
         stim_by_t = {t: (w, a_) for t, w, a_ in m.stim}
         for j, s in enumerate(sleeps):
             st = s["s"]["sleep"]
-            nxt = next((x["enter"] for x in sleeps[j + 1:]), t1)
+            nxt = next((x["enter"] for x in sleeps[j + 1:]), t_end)
             if not st.wake:
                 # report-format.md section 3: the kernel wakeup source that
                 # became active first between the exit (the log's) and the
@@ -1621,7 +1650,8 @@ class _Truth:
                     continue
                 ent, ext = sl_["enter"], sl_["exit"]
                 prev = sleeps[j - 1]["exit"] if j else t0
-                nxt = sleeps[j + 1]["enter"] if j + 1 < len(sleeps) else t1
+                nxt = sleeps[j + 1]["enter"] if j + 1 < len(sleeps) else \
+                    (t1 if self.tail is None else self.tail)
                 rel_ = max((b_ for _, b_ in sb if prev < b_ <= ent), default=None)
                 act = min((a_ for a_, _ in sb if ext <= a_ <= nxt), default=None)
                 c = {"t_ns": ent, "suspended_ns": ext - ent, "entry_ns": None,
@@ -1891,6 +1921,8 @@ class _Truth:
                                     "break-even: too close to say")
             if c["suspended_ns"] < be:
                 f.append({"kind": "short_suspend", "blocker": None, "t_ns": c["t_ns"]})
+        if self.tail is not None:
+            f.append({"kind": "inferred_suspend", "blocker": None, "t_ns": self.tail})
         if gaps:
             f.append({"kind": "gap", "blocker": None, "t_ns": gaps[0]["t_ns"]})
         lost = [e for e in m.events if e.type == "lost"]
@@ -2584,6 +2616,21 @@ def scenario_asleep(seed: int = 1, format_version: int = 1, **kw) -> Scenario:
                     holds=holds, sleeps=sleeps, **kw)
 
 
+def scenario_asleep_end(seed: int = 1, format_version: int = 1, **kw) -> Scenario:
+    """20 s that end with the target asleep, as a virtual-rig run that
+    ends in a suspend: a wake by a key, the agent's own blocker ("sbagent
+    report") taken while it reports, then at 15 s the target suspends and
+    sleeps to the end; that suspend's records (its unblock, suspend,
+    enter) never came. The power shows it: the analysis must count the
+    last 5 s suspended, and charge none of it to "sbagent report"."""
+    holds = [Hold("sync", 1.0, 3.4, 300_000),
+             Hold("keypad-scan", 8.009, 9.0, 40_000),
+             Hold("sbagent report", 13.5, None, 100_000)]
+    sleeps = [Sleep(3.6, 8.0, injection_error_ns=12_000_000)]
+    return Scenario("asleep-end", 20.0, seed=seed, format_version=format_version,
+                    holds=holds, sleeps=sleeps, asleep_at_end_s=15.0, **kw)
+
+
 def scenario_noclock(seed: int = 1, format_version: int = 1, **kw) -> Scenario:
     """The basic scenario with no clock exchanges: every event is unmapped
     and keeps its online host time (2 ms late: the truth uses it too)."""
@@ -2745,6 +2792,7 @@ SCENARIOS = {
     "objects-lost": scenario_objects_lost,
     "reboot": scenario_reboot,
     "asleep": scenario_asleep,
+    "asleep-end": scenario_asleep_end,
     "noclock": scenario_noclock,
     "marker": scenario_marker,
     "latency": scenario_latency,

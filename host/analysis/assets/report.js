@@ -666,6 +666,8 @@
     return x.cause === 'wakeup_source' ? 'wakeup source ' + x.wakeup_source : 'unknown';
   }
   const at = (x) => (x.t_ns !== null && x.t_ns !== undefined ? x.t_ns : x.resume_t_ns);
+  // a resume known only as a lower bound (report-format.md, resume_from): \u2265
+  const atText = (x) => ((x.t_ns === null || x.t_ns === undefined) && x.resume_from === 'bounded' ? '\u2265 ' : '') + fmtAt(at(x));
   function latencyTo(x) {
     if (x.latency_ns === null || x.latency_ns === undefined) return '\u2013';
     return x.latency_from === 'marker' ? 'marker edge' : 'resume';
@@ -688,7 +690,7 @@
         el('th', { class: [0, 2, 3, 4, 6, 7].includes(i) ? 'num' : null, scope: 'col' }, h)))),
       el('tbody', null, w.map((x, i) => el('tr', { class: 'clickable', title: 'show on the trace',
         onclick: () => zoomAround(at(x), x.resume_t_ns + Math.min(x.awake_ns, 2e9)) },
-      td(String(i + 1), i + 1, 'num'), td(wokenBy(x), wokenBy(x)), td(fmtAt(at(x)), at(x), 'num'),
+      td(String(i + 1), i + 1, 'num'), td(wokenBy(x), wokenBy(x)), td(atText(x), at(x), 'num'),
       td(fmtDur(x.latency_ns), x.latency_ns, 'num'), td(fmtDur(x.uncert_ns), x.uncert_ns, 'num'),
       td(latencyTo(x), latencyTo(x)),
       td(fmtDur(x.awake_ns), x.awake_ns, 'num'), td(fmtEnergy(x.energy_uJ), x.energy_uJ, 'num'),
@@ -812,6 +814,13 @@
       ['samples', fmtCount(c.samples)], ['gaps', fmtCount(c.gaps)], ['missing samples', fmtCount(c.missing_samples)],
       c.events !== undefined ? ['events', fmtCount(c.events)] : null,
       c.unmapped_events !== undefined ? ['unmapped events', fmtCount(c.unmapped_events)] : null,
+      // how the capture ended (report-format.md, "The capture's end")
+      c.end ? ['ended', {
+        suspended: 'asleep (the log\'s last platform record: enter)',
+        inferred_suspended: 'asleep from ' + fmtAt(c.end.inferred_t_ns) + ', inferred by the power: the last suspend\'s records never came',
+        awake: 'awake (by the power after the target\'s last word)',
+        unknown: 'awake by the log; the power cannot tell (its last records may be missing)',
+      }[c.end.state] || c.end.state] : null,
       c.object_ids ? ['blocker object ids', {
         all: 'in every block/unblock record: objects of one name told apart',
         some: 'in some block/unblock records: the others counted per name',
