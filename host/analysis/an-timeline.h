@@ -293,6 +293,7 @@ struct an_timeline {
 	enum an_end end_state;		/* how the capture ends (tail.c) */
 	int64_t inferred_t;		/* AN_END_INFERRED: asleep from */
 	double sleep_level_uW;		/* the level it judged by, or -1 */
+	bool tail_never_above;		/* no sample after last_word above it */
 };
 
 /* which ends of a suspended span are the log's enter and exit */

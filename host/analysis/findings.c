@@ -130,7 +130,10 @@ static int ending(struct an_findings *fd, const struct an_timeline *tl)
 			   "has it", secs(tl->end - tl->last_word),
 			   secs(an_sat_sub(tl->last_word, tl->start)),
 			   tl->sleep_level_uW < 0 ? "no earlier suspended "
-			   "stretch gives the sleep level" : "too few samples "
+			   "stretch gives the sleep level" :
+			   tl->tail_never_above ? "its supply never rose "
+			   "above the sleep level after it: the power cannot "
+			   "tell its waking from its sleep" : "too few samples "
 			   "after it, or too many to hold");
 	if (tl->end_state != AN_END_INFERRED)
 		return 0;

@@ -20,6 +20,13 @@
  * edges.c has moved to where the power is low), plus TAIL_FLOOR_UW: the
  * "suspended level" of edges.c, taken from the capture's own sleeps.
  *
+ * A fall, not a level: the target was awake when it last spoke, so the
+ * samples after its last word must rise above the sleep level before the
+ * run that reaches the end counts as its sleep. Where none does, the
+ * power cannot tell its awake from its asleep (a target that draws little
+ * awake, or a sleep level that the floor lifts over its awake power): the
+ * end stays unknown, never inferred from a level alone.
+ *
  * Memory: one window's samples at a time (an_trace, bounded).
  */
 #include <errno.h>
@@ -229,6 +236,10 @@ int an_tail_infer(struct an_timeline *tl, const struct an_clock *clk,
 	for (j = x.n; j > 0 && x.p[j - 1] <= level; j--)
 		;
 	low = x.n - j;
+	if (j == 0) {
+		tl->tail_never_above = true;	/* no fall: cannot tell */
+		goto out;
+	}
 	if (low < TAIL_CHUNK) {
 		tl->end_state = AN_END_AWAKE;	/* awake at the end */
 		goto out;
