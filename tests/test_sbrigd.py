@@ -106,6 +106,8 @@ def test_capture_records_samples_and_events(rig):
     summary = kv(res.stdout)
     assert summary["status"] == "complete"
     assert summary["dir"] == str(cap)
+    assert "tail_lost_ms" not in summary, summary   # nothing lost
+    assert "warning" not in res.stderr, res.stderr
     samples = read_rows(cap, "samples", typed=True)
     # every sample the sensor sent, counted by the sensor itself: the
     # emulator's truth has the capture's buffer, opened after t0 and
@@ -208,12 +210,17 @@ def test_a_sensor_that_stops_delivering_ends_the_capture_early_and_says_so(rig):
     # the stop waited 1.25 x 250 ms + 1 s for a buffer before it cancelled
     assert 1_300_000_000 <= int(end["closed_monotonic_ns"]) - lost_to < 5_000_000_000
     assert int(end["samples"]) == len(samples)
+    # the request's summary and the CLI say so too: the status alone
+    # ("complete") would not
+    ms = round((lost_to - lost_from) / 1e6)
+    assert abs(int(kv(out)["tail_lost_ms"]) - ms) <= 1, (out, ms)
+    assert (f"sbrig: capture: warning: the sensor did not deliver its last "
+            f"{kv(out)['tail_lost_ms']} ms before the stop") in err, err
 
     out_dir = rig.tmp / "tail-report"
     res = subprocess.run([str(SBRIG), "analyze", str(cap), "-o", str(out_dir)],
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
-    ms = round((lost_to - lost_from) / 1e6)
     warn = (f"finding: gap: the sensor's last {ms} ms before the stop were not "
             "delivered (the capture ends early)")
     assert warn in res.stdout, res.stdout

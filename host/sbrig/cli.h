@@ -114,6 +114,14 @@ bool kv_get(const char *text, const char *key, char *out, size_t size);
 /* Print "key=value ..." as "key: value" lines to @f. */
 void print_kv(FILE *f, const char *text);
 /*
+ * A capture's summary (capture, run, latency): on stdout as print_kv(),
+ * and on stderr a warning for what the status does not say (the sensor's
+ * tail lost at the stop: tail_lost_ms).
+ */
+void print_summary(const char *what, const char *final);
+/* Only the warning of print_summary() (latency prints its own figures). */
+void warn_tail_lost(const char *what, const char *final);
+/*
  * Report an "err" answer to request @what (ret EXIT_FAIL; other values are
  * returned as they are): the message on stderr; a capture's summary on
  * stdout. Return @ret.

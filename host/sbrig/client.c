@@ -340,6 +340,24 @@ void print_kv(FILE *f, const char *text)
 		fprintf(f, "%s\n", text);
 }
 
+void warn_tail_lost(const char *what, const char *final)
+{
+	char ms[32];
+
+	/* a number, or nothing printed: the daemon's words reach a terminal */
+	if (kv_get(final, "tail_lost_ms", ms, sizeof(ms)) && ms[0] &&
+	    strspn(ms, "0123456789") == strlen(ms))
+		fprintf(stderr, "sbrig: %s: warning: the sensor did not deliver "
+			"its last %s ms before the stop: the capture ends "
+			"early (meta.ini [end] sensor_tail_lost)\n", what, ms);
+}
+
+void print_summary(const char *what, const char *final)
+{
+	print_kv(stdout, final);
+	warn_tail_lost(what, final);
+}
+
 /*
  * Report an "err" answer. A request that recorded a capture answers with
  * its summary, whose status says what went wrong: that is the message,
@@ -358,7 +376,7 @@ int fail(struct reply *r, int ret, const char *what)
 		fprintf(stderr, "%ssbrig: %s: %s (%s%s%s)\n", tty ? "\n" : "",
 			what, status, name ? name : "", name ? ": " : "",
 			strerror(r->err));
-		print_kv(stdout, r->final);
+		print_summary(what, r->final);
 		return ret;
 	}
 	fprintf(stderr, "%ssbrig: %s: %s (%s%s%s)\n", tty ? "\n" : "",

@@ -209,7 +209,7 @@ static int cmd_capture(const struct command *c, int argc, char **argv)
 	ret = request(line, NULL, 0, &r);
 	end_progress();
 	if (ret == EXIT_OK)
-		print_kv(stdout, r.final);
+		print_summary("capture", r.final);
 	return fail(&r, ret, "capture");
 }
 
@@ -298,7 +298,7 @@ static int cmd_run(const struct command *c, int argc, char **argv)
 	free(text);
 	end_progress();
 	if (ret == EXIT_OK)
-		print_kv(stdout, r.final);
+		print_summary("run", r.final);
 	return fail(&r, ret, "run");
 }
 
@@ -583,6 +583,8 @@ static int cmd_latency(const struct command *c, int argc, char **argv)
 	kv_get(r.final, "n", n, sizeof(n));
 	if (ret == EXIT_OK) {
 		char cap[PATH_MAX] = "";
+
+		warn_tail_lost("latency", r.final);
 
 		kv_get(r.final, "dir", cap, sizeof(cap));
 		if (strcmp(vals[3], "resume"))

@@ -47,6 +47,7 @@ static struct {
 	void *ctx;
 	struct rec_counts n;
 	int64_t start_ns;
+	int64_t last_sample_ns;		/* the last sample's time, or start */
 	int64_t last_tick_ns;
 	struct sched_timer tick;
 	struct sched_timer stop_timer;
@@ -125,8 +126,13 @@ static void finish_close(void *data, int serr, const char *why)
 					       pst.clock_drift_known,
 					       pst.clock_drift_ppb,
 					       pst.clock_uncert_ns);
-		if (pst.tail_lost)	/* the capture ends early: say so */
+		if (pst.tail_lost) {	/* the capture ends early: say so */
 			sbrig_capture_set_sensor_tail_lost(rec.cap, pst.stop_ns);
+			res.tail_lost_ns = time_sub(pst.stop_ns,
+						    rec.last_sample_ns);
+			if (res.tail_lost_ns < 1)
+				res.tail_lost_ns = 1;
+		}
 	}
 	ret = sbrig_capture_close(rec.cap, res.status);
 	rec.cap = NULL;
@@ -281,6 +287,8 @@ static void on_samples(void *data, const struct sbrig_sample *s, size_t n)
 	rec.n.samples += n;
 	for (size_t i = 0; i < n; i++)
 		rec.n.sum_current_uA += s[i].current_uA;
+	if (n)
+		rec.last_sample_ns = s[n - 1].t_ns;
 	/* the tick, on this wake-up rather than one of its own */
 	if (time_sub(sbrig_now_ns(), rec.last_tick_ns) >= REC_TICK_NS)
 		tick(NULL);
@@ -439,6 +447,7 @@ int rec_start(const struct rec_opts *o, const struct rec_client_ops *ops,
 	rec.nsnap = 0;
 	now = sbrig_now_ns();
 	rec.start_ns = now;
+	rec.last_sample_ns = now;
 	rec.last_progress_ns = now;
 	rec.obs = (struct rig_observer){ &rec_observer, NULL };
 	ret = rig_observe(&rec.obs);

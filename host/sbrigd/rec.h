@@ -51,6 +51,7 @@ struct rec_result {
 	struct rec_counts n;
 	int64_t elapsed_ns;
 	double mean_mA;
+	int64_t tail_lost_ns;	/* the sensor's samples up to the stop lost */
 	char status[512];
 };
 

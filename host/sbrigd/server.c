@@ -262,6 +262,9 @@ static void line_summary(struct line *l, const struct rec_result *r)
 	line_kvf(l, "stats_rows", "%" PRIu64, r->n.stats_rows);
 	line_kvf(l, "clock_rows", "%" PRIu64, r->n.clock_rows);
 	line_kvf(l, "mean_mA", "%.3f", r->mean_mA);
+	if (r->tail_lost_ns > 0)	/* the capture ends early */
+		line_kvf(l, "tail_lost_ms", "%" PRId64,
+			 (r->tail_lost_ns + NS_PER_MS / 2) / NS_PER_MS);
 	if (r->status[0])
 		line_kv(l, "status", r->status);
 }
