@@ -77,8 +77,8 @@ def test_the_fixtures_figures_by_hand(report):
         r["unattributed"]["energy_uJ"] + e["suspended_uJ"]
     assert parts == pytest.approx(e["total_uJ"], abs=0.01)
     assert r["gaps"] == [{"t_ns": 5 * S, "duration_ns": 1 * S, "missing": 3,
-                          "declared": True, "hidden_min_uJ": 10.0,
-                          "hidden_max_uJ": 300.0}]
+                          "declared": True, "at_stop": False,
+                          "hidden_min_uJ": 10.0, "hidden_max_uJ": 300.0}]
     assert r["capture"]["missing_samples"] == 3
     assert r["capture"]["provenance"]["rig_name"] == "virtual"
     # the press came while the target was awake: the one resume is not
