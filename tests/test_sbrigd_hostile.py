@@ -475,9 +475,19 @@ for _ in range(n):
     try:
         s.connect(path)     # blocking: waits while the backlog is full
         s.settimeout(30)
-        s.sendall(b"target events n=1 follow=yes\n")
     except OSError as e:
         first.append("connect: " + e.strerror)
+        continue
+    try:
+        s.sendall(b"target events n=1 follow=yes\n")
+    except OSError:
+        # refused before the request went out (EPIPE): what the daemon
+        # said before it closed is still there to read
+        try:
+            first.append(s.makefile("rb").readline().decode().strip()
+                         or "closed")
+        except OSError as e:
+            first.append("recv: " + str(e))
         continue
     conns.append(s)
 for s in conns:
