@@ -39,7 +39,11 @@ API (all thread-safe; a background thread serves the socket):
   host frames dropped. ``clock_offset_ns`` is added to the agent's clock
   (PONG, BEAT): a test can make it jump across a sleep, as a target's
   CLOCK_BOOTTIME does when the kernel injects an RTC-measured sleep time;
-  ``clock()`` is the agent's clock now.
+  ``clock()`` is the agent's clock now. With ``keep_while_asleep`` set,
+  host frames that arrive during a sleep are kept instead (a virtio port
+  or a UART FIFO that holds them) and handled at ``wake()``, before the
+  records logged meanwhile are streamed: PINGs sent to the sleeping
+  target are answered with its clock after the wake.
 * ``cmd_handler(cmd_id, verb, args) -> list[bytes]`` -- replace to script
   replies; the default answers ``R id 0 "ok"`` (and ``stats`` with one
   ``ST`` row first). An item of the list may also be a callable (e.g.
@@ -175,6 +179,8 @@ class FakeAgent:
         self.asleep_since = 0
         self.clock_offset_ns = 0
         self.lost_while_asleep: list[Frame] = []
+        self.keep_while_asleep = False
+        self._kept: list[Frame] = []
         self._replies: dict[int, list[bytes]] = {}
         self._corrupt = 0
         self._drop_cmds = 0
@@ -263,6 +269,9 @@ class FakeAgent:
         """The target resumes: stream what was logged meanwhile, BEAT."""
         with self._cond:
             self.asleep = False
+            kept, self._kept = self._kept, []
+            for f in kept:
+                self._handle(f)
             self._stream_locked()
             if self.synced:
                 self._write(frame(f"@sb1 BEAT {self.send_pos} {self.clock()}"))
@@ -474,7 +483,9 @@ class FakeAgent:
                             f = decode(line)
                         except BadFrame:
                             continue
-                        if f and self.asleep:
+                        if f and self.asleep and self.keep_while_asleep:
+                            self._kept.append(f)
+                        elif f and self.asleep:
                             self.lost_while_asleep.append(f)
                         elif f:
                             self._handle(f)

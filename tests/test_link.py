@@ -394,6 +394,51 @@ def test_events_held_for_the_clock_let_go_when_the_target_sleeps_again(agent):
         ld.close()
 
 
+def test_records_of_a_short_wake_are_not_mapped_with_the_next_wakes_clock(agent):
+    """A wake too short for a clock exchange (the target sleeps again
+    within milliseconds): its records wait for fresh clock samples. The
+    next wake comes before the link falls quiet for SETTLE_QUIET_NS, and
+    the first answers are to pings sent while the target slept (a port
+    that kept them), stamped with its clock after the next wake, which
+    stepped. Those samples belong to the next wake: the records held are
+    let go without host time (or with a time from their own wake), never
+    mapped with the next wake's clock."""
+    ld = LinkDump(f"tcp:127.0.0.1:{agent.port}", "--timeout-ms", "30000")
+    try:
+        ld.wait(lambda ms: len([m for m in ms if m["type"] == "clock"]) >= 3,
+                what="clock samples")
+        agent.keep_while_asleep = True
+        agent.sleep()
+        t = agent.clock()
+        agent.send_event(0, t, "suspend", "mem")
+        agent.send_event(1, t + 1_000_000, "enter", "mem")
+        time.sleep(0.3)
+        t = agent.clock()
+        host_wake = time.monotonic_ns()
+        agent.send_event(2, t, "exit", "mem")
+        agent.send_event(3, t + 1_000_000, "resume", "0")
+        agent.send_event(4, t + 2_000_000, "block", '"test_ac"')
+        agent.send_event(5, t + 3_000_000, "suspend", "mem")
+        agent.blip()        # awake for its records only, asleep again
+        # the fresh model's pings go to the sleeping target; it wakes
+        # again before the link has been quiet for a second, with its
+        # clock stepped by 700 ms (the sleep time its kernel injected)
+        time.sleep(0.75)
+        agent.clock_offset_ns = 700_000_000
+        agent.wake()
+        ld.wait(n_events(6), 10, what="6 events")
+        ev = {e["seq"]: e for e in events(ld)}
+        for s in (2, 3, 4, 5):
+            e = ev[s]
+            if e["uncert_ns"] < 0:
+                continue    # no host time: the analysis places it
+            # 50 ms: scheduling of this process and the ASan host
+            err = e["host_t_ns"] - (host_wake + (s - 2) * 1_000_000)
+            assert abs(err) < 50_000_000 + e["uncert_ns"], (e, err)
+    finally:
+        ld.close()
+
+
 def test_reply_does_not_wait_behind_events_held_for_the_clock(agent):
     """Events after a wake wait for fresh clock samples (about a second);
     a command's answer that arrives meanwhile comes out at once."""

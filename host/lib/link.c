@@ -35,12 +35,16 @@
  * was in a sleep state: it sends that event only after it woke) or a frame
  * ends a silence longer than two ping periods plus 500 ms (the agent was
  * frozen: the target slept; a short sleep hides in the silence between
- * two pings, hence "enter"): events up to the cycle's "exit"/"resume"
- * (the suspend/enter sent late) are still mapped with it, then the model
- * is reset, and later events are held until CLOCK_SETTLE_SAMPLES fresh
- * PONGs (pinged every FAST_PING_NS) map them. A PONG that comes first
- * resets it too. Held events are let go without waiting for more samples
- * (mapped with the samples there are, if any) when the agent falls silent
+ * two pings, hence "enter") or one in which a ping went unanswered for
+ * SLEPT_PING_NS while the model settles (pings sent to a sleeping target
+ * may be answered after the wake, with its new clock): events up to the
+ * cycle's "exit"/"resume" (the suspend/enter sent late) are still mapped
+ * with it, then the model is reset, and later events are held until
+ * CLOCK_SETTLE_SAMPLES fresh PONGs (pinged every FAST_PING_NS) map them.
+ * PONGs that come first are stamped after the wake: they are dropped
+ * for SUSPECT_HOLD_NS, then one resets the model too. Held events are
+ * let go without waiting for more samples (mapped with the samples
+ * there are, if any) when the agent falls silent
  * for SETTLE_QUIET_NS (the target slept again before the model settled),
  * when the model is reset again (mapped before the reset: a later model
  * belongs to a later wake) or after the timeout.
@@ -90,6 +94,8 @@
 #define CLOCK_SETTLE_SAMPLES	4	/* after a restart, before events */
 #define FAST_PING_NS		(250 * MS)
 #define SETTLE_QUIET_NS		(1000 * MS)	/* pinged at FAST_PING_NS */
+#define SLEPT_PING_NS		(2 * FAST_PING_NS)	/* no answer: it slept */
+#define SUSPECT_HOLD_NS		(2000 * MS)	/* PONGs wait for "exit" */
 #define Q_MIN			64	/* queue ring slots at least */
 #define Q_RESERVE		8	/* slots not filled by reading (DOWN) */
 /* shortest line that yields a message: "@sb1 R" ... " *xxxxxxxx\n" */
@@ -127,6 +133,7 @@ struct sbrig_link {
 	int64_t up_ns;			/* when the link last came up */
 	int64_t clock_reset_ns;		/* when the clock model was last reset */
 	bool clock_suspect;		/* the target slept: see the top */
+	int64_t suspect_ns;		/* since when */
 	unsigned int fast_pings;	/* pings left at FAST_PING_NS */
 	unsigned int settle_pongs;	/* PONGs since the clock restart */
 	int64_t opened_ns;
@@ -557,6 +564,16 @@ static void clock_restart(struct sbrig_link *l, int64_t now)
 	l->settle_pongs = 0;
 }
 
+/* The model may no longer fit the target's clock: see the top. */
+static void clock_suspect(struct sbrig_link *l, int64_t now)
+{
+	if (!l->clock_suspect) {
+		sbrig_dbg("link %s: the target may have slept", l->uri);
+		l->suspect_ns = now;
+	}
+	l->clock_suspect = true;
+}
+
 static void handle_hello(struct sbrig_link *l, const struct sbrig_proto_msg *p,
 			 int64_t now)
 {
@@ -675,7 +692,7 @@ static void handle_ev(struct sbrig_link *l, const struct sbrig_proto_msg *p,
 	/* the target was in a sleep state (its agent, frozen until the
 	 * wake, sends this late): its clock steps at the wake */
 	if (!strcmp(e->type, "enter"))
-		l->clock_suspect = true;
+		clock_suspect(l, now);
 	if (l->st.next_seq - l->acked_seq_plus1 >= ACK_EVERY)
 		send_ack(l);
 }
@@ -776,8 +793,21 @@ static void handle_pong(struct sbrig_link *l, const struct sbrig_proto_msg *p,
 		slot->sent_ns = 0;	/* asked before the target slept */
 		return;
 	}
-	if (l->clock_suspect)
+	if (l->clock_suspect) {
+		/* stamped after the wake: not for the model of before, which
+		 * maps the records logged before the sleep that may still
+		 * come; the wake's "exit" restarts the model. A PONG after
+		 * SUSPECT_HOLD_NS without one does (no "exit" comes where
+		 * the agent was only silent, or its log lost it). */
+		if (now - l->suspect_ns < SUSPECT_HOLD_NS) {
+			sbrig_dbg("link %s: clock sample after a sleep dropped "
+				  "(round trip %" PRId64 " us)", l->uri,
+				  (now - slot->sent_ns) / 1000);
+			slot->sent_ns = 0;
+			return;
+		}
 		clock_restart(l, now);
+	}
 	ret = sbrig_clock_add_ping(l->clock, slot->sent_ns, now,
 				   p->pong.t_boot_ns);
 	l->settle_pongs++;
@@ -871,6 +901,30 @@ static void handle_frame(struct sbrig_link *l, const struct sbrig_proto_msg *p,
 	}
 }
 
+/*
+ * Was a ping left unanswered, with nothing else heard, for longer than an
+ * awake agent takes (SLEPT_PING_NS)? Then the target slept since it was
+ * sent, and whatever comes now (its PONG first, from a port that kept the
+ * ping) is stamped with the target's clock after the wake, which steps:
+ * the model is suspect. Asked only while the model settles, pinged every
+ * FAST_PING_NS (a short sleep between two pings at the ping interval
+ * leaves no such trace: hence "enter"); a loaded host's slow answer then
+ * costs a restart, not a wrong mapping.
+ */
+static bool unanswered_ping(struct sbrig_link *l, int64_t now)
+{
+	if (!clock_settling(l, now))
+		return false;
+	for (unsigned int i = 0; i < PING_MAX; i++) {
+		const struct ping *p = &l->pings[i];
+
+		if (p->sent_ns && p->sent_ns >= l->st.last_rx_ns &&
+		    now - p->sent_ns > SLEPT_PING_NS)
+			return true;
+	}
+	return false;
+}
+
 static void handle_line(struct sbrig_link *l, const char *line, size_t len,
 			int64_t now)
 {
@@ -895,13 +949,15 @@ static void handle_line(struct sbrig_link *l, const char *line, size_t len,
 		return;
 	}
 	l->st.frames_ok++;
-	if (l->st.last_rx_ns && now - l->st.last_rx_ns >
-	    2 * (int64_t)l->opts.ping_interval_ms * MS + 500 * MS) {
+	if (l->st.last_rx_ns && (now - l->st.last_rx_ns >
+				 2 * (int64_t)l->opts.ping_interval_ms * MS +
+				 500 * MS ||
+				 unanswered_ping(l, now))) {
 		unsigned int i;
 
 		/* the target slept and runs again, maybe briefly: commands
 		 * sent meanwhile were lost, send them now */
-		l->clock_suspect = true;
+		clock_suspect(l, now);
 		for (i = 0; i < l->n_cmds; i++)
 			l->cmds[i].sent_ns = 0;
 	}
