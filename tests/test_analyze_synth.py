@@ -670,6 +670,38 @@ def test_a_wake_with_no_time_at_all_is_not_put_at_host_time_zero(tmp_path):
     assert [w["cause"] for w in rep["wakeups"]] == ["unknown", "stimulus", "stimulus"]
 
 
+def test_unseen_wakes_from_the_captures_start_are_placed(tmp_path):
+    """A virtual-rig capture (tests/fixtures/captures/charger-unseen,
+    rig/scenarios/charger-plug.scn) that begins with the target asleep:
+    six charger wakes of about 50 ms, none with a clock exchange, their
+    records with no online time (the daemon no longer maps them with the
+    next wake's clock), then a key wake the clock sees. No epoch before
+    the first wake is mapped, only the log's first one (the suspend path
+    of the sleep the capture began in, logged with the model from before
+    it): the run of wakes is bracketed by the capture's start, and every
+    charger wake is placed by the power and explained by its stimulus,
+    its resume after it and no later than the next."""
+    cap = REPO / "tests" / "fixtures" / "captures" / "charger-unseen"
+    r = analyze(cap, tmp_path / "report")
+    assert r.returncode == 0, r.stderr
+    rep = json.loads((tmp_path / "report" / "report.json").read_text())
+    stim = [ln.split("\t") for ln in
+            (cap / "stimuli.tsv").read_text().splitlines()[1:]]
+    wakes = [(int(t), f"{w} {a}") for t, w, a in stim if w != "release"]
+    got = rep["wakeups"]
+    assert [(w["cause"], w["stimulus"], w["t_ns"]) for w in got] == \
+        [("stimulus", s, t) for t, s in wakes], got
+    assert rep["unknown_wake_count"] == 0, got
+    assert [w["resume_from"] for w in got[:6]] == ["placed"] * 6, got
+    assert got[6]["resume_from"] == "clock", got[6]
+    for w, nxt in zip(got, [t for t, _ in wakes[1:]] + [None]):
+        assert w["resume_t_ns"] + w["uncert_ns"] >= w["t_ns"], w
+        if nxt is not None:
+            assert w["resume_t_ns"] - w["uncert_ns"] < nxt, w
+    for w in got[:6]:
+        assert "test_ac" in w["blockers"], w
+
+
 def _lose_tail(cap: Path, from_ns: int, to_ns: int, flag: str = "1") -> None:
     """meta.ini's [end] as sbrigd writes it for a sensor that did not
     deliver its samples up to the stop (capture-format.md)."""

@@ -11,7 +11,9 @@
  * is awake around the kernel's exit ... enter, and asleep either side.
  *
  * For every run of such epochs (an epoch: the events from one enter to
- * the next) between two epochs that do have online times, the samples
+ * the next) between two epochs that do have online times (or, for a run
+ * that begins the log, after its first epoch that holds no exit and no
+ * online time: from the capture's start), the samples
  * between those two epochs are read: from the latest the last online
  * event before the run can be (host + uncertainty) to the earliest the
  * first one after it can be (host - uncertainty), so that the neighbours'
@@ -206,8 +208,11 @@ int an_place_epochs(struct an_epoch *ep, size_t n, struct sbrig_capread *cr)
 
 	for (size_t e = 1; e + 1 < n && !ret; e++) {
 		size_t e1 = e;
+		/* the log's first epoch, awake from before the capture: its
+		 * wake touches the window's start and is not counted */
+		bool first = e == 1 && !ep[0].online && ep[0].exit_t == -1;
 
-		if (ep[e].online || !ep[e - 1].online)
+		if (ep[e].online || (!ep[e - 1].online && !first))
 			continue;
 		/* a run of whole wakes of one boot, an online epoch after */
 		while (e1 < n && !ep[e1].online && ep[e1].exit_t >= 0 &&
@@ -217,7 +222,8 @@ int an_place_epochs(struct an_epoch *ep, size_t n, struct sbrig_capread *cr)
 		if (e1 < n && ep[e1].online && e1 > e &&
 		    ep[e1].boot == ep[e - 1].boot) {
 			read = true;
-			ret = place_run(ep, e, e1 - 1, ep[e - 1].online_last,
+			ret = place_run(ep, e, e1 - 1, first ? INT64_MIN :
+					ep[e - 1].online_last,
 					ep[e1].online_first, cr, &x);
 		}
 		if (e1 > e)
