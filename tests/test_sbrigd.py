@@ -285,6 +285,23 @@ def test_run_wait_event_satisfied(rig):
     assert [c for c in rig.agent.cmd_frames if "hold" in c.raw_args]
 
 
+def test_a_runs_first_step_comes_after_the_first_sample(rig):
+    """The sensor's buffer starts sampling some milliseconds after the
+    capture opens: a first step at once put its stimulus (a press, a plug:
+    the wake it causes) where the capture had no power yet. The run waits
+    for the sensor's first samples."""
+    scn = rig.tmp / "first.scn"
+    scn.write_text('hold "first" 20ms\nsettle 100ms\n')
+    for i in range(3):
+        cap = rig.tmp / f"run-first{i}"
+        res = sbrig(rig.sock, "run", str(scn), "-o", str(cap))
+        assert res.returncode == 0, res.stdout + res.stderr
+        first = read_rows(cap, "samples", typed=True)[0]
+        press = read_rows(cap, "stimuli", typed=True)[0]
+        assert press.what == "hold", press
+        assert first.t_ns < press.t_ns, (first, press)
+
+
 def test_run_wait_timeout_fails_and_keeps_capture(rig):
     scn = rig.tmp / "late.scn"
     scn.write_text("settle 50ms\nwait event resume timeout 1s\nsettle 1s\n")

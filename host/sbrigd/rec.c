@@ -57,6 +57,7 @@ static struct {
 	int64_t snap_t[REC_SNAPSHOTS];		/* their first row's time */
 	unsigned int nsnap;
 	bool closing;			/* finish() is under way */
+	bool recording;			/* the sensor's first samples are in */
 	int end_err;			/* finish()'s, for finish_close() */
 	char end_status[512];
 	struct rig_observer obs;
@@ -285,6 +286,11 @@ static void on_samples(void *data, const struct sbrig_sample *s, size_t n)
 		return;
 	}
 	rec.n.samples += n;
+	if (n && !rec.recording) {
+		rec.recording = true;
+		if (rec.ops && rec.ops->recording)
+			rec.ops->recording(rec.ctx);
+	}
 	for (size_t i = 0; i < n; i++)
 		rec.n.sum_current_uA += s[i].current_uA;
 	if (n)
@@ -445,6 +451,7 @@ int rec_start(const struct rec_opts *o, const struct rec_client_ops *ops,
 	memset(&rec.n, 0, sizeof(rec.n));
 	memset(rec.snapshots, 0, sizeof(rec.snapshots));
 	rec.nsnap = 0;
+	rec.recording = false;
 	now = sbrig_now_ns();
 	rec.start_ns = now;
 	rec.last_sample_ns = now;

@@ -73,11 +73,14 @@ struct rec_opts {
 /**
  * struct rec_client_ops - what the capture's owner is told
  * @progress: once a second while it runs (may be NULL)
+ * @recording: once, when the sensor's first samples are in (never on a
+ *	rig without a sensor; may be NULL)
  * @end: exactly once, after the directory is closed, whatever ended it;
  *	@err is 0 or the -errno of a failure (@res->status says why)
  */
 struct rec_client_ops {
 	void (*progress)(void *ctx, const struct rec_result *now);
+	void (*recording)(void *ctx);
 	void (*end)(void *ctx, int err, const struct rec_result *res);
 };
 

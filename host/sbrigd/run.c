@@ -45,6 +45,8 @@
 #include "util.h"
 
 #define RUN_BATCH 64
+/* the longest the first step waits for the sensor's first samples */
+#define RUN_SENSOR_WAIT_NS (5 * NS_PER_S)
 
 /* What the current step waits for. */
 enum run_wait {
@@ -72,6 +74,7 @@ static struct {
 	enum run_wait wait;
 	struct sched_timer timer;	/* settle / timeouts */
 	struct sched_timer next;	/* the next batch of steps */
+	bool sensor_wait;		/* the first waits for samples */
 	uint32_t cmd_id;		/* agent command in flight, or 0 */
 	int64_t asleep_deadline_ns;
 	struct sleepwatch sw;		/* W_SLEEP, once the agent took it */
@@ -102,6 +105,7 @@ static void reset(void)
 	cur.ops = NULL;
 	cur.ctx = NULL;
 	cur.wait = W_NONE;
+	cur.sensor_wait = false;
 	evq_clear(&cur.q);
 	cur.finishing = false;
 	cur.fail_err = 0;
@@ -134,8 +138,35 @@ static void capture_end(void *ctx, int err, const struct rec_result *res)
 		ops->done(octx, err, res);
 }
 
+static void run_steps(void *data);
+
+/*
+ * The power is recorded: the first step may start. A sensor's buffer
+ * starts sampling some milliseconds after the capture (7 ms on the
+ * virtual rig): a stimulus in between would wake the target where the
+ * capture has no power, and the wake could not be placed by it.
+ */
+static void capture_recording(void *ctx)
+{
+	if (!cur.sensor_wait)
+		return;
+	cur.sensor_wait = false;
+	sched_defer(&cur.next, run_steps, NULL);
+}
+
+/* No samples yet: the steps start anyway, the capture says why later. */
+static void sensor_late(void *data)
+{
+	log_warn("run: no samples from the sensor %d s after the capture "
+		 "started: the steps start without them",
+		 (int)(RUN_SENSOR_WAIT_NS / NS_PER_S));
+	cur.sensor_wait = false;
+	run_steps(NULL);
+}
+
 static const struct rec_client_ops run_rec_ops = {
 	.progress = capture_progress,
+	.recording = capture_recording,
 	.end = capture_end,
 };
 
@@ -173,7 +204,6 @@ static void fail(int err, const char *fmt, ...)
 
 /* ---- steps -------------------------------------------------------------- */
 
-static void run_steps(void *data);
 
 /* The current step is over: the next one starts on the next loop turn. */
 static void step_done(void)
@@ -553,7 +583,12 @@ int run_start(struct sbrig_scenario *sc, const struct rec_opts *o,
 	*h = &cur.handle;
 	if (ops && ops->started)
 		ops->started(ctx, ro.dir, sc);
-	sched_defer(&cur.next, run_steps, NULL);
+	cur.sensor_wait = rig_has_power();
+	if (cur.sensor_wait)	/* capture_recording() brings it forward */
+		sched_timer_start(&cur.next, time_after(RUN_SENSOR_WAIT_NS),
+				  sensor_late, NULL);
+	else
+		sched_defer(&cur.next, run_steps, NULL);
 	return 0;
 }
 
