@@ -902,8 +902,9 @@ def test_marker_edges_pair_with_the_blocks_that_drove_them(marker_rig, tmp_path)
     """The module's marker, timestamped by the rig, end to end: a scenario
     holds a blocker through the agent five times and waits for each edge;
     the capture has one edge per transition, each within a millisecond of
-    its record, the daemon paired them online (clock.tsv), and the
-    analysis pairs them again and fits the clock with them."""
+    its record, the daemon paired them online (clock.tsv) and its model
+    kept all but an outlier at most, and the analysis pairs them again and
+    fits the clock with them."""
     from tests.capture import read_rows
 
     vm = marker_rig
@@ -936,7 +937,11 @@ def test_marker_edges_pair_with_the_blocks_that_drove_them(marker_rig, tmp_path)
     pairs = [c for c in read_rows(local, "clock", typed=True)
              if c.host_send_ns == c.host_recv_ns]
     assert len(pairs) >= 2 * MARKER_HOLDS - 1, pairs
-    assert all(c.retained for c in pairs), pairs
+    # the online model keeps them, but for one outlier at most: a pair
+    # whose edge came late (411 us against 75 us on a loaded 2-core host,
+    # the guest's interrupt delayed) is what its band filter is there to
+    # leave out
+    assert sum(c.retained for c in pairs) >= 2 * MARKER_HOLDS - 1, pairs
 
     rep = tmp_path / "rep"
     subprocess.run([str(SBRIG), "analyze", str(local), "-o", str(rep)],
