@@ -594,6 +594,13 @@ void sb_attempt_end(void)
 	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 }
 
+static bool sb_attempt_interrupted_locked(void)
+{
+	lockdep_assert_held(&suspend_blockers_lock);
+	return sb_enabled && (sb_active_count ||
+			      sb_current_event_num != sb_attempt_event_num);
+}
+
 /**
  * sb_attempt_interrupted() - must the worker's suspend be aborted?
  *
@@ -607,10 +614,41 @@ bool sb_attempt_interrupted(void)
 	bool ret;
 
 	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
-	ret = sb_enabled && (sb_active_count ||
-			     sb_current_event_num != sb_attempt_event_num);
+	ret = sb_attempt_interrupted_locked();
 	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
 	return ret;
+}
+
+/**
+ * sb_attempt_enter() - log "enter" unless the attempt is interrupted
+ * @state:	The sleep state's name, the record's argument.
+ * @note:	Also sb_note_enter_suspend() (no machine_suspend probe).
+ *
+ * The check and the record are one step under suspend_blockers_lock, as
+ * a blocker's activation and its "block" record are: a blocker activated
+ * from an interrupt (a timer) while our noirq callback runs is logged
+ * either before the check, which then aborts the attempt and no "enter"
+ * is logged, or after "enter".
+ *
+ * Context: a noirq callback (interrupts on: timers still fire).
+ * Return: true if "enter" was logged, false if the attempt must be
+ * aborted (sb_attempt_interrupted()).
+ */
+bool sb_attempt_enter(const char *state, bool note)
+{
+	unsigned long irqflags;
+	bool ok;
+
+	spin_lock_irqsave(&suspend_blockers_lock, irqflags);
+	ok = !sb_attempt_interrupted_locked();
+	if (ok) {
+		if (note)
+			sb_note_enter_suspend();
+		sb_event_add_irqs_off(SB_EV_ENTER, sb_now(), state,
+				      strlen(state), 0);
+	}
+	spin_unlock_irqrestore(&suspend_blockers_lock, irqflags);
+	return ok;
 }
 
 void sb_set_suspend_in_progress(bool on)

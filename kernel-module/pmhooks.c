@@ -105,18 +105,16 @@ static int sb_prepare(struct device *dev)
 
 static int sb_suspend_noirq(struct device *dev)
 {
-	sb_enter_logged = false;
-	if (sb_attempt_interrupted()) {
+	const char *state = sb_state_name(pm_suspend_target_state);
+
+	/* checked and logged at once: a timer's block is on one side */
+	sb_enter_logged = sb_attempt_enter(state, !sb_enter_probe);
+	if (!sb_enter_logged) {
 		if (sb_debug_mask & SB_DEBUG_SUSPEND)
 			pr_info("suspend blocked in noirq phase\n");
 		/* A wakeup, not a device failure (suspend_stats, the log). */
 		pm_system_wakeup();
-		return 0;
 	}
-	if (!sb_enter_probe)
-		sb_note_enter_suspend();
-	sb_event(SB_EV_ENTER, sb_state_name(pm_suspend_target_state));
-	sb_enter_logged = true;
 	return 0;
 }
 

@@ -93,6 +93,7 @@ void sb_note_enter_suspend(void);
 void sb_attempt_begin(unsigned int entry_num);
 void sb_attempt_end(void);
 bool sb_attempt_interrupted(void);
+bool sb_attempt_enter(const char *state, bool note);
 void sb_set_suspend_in_progress(bool on);
 void sb_stats_cursor_reset(struct suspend_blocker *cursor);
 void sb_stats_cursor_del(struct suspend_blocker *cursor);
