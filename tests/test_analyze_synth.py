@@ -844,6 +844,28 @@ def test_a_capture_that_ends_asleep_is_asleep_at_its_end(tmp_path):
     assert f["t_ns"] == fall and "sbagent report" in f["detail"], f
 
 
+def test_the_last_word_is_the_earliest_it_can_be(tmp_path):
+    """A LAVA power run on the virtual rig (tests/fixtures/captures/
+    late-pong) that ends asleep without its last suspend's records. Its
+    last ping was answered between 77681.554 s and 77681.600 s, and the
+    power fell at 77681.576 s: the midpoint of the exchange (77681.577 s)
+    lies after the fall it preceded, and taken as the last word it left
+    no rise above the sleep level after it. The end stayed unknown and
+    the last wakeup awake to the capture's end (1838 ms, three times the
+    other's). The last word is the earliest each piece of it can be (the
+    ping's send): the end is inferred at the fall."""
+    cap = REPO / "tests" / "fixtures" / "captures" / "late-pong"
+    r = analyze(cap, tmp_path / "report")
+    assert r.returncode == 0, r.stderr
+    rep = json.loads((tmp_path / "report" / "report.json").read_text())
+    end = rep["capture"]["end"]
+    assert end["state"] == "inferred_suspended", end
+    assert end["last_heard_ns"] <= 77681553638947 <= end["inferred_t_ns"], end
+    assert 77681575000000 <= end["inferred_t_ns"] <= 77681577000000, end
+    awake = [w["awake_ns"] for w in rep["wakeups"]]
+    assert len(awake) == 2 and max(awake) < 1.2 * min(awake), awake
+
+
 def test_without_evidence_the_end_stays_awake_and_says_so(tmp_path):
     """The capture's end by the power needs the sleep level of an earlier
     suspended stretch. A target that never slept before it fell silent

@@ -21,6 +21,8 @@
  * struct an_segment - exchanges between two jumps of the offset
  * @host_first: host time of its first exchange
  * @host_last: host time of its last exchange
+ * @host_last_lo: the earliest its last exchange's target time can be on
+ *	the host (its ping's send; a marker pair's edge less its window)
  * @t_first: target time of its first exchange
  * @t_last: target time of its last exchange
  * @offset_ns: fitted host - target at @t_ref
@@ -37,7 +39,7 @@
  * @s_first, @s_end: its samples, [@s_first, @s_end) of an_clock.s
  */
 struct an_segment {
-	int64_t host_first, host_last;
+	int64_t host_first, host_last, host_last_lo;
 	int64_t t_first, t_last;
 	double offset_ns;
 	int64_t t_ref;

@@ -288,7 +288,8 @@ struct an_timeline {
 	uint64_t placed;		/* placed by the power (place.c) */
 	int64_t max_uncert_ns;
 	unsigned int boots;
-	int64_t last_record;		/* the last record's time, or -1 */
+	int64_t last_record_lo;		/* the latest a record's time less
+					 * its uncertainty, or -1 */
 	int64_t last_word;		/* or answered ping, snapshot (tail.c) */
 	enum an_end end_state;		/* how the capture ends (tail.c) */
 	int64_t inferred_t;		/* AN_END_INFERRED: asleep from */

@@ -292,6 +292,7 @@ static int add_segment(struct an_clock *c, size_t from, size_t to)
 	memset(g, 0, sizeof(*g));
 	g->host_first = s[first].host;
 	g->host_last = s[last].host;
+	g->host_last_lo = an_sat_sub(s[last].host, s[last].half);
 	g->t_first = s[first].t;
 	g->t_last = s[last].t;
 	g->s_first = first;

@@ -201,7 +201,7 @@ int an_tail_infer(struct an_timeline *tl, const struct an_clock *clk,
 		  struct sbrig_capread *cr)
 {
 	struct an_trace x = { 0 };
-	int64_t last = tl->last_record, fall;
+	int64_t last = tl->last_record_lo, fall;
 	size_t j, low;
 	double level;
 	int ret = 0;
@@ -212,12 +212,17 @@ int an_tail_infer(struct an_timeline *tl, const struct an_clock *clk,
 		tl->end_state = AN_END_SUSPENDED;	/* the log's enter */
 		return 0;
 	}
-	/* the target's last word: a record, a snapshot, an answered ping */
+	/*
+	 * The target's last word: a record, a snapshot, an answered ping,
+	 * each the earliest it can be (the ping's answer came between its
+	 * send and its receipt, on a loaded host tens of ms apart: its
+	 * midpoint can lie after the fall it preceded).
+	 */
 	if (tl->nsnap && tl->snap_t[tl->nsnap - 1] > last)
 		last = tl->snap_t[tl->nsnap - 1];
 	for (size_t i = 0; i < clk->nseg; i++)
-		if (clk->seg[i].host_last > last)
-			last = clk->seg[i].host_last;
+		if (clk->seg[i].host_last_lo > last)
+			last = clk->seg[i].host_last_lo;
 	tl->last_word = last;
 	if (last < 0)
 		return 0;	/* no record: nothing to judge */

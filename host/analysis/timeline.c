@@ -1003,8 +1003,8 @@ static int events_pass(struct an_timeline *tl, struct sbrig_capread *cr,
 			  " ns", ev.seq, ev.type, ev.arg, k, t, ev.host_t_ns, unc);
 		if (unc > tl->max_uncert_ns)
 			tl->max_uncert_ns = unc;
-		if (t > tl->last_record)
-			tl->last_record = t;
+		if (an_sat_sub(t, unc > 0 ? unc : 0) > tl->last_record_lo)
+			tl->last_record_lo = an_sat_sub(t, unc > 0 ? unc : 0);
 		/* the snapshots taken by now; the first after a "lost" */
 		for (; next_snap < tl->nsnap && tl->snap_t[next_snap] <= t;
 		     next_snap++) {
@@ -1263,7 +1263,7 @@ int an_timeline_build(struct an_timeline *tl, struct sbrig_capread *cr,
 	tl->start = start;
 	tl->end = AN_OPEN_END;
 	tl->lost_since = -1;
-	tl->last_record = -1;
+	tl->last_record_lo = -1;
 	tl->last_word = -1;
 	tl->inferred_t = -1;
 	tl->sleep_level_uW = -1;
